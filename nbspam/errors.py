@@ -1,0 +1,35 @@
+"""The one exception family of nbspam, each kind with the exit status the CLI gives it."""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_SKIPPED = 3
+
+
+class NbspamError(Exception):
+    """An expected failure: bad input, a bad model file or a bad setting.
+
+    The CLI prints it as one line ``Error: <message>`` and exits with ``exit_code``.
+    """
+
+    exit_code = EXIT_ERROR
+
+
+class ConfigError(NbspamError):
+    """A setting is unknown, of the wrong type or out of range."""
+
+    exit_code = EXIT_USAGE
+
+
+class InputError(NbspamError):
+    """A message, a folder or a table cannot be read or makes no sense."""
+
+
+class ModelFileError(NbspamError):
+    """A model file is missing, truncated, corrupt, foreign or of a newer format."""
+
+
+class TrainingError(NbspamError):
+    """The data cannot give a model (no messages, one class, no terms left)."""
