@@ -1,0 +1,313 @@
+"""The command line: thin click commands over the library; errors and exit statuses here."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import click
+
+from . import __version__
+from .config import EVENT_MODELS, MAIL_MODES, TrainConfig, build_settings, load_yaml
+from .errors import EXIT_SKIPPED, NbspamError
+
+EXIT_STATUS_HELP = """\b
+Exit status: 0 success; 1 an error in the input or the model (one line
+"Error: ..." on stderr); 2 a usage error; 3 done, but some inputs could not
+be read and were skipped (each reported as "PATH: reason" on stderr)."""
+
+
+class CommandError(click.ClickException):
+    """An NbspamError on its way out: printed as 'Error: ...' with the error's exit status."""
+
+    def __init__(self, error: NbspamError) -> None:
+        super().__init__(str(error))
+        self.exit_code = error.exit_code
+
+
+class Group(click.Group):
+    """Turns every expected failure of the library into one line and an exit status."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            try:
+                return super().invoke(ctx)
+            except NbspamError as error:
+                raise CommandError(error) from None
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+    click.echo(f"Warning: {message}", err=True)
+
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="nbspam")
+def cli() -> None:
+    """Naive Bayes spam and text classifier.
+
+    Train a model on labelled messages, score new ones, and see why.
+
+    \b
+    Example:
+      nbspam train sample_data/train -o spam.nbm
+      nbspam predict -m spam.nbm sample_data/new
+      nbspam explain -m spam.nbm --top 10
+      nbspam explain -m spam.nbm sample_data/new/001.eml
+    """
+
+
+class Reporter:
+    """Talk on stderr: skipped inputs as they happen, a progress count on a terminal."""
+
+    def __init__(self, verb: str) -> None:
+        self.verb = verb
+        self.done = 0
+        self.live = sys.stderr.isatty()
+        self._last = 0.0
+        from .messages import Problems
+
+        self.problems = Problems(self.line)
+
+    def line(self, text: str) -> None:
+        self._clear()
+        click.echo(text, err=True)
+
+    def progress(self, n: int) -> None:
+        self.done += n
+        now = time.monotonic()
+        if self.live and now - self._last > 0.1:
+            self._last = now
+            click.echo(f"\r{self.verb} {self.done:,} messages", err=True, nl=False)
+
+    def _clear(self) -> None:
+        if self.live and self.done:
+            click.echo("\r\x1b[K", err=True, nl=False)
+
+    def finish(self) -> int:
+        """Clear the progress line, say how many inputs were skipped; return the exit status."""
+        self._clear()
+        skipped = self.problems.skipped
+        if skipped:
+            click.echo(f"{skipped} input(s) skipped, see above", err=True)
+            return EXIT_SKIPPED
+        return 0
+
+
+def model_option(f):
+    return click.option(
+        "-m", "--model", "model_path", required=True, type=click.Path(dir_okay=False),
+        help="Model file written by 'nbspam train'.",
+    )(f)
+
+
+def format_option(f):
+    return click.option(
+        "-f", "--format", "fmt", type=click.Choice(["text", "jsonl", "tsv"]), default="text",
+        show_default=True, help="Output format: text for people, jsonl or tsv for programs.",
+    )(f)
+
+
+def files_from_options(f):
+    f = click.option(
+        "-0", "--null", is_flag=True,
+        help="With --files-from: paths are separated by NUL characters, not line breaks.",
+    )(f)
+    return click.option(
+        "--files-from", type=click.File("rb"), metavar="FILE|-",
+        help="Read more paths from FILE, one per line ('-' for stdin).",
+    )(f)
+
+
+_DEFAULT_TRAIN = TrainConfig()
+
+
+@cli.command()
+@click.argument("data", nargs=-1, required=True)
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="Where to write the model file (replaced atomically).")
+@click.option("--model", "event_model", type=click.Choice(EVENT_MODELS),
+              help=f"Event model: multinomial counts words, bernoulli their presence and absence. [default: {_DEFAULT_TRAIN.model}]")
+@click.option("--alpha", type=float,
+              help=f"Smoothing: 1 is Laplace, 0 < alpha < 1 Lidstone, 0 maximum likelihood. [default: {_DEFAULT_TRAIN.alpha:g}]")
+@click.option("--prior", help="Class prior: fitted (class frequencies), uniform, or LABEL=WEIGHT,... [default: fitted]")
+@click.option("--min-count", type=int,
+              help=f"Keep words found in at least this many training messages. [default: {_DEFAULT_TRAIN.min_count}]")
+@click.option("--max-df", type=float, help="Drop words found in more than this fraction of messages. [default: 1.0]")
+@click.option("--max-features", type=int, help="Keep only the N words found in most messages. [default: all]")
+@click.option("--stop-words", metavar="english|none|FILE",
+              help="Words to ignore: the built-in English list, none, or a file with one word per line. [default: english]")
+@click.option("--ngrams", type=int, help="Also count word n-grams up to this length (2 adds word pairs). [default: 1]")
+@click.option("--binary/--counts", "binary", default=None,
+              help="Multinomial model: count each word once per message. [default: --counts]")
+@click.option("--mail", type=click.Choice(MAIL_MODES),
+              help="Parse input as e-mail: auto (when it looks like mail), always, never. [default: auto]")
+@click.option("--positive", help="Two-class models: the label log-odds point to. [default: spam, else the label that sorts last]")
+@click.option("-c", "--config", "config_file", type=click.Path(dir_okay=False),
+              help="YAML file of settings (keys are these option names); options given here win.")
+def train(data: tuple[str, ...], output: str, config_file: str | None, **options: Any) -> None:
+    """Train a model on labelled messages and write it to a file.
+
+    DATA is a folder with one subfolder per label (messages are found recursively below
+    each: files, Maildirs, mboxes), a table (TSV lines "label<TAB>text", CSV with label and
+    text columns, JSON Lines with label and text keys), or LABEL=PATH for every message of
+    PATH under one label.
+
+    \b
+    Example:
+      nbspam train sample_data/train -o spam.nbm
+      nbspam train spam=spam.mbox ham=~/Maildir -o spam.nbm --model bernoulli
+      nbspam train sms.tsv -o sms.nbm -c configs/bernoulli.yaml
+    """
+    from .messages import read_labelled
+    from .model import train as train_model
+    from .modelfile import save_model
+
+    values = load_yaml(config_file) if config_file else {}
+    flags = {k: v for k, v in options.items() if v is not None}
+    if "event_model" in flags:
+        flags["model"] = flags.pop("event_model")
+    settings = resolve_settings({**values, **flags}, source=config_file or "options")
+    report = Reporter("read")
+    model = train_model(read_labelled(data, report.problems), settings, progress=report.progress)
+    save_model(model, output)
+    status = report.finish()
+    click.echo(train_summary(model, output), err=True)
+    sys.exit(status)
+
+
+def resolve_settings(values: dict[str, Any], *, source: str):
+    """Settings from a flat mapping, with the stop-word choice resolved to its word list."""
+    import dataclasses
+
+    from .tokenizer import load_stop_words
+
+    settings = build_settings(values, source=source)
+    words = load_stop_words(settings.stop_words, settings.tokenizer)
+    return dataclasses.replace(
+        settings, tokenizer=dataclasses.replace(settings.tokenizer, stop_words=words)
+    )
+
+
+def train_summary(model, output: str) -> str:
+    counts = ", ".join(f"{label} {n:,}" for label, n in model.info["messages"].items())
+    total = sum(model.info["messages"].values())
+    kept = model.scorer.kept.size
+    size = os.path.getsize(output)
+    lines = [
+        f"trained a {model.train.model} model on {total:,} messages ({counts}) "
+        f"in {model.info['seconds']:.1f} s",
+        f"vocabulary: {kept:,} terms kept of {len(model.terms):,} seen "
+        f"(min-count {model.train.min_count})",
+    ]
+    if model.is_binary:
+        lines.append(f"positive class: {model.train.positive} (log-odds > 0 point to it)")
+    lines.append(f"wrote {output} ({size / 1e6:.1f} MB)")
+    return "\n".join(lines)
+
+
+def _paths(paths: tuple[str, ...], files_from, null: bool) -> Iterator[str]:
+    """PATH arguments, then those of --files-from; none at all means stdin."""
+    if not paths and files_from is None:
+        yield "-"
+    yield from paths
+    if files_from is not None:
+        sep = b"\0" if null else b"\n"
+        for raw in files_from.read().split(sep):
+            raw = raw.rstrip(b"\r") if not null else raw
+            if raw:
+                yield os.fsdecode(raw)
+
+
+@cli.command()
+@model_option
+@click.argument("paths", nargs=-1, metavar="[PATH]...")
+@files_from_options
+@format_option
+def predict(model_path: str, paths: tuple[str, ...], files_from, null: bool, fmt: str) -> None:
+    """Classify messages: a label and posterior probabilities for each.
+
+    A PATH is a message file, an mbox, a Maildir, a folder (every file below it), a table,
+    or '-' for one message on stdin (the default when no PATH is given). For two-class
+    models the log-odds log P(positive|x) - log P(negative|x) is printed too: it never
+    saturates, so rank by it rather than by probability.
+
+    \b
+    Example:
+      nbspam predict -m spam.nbm sample_data/new
+      nbspam predict -m spam.nbm < message.eml
+      find ~/Maildir/new -type f | nbspam predict -m spam.nbm --files-from - -f jsonl
+    """
+    from . import render
+    from .messages import read_messages
+    from .model import score
+    from .modelfile import load_model
+
+    model = load_model(model_path)
+    report = Reporter("scored")
+    messages = read_messages(_paths(paths, files_from, null), report.problems)
+    for line in render.predictions(score(model, messages), model.labels, fmt):
+        click.echo(line)
+        report.progress(1)
+    sys.exit(report.finish())
+
+
+@cli.command()
+@model_option
+@click.argument("paths", nargs=-1, metavar="[PATH]...")
+@click.option("-n", "--top", type=click.IntRange(min=1),
+              help="How many words to show: per class for the model [default: 20], per message [default: all].")
+@click.option("--against", metavar="LABEL",
+              help="More than two classes: compare with this class (default: the runner-up).")
+@format_option
+def explain(model_path: str, paths: tuple[str, ...], top: int | None, against: str | None, fmt: str) -> None:
+    """Show the words that decide: globally, or for each given message.
+
+    Without PATH: for each class, the words with the largest log-odds weight toward it,
+    with their counts per class. With PATH (a message file, folder, mbox or '-' for
+    stdin): each word's contribution to the message's log-odds, largest first, and the
+    bias; the contributions plus the bias equal the log-odds that 'predict' prints.
+
+    \b
+    Example:
+      nbspam explain -m spam.nbm --top 15
+      nbspam explain -m spam.nbm sample_data/new/001.eml
+      nbspam explain -m spam.nbm -f jsonl - < message.eml
+    """
+    from . import explain as ex
+    from . import render
+    from .features import Analyzer
+    from .messages import read_messages
+    from .modelfile import load_model
+
+    model = load_model(model_path)
+    if not paths:
+        groups = ex.top_terms(model, top or 20, against=against)
+        for line in render.top_terms(groups, model.labels, ex.count_kind(model), fmt):
+            click.echo(line)
+        return
+    analyzer = Analyzer(model.tokenizer)
+    report = Reporter("explained")
+    for message in read_messages(paths, report.problems):
+        e = ex.explain_message(model, message.id, analyzer.tokens(message.data), against=against)
+        for line in render.message_explanation(e, fmt, top):
+            click.echo(line)
+    sys.exit(report.finish())
+
+
+def main() -> None:
+    """Entry point of the ``nbspam`` command and ``python -m nbspam``."""
+    try:
+        cli(prog_name="nbspam")
+    except BrokenPipeError:
+        # the reader went away (``nbspam predict ... | head``): stop quietly, as Unix tools do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(141)
+
+
+

@@ -1,0 +1,204 @@
+"""Settings as frozen values: defaults, then a YAML file, then command-line flags."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal
+
+from .errors import ConfigError
+
+EventModel = Literal["multinomial", "bernoulli"]
+EVENT_MODELS: tuple[str, ...] = ("multinomial", "bernoulli")
+MAIL_MODES: tuple[str, ...] = ("auto", "always", "never")
+
+#: Headers whose tokens are not counted by default. An upstream filter, the delivering
+#: server or the way a corpus was collected may have added them, so their tokens can give
+#: good results for bogus reasons (a spam folder whose every message carries X-Spam-Flag).
+DEFAULT_IGNORE_HEADERS: tuple[str, ...] = (
+    "x-spam-*", "x-bogosity", "x-spambayes-*", "x-crm114-*", "x-dspam-*", "x-virus-*",
+    "x-nbspam-*", "x-amavis-*", "x-antivirus*", "x-filter*", "x-razor*", "x-pyzor*",
+    "status", "x-status", "x-keywords", "x-uid", "x-imap*", "lines", "content-length",
+    "delivered-to", "x-original-to", "envelope-to", "x-envelope-*", "x-loop", "x-beenthere",
+    "x-mailman-version", "errors-to", "x-mozilla-status*", "x-evolution*", "x-gmail-labels",
+)
+
+#: Headers whose values are tokenized (prefixed with the header name) by default; every
+#: other header not ignored contributes only a presence token ``header:<name>``.
+DEFAULT_VALUE_HEADERS: tuple[str, ...] = (
+    "x-mailer", "user-agent", "content-type", "content-transfer-encoding", "message-id",
+    "received", "organization", "x-priority", "importance", "precedence", "mime-version",
+    "list-id", "x-ms-has-attach",
+)
+
+
+@dataclass(frozen=True)
+class TokenizerConfig:
+    """How a message becomes tokens. Saved in the model so `predict` tokenizes as `train` did."""
+
+    normalize: bool = True
+    casefold: bool = True
+    min_length: int = 2
+    max_length: int = 30
+    long_words: Literal["skip", "drop"] = "skip"
+    stop_words: tuple[str, ...] = ()
+    ngrams: int = 1
+    mail: Literal["auto", "always", "never"] = "auto"
+    subject_tokens: bool = True
+    address_tokens: bool = True
+    url_tokens: bool = True
+    header_tokens: bool = True
+    attachment_tokens: bool = True
+    value_headers: tuple[str, ...] = DEFAULT_VALUE_HEADERS
+    ignore_headers: tuple[str, ...] = DEFAULT_IGNORE_HEADERS
+    max_body_chars: int = 200_000
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """How counts become a model. ``prior`` is 'fitted', 'uniform' or a label -> weight map."""
+
+    model: EventModel = "multinomial"
+    alpha: float = 1.0
+    prior: str | tuple[tuple[str, float], ...] = "fitted"
+    min_count: int = 2
+    max_df: float = 1.0
+    max_features: int | None = None
+    binary: bool = False
+    positive: str | None = None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything `train` needs; `stop_words` is the user's choice before it is resolved."""
+
+    tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    stop_words: str = "english"
+
+
+_TOKENIZER_KEYS = {f.name for f in fields(TokenizerConfig)} - {"stop_words"}
+_TRAIN_KEYS = {f.name for f in fields(TrainConfig)}
+KNOWN_KEYS: frozenset[str] = frozenset(_TOKENIZER_KEYS | _TRAIN_KEYS | {"stop_words"})
+
+
+def load_yaml(path: str | Path) -> dict[str, Any]:
+    """Read a YAML configuration file into a flat mapping of setting -> value.
+
+    Keys are the command-line option names, in kebab-case or snake_case.
+    """
+    import yaml
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {path} is not valid YAML: {exc}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a mapping of setting: value")
+    return {str(k).replace("-", "_"): v for k, v in data.items()}
+
+
+def build_settings(values: dict[str, Any], *, source: str = "settings") -> Settings:
+    """Validate a flat mapping of settings and build the frozen `Settings` value.
+
+    Unknown keys, wrong types and out-of-range values raise `ConfigError` naming the key.
+    """
+    unknown = sorted(set(values) - KNOWN_KEYS)
+    if unknown:
+        known = ", ".join(sorted(KNOWN_KEYS))
+        raise ConfigError(f"unknown setting {unknown[0]!r} in {source}; known settings: {known}")
+    checked = {key: _check(key, value) for key, value in values.items()}
+    tok = {k: v for k, v in checked.items() if k in _TOKENIZER_KEYS}
+    trn = {k: v for k, v in checked.items() if k in _TRAIN_KEYS}
+    settings = Settings(tokenizer=TokenizerConfig(**tok), train=TrainConfig(**trn))
+    if "stop_words" in checked:
+        settings = dataclasses.replace(settings, stop_words=checked["stop_words"])
+    if settings.tokenizer.max_length < settings.tokenizer.min_length:
+        raise ConfigError("max_length must be at least min_length")
+    return settings
+
+
+def _check(key: str, value: Any) -> Any:
+    """Return ``value`` converted to the type of setting ``key``, or raise ConfigError."""
+    ints = {"min_length": 1, "max_length": 1, "ngrams": 1, "min_count": 1, "max_body_chars": 1}
+    bools = {
+        "normalize", "casefold", "subject_tokens", "address_tokens", "url_tokens",
+        "header_tokens", "attachment_tokens", "binary",
+    }
+    choices = {"model": EVENT_MODELS, "mail": MAIL_MODES, "long_words": ("skip", "drop")}
+    if key in bools:
+        if not isinstance(value, bool):
+            raise ConfigError(f"setting {key} must be true or false, not {value!r}")
+        return value
+    if key in ints or key == "max_features":
+        if value is None and key == "max_features":
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value < ints.get(key, 1):
+            raise ConfigError(f"setting {key} must be a whole number >= 1, not {value!r}")
+        return value
+    if key in choices:
+        if value not in choices[key]:
+            raise ConfigError(f"setting {key} must be one of {', '.join(choices[key])}, not {value!r}")
+        return value
+    if key == "alpha":
+        return _number(key, value, low=0.0)
+    if key == "max_df":
+        number = _number(key, value, low=0.0)
+        if not 0.0 < number <= 1.0:
+            raise ConfigError(f"setting max_df must be a fraction in (0, 1], not {value!r}")
+        return number
+    if key == "prior":
+        return parse_prior(value)
+    if key in ("value_headers", "ignore_headers"):
+        if isinstance(value, str):
+            value = [v for v in value.split(",") if v.strip()]
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"setting {key} must be a list of header names")
+        return tuple(v.strip().lower() for v in value)
+    if key in ("stop_words", "positive"):
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(f"setting {key} must be text, not {value!r}")
+        return value if key == "positive" else (value or "none")
+    raise AssertionError(key)  # every known key is handled above
+
+
+def _number(key: str, value: Any, *, low: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"setting {key} must be a number, not {value!r}") from None
+    if not math.isfinite(value) or value < low:
+        raise ConfigError(f"setting {key} must be a finite number >= {low:g}, not {value!r}")
+    return float(value)
+
+
+def parse_prior(value: Any) -> str | tuple[tuple[str, float], ...]:
+    """'fitted', 'uniform', a mapping label -> weight, or text 'spam=0.3,ham=0.7'."""
+    if value in ("fitted", "uniform"):
+        return value
+    if isinstance(value, str):
+        pairs = []
+        for part in value.split(","):
+            label, sep, weight = part.partition("=")
+            if not sep:
+                raise ConfigError(
+                    f"prior must be fitted, uniform or LABEL=WEIGHT,... (for example "
+                    f"spam=0.4,ham=0.6), not {value!r}"
+                )
+            pairs.append((label.strip(), weight.strip()))
+        value = dict(pairs)
+    if isinstance(value, dict) and value:
+        prior = tuple(sorted((str(k), _number("prior", v, low=0.0)) for k, v in value.items()))
+        if sum(w for _, w in prior) <= 0 or any(w == 0 for _, w in prior):
+            raise ConfigError("an explicit prior needs a positive weight for every label")
+        return prior
+    raise ConfigError(f"prior must be fitted, uniform or a mapping label: weight, not {value!r}")

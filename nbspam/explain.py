@@ -1,0 +1,144 @@
+"""Why the model decides as it does: per-word log-odds weights, globally and for one message."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import naive_bayes as nb
+from .errors import NbspamError
+from .model import Model, predict_matrix, transform
+
+
+@dataclass(frozen=True)
+class TermWeight:
+    """One kept term: its log-odds weight toward ``toward`` against ``against``, its counts."""
+
+    term: str
+    weight: float
+    counts: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ClassTerms:
+    """The terms that push hardest toward class ``toward`` (against class ``against``)."""
+
+    toward: str
+    against: str
+    terms: tuple[TermWeight, ...]
+
+
+@dataclass(frozen=True)
+class Contribution:
+    """One word of a message: f(x_a) (count, or 1 for presence), w_a and f(x_a) w_a."""
+
+    term: str
+    count: int
+    weight: float
+    contribution: float
+
+
+@dataclass(frozen=True)
+class MessageExplanation:
+    """A message's log-odds of ``positive`` against ``negative`` as bias + contributions."""
+
+    id: str
+    label: str
+    positive: str
+    negative: str
+    log_odds: float
+    bias: float
+    contributions: tuple[Contribution, ...]
+    unknown_tokens: int
+
+
+def count_kind(model: Model) -> str:
+    """Which counts the weights come from: 'documents' (presence) or 'occurrences'."""
+    return "documents" if model.scorer.binary else "occurrences"
+
+
+def top_terms(model: Model, n: int, *, against: str | None = None) -> list[ClassTerms]:
+    """For each class, the ``n`` kept terms of largest weight toward it.
+
+    Two classes: the positive class against the negative and the negative against the
+    positive (w and -w). More classes: each class against ``against`` or, by default, against
+    the largest other class (MATH.md: weights per pair against a reference class).
+    Ties in weight are broken by term order, so the output is deterministic.
+    """
+    sc = model.scorer
+    counts = (model.doc_count if sc.binary else model.term_count)[:, sc.kept]
+    out = []
+    for c, label in enumerate(model.labels):
+        ref = _reference(model, c, against)
+        w, _ = nb.pair_weights(sc.coef, sc.intercept, c, ref)
+        order = np.lexsort((np.arange(w.size), -w))[:n]
+        terms = tuple(
+            TermWeight(sc.index.terms[a], float(w[a]), tuple(int(k) for k in counts[:, a]))
+            for a in order
+        )
+        out.append(ClassTerms(label, model.labels[ref], terms))
+    if model.is_binary:
+        out.sort(key=lambda ct: ct.toward != model.train.positive)
+    return out
+
+
+def explain_message(
+    model: Model, message_id: str, tokens: Sequence[str], *, against: str | None = None
+) -> MessageExplanation:
+    """Split one message's log-odds into the bias and one contribution per known word.
+
+    Two classes: positive against negative, and ``log_odds`` is exactly what `predict`
+    reports. More classes: the predicted class against ``against`` or, by default, the
+    runner-up. Contributions are sorted by size (largest |f(x_a) w_a| first, then by term);
+    ``bias + sum(contributions)`` equals ``log_odds`` up to float rounding.
+    """
+    sc = model.scorer
+    X = transform(model, [tokens])
+    log_posts, log_odds_all = predict_matrix(model, X)
+    log_odds = None if log_odds_all is None else float(log_odds_all[0])
+    order = np.argsort(-log_posts[0])
+    if model.is_binary:
+        pos, neg = model.positive_index, model.negative_index
+    else:
+        pos = int(order[0])
+        neg = model.labels.index(against) if against else int(order[1])
+        if neg == pos:
+            neg = int(order[1])
+    w, bias = nb.pair_weights(sc.coef, sc.intercept, pos, neg)
+    row = X.getrow(0)
+    f = np.ones_like(row.data) if sc.binary else row.data
+    contributions = sorted(
+        (
+            Contribution(sc.index.terms[a], int(k), float(w[a]), float(k * w[a]))
+            for a, k in zip(row.indices, f)
+        ),
+        key=lambda c: (-abs(c.contribution), c.term),
+    )
+    if log_odds is None:
+        log_odds = bias + float(np.dot(f, w[row.indices]))
+    known = sum(1 for t in tokens if t in sc.index.ids)
+    return MessageExplanation(
+        id=message_id,
+        label=model.labels[pos] if log_odds > 0 or not model.is_binary else model.labels[neg],
+        positive=model.labels[pos],
+        negative=model.labels[neg],
+        log_odds=float(log_odds),
+        bias=bias,
+        contributions=tuple(contributions),
+        unknown_tokens=len(tokens) - known,
+    )
+
+
+def _reference(model: Model, c: int, against: str | None) -> int:
+    if against is not None:
+        if against not in model.labels:
+            raise NbspamError(f"--against {against!r} is not one of the labels {list(model.labels)}")
+        ref = model.labels.index(against)
+        if ref != c:
+            return ref
+    if model.is_binary:
+        return 1 - c
+    sizes = [(-int(model.class_count[k]), k) for k in range(len(model.labels)) if k != c]
+    return min(sizes)[1]

@@ -1,0 +1,266 @@
+"""Where messages come from: files, folders, Maildirs, mboxes, tables and stdin, as a stream.
+
+Every message keeps a stable identifier: the path as given (below a folder, joined to it),
+``PATH#N`` for the N-th message of an mbox (from 1), ``PATH#LINE`` for a table row (or the
+row's own ``id``), and ``-`` for standard input. A source that cannot be read is reported
+through `Problems` as ``identifier: reason`` and the stream goes on.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import mailbox
+import os
+import re
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from .errors import InputError
+
+TABLE_SUFFIXES = (".tsv", ".csv", ".jsonl", ".ndjson")
+# A second mbox separator: a blank line, then "From <sender> <weekday> <month> ..."
+_MBOX_SEPARATOR = re.compile(rb"\n\r?\nFrom \S+\s+[A-Z][a-z]{2} [A-Z][a-z]{2} ")
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message: its identifier, its raw bytes (or text, from a table), its label if known."""
+
+    id: str
+    data: bytes | str
+    label: str | None = None
+
+
+class Problems:
+    """Collects what was skipped (``id: reason``) and notes; ``report`` sees each as it comes."""
+
+    def __init__(self, report: Callable[[str], None] | None = None) -> None:
+        self.skipped = 0
+        self._report = report or (lambda line: None)
+
+    def skip(self, where: str, reason: str) -> None:
+        self.skipped += 1
+        self._report(f"{where}: {reason}")
+
+    def note(self, text: str) -> None:
+        self._report(f"note: {text}")
+
+
+def read_messages(
+    paths: Iterable[str], problems: Problems, *, stdin: BinaryIO | None = None
+) -> Iterator[Message]:
+    """Unlabelled messages from each path in turn: '-' (one message on stdin), a file (one
+    message, an mbox, or a table by its suffix), a Maildir, or a folder (every file below it)."""
+    for path in paths:
+        if path == "-":
+            stream = stdin if stdin is not None else sys.stdin.buffer
+            yield Message("-", stream.read())
+        else:
+            yield from _read_path(path, problems, tables=True)
+
+
+def read_labelled(specs: Iterable[str], problems: Problems) -> Iterator[Message]:
+    """Labelled messages from training data specs.
+
+    A spec is a folder with one subfolder per label (messages found recursively below each),
+    a table (TSV ``label<TAB>text`` lines, CSV with ``label`` and ``text`` columns, JSON Lines
+    with ``label`` and ``text`` keys), or ``LABEL=PATH`` for every message of PATH (a file,
+    folder, Maildir or mbox) under one label.
+    """
+    for spec in specs:
+        label, sep, path = spec.partition("=")
+        if sep and label and not os.path.exists(spec):
+            for message in read_messages([path], problems):
+                yield Message(message.id, message.data, label)
+        elif os.path.isdir(spec):
+            yield from _read_label_folders(spec, problems)
+        elif spec.lower().endswith(TABLE_SUFFIXES):
+            for message in _read_table(spec, problems):
+                if message.label:
+                    yield message
+                else:
+                    problems.skip(message.id, "no label in this row")
+        elif os.path.exists(spec):
+            raise InputError(
+                f"{spec} has no labels: give a folder with one subfolder per label, a table, "
+                f"or LABEL={spec}"
+            )
+        else:
+            problems.skip(spec, "no such file or directory")
+
+
+def _read_label_folders(root: str, problems: Problems) -> Iterator[Message]:
+    if _is_maildir(root):
+        raise InputError(f"{root} is a Maildir, which has no labels: give LABEL={root}")
+    entries = sorted(e for e in _listdir(root, problems) if not e.startswith("."))
+    stray = [e for e in entries if not os.path.isdir(os.path.join(root, e))]
+    if stray:
+        problems.note(
+            f"{len(stray)} file(s) directly in {root} ignored (only files in label folders "
+            f"count): {', '.join(stray[:3])}{' ...' if len(stray) > 3 else ''}"
+        )
+    for entry in entries:
+        if entry not in stray:
+            for message in _read_path(os.path.join(root, entry), problems, tables=False):
+                yield Message(message.id, message.data, entry)
+
+
+def _read_path(path: str, problems: Problems, *, tables: bool) -> Iterator[Message]:
+    if os.path.isdir(path):
+        yield from _read_folder(path, problems)
+    elif tables and path.lower().endswith(TABLE_SUFFIXES):
+        yield from _read_table(path, problems)
+    else:
+        yield from _read_file(path, problems)
+
+
+def _read_file(path: str, problems: Problems) -> Iterator[Message]:
+    """One message, or every message of an mbox (by suffix, or by a second separator)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        problems.skip(path, _reason(exc))
+        return
+    if data.startswith(b"From ") and (
+        path.lower().endswith(".mbox") or _MBOX_SEPARATOR.search(data)
+    ):
+        yield from _read_mbox(path, problems)
+    else:
+        yield Message(path, data)
+
+
+def _read_mbox(path: str, problems: Problems) -> Iterator[Message]:
+    try:
+        box = mailbox.mbox(path, create=False)
+        keys = box.keys()
+    except (OSError, mailbox.Error) as exc:
+        problems.skip(path, f"cannot read as an mbox: {_reason(exc)}")
+        return
+    for number, key in enumerate(keys, start=1):
+        try:
+            yield Message(f"{path}#{number}", box.get_bytes(key))
+        except (OSError, KeyError, mailbox.Error) as exc:
+            problems.skip(f"{path}#{number}", _reason(exc))
+    box.close()
+
+
+def _read_folder(root: str, problems: Problems) -> Iterator[Message]:
+    """Every file below ``root`` in sorted order; hidden names skipped, Maildir ``tmp/`` too.
+
+    Symbolic links are followed, but a folder reached twice (a symlink loop) is reported
+    and not entered again.
+    """
+    seen: set[tuple[int, int]] = set()
+
+    def walk(folder: str) -> Iterator[Message]:
+        try:
+            st = os.stat(folder)
+        except OSError as exc:
+            problems.skip(folder, _reason(exc))
+            return
+        if (st.st_dev, st.st_ino) in seen:
+            problems.skip(folder, "folder already read (symbolic link loop), not entered again")
+            return
+        seen.add((st.st_dev, st.st_ino))
+        maildir = _is_maildir(folder)
+        for entry in sorted(_listdir(folder, problems)):
+            if entry.startswith(".") or (maildir and entry == "tmp"):
+                continue
+            path = os.path.join(folder, entry)
+            if os.path.isdir(path):
+                yield from walk(path)
+            else:
+                yield from _read_file(path, problems)
+
+    if not os.path.exists(root):
+        problems.skip(root, "no such file or directory")
+        return
+    yield from walk(root)
+
+
+def _read_table(path: str, problems: Problems) -> Iterator[Message]:
+    """Rows of a TSV, CSV or JSON Lines table as messages with text data."""
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        problems.skip(path, _reason(exc))
+        return
+    lower = path.lower()
+    if lower.endswith(".tsv"):
+        rows = _tsv_rows(text)
+    elif lower.endswith(".csv"):
+        rows = _csv_rows(text, path)
+    else:
+        rows = _jsonl_rows(text, path, problems)
+    for line, row_id, label, body in rows:
+        yield Message(row_id or f"{path}#{line}", body, label or None)
+
+
+def _tsv_rows(text: str) -> Iterator[tuple[int, str | None, str | None, str]]:
+    for line, row in enumerate(text.splitlines(), start=1):
+        if row.strip():
+            label, sep, body = row.partition("\t")
+            yield (line, None, label.strip(), body) if sep else (line, None, None, row)
+
+
+def _csv_rows(text: str, path: str) -> Iterator[tuple[int, str | None, str | None, str]]:
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = next(reader, None)
+    if header is None:
+        return
+    names = [h.strip().lower() for h in header]
+    if "text" not in names:
+        raise InputError(f"{path}: a CSV table needs a header row with a 'text' column")
+    col = {name: names.index(name) for name in ("label", "text", "id") if name in names}
+    for row in reader:
+        if not any(field.strip() for field in row):
+            continue
+        get = lambda name: row[col[name]] if name in col and col[name] < len(row) else None  # noqa: E731
+        yield reader.line_num, get("id"), get("label"), get("text") or ""
+
+
+def _jsonl_rows(
+    text: str, path: str, problems: Problems
+) -> Iterator[tuple[int, str | None, str | None, str]]:
+    for line, row in enumerate(text.splitlines(), start=1):
+        if not row.strip():
+            continue
+        try:
+            obj = json.loads(row)
+        except json.JSONDecodeError as exc:
+            problems.skip(f"{path}#{line}", f"not valid JSON: {exc.msg}")
+            continue
+        if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
+            problems.skip(f"{path}#{line}", "a JSON line needs an object with a 'text' string")
+            continue
+        label, row_id = obj.get("label"), obj.get("id")
+        yield (
+            line,
+            None if row_id is None else str(row_id),
+            None if label is None else str(label),
+            obj["text"],
+        )
+
+
+def _is_maildir(folder: str) -> bool:
+    return os.path.isdir(os.path.join(folder, "cur")) and os.path.isdir(os.path.join(folder, "new"))
+
+
+def _listdir(folder: str, problems: Problems) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except OSError as exc:
+        problems.skip(folder, _reason(exc))
+        return []
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror[:1].lower() + exc.strerror[1:]
+    return str(exc) or type(exc).__name__

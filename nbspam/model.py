@@ -1,0 +1,274 @@
+"""The Model: raw counts plus settings; training, scoring and explanation derive from them."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import islice
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import naive_bayes as nb
+from .config import Settings, TokenizerConfig, TrainConfig
+from .errors import TrainingError
+from .features import Analyzer
+from .messages import Message
+from .vocabulary import TermIndex, count_rows, select_terms, sorted_order
+
+CHUNK = 1000
+
+
+@dataclass(frozen=True, eq=False)
+class Model:
+    """A trained naive Bayes model, stored as counts over the full vocabulary.
+
+    labels (C,) sorted; terms (d,) sorted by code point, every term seen in training;
+    class_count (C,) documents per class; term_count (C, d) occurrences per class;
+    doc_count (C, d) documents per class containing the term. The vocabulary filters
+    (min_count, max_df, max_features) are applied when the scoring parameters are derived,
+    so adding or removing documents only adds or subtracts counts.
+    """
+
+    labels: tuple[str, ...]
+    terms: tuple[str, ...]
+    class_count: np.ndarray
+    term_count: np.ndarray
+    doc_count: np.ndarray
+    tokenizer: TokenizerConfig
+    train: TrainConfig
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_binary(self) -> bool:
+        """True for two-class models, which have a positive class and log-odds."""
+        return len(self.labels) == 2
+
+    @property
+    def positive_index(self) -> int:
+        return self.labels.index(self.train.positive)
+
+    @property
+    def negative_index(self) -> int:
+        return 1 - self.positive_index
+
+    @cached_property
+    def scorer(self) -> Scorer:
+        """The derived scoring parameters (computed once, on first use)."""
+        return make_scorer(self)
+
+
+@dataclass(frozen=True, eq=False)
+class Scorer:
+    """Scoring parameters over the kept terms (k of them): J = f(X) coef.T + intercept.
+
+    kept (k,) column numbers of the kept terms in the model's vocabulary; index maps a kept
+    term to its column 0..k-1; coef (C, k); intercept (C,); binary says f is presence.
+    For two-class models, weights (k,) and bias are the log-odds form (positive vs negative).
+    """
+
+    kept: np.ndarray
+    index: TermIndex
+    coef: np.ndarray
+    intercept: np.ndarray
+    binary: bool
+    weights: np.ndarray | None
+    bias: float | None
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The verdict on one message: label, posteriors per label (in model label order)."""
+
+    id: str
+    label: str
+    probabilities: tuple[float, ...]
+    log_odds: float | None
+
+
+def make_scorer(model: Model) -> Scorer:
+    """Apply the vocabulary filters and the event model's smoothing to the counts."""
+    cfg = model.train
+    n_docs = int(model.class_count.sum())
+    keep = select_terms(
+        model.doc_count.sum(axis=0), n_docs,
+        min_count=cfg.min_count, max_df=cfg.max_df, max_features=cfg.max_features,
+    )
+    kept = np.flatnonzero(keep)
+    log_prior = nb.class_log_prior(model.class_count, prior_weights(cfg.prior, model.labels))
+    if cfg.model == "bernoulli":
+        coef, intercept = nb.bernoulli_linear(
+            model.doc_count[:, kept], model.class_count, log_prior, cfg.alpha
+        )
+    else:
+        counts = (model.doc_count if cfg.binary else model.term_count)[:, kept]
+        coef, intercept = nb.multinomial_linear(counts, log_prior, cfg.alpha)
+    weights = bias = None
+    if model.is_binary:
+        weights, bias = nb.pair_weights(coef, intercept, model.positive_index, model.negative_index)
+    index = TermIndex(model.terms[i] for i in kept)
+    binary = cfg.model == "bernoulli" or cfg.binary
+    return Scorer(kept, index, coef, intercept, binary, weights, bias)
+
+
+def prior_weights(prior: Any, labels: Sequence[str]) -> np.ndarray | None:
+    """Class weights for `naive_bayes.class_log_prior`: None for the fitted prior."""
+    if prior == "fitted":
+        return None
+    if prior == "uniform":
+        return np.ones(len(labels))
+    given = dict(prior)
+    if set(given) != set(labels):
+        raise TrainingError(
+            f"the prior names labels {sorted(given)} but the model has labels {list(labels)}"
+        )
+    return np.array([given[label] for label in labels], dtype=np.float64)
+
+
+def from_counts(
+    labels: Sequence[str],
+    terms: Sequence[str],
+    class_count: np.ndarray,
+    term_count: np.ndarray,
+    doc_count: np.ndarray,
+    settings: Settings,
+    info: dict[str, Any] | None = None,
+) -> Model:
+    """Build a Model from counts in any label and term order (they are sorted here).
+
+    Checks that there are two or more classes with documents, resolves the positive class
+    of a two-class model (``train.positive``, else the label 'spam', else the label that
+    sorts last) and that the prior fits the labels.
+    """
+    label_order = sorted(range(len(labels)), key=labels.__getitem__)
+    term_order = sorted_order(terms)
+    labels = tuple(labels[i] for i in label_order)
+    counts = [np.ascontiguousarray(c[label_order][:, term_order]) for c in (term_count, doc_count)]
+    class_count = np.ascontiguousarray(class_count[label_order])
+    if len(labels) < 2:
+        raise TrainingError(
+            f"need messages of at least two labels to train, found only {list(labels)}"
+        )
+    train_cfg = settings.train
+    positive = train_cfg.positive
+    if positive is not None and positive not in labels:
+        raise TrainingError(f"--positive {positive!r} is not one of the labels {list(labels)}")
+    if len(labels) == 2 and positive is None:
+        positive = "spam" if "spam" in labels else labels[-1]
+    train_cfg = dataclasses.replace(train_cfg, positive=positive)
+    prior_weights(train_cfg.prior, labels)
+    model = Model(
+        labels=labels,
+        terms=tuple(terms[i] for i in term_order),
+        class_count=class_count,
+        term_count=counts[0],
+        doc_count=counts[1],
+        tokenizer=settings.tokenizer,
+        train=train_cfg,
+        info=dict(info or {}),
+    )
+    if not model.scorer.kept.size:
+        raise TrainingError(
+            f"no terms survive --min-count {train_cfg.min_count} and --max-df "
+            f"{train_cfg.max_df:g}; try a lower --min-count or a higher --max-df"
+        )
+    return model
+
+
+def chunks(items: Iterable[Any], size: int = CHUNK) -> Iterator[list[Any]]:
+    """Consecutive lists of up to ``size`` items of a stream."""
+    it = iter(items)
+    while chunk := list(islice(it, size)):
+        yield chunk
+
+
+def train(
+    messages: Iterable[Message],
+    settings: Settings,
+    *,
+    progress: Callable[[int], None] | None = None,
+) -> Model:
+    """Train a model on labelled messages, streaming: only the counts are kept in memory.
+
+    Messages are tokenized and counted a chunk at a time; the chunk's count matrix is
+    folded into per-class totals (`naive_bayes.class_counts`) and dropped.
+    """
+    started = time.perf_counter()
+    analyzer = Analyzer(settings.tokenizer)
+    index = TermIndex()
+    label_ids: dict[str, int] = {}
+    totals: list[np.ndarray] = [np.zeros(0, np.int64), np.zeros((0, 0), np.int64), np.zeros((0, 0), np.int64)]
+    for chunk in chunks(messages):
+        X = count_rows((analyzer.tokens(m.data) for m in chunk), index)
+        y = np.array([label_ids.setdefault(m.label, len(label_ids)) for m in chunk], np.int64)
+        part = nb.class_counts(X, y, len(label_ids))
+        totals = [_grow(total, p.shape) + p for total, p in zip(totals, part)]
+        if progress:
+            progress(len(chunk))
+    if not label_ids:
+        raise TrainingError("no messages to train on")
+    labels = list(label_ids)
+    info = {
+        "messages": {label: int(totals[0][i]) for i, label in enumerate(labels)},
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    return from_counts(labels, index.terms, *totals, settings, info)
+
+
+def _grow(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``array`` padded with zeros at the end of each axis to ``shape``."""
+    return np.pad(array, [(0, s - a) for a, s in zip(array.shape, shape)])
+
+
+def fit(
+    X: sp.csr_matrix, y: Sequence[str], terms: Sequence[str], settings: Settings
+) -> Model:
+    """Train on a count matrix X (n, d) whose columns are ``terms`` and labels y (n,)."""
+    labels = sorted(set(y))
+    y_idx = np.searchsorted(np.array(labels, dtype=object), np.array(y, dtype=object))
+    counts = nb.class_counts(X, y_idx.astype(np.int64), len(labels))
+    return from_counts(labels, terms, *counts, settings)
+
+
+def transform(model: Model, token_lists: Iterable[Sequence[str]]) -> sp.csr_matrix:
+    """Count matrix (n, k) of documents over the model's kept terms (unknown terms ignored)."""
+    return count_rows(token_lists, model.scorer.index, grow=False)
+
+
+def predict_matrix(model: Model, X: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray | None]:
+    """(log posteriors (n, C), log-odds (n,) or None) for a matrix from `transform`.
+
+    The log-odds b + f(X) w is computed from the linear form directly, never from the
+    posteriors, so it does not saturate: a message at log-odds 800 scores 800.
+    """
+    sc = model.scorer
+    log_post = nb.log_posterior(nb.joint_log_likelihood(X, sc.coef, sc.intercept, binary=sc.binary))
+    if sc.weights is None:
+        return log_post, None
+    F = X.copy()
+    if sc.binary:
+        F.data = np.ones_like(F.data)
+    return log_post, np.asarray(F @ sc.weights) + sc.bias
+
+
+def score(model: Model, messages: Iterable[Message], *, chunk: int = 500) -> Iterator[Prediction]:
+    """Predictions for a stream of messages, scored a chunk at a time."""
+    analyzer = Analyzer(model.tokenizer)
+    for part in chunks(messages, chunk):
+        X = transform(model, (analyzer.tokens(m.data) for m in part))
+        log_post, log_odds = predict_matrix(model, X)
+        best = log_post.argmax(axis=1)
+        if log_odds is not None:  # two classes: decide + iff b + f(x).w > 0 (MATH.md)
+            best = np.where(log_odds > 0, model.positive_index, model.negative_index)
+        probs = np.exp(log_post)
+        for i, message in enumerate(part):
+            yield Prediction(
+                id=message.id,
+                label=model.labels[best[i]],
+                probabilities=tuple(float(p) for p in probs[i]),
+                log_odds=None if log_odds is None else float(log_odds[i]),
+            )

@@ -1,0 +1,116 @@
+"""Output: predictions and explanations as text, JSON Lines or TSV, one line at a time."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Literal
+
+from .explain import ClassTerms, MessageExplanation
+from .model import Prediction
+
+Format = Literal["text", "jsonl", "tsv"]
+FORMATS: tuple[str, ...] = ("text", "jsonl", "tsv")
+
+
+def predictions(
+    items: Iterable[Prediction], labels: Sequence[str], fmt: Format
+) -> Iterator[str]:
+    """One line per prediction (TSV starts with a header row).
+
+    jsonl keys: path, label, probability (posterior of that label), probabilities
+    (label -> posterior) and, for two-class models, log_odds.
+    """
+    if fmt == "tsv":
+        yield "\t".join(["path", "label", "probability", "log_odds", *[f"p_{x}" for x in labels]])
+    for p in items:
+        prob = p.probabilities[labels.index(p.label)]
+        if fmt == "jsonl":
+            record = {
+                "path": p.id,
+                "label": p.label,
+                "probability": prob,
+                "probabilities": dict(zip(labels, p.probabilities)),
+            }
+            if p.log_odds is not None:
+                record["log_odds"] = p.log_odds
+            yield json.dumps(record, ensure_ascii=False)
+        elif fmt == "tsv":
+            odds = "" if p.log_odds is None else repr(p.log_odds)
+            yield "\t".join([_cell(p.id), p.label, repr(prob), odds, *map(repr, p.probabilities)])
+        else:
+            odds = "" if p.log_odds is None else f", log-odds {p.log_odds:+.3f}"
+            yield f"{p.id}: {p.label} (probability {prob:.4f}{odds})"
+
+
+def top_terms(groups: Sequence[ClassTerms], labels: Sequence[str], kind: str, fmt: Format) -> Iterator[str]:
+    """The global explanation: per class, its strongest terms with weight and counts."""
+    if fmt == "tsv":
+        yield "\t".join(["toward", "against", "term", "weight", *[f"{kind}_{x}" for x in labels]])
+    for group in groups:
+        if fmt == "text":
+            yield f"toward {group.toward} (against {group.against}): log-odds weight, {kind} per label"
+            yield "  " + "  ".join([f"{'weight':>9}", *[f"{x:>9.9}" for x in labels], "term"])
+        for t in group.terms:
+            if fmt == "jsonl":
+                yield json.dumps(
+                    {
+                        "toward": group.toward,
+                        "against": group.against,
+                        "term": t.term,
+                        "weight": t.weight,
+                        kind: dict(zip(labels, t.counts)),
+                    },
+                    ensure_ascii=False,
+                )
+            elif fmt == "tsv":
+                yield "\t".join([group.toward, group.against, _cell(t.term), repr(t.weight), *map(str, t.counts)])
+            else:
+                counts = [f"{k:>9}" for k in t.counts]
+                yield "  " + "  ".join([f"{t.weight:>+9.4f}", *counts, t.term])
+        if fmt == "text":
+            yield ""
+
+
+def message_explanation(e: MessageExplanation, fmt: Format, top: int | None) -> Iterator[str]:
+    """One message's log-odds split into bias and word contributions, largest first."""
+    shown = e.contributions if top is None else e.contributions[:top]
+    if fmt == "jsonl":
+        yield json.dumps(
+            {
+                "path": e.id,
+                "label": e.label,
+                "positive": e.positive,
+                "negative": e.negative,
+                "log_odds": e.log_odds,
+                "bias": e.bias,
+                "unknown_tokens": e.unknown_tokens,
+                "contributions": [
+                    {"term": c.term, "count": c.count, "weight": c.weight, "contribution": c.contribution}
+                    for c in shown
+                ],
+            },
+            ensure_ascii=False,
+        )
+        return
+    if fmt == "tsv":
+        yield "\t".join(["path", "term", "count", "weight", "contribution"])
+        yield "\t".join([_cell(e.id), "(bias)", "", "", repr(e.bias)])
+        for c in shown:
+            yield "\t".join([_cell(e.id), _cell(c.term), str(c.count), repr(c.weight), repr(c.contribution)])
+        return
+    yield f"{e.id}: {e.label} (log-odds {e.positive} vs {e.negative}: {e.log_odds:+.4f})"
+    yield f"  {'contribution':>12}  {'count':>5}  {'weight':>9}  term"
+    yield f"  {e.bias:>+12.4f}  {'':>5}  {'':>9}  (bias: prior and absent words)"
+    for c in shown:
+        yield f"  {c.contribution:>+12.4f}  {c.count:>5}  {c.weight:>+9.4f}  {c.term}"
+    hidden = len(e.contributions) - len(shown)
+    if hidden:
+        rest = sum(c.contribution for c in e.contributions[len(shown):])
+        yield f"  {rest:>+12.4f}  {'':>5}  {'':>9}  ({hidden} more words)"
+    yield f"  {e.log_odds:>+12.4f}  {'':>5}  {'':>9}  = log-odds ({e.unknown_tokens} tokens not in the model)"
+
+
+def _cell(text: str) -> str:
+    """A TSV cell: tabs and line breaks would break the row, so they become spaces."""
+    return text.replace("\t", " ").replace("\n", " ").replace("\r", " ")
