@@ -1,0 +1,125 @@
+"""Cross-validated accuracy of nbspam settings, with the protocol of the peer comparison.
+
+Stratified 5-fold cross-validation (scikit-learn's StratifiedKFold(5, shuffle=True,
+random_state=42)) over the message files sorted by path; scores are pooled log-odds.
+Messages are tokenized once per tokenizer setting and each fold is fitted from counts.
+
+    python bench/cv.py ../shared/corpora/spamassassin
+    python bench/cv.py ../shared/corpora/sms-spam-collection --set model=bernoulli --set mail=never
+    python bench/cv.py CORPUS --sklearn       # also the scikit-learn CountVectorizer pipelines
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from nbspam.cli import resolve_settings  # noqa: E402
+from nbspam.features import Analyzer  # noqa: E402
+from nbspam.metrics import recall_at_fpr, roc_auc  # noqa: E402
+from nbspam.model import fit, predict_matrix  # noqa: E402
+from nbspam.vocabulary import TermIndex, count_rows, sorted_order  # noqa: E402
+
+
+def load_corpus(root: Path) -> tuple[list[str], list[bytes], list[str]]:
+    """Files below root/<label>/ sorted by path: (paths, raw bytes, labels)."""
+    paths = sorted(p for p in root.glob("*/*") if p.is_file() and p.parent.name in ("ham", "spam"))
+    return [str(p) for p in paths], [p.read_bytes() for p in paths], [p.parent.name for p in paths]
+
+
+def folds(labels: list[str], k: int = 5) -> list[tuple[np.ndarray, np.ndarray]]:
+    from sklearn.model_selection import StratifiedKFold
+
+    skf = StratifiedKFold(k, shuffle=True, random_state=42)
+    return list(skf.split(np.zeros(len(labels)), labels))
+
+
+def report(name: str, scores: np.ndarray, is_spam: np.ndarray, seconds: float) -> None:
+    auc = roc_auc(scores, is_spam)
+    r01, _ = recall_at_fpr(scores, is_spam, 0.001)
+    r1, _ = recall_at_fpr(scores, is_spam, 0.01)
+    fp = int(((scores > 0) & ~is_spam).sum())
+    fn = int(((scores <= 0) & is_spam).sum())
+    print(
+        f"{name:<48} AUC {auc:.5f}  (1-ROCA)% {100 * (1 - auc):.3f}  R@0.1% {r01:.3f}  "
+        f"R@1% {r1:.3f}  FP {fp:>3}  FN {fn:>3}  {seconds:6.1f} s",
+        flush=True,
+    )
+
+
+def nbspam_scores(data, labels, splits, values: dict) -> np.ndarray:
+    settings = resolve_settings(values, source="--set")
+    analyzer = Analyzer(settings.tokenizer)
+    index = TermIndex()
+    X = count_rows((analyzer.tokens(d) for d in data), index)
+    order = sorted_order(index.terms)
+    X = X[:, order].tocsr()
+    terms = [index.terms[i] for i in order]
+    y = np.array(labels, dtype=object)
+    scores = np.zeros(len(labels))
+    for train_idx, test_idx in splits:
+        model = fit(X[train_idx], list(y[train_idx]), terms, settings)
+        _, log_odds = predict_matrix(model, X[test_idx][:, model.scorer.kept])
+        scores[test_idx] = log_odds
+    return scores
+
+
+def sklearn_scores(data, labels, splits, bernoulli: bool) -> np.ndarray:
+    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.naive_bayes import BernoulliNB, MultinomialNB
+
+    texts = [d.decode("latin-1") for d in data]
+    y = np.array([lab == "spam" for lab in labels])
+    scores = np.zeros(len(labels))
+    for train_idx, test_idx in splits:
+        vec = CountVectorizer()
+        Xtr = vec.fit_transform([texts[i] for i in train_idx])
+        clf = (BernoulliNB() if bernoulli else MultinomialNB()).fit(Xtr, y[train_idx])
+        jll = clf.predict_joint_log_proba(vec.transform([texts[i] for i in test_idx]))
+        scores[test_idx] = jll[:, 1] - jll[:, 0]
+    return scores
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("corpus", type=Path)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a setting (YAML value); give several --set for one run")
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME:KEY=VALUE;...",
+                        help="a named run with its own settings (repeatable)")
+    parser.add_argument("--sklearn", action="store_true", help="also run the scikit-learn pipelines")
+    args = parser.parse_args()
+
+    paths, data, labels = load_corpus(args.corpus)
+    is_spam = np.array([lab == "spam" for lab in labels])
+    splits = folds(labels)
+    print(f"{args.corpus}: {len(paths)} messages, {is_spam.sum()} spam", flush=True)
+    runs = [("nbspam " + " ".join(args.set), args.set)] if args.set or not args.variant else []
+    for variant in args.variant:
+        name, _, rest = variant.partition(":")
+        runs.append((name, [s for s in rest.split(";") if s]))
+    for name, sets in runs:
+        values = {}
+        for item in sets:
+            key, _, value = item.partition("=")
+            values[key.replace("-", "_")] = yaml.safe_load(value)
+        started = time.perf_counter()
+        scores = nbspam_scores(data, labels, splits, values)
+        report(name, scores, is_spam, time.perf_counter() - started)
+    if args.sklearn:
+        for bern in (False, True):
+            started = time.perf_counter()
+            scores = sklearn_scores(data, labels, splits, bern)
+            report(f"sklearn CountVectorizer + {'Bernoulli' if bern else 'Multinomial'}NB",
+                   scores, is_spam, time.perf_counter() - started)
+
+
+if __name__ == "__main__":
+    main()
