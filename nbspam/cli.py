@@ -45,7 +45,9 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
     click.echo(f"Warning: {message}", err=True)
 
 
-@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=Group, epilog=EXIT_STATUS_HELP, context_settings={"help_option_names": ["-h", "--help"]}
+)
 @click.version_option(__version__, prog_name="nbspam")
 def cli() -> None:
     """Naive Bayes spam and text classifier.

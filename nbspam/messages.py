@@ -22,6 +22,7 @@ from typing import BinaryIO
 
 from .errors import InputError
 
+LINK_AGAIN = "a symbolic link loop or a second link to it"
 TABLE_SUFFIXES = (".tsv", ".csv", ".jsonl", ".ndjson")
 # A second mbox separator: a blank line, then "From <sender> <weekday> <month> ..."
 _MBOX_SEPARATOR = re.compile(rb"\n\r?\nFrom \S+\s+[A-Z][a-z]{2} [A-Z][a-z]{2} ")
@@ -54,8 +55,9 @@ class Problems:
 def read_messages(
     paths: Iterable[str], problems: Problems, *, stdin: BinaryIO | None = None
 ) -> Iterator[Message]:
-    """Unlabelled messages from each path in turn: '-' (one message on stdin), a file (one
-    message, an mbox, or a table by its suffix), a Maildir, or a folder (every file below it)."""
+    """Messages from each path in turn: '-' (one message on stdin), a file (one message, an
+    mbox, or a table by its suffix), a Maildir, or a folder (every file below it). Only table
+    rows can carry a label."""
     for path in paths:
         if path == "-":
             stream = stdin if stdin is not None else sys.stdin.buffer
@@ -127,8 +129,8 @@ def _read_file(path: str, problems: Problems) -> Iterator[Message]:
     except OSError as exc:
         problems.skip(path, _reason(exc))
         return
-    if data.startswith(b"From ") and (
-        path.lower().endswith(".mbox") or _MBOX_SEPARATOR.search(data)
+    if path.lower().endswith(".mbox") or (
+        data.startswith(b"From ") and _MBOX_SEPARATOR.search(data)
     ):
         yield from _read_mbox(path, problems)
     else:
@@ -142,12 +144,14 @@ def _read_mbox(path: str, problems: Problems) -> Iterator[Message]:
     except (OSError, mailbox.Error) as exc:
         problems.skip(path, f"cannot read as an mbox: {_reason(exc)}")
         return
-    for number, key in enumerate(keys, start=1):
-        try:
-            yield Message(f"{path}#{number}", box.get_bytes(key))
-        except (OSError, KeyError, mailbox.Error) as exc:
-            problems.skip(f"{path}#{number}", _reason(exc))
-    box.close()
+    try:
+        for number, key in enumerate(keys, start=1):
+            try:
+                yield Message(f"{path}#{number}", box.get_bytes(key))
+            except (OSError, KeyError, mailbox.Error) as exc:
+                problems.skip(f"{path}#{number}", _reason(exc))
+    finally:
+        box.close()
 
 
 def _read_folder(root: str, problems: Problems) -> Iterator[Message]:
@@ -165,7 +169,7 @@ def _read_folder(root: str, problems: Problems) -> Iterator[Message]:
             problems.skip(folder, _reason(exc))
             return
         if (st.st_dev, st.st_ino) in seen:
-            problems.skip(folder, "folder already read (symbolic link loop), not entered again")
+            problems.skip(folder, f"folder already read ({LINK_AGAIN}), not entered again")
             return
         seen.add((st.st_dev, st.st_ino))
         maildir = _is_maildir(folder)
@@ -195,7 +199,7 @@ def _read_table(path: str, problems: Problems) -> Iterator[Message]:
     if lower.endswith(".tsv"):
         rows = _tsv_rows(text)
     elif lower.endswith(".csv"):
-        rows = _csv_rows(text, path)
+        rows = _csv_rows(text, path, problems)
     else:
         rows = _jsonl_rows(text, path, problems)
     for line, row_id, label, body in rows:
@@ -203,32 +207,37 @@ def _read_table(path: str, problems: Problems) -> Iterator[Message]:
 
 
 def _tsv_rows(text: str) -> Iterator[tuple[int, str | None, str | None, str]]:
-    for line, row in enumerate(text.splitlines(), start=1):
+    for line, row in enumerate(text.split("\n"), start=1):
         if row.strip():
             label, sep, body = row.partition("\t")
             yield (line, None, label.strip(), body) if sep else (line, None, None, row)
 
 
-def _csv_rows(text: str, path: str) -> Iterator[tuple[int, str | None, str | None, str]]:
-    reader = csv.reader(io.StringIO(text, newline=""))
-    header = next(reader, None)
-    if header is None:
+def _csv_rows(
+    text: str, path: str, problems: Problems
+) -> Iterator[tuple[int, str | None, str | None, str]]:
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    if reader.fieldnames is None:
         return
-    names = [h.strip().lower() for h in header]
-    if "text" not in names:
+    reader.fieldnames = [name.strip().lower() for name in reader.fieldnames]
+    if "text" not in reader.fieldnames:
         raise InputError(f"{path}: a CSV table needs a header row with a 'text' column")
-    col = {name: names.index(name) for name in ("label", "text", "id") if name in names}
+    start = reader.line_num + 1
     for row in reader:
-        if not any(field.strip() for field in row):
+        line, start = start, reader.line_num + 1  # a quoted field may span lines
+        if not any((value or "").strip() for value in row.values() if isinstance(value, str)):
             continue
-        get = lambda name: row[col[name]] if name in col and col[name] < len(row) else None  # noqa: E731
-        yield reader.line_num, get("id"), get("label"), get("text") or ""
+        if row["text"] is None:
+            problems.skip(f"{path}#{line}", "this row has no text field")
+            continue
+        label = (row.get("label") or "").strip()
+        yield line, row.get("id") or None, label, row["text"]
 
 
 def _jsonl_rows(
     text: str, path: str, problems: Problems
 ) -> Iterator[tuple[int, str | None, str | None, str]]:
-    for line, row in enumerate(text.splitlines(), start=1):
+    for line, row in enumerate(text.split("\n"), start=1):
         if not row.strip():
             continue
         try:

@@ -1,0 +1,199 @@
+"""The command line: exact output, messages and exit statuses."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from click.testing import CliRunner
+
+from nbspam.cli import cli
+
+HAM = [
+    "Meeting moved to Thursday, agenda attached",
+    "Lunch on Friday with the project team",
+    "Notes from the project meeting and next steps",
+    "Quarterly report draft for the team review",
+]
+SPAM = [
+    "Win a free prize now, click here to claim",
+    "Cheap pills, free shipping, click now",
+    "You won the lottery, claim your free prize",
+    "Free money, act now, limited offer",
+]
+
+
+@pytest.fixture
+def runner():
+    return CliRunner()
+
+
+@pytest.fixture
+def data(tmp_path):
+    for label, texts in (("ham", HAM), ("spam", SPAM)):
+        folder = tmp_path / "data" / label
+        folder.mkdir(parents=True)
+        for i, text in enumerate(texts):
+            (folder / f"{i}.txt").write_text(text)
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def model(runner, data, tmp_path):
+    path = tmp_path / "m.nbm"
+    result = runner.invoke(cli, ["train", str(data), "-o", str(path), "--min-count", "1"])
+    assert result.exit_code == 0, result.output
+    return path
+
+
+def run(runner, *args, input=None):
+    return runner.invoke(cli, [str(a) for a in args], input=input)
+
+
+def test_train_prints_a_summary(runner, data, tmp_path):
+    out = tmp_path / "m.nbm"
+    result = run(runner, "train", data, "-o", out, "--min-count", "1")
+    assert result.exit_code == 0
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith("trained a multinomial model on 8 messages (ham 4, spam 4) in ")
+    assert lines[1].startswith("vocabulary: ") and lines[1].endswith("seen (min-count 1)")
+    assert lines[2] == "positive class: spam (log-odds > 0 point to it)"
+    assert lines[3].startswith(f"wrote {out} (")
+    assert result.stdout == ""
+
+
+def test_predict_jsonl_keys_and_invariants(runner, model, tmp_path):
+    msg = tmp_path / "new.txt"
+    msg.write_text("claim your free prize now")
+    result = run(runner, "predict", "-m", model, "-f", "jsonl", msg)
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout)
+    assert set(record) == {"path", "label", "probability", "probabilities", "log_odds"}
+    assert record["path"] == str(msg) and record["label"] == "spam"
+    assert sum(record["probabilities"].values()) == pytest.approx(1.0, abs=1e-12)
+    assert record["probability"] == record["probabilities"]["spam"]
+    p = record["probabilities"]
+    assert record["log_odds"] == pytest.approx(math.log(p["spam"]) - math.log(p["ham"]), abs=1e-9)
+
+
+def test_predict_reads_stdin_and_dash(runner, model):
+    for args in ([], ["-"]):
+        result = run(runner, "predict", "-m", model, *args, input="project meeting notes")
+        assert result.exit_code == 0
+        assert result.stdout.startswith("-: ham (probability ")
+
+
+def test_predict_text_and_tsv_formats(runner, model, data):
+    text = run(runner, "predict", "-m", model, data / "spam" / "0.txt")
+    assert text.stdout.startswith(f"{data / 'spam' / '0.txt'}: spam (probability ")
+    assert ", log-odds +" in text.stdout
+    tsv = run(runner, "predict", "-m", model, "-f", "tsv", data)
+    rows = [line.split("\t") for line in tsv.stdout.splitlines()]
+    assert rows[0] == ["path", "label", "probability", "log_odds", "p_ham", "p_spam"]
+    assert [r[1] for r in rows[1:]] == ["ham"] * 4 + ["spam"] * 4
+
+
+def test_explain_contributions_add_up_to_predicted_log_odds(runner, model, data):
+    path = data / "spam" / "2.txt"
+    pred = json.loads(run(runner, "predict", "-m", model, "-f", "jsonl", path).stdout)
+    result = run(runner, "explain", "-m", model, "-f", "jsonl", path)
+    assert result.exit_code == 0
+    e = json.loads(result.stdout)
+    total = e["bias"] + sum(c["contribution"] for c in e["contributions"])
+    assert total == pytest.approx(pred["log_odds"], abs=1e-9)
+    assert e["log_odds"] == pred["log_odds"]
+    sizes = [abs(c["contribution"]) for c in e["contributions"]]
+    assert sizes == sorted(sizes, reverse=True)
+
+
+def test_explain_global_lists_each_class(runner, model):
+    result = run(runner, "explain", "-m", model, "--top", "3")
+    lines = result.stdout.splitlines()
+    assert lines[0] == "toward spam (against ham): log-odds weight, occurrences per label"
+    assert lines[1].split() == ["weight", "ham", "spam", "term"]
+    assert len(lines) == 2 * (2 + 3 + 1)
+    assert lines[6] == "toward ham (against spam): log-odds weight, occurrences per label"
+    assert lines[2].split()[-1] == "free"  # in all four spams, in no ham
+
+
+def test_explain_tsv_global(runner, model):
+    result = run(runner, "explain", "-m", model, "--top", "1", "-f", "tsv")
+    rows = [line.split("\t") for line in result.stdout.splitlines()]
+    assert rows[0] == ["toward", "against", "term", "weight", "occurrences_ham", "occurrences_spam"]
+    assert rows[1][:3] == ["spam", "ham", "free"] and rows[1][4:] == ["0", "4"]
+
+
+def test_missing_path_is_reported_and_the_rest_is_scored(runner, model, data, tmp_path):
+    result = run(runner, "predict", "-m", model, tmp_path / "nope.eml", data / "ham" / "0.txt")
+    assert result.exit_code == 3
+    assert result.stderr.splitlines() == [
+        f"{tmp_path / 'nope.eml'}: no such file or directory",
+        "1 input(s) skipped, see above",
+    ]
+    assert result.stdout.count("\n") == 1
+
+
+def test_corrupt_model_is_one_line_error(runner, model, tmp_path):
+    model.write_bytes(model.read_bytes()[:-10])
+    result = run(runner, "predict", "-m", model, input="x")
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: {model} is corrupt (checksum mismatch) or truncated\n"
+
+
+def test_not_a_model_is_one_line_error(runner, data):
+    result = run(runner, "explain", "-m", data / "ham" / "0.txt")
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: {data / 'ham' / '0.txt'} is not an nbspam model file\n"
+
+
+def test_usage_errors_exit_2(runner, data, tmp_path):
+    assert run(runner, "train", data).exit_code == 2  # no -o
+    assert run(runner, "train", data, "-o", tmp_path / "m", "--model", "gauss").exit_code == 2
+    assert run(runner, "predict").exit_code == 2  # no -m
+    assert run(runner, "frobnicate").exit_code == 2
+
+
+def test_config_file_and_unknown_keys(runner, data, tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("model: bernoulli\nmin-count: 1\nalpha: 0.5\n")
+    out = tmp_path / "m.nbm"
+    result = run(runner, "train", data, "-o", out, "-c", cfg, "--alpha", "0.25")
+    assert result.exit_code == 0, result.output
+    from nbspam.modelfile import load_model
+
+    m = load_model(out)
+    assert (m.train.model, m.train.min_count, m.train.alpha) == ("bernoulli", 1, 0.25)
+    cfg.write_text("modle: bernoulli\n")
+    result = run(runner, "train", data, "-o", out, "-c", cfg)
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"Error: unknown setting 'modle' in {cfg}; known settings: ")
+
+
+def test_training_errors(runner, data, tmp_path):
+    out = tmp_path / "m.nbm"
+    result = run(runner, "train", f"ham={data / 'ham'}", "-o", out)
+    assert result.exit_code == 1
+    assert result.stderr == "Error: need messages of at least two labels to train, found only ['ham']\n"
+    result = run(runner, "train", data, "-o", out, "--min-count", "50")
+    assert result.exit_code == 1
+    assert "no terms survive --min-count 50" in result.stderr
+    assert not out.exists()
+
+
+def test_label_equals_path_and_positive(runner, data, tmp_path):
+    out = tmp_path / "m.nbm"
+    result = run(runner, "train", f"good={data / 'ham'}", f"bad={data / 'spam'}", "-o", out,
+                 "--min-count", "1", "--positive", "bad")
+    assert result.exit_code == 0, result.output
+    assert "positive class: bad" in result.stderr
+    pred = json.loads(run(runner, "predict", "-m", out, "-f", "jsonl", input="free prize now").stdout)
+    assert pred["label"] == "bad" and pred["log_odds"] > 0
+
+
+def test_every_command_has_help_with_an_example(runner):
+    for command in ("train", "predict", "explain"):
+        result = run(runner, command, "--help")
+        assert result.exit_code == 0
+        assert "Example:" in result.stdout
+    assert "Exit status: 0 success; 1 an error in the input" in run(runner, "--help").stdout

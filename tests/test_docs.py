@@ -1,0 +1,30 @@
+"""The documentation covers the commands, options and exit statuses the program has."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nbspam.cli import cli
+from nbspam.errors import EXIT_ERROR, EXIT_OK, EXIT_SKIPPED, EXIT_USAGE
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+
+
+def test_every_command_is_in_the_readme_and_has_help():
+    for name, command in cli.commands.items():
+        assert f"nbspam {name}" in README, name
+        assert command.help and "Example:" in command.help, name
+        for param in command.params:
+            if param.param_type_name == "option":
+                assert param.help, f"{name} {param.opts}"
+
+
+def test_every_train_option_is_in_the_readme():
+    for param in cli.commands["train"].params:
+        if param.param_type_name == "option":
+            assert any(opt in README for opt in param.opts), param.opts
+
+
+def test_exit_status_table_matches_the_code():
+    for status in (EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_SKIPPED):
+        assert f"| {status} |" in README

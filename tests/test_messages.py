@@ -1,0 +1,717 @@
+"""Tests of nbspam.messages: folders, Maildirs, mboxes, tables, stdin, labels and problems.
+
+Every fixture is built in a temporary folder, and each test runs from inside it so that the
+identifiers are the short relative paths a user would type.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from nbspam.errors import InputError
+from nbspam.messages import Message, Problems, read_labelled, read_messages
+
+LOOP = "folder already read (a symbolic link loop or a second link to it), not entered again"
+
+MBOX = (
+    b"From alice@example.com Mon Jan  1 00:00:00 2024\n"
+    b"Subject: one\n"
+    b"\n"
+    b"first body\n"
+    b">From the quoted line, which does not start a message\n"
+    b"\n"
+    b"From bob@example.com Tue Jan  2 00:00:00 2024\n"
+    b"Subject: two\n"
+    b"\n"
+    b"second body\n"
+    b"\n"
+    b"From carol@example.com Wed Jan  3 00:00:00 2024\n"
+    b"Subject: three\n"
+    b"\n"
+    b"third body\n"
+)
+MBOX_MESSAGES = [
+    b"Subject: one\n\nfirst body\n>From the quoted line, which does not start a message\n",
+    b"Subject: two\n\nsecond body\n",
+    b"Subject: three\n\nthird body\n",
+]
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+
+
+def write(path: str, data: bytes | str = b"", encoding: str = "utf-8") -> None:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, str):
+        p.write_bytes(data.encode(encoding))
+    else:
+        p.write_bytes(data)
+
+
+def collector() -> tuple[Problems, list[str]]:
+    lines: list[str] = []
+    return Problems(lines.append), lines
+
+
+def ids(messages: list[Message]) -> list[str]:
+    return [m.id for m in messages]
+
+
+def triples(messages: list[Message]) -> list[tuple[str, bytes | str, str | None]]:
+    return [(m.id, m.data, m.label) for m in messages]
+
+
+# --------------------------------------------------------------------------------------------
+# Problems
+# --------------------------------------------------------------------------------------------
+
+
+def test_problems_counts_skips_but_not_notes():
+    problems, lines = collector()
+    problems.skip("a.eml", "permission denied")
+    problems.note("something to know")
+    problems.skip("b.tsv#3", "no label in this row")
+    assert problems.skipped == 2
+    assert lines == [
+        "a.eml: permission denied",
+        "note: something to know",
+        "b.tsv#3: no label in this row",
+    ]
+
+
+def test_problems_without_a_report_callback_still_counts():
+    problems = Problems()
+    problems.skip("x", "why")
+    problems.note("ignored")
+    assert problems.skipped == 1
+
+
+# --------------------------------------------------------------------------------------------
+# Files and folders
+# --------------------------------------------------------------------------------------------
+
+
+def test_nested_folder_identifiers_and_sorted_order():
+    write("mail/b.txt", b"B")
+    write("mail/a/2.eml", b"A2")
+    write("mail/a/10.eml", b"A10")
+    write("mail/c/d/deep", b"CD")
+    write("mail/Z", b"Z")
+    problems, lines = collector()
+    got = list(read_messages(["mail"], problems))
+    # Sorted by name at each level (so "10.eml" before "2.eml", "Z" before "a").
+    assert triples(got) == [
+        ("mail/Z", b"Z", None),
+        ("mail/a/10.eml", b"A10", None),
+        ("mail/a/2.eml", b"A2", None),
+        ("mail/b.txt", b"B", None),
+        ("mail/c/d/deep", b"CD", None),
+    ]
+    assert lines == []
+    assert problems.skipped == 0
+
+
+def test_folder_path_is_joined_as_given():
+    write("mail/x", b"X")
+    problems, _ = collector()
+    assert ids(list(read_messages(["./mail/"], problems))) == ["./mail/x"]
+
+
+def test_paths_are_read_in_the_order_given():
+    write("one", b"1")
+    write("dir/two", b"2")
+    write("three", b"3")
+    problems, _ = collector()
+    got = list(read_messages(["three", "dir", "one"], problems))
+    assert triples(got) == [("three", b"3", None), ("dir/two", b"2", None), ("one", b"1", None)]
+
+
+def test_a_table_inside_a_folder_is_one_raw_message():
+    write("mail/rows.tsv", b"spam\tbuy\nham\thi\n")
+    problems, _ = collector()
+    assert triples(list(read_messages(["mail"], problems))) == [
+        ("mail/rows.tsv", b"spam\tbuy\nham\thi\n", None)
+    ]
+
+
+def test_hidden_files_and_folders_are_skipped():
+    write("mail/visible", b"v")
+    write("mail/.hidden", b"h")
+    write("mail/.git/config", b"g")
+    write("mail/sub/.DS_Store", b"d")
+    write("mail/sub/ok", b"o")
+    problems, lines = collector()
+    got = list(read_messages(["mail"], problems))
+    assert ids(got) == ["mail/sub/ok", "mail/visible"]
+    assert lines == []
+    assert problems.skipped == 0
+
+
+def test_a_hidden_folder_given_by_name_is_read():
+    write(".inbox/m", b"m")
+    write(".inbox/.skip", b"s")
+    problems, _ = collector()
+    assert ids(list(read_messages([".inbox"], problems))) == [".inbox/m"]
+
+
+def test_empty_file_is_a_message_with_empty_data():
+    write("empty.eml", b"")
+    write("mail/empty", b"")
+    write("mail/full", b"x")
+    problems, lines = collector()
+    got = list(read_messages(["empty.eml", "mail"], problems))
+    assert triples(got) == [
+        ("empty.eml", b"", None),
+        ("mail/empty", b"", None),
+        ("mail/full", b"x", None),
+    ]
+    assert lines == []
+    assert problems.skipped == 0
+
+
+def test_missing_path_is_reported_and_the_rest_goes_on():
+    write("a.txt", b"A")
+    write("b.txt", b"B")
+    problems, lines = collector()
+    got = list(read_messages(["a.txt", "missing.txt", "nodir/", "gone.csv", "b.txt"], problems))
+    assert triples(got) == [("a.txt", b"A", None), ("b.txt", b"B", None)]
+    assert lines == [
+        "missing.txt: no such file or directory",
+        "nodir/: no such file or directory",
+        "gone.csv: no such file or directory",
+    ]
+    assert problems.skipped == 3
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() == 0,
+    reason="permissions do not stop root from reading a file",
+)
+def test_unreadable_file_and_folder_are_reported_and_skipped():
+    write("mail/a.eml", b"A")
+    write("mail/locked/inner", b"I")
+    write("mail/secret.eml", b"S")
+    write("mail/z.eml", b"Z")
+    write("rows.tsv", "spam\tx\n")
+    os.chmod("mail/secret.eml", 0)
+    os.chmod("mail/locked", 0)
+    os.chmod("rows.tsv", 0)
+    try:
+        problems, lines = collector()
+        got = list(read_messages(["mail", "rows.tsv"], problems))
+    finally:
+        os.chmod("mail/secret.eml", 0o644)
+        os.chmod("mail/locked", 0o755)
+        os.chmod("rows.tsv", 0o644)
+    assert triples(got) == [("mail/a.eml", b"A", None), ("mail/z.eml", b"Z", None)]
+    assert lines == [
+        "mail/locked: permission denied",
+        "mail/secret.eml: permission denied",
+        "rows.tsv: permission denied",
+    ]
+    assert problems.skipped == 3
+
+
+# --------------------------------------------------------------------------------------------
+# Symbolic links
+# --------------------------------------------------------------------------------------------
+
+
+def make_loop_tree() -> None:
+    write("tree/a/x", b"AX")
+    write("tree/b/y", b"BY")
+    write("tree/top", b"TOP")
+    os.symlink("..", "tree/a/loop")
+
+
+def test_symlink_loop_is_reported_once_and_every_file_read_once():
+    make_loop_tree()
+    problems, lines = collector()
+    got = list(read_messages(["tree"], problems))
+    assert triples(got) == [
+        ("tree/a/x", b"AX", None),
+        ("tree/b/y", b"BY", None),
+        ("tree/top", b"TOP", None),
+    ]
+    assert lines == [f"tree/a/loop: {LOOP}"]
+    assert problems.skipped == 1
+
+
+def test_symlink_loop_entered_from_below():
+    # Starting at tree/a, the link leads up to tree, which is new; tree/a is then met again.
+    make_loop_tree()
+    problems, lines = collector()
+    got = list(read_messages(["tree/a"], problems))
+    assert triples(got) == [
+        ("tree/a/loop/b/y", b"BY", None),
+        ("tree/a/loop/top", b"TOP", None),
+        ("tree/a/x", b"AX", None),
+    ]
+    assert lines == [f"tree/a/loop/a: {LOOP}"]
+    assert problems.skipped == 1
+
+
+def test_symlinks_to_folders_and_files_are_followed():
+    write("elsewhere/z", b"Z")
+    write("mail/own", b"O")
+    os.symlink("../elsewhere", "mail/linked")
+    os.symlink("../elsewhere/z", "mail/alias")
+    problems, lines = collector()
+    got = list(read_messages(["mail"], problems))
+    assert triples(got) == [
+        ("mail/alias", b"Z", None),
+        ("mail/linked/z", b"Z", None),
+        ("mail/own", b"O", None),
+    ]
+    assert lines == []
+
+
+def test_dangling_symlink_is_reported():
+    write("mail/ok", b"K")
+    os.symlink("nowhere", "mail/broken")
+    problems, lines = collector()
+    assert ids(list(read_messages(["mail"], problems))) == ["mail/ok"]
+    assert lines == ["mail/broken: no such file or directory"]
+    assert problems.skipped == 1
+
+
+# --------------------------------------------------------------------------------------------
+# Maildirs
+# --------------------------------------------------------------------------------------------
+
+
+def make_maildir(root: str) -> None:
+    write(f"{root}/cur/1700000000.M1P1.host:2,S", b"seen")
+    write(f"{root}/cur/1700000002.M3P1.host:2,RS", b"replied")
+    write(f"{root}/new/1700000001.M2P1.host", b"new")
+    write(f"{root}/tmp/1700000003.M4P1.host", b"half written")
+
+
+def test_maildir_reads_cur_and_new_and_skips_tmp():
+    make_maildir("md")
+    problems, lines = collector()
+    got = list(read_messages(["md"], problems))
+    assert triples(got) == [
+        ("md/cur/1700000000.M1P1.host:2,S", b"seen", None),
+        ("md/cur/1700000002.M3P1.host:2,RS", b"replied", None),
+        ("md/new/1700000001.M2P1.host", b"new", None),
+    ]
+    assert lines == []
+    assert problems.skipped == 0
+
+
+def test_maildir_below_a_plain_folder_still_skips_tmp():
+    make_maildir("mail/inbox")
+    write("mail/inbox/.Sent/cur/1:2,S", b"hidden Maildir++ folder")
+    problems, _ = collector()
+    assert ids(list(read_messages(["mail"], problems))) == [
+        "mail/inbox/cur/1700000000.M1P1.host:2,S",
+        "mail/inbox/cur/1700000002.M3P1.host:2,RS",
+        "mail/inbox/new/1700000001.M2P1.host",
+    ]
+
+
+def test_tmp_is_read_in_a_folder_that_is_not_a_maildir():
+    write("plain/cur/a", b"a")
+    write("plain/tmp/b", b"b")
+    problems, _ = collector()
+    assert ids(list(read_messages(["plain"], problems))) == ["plain/cur/a", "plain/tmp/b"]
+
+
+def test_maildir_without_a_label_is_an_input_error():
+    make_maildir("md")
+    problems, _ = collector()
+    with pytest.raises(InputError, match=r"^md is a Maildir, which has no labels: give LABEL=md$"):
+        list(read_labelled(["md"], problems))
+
+
+def test_maildir_with_a_label():
+    make_maildir("md")
+    problems, _ = collector()
+    got = list(read_labelled(["spam=md"], problems))
+    assert [(m.id, m.label) for m in got] == [
+        ("md/cur/1700000000.M1P1.host:2,S", "spam"),
+        ("md/cur/1700000002.M3P1.host:2,RS", "spam"),
+        ("md/new/1700000001.M2P1.host", "spam"),
+    ]
+
+
+def test_maildir_nested_inside_a_label_folder():
+    make_maildir("data/spam")
+    write("data/ham/a.eml", b"hello")
+    problems, lines = collector()
+    got = list(read_labelled(["data"], problems))
+    assert triples(got) == [
+        ("data/ham/a.eml", b"hello", "ham"),
+        ("data/spam/cur/1700000000.M1P1.host:2,S", b"seen", "spam"),
+        ("data/spam/cur/1700000002.M3P1.host:2,RS", b"replied", "spam"),
+        ("data/spam/new/1700000001.M2P1.host", b"new", "spam"),
+    ]
+    assert lines == []
+
+
+# --------------------------------------------------------------------------------------------
+# mbox
+# --------------------------------------------------------------------------------------------
+
+
+def test_mbox_by_suffix_gives_each_message_its_own_bytes():
+    write("box.mbox", MBOX)
+    problems, lines = collector()
+    got = list(read_messages(["box.mbox"], problems))
+    assert ids(got) == ["box.mbox#1", "box.mbox#2", "box.mbox#3"]
+    assert [m.data for m in got] == MBOX_MESSAGES
+    assert all(m.label is None for m in got)
+    assert lines == []
+
+
+def test_mbox_without_suffix_is_found_by_a_second_separator():
+    write("inbox", MBOX)
+    write("mail/saved", MBOX)
+    problems, _ = collector()
+    got = list(read_messages(["inbox", "mail"], problems))
+    assert ids(got) == [
+        "inbox#1", "inbox#2", "inbox#3",
+        "mail/saved#1", "mail/saved#2", "mail/saved#3",
+    ]
+    assert [m.data for m in got] == MBOX_MESSAGES * 2
+
+
+def test_single_message_starting_with_a_from_line_is_one_message():
+    data = (
+        b"From alice@example.com Mon Jan  1 00:00:00 2024\n"
+        b"Subject: hi\n"
+        b"\n"
+        b"Dear friend,\n"
+        b"\n"
+        b"From the desk of the director: you have won.\n"
+    )
+    write("msg.eml", data)
+    problems, lines = collector()
+    assert triples(list(read_messages(["msg.eml"], problems))) == [("msg.eml", data, None)]
+    assert lines == []
+
+
+def test_mbox_with_a_label():
+    write("box.mbox", MBOX)
+    problems, _ = collector()
+    got = list(read_labelled(["spam=box.mbox"], problems))
+    assert triples(got) == [
+        (f"box.mbox#{n}", data, "spam") for n, data in enumerate(MBOX_MESSAGES, start=1)
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# Tables
+# --------------------------------------------------------------------------------------------
+
+TSV = "spam\tbuy now\nno tab on this line\n\n ham \tsee you\ttomorrow\n"
+
+
+def test_tsv_unlabelled_line_without_tab_is_text():
+    write("rows.tsv", TSV)
+    problems, lines = collector()
+    got = list(read_messages(["rows.tsv"], problems))
+    assert triples(got) == [
+        ("rows.tsv#1", "buy now", "spam"),
+        ("rows.tsv#2", "no tab on this line", None),
+        ("rows.tsv#4", "see you\ttomorrow", "ham"),
+    ]
+    assert lines == []
+    assert problems.skipped == 0
+
+
+def test_tsv_labelled_line_without_label_is_skipped():
+    write("rows.tsv", TSV + "\tno label before the tab\n")
+    problems, lines = collector()
+    got = list(read_labelled(["rows.tsv"], problems))
+    assert triples(got) == [
+        ("rows.tsv#1", "buy now", "spam"),
+        ("rows.tsv#4", "see you\ttomorrow", "ham"),
+    ]
+    assert lines == [
+        "rows.tsv#2: no label in this row",
+        "rows.tsv#5: no label in this row",
+    ]
+    assert problems.skipped == 2
+
+
+def test_tsv_with_crlf_line_ends():
+    write("rows.tsv", b"spam\tbuy\r\nham\thi\r\n")
+    problems, _ = collector()
+    assert triples(list(read_labelled(["rows.tsv"], problems))) == [
+        ("rows.tsv#1", "buy", "spam"),
+        ("rows.tsv#2", "hi", "ham"),
+    ]
+
+
+def test_tsv_splits_rows_only_at_newlines():
+    # Form feed, NEL and LINE SEPARATOR are text, not row ends.
+    write("rows.tsv", "spam\tpage\x0cbreak \x85 and \u2028 more\nham\tnext\n")
+    problems, lines = collector()
+    assert triples(list(read_labelled(["rows.tsv"], problems))) == [
+        ("rows.tsv#1", "page\x0cbreak \x85 and \u2028 more", "spam"),
+        ("rows.tsv#2", "next", "ham"),
+    ]
+    assert lines == []
+
+
+def test_table_that_is_not_utf8_is_reported():
+    write("bad.tsv", b"spam\t\xff\n")
+    problems, lines = collector()
+    assert list(read_messages(["bad.tsv"], problems)) == []
+    assert lines == [
+        "bad.tsv: 'utf-8' codec can't decode byte 0xff in position 5: invalid start byte"
+    ]
+    assert problems.skipped == 1
+
+
+CSV = (
+    "label,text,id\n"
+    'spam,"line one\nline two, with a comma",\n'
+    "ham,hello,\n"
+    "\n"
+    'ham,"say ""hi""",h-7\n'
+)
+
+
+def test_csv_with_header_and_quoted_multiline_text():
+    write("rows.csv", CSV, encoding="utf-8-sig")
+    problems, lines = collector()
+    got = list(read_labelled(["rows.csv"], problems))
+    # A row is named by the line it starts on.
+    assert triples(got) == [
+        ("rows.csv#2", "line one\nline two, with a comma", "spam"),
+        ("rows.csv#4", "hello", "ham"),
+        ("h-7", 'say "hi"', "ham"),
+    ]
+    assert lines == []
+
+
+def test_csv_columns_in_any_order_and_case():
+    write("rows.csv", "ID,Text,Label\n,first,spam\nx9,second,\n")
+    problems, lines = collector()
+    assert triples(list(read_messages(["rows.csv"], problems))) == [
+        ("rows.csv#2", "first", "spam"),
+        ("x9", "second", None),
+    ]
+    problems, lines = collector()
+    assert triples(list(read_labelled(["rows.csv"], problems))) == [
+        ("rows.csv#2", "first", "spam")
+    ]
+    assert lines == ["x9: no label in this row"]
+
+
+def test_csv_without_a_text_column_is_an_input_error():
+    write("rows.csv", "label,body\nspam,buy now\n")
+    message = r"^rows\.csv: a CSV table needs a header row with a 'text' column$"
+    problems, _ = collector()
+    with pytest.raises(InputError, match=message):
+        list(read_labelled(["rows.csv"], problems))
+    with pytest.raises(InputError, match=message):
+        list(read_messages(["rows.csv"], problems))
+
+
+def test_empty_csv_gives_nothing():
+    write("rows.csv", "")
+    problems, lines = collector()
+    assert list(read_labelled(["rows.csv"], problems)) == []
+    assert lines == []
+
+
+JSONL_ROWS = [
+    '{"text": "hello", "label": "ham"}',
+    "{bad json",
+    '{"label": "spam"}',
+    "",
+    '{"text": "win", "label": "spam", "id": "msg-42"}',
+    '["text", "not an object"]',
+    '{"text": "no label", "id": 7}',
+    '{"text": 5, "label": "spam"}',
+]
+NEEDS_TEXT = "a JSON line needs an object with a 'text' string"
+
+
+@pytest.mark.parametrize("suffix", ["jsonl", "ndjson"])
+def test_jsonl_unlabelled(suffix):
+    write(f"rows.{suffix}", "\n".join(JSONL_ROWS) + "\n")
+    problems, lines = collector()
+    got = list(read_messages([f"rows.{suffix}"], problems))
+    assert triples(got) == [
+        (f"rows.{suffix}#1", "hello", "ham"),
+        ("msg-42", "win", "spam"),
+        ("7", "no label", None),
+    ]
+    assert lines == [
+        f"rows.{suffix}#2: not valid JSON: Expecting property name enclosed in double quotes",
+        f"rows.{suffix}#3: {NEEDS_TEXT}",
+        f"rows.{suffix}#6: {NEEDS_TEXT}",
+        f"rows.{suffix}#8: {NEEDS_TEXT}",
+    ]
+    assert problems.skipped == 4
+
+
+def test_jsonl_labelled_skips_a_row_without_label_by_its_id():
+    write("rows.jsonl", "\n".join(JSONL_ROWS))
+    problems, lines = collector()
+    got = list(read_labelled(["rows.jsonl"], problems))
+    assert triples(got) == [("rows.jsonl#1", "hello", "ham"), ("msg-42", "win", "spam")]
+    assert lines == [
+        "rows.jsonl#2: not valid JSON: Expecting property name enclosed in double quotes",
+        f"rows.jsonl#3: {NEEDS_TEXT}",
+        f"rows.jsonl#6: {NEEDS_TEXT}",
+        "7: no label in this row",
+        f"rows.jsonl#8: {NEEDS_TEXT}",
+    ]
+    assert problems.skipped == 5
+
+
+def test_jsonl_text_with_unicode_line_separators_is_one_row():
+    # json.dumps(ensure_ascii=False) leaves U+0085, U+2028 and U+2029 unescaped.
+    rows = [{"text": "a\x85b\u2028c\u2029d", "label": "spam"}, {"text": "e", "label": "ham"}]
+    write("rows.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    problems, lines = collector()
+    assert triples(list(read_labelled(["rows.jsonl"], problems))) == [
+        ("rows.jsonl#1", "a\x85b\u2028c\u2029d", "spam"),
+        ("rows.jsonl#2", "e", "ham"),
+    ]
+    assert lines == []
+
+
+def test_label_for_a_table_overrides_its_labels():
+    write("rows.tsv", "ham\tone\ntwo\n")
+    problems, lines = collector()
+    assert triples(list(read_labelled(["spam=rows.tsv"], problems))) == [
+        ("rows.tsv#1", "one", "spam"),
+        ("rows.tsv#2", "two", "spam"),
+    ]
+    assert lines == []
+
+
+# --------------------------------------------------------------------------------------------
+# Labelled specs
+# --------------------------------------------------------------------------------------------
+
+
+def test_label_folder_with_stray_files_notes_them_and_does_not_read_them():
+    write("data/README", b"about")
+    write("data/notes.txt", b"notes")
+    write("data/.hidden", b"h")
+    write("data/spam/1", b"S1")
+    write("data/spam/sub/2", b"S2")
+    write("data/ham/1", b"H1")
+    write("data/.trash/1", b"T")
+    problems, lines = collector()
+    got = list(read_labelled(["data"], problems))
+    assert triples(got) == [
+        ("data/ham/1", b"H1", "ham"),
+        ("data/spam/1", b"S1", "spam"),
+        ("data/spam/sub/2", b"S2", "spam"),
+    ]
+    assert lines == [
+        "note: 2 file(s) directly in data ignored (only files in label folders count): "
+        "README, notes.txt"
+    ]
+    assert problems.skipped == 0
+
+
+def test_many_stray_files_are_named_up_to_three():
+    for name in "abcd":
+        write(f"data/{name}", b"x")
+    write("data/spam/1", b"S")
+    problems, lines = collector()
+    assert ids(list(read_labelled(["data"], problems))) == ["data/spam/1"]
+    assert lines == [
+        "note: 4 file(s) directly in data ignored (only files in label folders count): a, b, c ..."
+    ]
+
+
+def test_label_for_a_folder():
+    write("hamdir/x", b"X")
+    write("hamdir/deeper/y", b"Y")
+    problems, _ = collector()
+    assert triples(list(read_labelled(["ham=hamdir"], problems))) == [
+        ("hamdir/deeper/y", b"Y", "ham"),
+        ("hamdir/x", b"X", "ham"),
+    ]
+
+
+def test_several_specs_in_order():
+    write("box.mbox", MBOX)
+    write("hamdir/x", b"X")
+    problems, _ = collector()
+    got = list(read_labelled(["ham=hamdir", "spam=box.mbox"], problems))
+    assert [(m.id, m.label) for m in got] == [
+        ("hamdir/x", "ham"),
+        ("box.mbox#1", "spam"),
+        ("box.mbox#2", "spam"),
+        ("box.mbox#3", "spam"),
+    ]
+
+
+def test_a_spec_that_exists_with_an_equals_sign_is_a_path():
+    write("a=b.tsv", "spam\ttext\n")
+    problems, _ = collector()
+    assert triples(list(read_labelled(["a=b.tsv"], problems))) == [("a=b.tsv#1", "text", "spam")]
+
+
+def test_plain_file_without_labels_is_an_input_error():
+    write("one.eml", b"Subject: x\n\nbody\n")
+    write("box.mbox", MBOX)
+    problems, _ = collector()
+    for path in ("one.eml", "box.mbox"):
+        with pytest.raises(InputError) as raised:
+            list(read_labelled([path], problems))
+        assert str(raised.value) == (
+            f"{path} has no labels: give a folder with one subfolder per label, a table, "
+            f"or LABEL={path}"
+        )
+
+
+def test_labelled_missing_paths_are_reported_and_skipped():
+    write("box.mbox", MBOX)
+    problems, lines = collector()
+    got = list(read_labelled(["gone", "spam=box.mbox", "ham=gone.eml", "lost.tsv"], problems))
+    assert ids(got) == ["box.mbox#1", "box.mbox#2", "box.mbox#3"]
+    assert lines == [
+        "gone: no such file or directory",
+        "gone.eml: no such file or directory",
+        "lost.tsv: no such file or directory",
+    ]
+    assert problems.skipped == 3
+
+
+# --------------------------------------------------------------------------------------------
+# Standard input
+# --------------------------------------------------------------------------------------------
+
+
+def test_stdin_is_one_message():
+    data = b"Subject: x\n\n\xff raw bytes\nFrom the start\n"
+    problems, lines = collector()
+    got = list(read_messages(["-"], problems, stdin=io.BytesIO(data)))
+    assert got == [Message("-", data, None)]
+    assert lines == []
+
+
+def test_stdin_among_files_keeps_its_place():
+    write("a", b"A")
+    write("b", b"B")
+    problems, _ = collector()
+    got = list(read_messages(["a", "-", "b"], problems, stdin=io.BytesIO(b"IN")))
+    assert triples(got) == [("a", b"A", None), ("-", b"IN", None), ("b", b"B", None)]
+
+
+def test_labelled_stdin_reads_the_process_standard_input(monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"from the pipe")))
+    problems, _ = collector()
+    assert triples(list(read_labelled(["spam=-"], problems))) == [("-", b"from the pipe", "spam")]

@@ -1,0 +1,96 @@
+"""The model file: round trip, and every kind of bad file refused with a one-line reason."""
+
+from __future__ import annotations
+
+import os
+import struct
+
+import numpy as np
+import pytest
+
+from nbspam.config import build_settings
+from nbspam.errors import ModelFileError
+from nbspam.model import fit
+from nbspam.modelfile import FORMAT_VERSION, MAGIC, load_model, save_model
+from tests.test_naive_bayes import random_counts
+
+
+@pytest.fixture
+def model():
+    X, y, terms = random_counts(2)
+    return fit(X, y, terms + [], build_settings({"min_count": 1, "prior": "spam=1,ham=2"}))
+
+
+@pytest.fixture
+def saved(model, tmp_path):
+    path = tmp_path / "m.nbm"
+    save_model(model, path)
+    return path
+
+
+def test_round_trip_keeps_everything(model, saved):
+    loaded = load_model(saved)
+    assert loaded.labels == model.labels
+    assert loaded.terms == model.terms
+    assert loaded.tokenizer == model.tokenizer
+    assert loaded.train == model.train
+    assert loaded.info == model.info
+    for name in ("class_count", "term_count", "doc_count"):
+        np.testing.assert_array_equal(getattr(loaded, name), getattr(model, name))
+
+
+def test_unicode_terms_survive(tmp_path):
+    X, y, _ = random_counts(4, d=3)
+    model = fit(X, y, ["東京", "straße", "subject:ünïcode"], build_settings({"min_count": 1}))
+    save_model(model, tmp_path / "u.nbm")
+    assert load_model(tmp_path / "u.nbm").terms == ("straße", "subject:ünïcode", "東京")
+
+
+def test_no_temporary_file_is_left_and_permissions_follow_umask(saved):
+    assert os.listdir(saved.parent) == ["m.nbm"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert saved.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_a_failed_write_keeps_the_old_file(model, saved, monkeypatch):
+    before = saved.read_bytes()
+
+    def fail(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", fail)
+    with pytest.raises(ModelFileError, match="cannot write model file .*No space left on device"):
+        save_model(model, saved)
+    assert saved.read_bytes() == before
+    assert os.listdir(saved.parent) == ["m.nbm"]
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda b: b[: len(b) // 2], "truncated"),
+        (lambda b: b[:20], "is truncated"),
+        (lambda b: b[:-100] + bytes([b[-100] ^ 1]) + b[-99:], "is corrupt"),
+        (lambda b: b"", "is not an nbspam model file"),
+        (lambda b: b"label\ttext\nspam\thello\n", "is not an nbspam model file"),
+        (lambda b: b"PK\x03\x04" + b[4:], "is not an nbspam model file"),
+    ],
+)
+def test_damaged_files_are_refused(saved, damage, message):
+    saved.write_bytes(damage(saved.read_bytes()))
+    with pytest.raises(ModelFileError, match=message):
+        load_model(saved)
+
+
+def test_a_newer_format_is_refused(saved):
+    data = bytearray(saved.read_bytes())
+    struct.pack_into("<I", data, len(MAGIC), FORMAT_VERSION + 1)
+    saved.write_bytes(bytes(data))
+    with pytest.raises(ModelFileError, match=f"format {FORMAT_VERSION + 1}, newer .* upgrade nbspam"):
+        load_model(saved)
+
+
+def test_a_missing_file_is_refused(tmp_path):
+    with pytest.raises(ModelFileError, match="cannot read model file .*nope.nbm: No such file"):
+        load_model(tmp_path / "nope.nbm")

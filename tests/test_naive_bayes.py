@@ -1,0 +1,245 @@
+"""The models against MATH.md: hand-worked examples, invariants, scikit-learn as an oracle."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from math import log
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from nbspam import naive_bayes as nb
+from nbspam.config import build_settings
+from nbspam.explain import explain_message
+from nbspam.model import fit, from_counts, predict_matrix, transform
+from nbspam.modelfile import load_model, save_model
+from nbspam.vocabulary import TermIndex, count_rows, sorted_order
+
+# The China/Japan example of Manning, Raghavan and Schuetze, "Introduction to Information
+# Retrieval", section 13.2-13.3: three documents of class china, one of class japan.
+DOCS = [
+    ["chinese", "beijing", "chinese"],
+    ["chinese", "chinese", "shanghai"],
+    ["chinese", "macao"],
+    ["tokyo", "japan", "chinese"],
+]
+LABELS = ["china", "china", "china", "japan"]
+TEST = ["chinese", "chinese", "chinese", "tokyo", "japan"]
+
+
+def settings(**values):
+    return build_settings({"min_count": 1, "stop_words": "none", **values})
+
+
+def textbook(model_name: str):
+    index = TermIndex()
+    X = count_rows(DOCS, index)
+    order = sorted_order(index.terms)
+    terms = [index.terms[i] for i in order]
+    model = fit(X[:, order].tocsr(), LABELS, terms, settings(model=model_name))
+    return model, transform(model, [TEST])
+
+
+def test_multinomial_textbook_by_hand():
+    model, X = textbook("multinomial")
+    terms = model.scorer.index.terms
+    log_theta = model.scorer.coef
+    # theta(chinese|china) = (5 + 1) / (8 + 6); theta(tokyo|china) = (0 + 1) / (8 + 6)
+    assert log_theta[0, terms.index("chinese")] == pytest.approx(log(3 / 7), abs=1e-15)
+    assert log_theta[0, terms.index("tokyo")] == pytest.approx(log(1 / 14), abs=1e-15)
+    # theta(chinese|japan) = (1 + 1) / (3 + 6) = theta(tokyo|japan)
+    assert log_theta[1, terms.index("chinese")] == pytest.approx(log(2 / 9), abs=1e-15)
+    assert log_theta[1, terms.index("japan")] == pytest.approx(log(2 / 9), abs=1e-15)
+    # P(china|d5) ~ 3/4 (3/7)^3 (1/14)^2 = 0.000301, P(japan|d5) ~ 1/4 (2/9)^5 = 0.000135
+    china = 3 / 4 * (3 / 7) ** 3 * (1 / 14) ** 2
+    japan = 1 / 4 * (2 / 9) ** 3 * (2 / 9) ** 2
+    log_post, log_odds = predict_matrix(model, X)
+    assert np.exp(log_post[0]) == pytest.approx([china / (china + japan), japan / (china + japan)], abs=1e-15)
+    assert model.train.positive == "japan"
+    assert log_odds[0] == pytest.approx(log(japan / china), abs=1e-12)
+
+
+def test_bernoulli_textbook_by_hand():
+    model, X = textbook("bernoulli")
+    # theta(chinese|china) = (3+1)/(3+2); japan, tokyo: 1/5; beijing, macao, shanghai: 2/5
+    # theta(chinese|japan) = (1+1)/(1+2); japan, tokyo: 2/3; beijing, macao, shanghai: 1/3
+    china = 3 / 4 * (4 / 5) * (1 / 5) * (1 / 5) * (1 - 2 / 5) ** 3
+    japan = 1 / 4 * (2 / 3) * (2 / 3) * (2 / 3) * (1 - 1 / 3) ** 3
+    assert china == pytest.approx(0.005184)
+    assert japan == pytest.approx(0.021948, abs=1e-6)
+    log_post, log_odds = predict_matrix(model, X)
+    assert np.exp(log_post[0]) == pytest.approx([china / (china + japan), japan / (china + japan)], abs=1e-15)
+    assert log_odds[0] == pytest.approx(log(japan / china), abs=1e-12)
+
+
+def test_bernoulli_weights_and_bias_match_math_md():
+    model, _ = textbook("bernoulli")
+    sc = model.scorer
+    t = sc.index.terms
+    # w_a = log[theta+ (1 - theta-) / (theta- (1 - theta+))], + = japan, - = china
+    w_chinese = log((2 / 3) * (1 - 4 / 5) / ((4 / 5) * (1 - 2 / 3)))
+    assert sc.weights[t.index("chinese")] == pytest.approx(w_chinese, abs=1e-14)
+    # b = sum_a log[(1 - theta+)/(1 - theta-)] + log(pi+/pi-)
+    bias = (
+        log((1 - 2 / 3) / (1 - 4 / 5))  # chinese
+        + 2 * log((1 - 2 / 3) / (1 - 1 / 5))  # japan, tokyo
+        + 3 * log((1 - 1 / 3) / (1 - 2 / 5))  # beijing, macao, shanghai
+        + log((1 / 4) / (3 / 4))
+    )
+    assert sc.bias == pytest.approx(bias, abs=1e-13)
+
+
+@pytest.mark.parametrize("model_name", ["multinomial", "bernoulli"])
+def test_explanation_adds_up_to_the_log_odds(model_name):
+    model, X = textbook(model_name)
+    e = explain_message(model, "d5", TEST)
+    _, log_odds = predict_matrix(model, X)
+    assert e.bias + sum(c.contribution for c in e.contributions) == pytest.approx(log_odds[0], abs=1e-12)
+    assert e.log_odds == log_odds[0]
+    counts = {c.term: c.count for c in e.contributions}
+    assert counts == ({"chinese": 3, "tokyo": 1, "japan": 1} if model_name == "multinomial"
+                      else {"chinese": 1, "tokyo": 1, "japan": 1})
+
+
+def random_counts(seed: int, n=60, d=40, classes=("ham", "spam")):
+    rng = np.random.default_rng(seed)
+    dense = rng.poisson(0.4, size=(n, d)) * (rng.random((n, d)) < 0.5)
+    dense[np.arange(d) % n, np.arange(d)] += 1  # every term occurs at least once
+    y = [classes[i % len(classes)] for i in range(n)]
+    return sp.csr_matrix(dense.astype(np.int64)), y, [f"t{i:03d}" for i in range(d)]
+
+
+@pytest.mark.parametrize("alpha", [1.0, 0.5, 0.01])
+@pytest.mark.parametrize("classes", [("ham", "spam"), ("a", "b", "c")])
+def test_multinomial_agrees_with_scikit_learn(alpha, classes):
+    from sklearn.naive_bayes import MultinomialNB
+
+    X, y, terms = random_counts(int(alpha * 100) + len(classes), classes=classes)
+    model = fit(X, y, terms, settings(alpha=alpha))
+    ref = MultinomialNB(alpha=alpha).fit(X, y)
+    np.testing.assert_allclose(model.scorer.coef, ref.feature_log_prob_, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(model.scorer.intercept, ref.class_log_prior_, rtol=1e-12, atol=1e-12)
+    log_post, _ = predict_matrix(model, X)
+    np.testing.assert_allclose(log_post, ref.predict_log_proba(X), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("alpha", [1.0, 0.5, 0.01])
+@pytest.mark.parametrize("classes", [("ham", "spam"), ("a", "b", "c")])
+def test_bernoulli_agrees_with_scikit_learn(alpha, classes):
+    from sklearn.naive_bayes import BernoulliNB
+
+    X, y, terms = random_counts(int(alpha * 100) + 7 * len(classes), classes=classes)
+    model = fit(X, y, terms, settings(model="bernoulli", alpha=alpha))
+    ref = BernoulliNB(alpha=alpha).fit(X, y)
+    log_theta, _ = nb.bernoulli_log_probs(model.doc_count, model.class_count, alpha)
+    np.testing.assert_allclose(log_theta, ref.feature_log_prob_, rtol=1e-12, atol=1e-12)
+    log_post, _ = predict_matrix(model, X)
+    np.testing.assert_allclose(log_post, ref.predict_log_proba(X), rtol=1e-10, atol=1e-10)
+
+
+def test_posteriors_sum_to_one_and_log_odds_do_not_saturate():
+    X, y, terms = random_counts(3)
+    model = fit(X, y, terms, settings())
+    # a huge message: every word 400 times
+    big = sp.csr_matrix(np.full((2, len(terms)), 400, dtype=np.int64))
+    big[1, 0] = 100
+    log_post, log_odds = predict_matrix(model, big)
+    assert np.exp(log_post).sum(axis=1) == pytest.approx([1.0, 1.0], abs=1e-12)
+    assert np.all(np.isfinite(log_odds)) and abs(log_odds[0]) > 50
+    assert log_odds[0] != log_odds[1]
+
+
+def test_training_in_two_batches_equals_training_at_once():
+    X, y, terms = random_counts(5)
+    whole = nb.class_counts(X, np.array([y_ == "spam" for y_ in y], np.int64), 2)
+    a = nb.class_counts(X[:25], np.array([y_ == "spam" for y_ in y[:25]], np.int64), 2)
+    b = nb.class_counts(X[25:], np.array([y_ == "spam" for y_ in y[25:]], np.int64), 2)
+    for total, part_a, part_b in zip(whole, a, b):
+        np.testing.assert_array_equal(total, part_a + part_b)
+
+
+def test_priors_fitted_uniform_and_explicit():
+    X, y, terms = random_counts(9, n=30)  # 15 ham, 15 spam
+    y = ["spam" if i < 10 else "ham" for i in range(30)]  # 20 ham, 10 spam
+    fitted = fit(X, y, terms, settings()).scorer.intercept
+    assert fitted == pytest.approx([log(20 / 30), log(10 / 30)])
+    uniform = fit(X, y, terms, settings(prior="uniform")).scorer.intercept
+    assert uniform == pytest.approx([log(0.5), log(0.5)])
+    given = fit(X, y, terms, settings(prior="spam=1,ham=3")).scorer.intercept
+    assert given == pytest.approx([log(0.75), log(0.25)])
+
+
+def test_alpha_zero_is_floored_and_says_so():
+    model, X = textbook("multinomial")
+    zero = dataclasses.replace(model, train=dataclasses.replace(model.train, alpha=0.0))
+    with pytest.warns(nb.SmoothingWarning, match="alpha = 0"):
+        log_post, log_odds = predict_matrix(zero, X)
+    assert np.all(np.isfinite(log_post)) and np.isfinite(log_odds[0])
+
+
+def test_alpha_zero_without_zero_counts_is_the_exact_maximum_likelihood():
+    counts = np.array([[2, 2], [1, 3]], dtype=np.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        log_theta = nb.multinomial_log_prob(counts, 0.0)
+    np.testing.assert_allclose(np.exp(log_theta), [[0.5, 0.5], [0.25, 0.75]], atol=1e-15)
+
+
+def test_min_count_and_max_features_filter_the_scored_vocabulary():
+    model, _ = textbook("multinomial")
+    kept = lambda **kw: list(dataclasses.replace(model, train=dataclasses.replace(model.train, **kw)).scorer.index.terms)  # noqa: E731
+    assert kept(min_count=2) == ["chinese"]  # the only word in two or more documents
+    assert kept(max_df=0.5) == ["beijing", "japan", "macao", "shanghai", "tokyo"]
+    # df: chinese 4, others 1; ties broken by sorted term order
+    assert kept(max_features=3) == ["beijing", "chinese", "japan"]
+
+
+def test_counts_in_any_order_give_the_same_model():
+    X, y, terms = random_counts(11)
+    model = fit(X, y, terms, settings())
+    rev = np.arange(len(terms))[::-1]
+    again = fit(X[:, rev].tocsr(), y, [terms[i] for i in rev], settings())
+    assert again.terms == model.terms
+    np.testing.assert_array_equal(again.term_count, model.term_count)
+
+
+def test_save_then_load_gives_identical_predictions(tmp_path):
+    X, y, terms = random_counts(13, classes=("a", "b", "c"))
+    model = fit(X, y, terms, settings(model="bernoulli", alpha=0.3))
+    save_model(model, tmp_path / "m.nbm")
+    loaded = load_model(tmp_path / "m.nbm")
+    assert loaded.labels == model.labels and loaded.terms == model.terms
+    assert loaded.train == model.train and loaded.tokenizer == model.tokenizer
+    np.testing.assert_array_equal(predict_matrix(loaded, X)[0], predict_matrix(model, X)[0])
+
+
+def test_one_class_is_refused():
+    X, _, terms = random_counts(1)
+    from nbspam.errors import TrainingError
+
+    with pytest.raises(TrainingError, match="at least two labels"):
+        fit(X, ["ham"] * X.shape[0], terms, settings())
+    with pytest.raises(TrainingError, match="no terms survive --min-count 1000"):
+        from_counts(["a", "b"], ["x"], np.array([1, 1]), np.ones((2, 1), np.int64),
+                    np.ones((2, 1), np.int64), settings(min_count=1000))
+
+
+@pytest.mark.corpus
+@pytest.mark.slow
+def test_agrees_with_scikit_learn_on_the_spamassassin_corpus(spamassassin_matrix):
+    from sklearn.naive_bayes import BernoulliNB, MultinomialNB
+
+    X, y, terms = spamassassin_matrix
+    for name, ref_class in (("multinomial", MultinomialNB), ("bernoulli", BernoulliNB)):
+        model = fit(X, y, terms, settings(model=name, min_count=2))
+        Xk = X[:, model.scorer.kept]
+        ref = ref_class(alpha=1.0).fit(Xk, y)
+        log_post, log_odds = predict_matrix(model, Xk)
+        if name == "multinomial":
+            np.testing.assert_allclose(model.scorer.coef, ref.feature_log_prob_, rtol=1e-12)
+        ref_post = ref.predict_log_proba(Xk)
+        np.testing.assert_allclose(log_post, ref_post, rtol=1e-10, atol=1e-10)
+        jll = ref.predict_joint_log_proba(Xk)
+        np.testing.assert_allclose(log_odds, jll[:, 1] - jll[:, 0], rtol=1e-10, atol=1e-8)

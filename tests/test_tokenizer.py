@@ -1,0 +1,83 @@
+"""The tokenizer: Unicode words, normalisation, lengths, stop words, URLs, n-grams."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from nbspam.config import TokenizerConfig
+from nbspam.errors import ConfigError
+from nbspam.tokenizer import Tokenizer, load_stop_words
+
+
+def words(text: str, **settings) -> list[str]:
+    return Tokenizer(TokenizerConfig(**settings)).words(text)
+
+
+def test_words_of_any_script_are_case_folded():
+    assert words("Hello WORLD Straße Ελλάδα Москва café 2024") == [
+        "hello", "world", "strasse", "ελλάδα", "москва", "café", "2024"
+    ]
+
+
+def test_nfkc_normalisation_and_its_switches():
+    assert words("ＦＵＬＬ ﬁne") == ["full", "fine"]
+    assert words("ＦＵＬＬ", normalize=False) == ["ｆｕｌｌ"]
+    assert words("MiXed", casefold=False) == ["MiXed"]
+
+
+def test_urls_and_addresses_are_kept_whole():
+    text = "See https://Example.com/a?b=1, or www.example.org. Mail Bob.Smith@Example.COM."
+    assert words(text) == [
+        "see", "https://example.com/a?b=1", "or", "www.example.org", "mail", "bob.smith@example.com"
+    ]
+
+
+def test_inner_punctuation_joins_and_currency_stays():
+    assert words("don't e-mail $100 3.5% user_id end.") == ["don't", "e-mail", "$100", "3.5", "user_id", "end"]
+
+
+def test_lengths_and_skip_tokens():
+    long = "a" * 45
+    assert words(f"a an the {long}", min_length=2) == ["an", "the", "skip:a 40"]
+    assert words(f"a {long}", min_length=1, long_words="drop") == ["a"]
+    assert words("abcdef", max_length=5) == ["skip:a 0"]
+
+
+def test_cjk_runs_become_bigrams():
+    assert words("東京都に行く") == ["東京", "京都", "都に", "に行", "行く"]
+    assert words("猫") == ["猫"]
+
+
+def test_ngrams_follow_stop_word_removal():
+    cfg = TokenizerConfig(ngrams=3, stop_words=("the",))
+    assert Tokenizer(cfg).words("the quick brown fox") == [
+        "quick", "brown", "fox", "quick brown", "brown fox", "quick brown fox"
+    ]
+
+
+def test_stop_words_are_normalised_like_text(tmp_path):
+    f = tmp_path / "stop.txt"
+    f.write_text("# my list\nTHE\nＦＯＯ  # fullwidth\n\nstraße\n", encoding="utf-8")
+    cfg = TokenizerConfig()
+    stop = load_stop_words(str(f), cfg)
+    assert stop == ("foo", "strasse", "the")
+    assert Tokenizer(dataclasses.replace(cfg, stop_words=stop)).words("The foo STRASSE bar") == ["bar"]
+
+
+def test_builtin_english_list_and_none():
+    english = load_stop_words("english", TokenizerConfig())
+    assert {"the", "and", "don't", "yourselves"} <= set(english)
+    assert "free" not in english
+    assert load_stop_words("none", TokenizerConfig()) == ()
+
+
+def test_unreadable_stop_word_file_is_a_clear_error(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read stop-word file .*missing.txt"):
+        load_stop_words(str(tmp_path / "missing.txt"), TokenizerConfig())
+
+
+def test_deterministic():
+    text = "Free money!!! Visit http://x.example/now — 東京 $5 don't"
+    assert words(text) == words(text)
