@@ -54,14 +54,23 @@ def report(name: str, scores: np.ndarray, is_spam: np.ndarray, seconds: float) -
     )
 
 
+_MATRICES: dict = {}
+
+
+def count_matrix(data, tokenizer) -> tuple:
+    """(X, terms) of the corpus for one tokenizer setting, computed once per setting."""
+    if tokenizer not in _MATRICES:
+        analyzer = Analyzer(tokenizer)
+        index = TermIndex()
+        X = count_rows((analyzer.tokens(d) for d in data), index)
+        order = sorted_order(index.terms)
+        _MATRICES[tokenizer] = (X[:, order].tocsr(), [index.terms[i] for i in order])
+    return _MATRICES[tokenizer]
+
+
 def nbspam_scores(data, labels, splits, values: dict) -> np.ndarray:
     settings = resolve_settings(values, source="--set")
-    analyzer = Analyzer(settings.tokenizer)
-    index = TermIndex()
-    X = count_rows((analyzer.tokens(d) for d in data), index)
-    order = sorted_order(index.terms)
-    X = X[:, order].tocsr()
-    terms = [index.terms[i] for i in order]
+    X, terms = count_matrix(data, settings.tokenizer)
     y = np.array(labels, dtype=object)
     scores = np.zeros(len(labels))
     for train_idx, test_idx in splits:

@@ -145,7 +145,7 @@ _DEFAULT_TRAIN = TrainConfig()
               help="Words to ignore: the built-in English list, none, or a file with one word per line. [default: english]")
 @click.option("--ngrams", type=int, help="Also count word n-grams up to this length (2 adds word pairs). [default: 1]")
 @click.option("--binary/--counts", "binary", default=None,
-              help="Multinomial model: count each word once per message. [default: --counts]")
+              help="Multinomial model: count each word once per message (--binary) or every time (--counts). [default: --binary]")
 @click.option("--mail", type=click.Choice(MAIL_MODES),
               help="Parse input as e-mail: auto (when it looks like mail), always, never. [default: auto]")
 @click.option("--positive", help="Two-class models: the label log-odds point to. [default: spam, else the label that sorts last]")

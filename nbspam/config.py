@@ -61,12 +61,12 @@ class TrainConfig:
     """How counts become a model. ``prior`` is 'fitted', 'uniform' or a label -> weight map."""
 
     model: EventModel = "multinomial"
-    alpha: float = 1.0
+    alpha: float = 0.1
     prior: str | tuple[tuple[str, float], ...] = "fitted"
-    min_count: int = 2
+    min_count: int = 1
     max_df: float = 1.0
     max_features: int | None = None
-    binary: bool = False
+    binary: bool = True
     positive: str | None = None
 
 

@@ -110,17 +110,17 @@ def test_explain_contributions_add_up_to_predicted_log_odds(runner, model, data)
 def test_explain_global_lists_each_class(runner, model):
     result = run(runner, "explain", "-m", model, "--top", "3")
     lines = result.stdout.splitlines()
-    assert lines[0] == "toward spam (against ham): log-odds weight, occurrences per label"
+    assert lines[0] == "toward spam (against ham): log-odds weight, documents per label"
     assert lines[1].split() == ["weight", "ham", "spam", "term"]
     assert len(lines) == 2 * (2 + 3 + 1)
-    assert lines[6] == "toward ham (against spam): log-odds weight, occurrences per label"
+    assert lines[6] == "toward ham (against spam): log-odds weight, documents per label"
     assert lines[2].split()[-1] == "free"  # in all four spams, in no ham
 
 
 def test_explain_tsv_global(runner, model):
     result = run(runner, "explain", "-m", model, "--top", "1", "-f", "tsv")
     rows = [line.split("\t") for line in result.stdout.splitlines()]
-    assert rows[0] == ["toward", "against", "term", "weight", "occurrences_ham", "occurrences_spam"]
+    assert rows[0] == ["toward", "against", "term", "weight", "documents_ham", "documents_spam"]
     assert rows[1][:3] == ["spam", "ham", "free"] and rows[1][4:] == ["0", "4"]
 
 

@@ -30,7 +30,10 @@ TEST = ["chinese", "chinese", "chinese", "tokyo", "japan"]
 
 
 def settings(**values):
-    return build_settings({"min_count": 1, "stop_words": "none", **values})
+    """The textbook settings: counts, Laplace smoothing, every word kept."""
+    return build_settings(
+        {"min_count": 1, "stop_words": "none", "binary": False, "alpha": 1.0, **values}
+    )
 
 
 def textbook(model_name: str):
@@ -123,6 +126,19 @@ def test_multinomial_agrees_with_scikit_learn(alpha, classes):
     np.testing.assert_allclose(model.scorer.intercept, ref.class_log_prior_, rtol=1e-12, atol=1e-12)
     log_post, _ = predict_matrix(model, X)
     np.testing.assert_allclose(log_post, ref.predict_log_proba(X), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("alpha", [1.0, 0.1])
+def test_binary_multinomial_is_multinomial_on_presence(alpha):
+    from sklearn.naive_bayes import MultinomialNB
+
+    X, y, terms = random_counts(17)
+    model = fit(X, y, terms, settings(alpha=alpha, binary=True))
+    B = (X > 0).astype(np.int64)
+    ref = MultinomialNB(alpha=alpha).fit(B, y)
+    np.testing.assert_allclose(model.scorer.coef, ref.feature_log_prob_, rtol=1e-12, atol=1e-12)
+    log_post, _ = predict_matrix(model, X)
+    np.testing.assert_allclose(log_post, ref.predict_log_proba(B), rtol=1e-10, atol=1e-10)
 
 
 @pytest.mark.parametrize("alpha", [1.0, 0.5, 0.01])
@@ -232,10 +248,14 @@ def test_agrees_with_scikit_learn_on_the_spamassassin_corpus(spamassassin_matrix
     from sklearn.naive_bayes import BernoulliNB, MultinomialNB
 
     X, y, terms = spamassassin_matrix
-    for name, ref_class in (("multinomial", MultinomialNB), ("bernoulli", BernoulliNB)):
-        model = fit(X, y, terms, settings(model=name, min_count=2))
+    runs = (("multinomial", False, MultinomialNB), ("multinomial", True, MultinomialNB),
+            ("bernoulli", False, BernoulliNB))
+    for name, binary, ref_class in runs:
+        model = fit(X, y, terms, settings(model=name, min_count=2, binary=binary, alpha=0.1))
         Xk = X[:, model.scorer.kept]
-        ref = ref_class(alpha=1.0).fit(Xk, y)
+        if binary:
+            Xk = (Xk > 0).astype(np.int64)
+        ref = ref_class(alpha=0.1).fit(Xk, y)
         log_post, log_odds = predict_matrix(model, Xk)
         if name == "multinomial":
             np.testing.assert_allclose(model.scorer.coef, ref.feature_log_prob_, rtol=1e-12)

@@ -1,0 +1,40 @@
+# Two commands do all the set-up on a fresh machine with only python3:
+#   make demo   create .venv, install nbspam, train on sample_data/, predict and explain
+#   make test   create .venv, install nbspam with its test tools, run the tests
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+OUT    ?= demo-out
+PIP     = $(BIN)/python -m pip --disable-pip-version-check --quiet
+
+.PHONY: demo test lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.runtime: pyproject.toml | $(BIN)/python
+	$(PIP) install -e .
+	touch $@
+
+$(VENV)/.test: pyproject.toml | $(BIN)/python
+	$(PIP) install -e '.[test]'
+	touch $(VENV)/.runtime $@
+
+demo: $(VENV)/.runtime
+	@mkdir -p $(OUT)
+	$(BIN)/nbspam train sample_data/train -o $(OUT)/spam.nbm
+	$(BIN)/nbspam predict -m $(OUT)/spam.nbm sample_data/new sample_data/mbox/spam.mbox sample_data/maildir/ham
+	$(BIN)/nbspam explain -m $(OUT)/spam.nbm --top 8
+	$(BIN)/nbspam explain -m $(OUT)/spam.nbm --top 12 sample_data/new/001.eml
+
+test: $(VENV)/.test
+	$(BIN)/python -m pytest -q
+
+lint: $(VENV)/.test
+	$(BIN)/ruff check nbspam tests bench
+
+bench: $(VENV)/.test
+	$(BIN)/python bench/cv.py ../shared/corpora/spamassassin --sklearn
+
+clean:
+	rm -rf $(VENV) $(OUT) .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,61 @@
+"""Settings: YAML loading, validation with clear messages, defaults written out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nbspam.config import Settings, build_settings, load_yaml
+from nbspam.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_configs_default_yaml_writes_out_the_built_in_defaults():
+    values = load_yaml(ROOT / "configs" / "default.yaml")
+    assert build_settings(values) == Settings()
+
+
+def test_bernoulli_config_loads():
+    settings = build_settings(load_yaml(ROOT / "configs" / "bernoulli.yaml"))
+    assert settings.train.model == "bernoulli"
+
+
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        ({"alpha": -1}, "setting alpha must be a finite number >= 0"),
+        ({"alpha": "lots"}, "setting alpha must be a number, not 'lots'"),
+        ({"min_count": 0}, "setting min_count must be a whole number >= 1, not 0"),
+        ({"min_count": 2.5}, "setting min_count must be a whole number >= 1"),
+        ({"max_df": 1.5}, "setting max_df must be a fraction in \\(0, 1\\]"),
+        ({"model": "gaussian"}, "setting model must be one of multinomial, bernoulli"),
+        ({"binary": "yes"}, "setting binary must be true or false"),
+        ({"prior": "spam"}, "prior must be fitted, uniform or LABEL=WEIGHT"),
+        ({"prior": {"spam": 0, "ham": 1}}, "positive weight for every label"),
+        ({"min_length": 5, "max_length": 3}, "max_length must be at least min_length"),
+        ({"colour": "red"}, "unknown setting 'colour' in settings"),
+    ],
+)
+def test_bad_values_are_refused_with_the_reason(values, message):
+    with pytest.raises(ConfigError, match=message):
+        build_settings(values)
+
+
+def test_yaml_errors(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("model: [unclosed\n")
+    with pytest.raises(ConfigError, match="is not valid YAML"):
+        load_yaml(bad)
+    bad.write_text("- a list\n")
+    with pytest.raises(ConfigError, match="must hold a mapping"):
+        load_yaml(bad)
+    (tmp_path / "empty.yaml").write_text("")
+    assert load_yaml(tmp_path / "empty.yaml") == {}
+
+
+def test_prior_forms():
+    assert build_settings({"prior": "spam=1, ham=3"}).train.prior == (("ham", 3.0), ("spam", 1.0))
+    assert build_settings({"prior": {"a": 1, "b": 1}}).train.prior == (("a", 1.0), ("b", 1.0))
+    assert build_settings({"prior": "uniform"}).train.prior == "uniform"
