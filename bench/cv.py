@@ -97,13 +97,27 @@ def sklearn_scores(data, labels, splits, bernoulli: bool) -> np.ndarray:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("corpus", type=Path)
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="a setting (YAML value); give several --set for one run")
-    parser.add_argument("--variant", action="append", default=[], metavar="NAME:KEY=VALUE;...",
-                        help="a named run with its own settings (repeatable)")
-    parser.add_argument("--sklearn", action="store_true", help="also run the scikit-learn pipelines")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a setting (YAML value); give several --set for one run",
+    )
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME:KEY=VALUE;...",
+        help="a named run with its own settings (repeatable)",
+    )
+    parser.add_argument(
+        "--sklearn", action="store_true", help="also run the scikit-learn pipelines"
+    )
     args = parser.parse_args()
 
     paths, data, labels = load_corpus(args.corpus)
@@ -126,8 +140,12 @@ def main() -> None:
         for bern in (False, True):
             started = time.perf_counter()
             scores = sklearn_scores(data, labels, splits, bern)
-            report(f"sklearn CountVectorizer + {'Bernoulli' if bern else 'Multinomial'}NB",
-                   scores, is_spam, time.perf_counter() - started)
+            report(
+                f"sklearn CountVectorizer + {'Bernoulli' if bern else 'Multinomial'}NB",
+                scores,
+                is_spam,
+                time.perf_counter() - started,
+            )
 
 
 if __name__ == "__main__":

@@ -102,25 +102,38 @@ class Reporter:
 
 def model_option(f):
     return click.option(
-        "-m", "--model", "model_path", required=True, type=click.Path(dir_okay=False),
+        "-m",
+        "--model",
+        "model_path",
+        required=True,
+        type=click.Path(dir_okay=False),
         help="Model file written by 'nbspam train'.",
     )(f)
 
 
 def format_option(f):
     return click.option(
-        "-f", "--format", "fmt", type=click.Choice(["text", "jsonl", "tsv"]), default="text",
-        show_default=True, help="Output format: text for people, jsonl or tsv for programs.",
+        "-f",
+        "--format",
+        "fmt",
+        type=click.Choice(["text", "jsonl", "tsv"]),
+        default="text",
+        show_default=True,
+        help="Output format: text for people, jsonl or tsv for programs.",
     )(f)
 
 
 def files_from_options(f):
     f = click.option(
-        "-0", "--null", is_flag=True,
+        "-0",
+        "--null",
+        is_flag=True,
         help="With --files-from: paths are separated by NUL characters, not line breaks.",
     )(f)
     return click.option(
-        "--files-from", type=click.File("rb"), metavar="FILE|-",
+        "--files-from",
+        type=click.File("rb"),
+        metavar="FILE|-",
         help="Read more paths from FILE, one per line ('-' for stdin).",
     )(f)
 
@@ -130,27 +143,73 @@ _DEFAULT_TRAIN = TrainConfig()
 
 @cli.command()
 @click.argument("data", nargs=-1, required=True)
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="Where to write the model file (replaced atomically).")
-@click.option("--model", "event_model", type=click.Choice(EVENT_MODELS),
-              help=f"Event model: multinomial counts words, bernoulli their presence and absence. [default: {_DEFAULT_TRAIN.model}]")
-@click.option("--alpha", type=float,
-              help=f"Smoothing: 1 is Laplace, 0 < alpha < 1 Lidstone, 0 maximum likelihood. [default: {_DEFAULT_TRAIN.alpha:g}]")
-@click.option("--prior", help="Class prior: fitted (class frequencies), uniform, or LABEL=WEIGHT,... [default: fitted]")
-@click.option("--min-count", type=int,
-              help=f"Keep words found in at least this many training messages. [default: {_DEFAULT_TRAIN.min_count}]")
-@click.option("--max-df", type=float, help="Drop words found in more than this fraction of messages. [default: 1.0]")
-@click.option("--max-features", type=int, help="Keep only the N words found in most messages. [default: all]")
-@click.option("--stop-words", metavar="english|none|FILE",
-              help="Words to ignore: the built-in English list, none, or a file with one word per line. [default: english]")
-@click.option("--ngrams", type=int, help="Also count word n-grams up to this length (2 adds word pairs). [default: 1]")
-@click.option("--binary/--counts", "binary", default=None,
-              help="Multinomial model: count each word once per message (--binary) or every time (--counts). [default: --binary]")
-@click.option("--mail", type=click.Choice(MAIL_MODES),
-              help="Parse input as e-mail: auto (when it looks like mail), always, never. [default: auto]")
-@click.option("--positive", help="Two-class models: the label log-odds point to. [default: spam, else the label that sorts last]")
-@click.option("-c", "--config", "config_file", type=click.Path(dir_okay=False),
-              help="YAML file of settings (keys are these option names); options given here win.")
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Where to write the model file (replaced atomically).",
+)
+@click.option(
+    "--model",
+    "event_model",
+    type=click.Choice(EVENT_MODELS),
+    help=f"Event model: multinomial counts words, bernoulli their presence and absence. [default: {_DEFAULT_TRAIN.model}]",
+)
+@click.option(
+    "--alpha",
+    type=float,
+    help=f"Smoothing: 1 is Laplace, 0 < alpha < 1 Lidstone, 0 maximum likelihood. [default: {_DEFAULT_TRAIN.alpha:g}]",
+)
+@click.option(
+    "--prior",
+    help="Class prior: fitted (class frequencies), uniform, or LABEL=WEIGHT,... [default: fitted]",
+)
+@click.option(
+    "--min-count",
+    type=int,
+    help=f"Keep words found in at least this many training messages. [default: {_DEFAULT_TRAIN.min_count}]",
+)
+@click.option(
+    "--max-df",
+    type=float,
+    help="Drop words found in more than this fraction of messages. [default: 1.0]",
+)
+@click.option(
+    "--max-features", type=int, help="Keep only the N words found in most messages. [default: all]"
+)
+@click.option(
+    "--stop-words",
+    metavar="english|none|FILE",
+    help="Words to ignore: the built-in English list, none, or a file with one word per line. [default: english]",
+)
+@click.option(
+    "--ngrams",
+    type=int,
+    help="Also count word n-grams up to this length (2 adds word pairs). [default: 1]",
+)
+@click.option(
+    "--binary/--counts",
+    "binary",
+    default=None,
+    help="Multinomial model: count each word once per message (--binary) or every time (--counts). [default: --binary]",
+)
+@click.option(
+    "--mail",
+    type=click.Choice(MAIL_MODES),
+    help="Parse input as e-mail: auto (when it looks like mail), always, never. [default: auto]",
+)
+@click.option(
+    "--positive",
+    help="Two-class models: the label log-odds point to. [default: spam, else the label that sorts last]",
+)
+@click.option(
+    "-c",
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False),
+    help="YAML file of settings (keys are these option names); options given here win.",
+)
 def train(data: tuple[str, ...], output: str, config_file: str | None, **options: Any) -> None:
     """Train a model on labelled messages and write it to a file.
 
@@ -165,6 +224,7 @@ def train(data: tuple[str, ...], output: str, config_file: str | None, **options
       nbspam train spam=spam.mbox ham=~/Maildir -o spam.nbm --model bernoulli
       nbspam train sms.tsv -o sms.nbm -c configs/bernoulli.yaml
     """
+    from .lock import model_lock
     from .messages import read_labelled
     from .model import train as train_model
     from .modelfile import save_model
@@ -176,7 +236,8 @@ def train(data: tuple[str, ...], output: str, config_file: str | None, **options
     settings = resolve_settings({**values, **flags}, source=config_file or "options")
     report = Reporter("read")
     model = train_model(read_labelled(data, report.problems), settings, progress=report.progress)
-    save_model(model, output)
+    with model_lock(output):
+        save_model(model, output)
     status = report.finish()
     click.echo(train_summary(model, output), err=True)
     sys.exit(status)
@@ -196,8 +257,8 @@ def resolve_settings(values: dict[str, Any], *, source: str):
 
 
 def train_summary(model, output: str) -> str:
-    counts = ", ".join(f"{label} {n:,}" for label, n in model.info["messages"].items())
-    total = sum(model.info["messages"].values())
+    counts = ", ".join(f"{label} {n:,}" for label, n in zip(model.labels, model.class_count))
+    total = int(model.class_count.sum())
     kept = model.scorer.kept.size
     size = os.path.getsize(output)
     lines = [
@@ -206,6 +267,8 @@ def train_summary(model, output: str) -> str:
         f"vocabulary: {kept:,} terms kept of {len(model.terms):,} seen "
         f"(min-count {model.train.min_count})",
     ]
+    if model.info.get("duplicates"):
+        lines.append(f"{model.info['duplicates']:,} repeated message(s) counted once")
     if model.is_binary:
         lines.append(f"positive class: {model.train.positive} (log-odds > 0 point to it)")
     lines.append(f"wrote {output} ({size / 1e6:.1f} MB)")
@@ -261,12 +324,21 @@ def predict(model_path: str, paths: tuple[str, ...], files_from, null: bool, fmt
 @cli.command()
 @model_option
 @click.argument("paths", nargs=-1, metavar="[PATH]...")
-@click.option("-n", "--top", type=click.IntRange(min=1),
-              help="How many words to show: per class for the model [default: 20], per message [default: all].")
-@click.option("--against", metavar="LABEL",
-              help="More than two classes: compare with this class (default: the runner-up).")
+@click.option(
+    "-n",
+    "--top",
+    type=click.IntRange(min=1),
+    help="How many words to show: per class for the model [default: 20], per message [default: all].",
+)
+@click.option(
+    "--against",
+    metavar="LABEL",
+    help="More than two classes: compare with this class (default: the runner-up).",
+)
 @format_option
-def explain(model_path: str, paths: tuple[str, ...], top: int | None, against: str | None, fmt: str) -> None:
+def explain(
+    model_path: str, paths: tuple[str, ...], top: int | None, against: str | None, fmt: str
+) -> None:
     """Show the words that decide: globally, or for each given message.
 
     Without PATH: for each class, the words with the largest log-odds weight toward it,
@@ -301,6 +373,174 @@ def explain(model_path: str, paths: tuple[str, ...], top: int | None, against: s
     sys.exit(report.finish())
 
 
+def update_model(model_path: str, change):
+    """Apply ``change`` (Model -> (Model, result)) to the model file under its lock."""
+    from .lock import model_lock
+    from .modelfile import load_model, remove_leftovers, save_model
+
+    with model_lock(model_path):
+        remove_leftovers(model_path)
+        model, result = change(load_model(model_path))
+        save_model(model, model_path)
+    return model, result
+
+
+@cli.command()
+@model_option
+@click.option("-l", "--label", required=True, help="The label the messages are learned as.")
+@click.argument("paths", nargs=-1, metavar="[PATH]...")
+@files_from_options
+def learn(model_path: str, label: str, paths: tuple[str, ...], files_from, null: bool) -> None:
+    """Add messages to a model under a label, in place (to correct a mistake, say).
+
+    A message the model already learned under this label is left alone; one learned under
+    another label has its counts moved. The result equals training on all the messages at
+    once. Concurrent updates of one model wait for each other; readers never see half a
+    file. PATHs are read as by 'predict' ('-' or none: one message on stdin).
+
+    \b
+    Example:
+      nbspam learn -m spam.nbm --label spam missed-spam.eml
+      nbspam learn -m spam.nbm --label ham ~/Maildir/.Ham/cur
+    """
+    from .messages import read_messages
+    from .update import learn as learn_messages
+
+    report = Reporter("learned")
+    messages = read_messages(_paths(paths, files_from, null), report.problems)
+    _, change = update_model(model_path, lambda m: learn_messages(m, messages, label))
+    status = report.finish()
+    click.echo(
+        f"learned {change.learned + change.relabelled:,} message(s) as {label} "
+        f"({change.relabelled:,} moved from another label, {change.unchanged:,} already known)",
+        err=True,
+    )
+    sys.exit(status)
+
+
+@cli.command()
+@model_option
+@click.argument("paths", nargs=-1, metavar="[PATH]...")
+@files_from_options
+def forget(model_path: str, paths: tuple[str, ...], files_from, null: bool) -> None:
+    """Remove learned messages from a model, in place.
+
+    The result equals training without them. A message the model never learned is
+    reported and skipped (exit status 3).
+
+    \b
+    Example:
+      nbspam forget -m spam.nbm wrongly-learned.eml
+    """
+    from .messages import read_messages
+    from .update import forget as forget_messages
+
+    report = Reporter("forgot")
+    messages = read_messages(_paths(paths, files_from, null), report.problems)
+    _, change = update_model(model_path, lambda m: forget_messages(m, messages))
+    for name in change.unknown:
+        report.problems.skip(name, "not learned by this model, nothing to forget")
+    status = report.finish()
+    click.echo(f"forgot {change.forgotten:,} message(s)", err=True)
+    sys.exit(status)
+
+
+@cli.command()
+@click.argument("models", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Where to write the merged model (replaced atomically).",
+)
+def merge(models: tuple[str, ...], output: str) -> None:
+    """Merge models trained with the same settings on disjoint sets of messages.
+
+    The result equals the model trained on all their messages at once. Models with other
+    settings, or that learned a message in common, are refused.
+
+    \b
+    Example:
+      nbspam train part1/ -o a.nbm && nbspam train part2/ -o b.nbm
+      nbspam merge a.nbm b.nbm -o all.nbm
+    """
+    from .lock import model_lock
+    from .modelfile import load_model, save_model
+    from .update import merge as merge_models
+
+    merged = merge_models([load_model(path) for path in models])
+    with model_lock(output):
+        save_model(merged, output)
+    click.echo(f"merged {len(models)} models into {output}", err=True)
+
+
+@cli.command()
+@model_option
+@click.option(
+    "-f",
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text for people, json for programs.",
+)
+def info(model_path: str, fmt: str) -> None:
+    """Show what is in a model: labels, counts, vocabulary, settings, history.
+
+    \b
+    Example:
+      nbspam info -m spam.nbm
+      nbspam info -m spam.nbm -f json | jq .settings.train.alpha
+    """
+    import json
+
+    from .modelfile import load_model, read_header
+
+    header = read_header(model_path)
+    model = load_model(model_path)
+    summary = {
+        "path": model_path,
+        "format_version": header["format_version"],
+        "nbspam_version": header["nbspam_version"],
+        "labels": {label: int(n) for label, n in zip(model.labels, model.class_count)},
+        "positive": model.train.positive,
+        "messages": int(model.class_count.sum()),
+        "terms_seen": len(model.terms),
+        "terms_kept": int(model.scorer.kept.size),
+        "settings": {"train": header["train"], "tokenizer": header["tokenizer"]},
+        "history": model.info,
+    }
+    if fmt == "json":
+        click.echo(json.dumps(summary, ensure_ascii=False, indent=2))
+        return
+    train_cfg = header["train"]
+    lines = [
+        f"model:      {model_path} (format {summary['format_version']}, "
+        f"written by nbspam {summary['nbspam_version']})",
+        "labels:     "
+        + ", ".join(f"{k} {v:,}" for k, v in summary["labels"].items())
+        + (f" (positive: {model.train.positive})" if model.is_binary else ""),
+        f"vocabulary: {summary['terms_kept']:,} terms kept of {summary['terms_seen']:,} seen",
+        f"settings:   {train_cfg['model']}{' on word presence' if train_cfg['binary'] and train_cfg['model'] == 'multinomial' else ''}, "
+        f"alpha {train_cfg['alpha']:g}, prior {train_cfg['prior']}, min-count {train_cfg['min_count']}",
+    ]
+    lines += [f"{key + ':':<11} {value}" for key, value in model.info.items()]
+    tok = header["tokenizer"]
+    lines.append(
+        "tokenizer:  "
+        + ", ".join(
+            f"{k} {v}"
+            for k, v in tok.items()
+            if k not in ("stop_words", "value_headers", "ignore_headers")
+        )
+        + f", {len(tok['stop_words'])} stop words"
+    )
+    for line in lines:
+        click.echo(line)
+
+
 def main() -> None:
     """Entry point of the ``nbspam`` command and ``python -m nbspam``."""
     try:
@@ -310,6 +550,3 @@ def main() -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         sys.exit(141)
-
-
-

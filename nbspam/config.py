@@ -18,19 +18,54 @@ MAIL_MODES: tuple[str, ...] = ("auto", "always", "never")
 #: server or the way a corpus was collected may have added them, so their tokens can give
 #: good results for bogus reasons (a spam folder whose every message carries X-Spam-Flag).
 DEFAULT_IGNORE_HEADERS: tuple[str, ...] = (
-    "x-spam-*", "x-bogosity", "x-spambayes-*", "x-crm114-*", "x-dspam-*", "x-virus-*",
-    "x-nbspam-*", "x-amavis-*", "x-antivirus*", "x-filter*", "x-razor*", "x-pyzor*",
-    "status", "x-status", "x-keywords", "x-uid", "x-imap*", "lines", "content-length",
-    "delivered-to", "x-original-to", "envelope-to", "x-envelope-*", "x-loop", "x-beenthere",
-    "x-mailman-version", "errors-to", "x-mozilla-status*", "x-evolution*", "x-gmail-labels",
+    "x-spam-*",
+    "x-bogosity",
+    "x-spambayes-*",
+    "x-crm114-*",
+    "x-dspam-*",
+    "x-virus-*",
+    "x-nbspam-*",
+    "x-amavis-*",
+    "x-antivirus*",
+    "x-filter*",
+    "x-razor*",
+    "x-pyzor*",
+    "status",
+    "x-status",
+    "x-keywords",
+    "x-uid",
+    "x-imap*",
+    "lines",
+    "content-length",
+    "delivered-to",
+    "x-original-to",
+    "envelope-to",
+    "x-envelope-*",
+    "x-loop",
+    "x-beenthere",
+    "x-mailman-version",
+    "errors-to",
+    "x-mozilla-status*",
+    "x-evolution*",
+    "x-gmail-labels",
 )
 
 #: Headers whose values are tokenized (prefixed with the header name) by default; every
 #: other header not ignored contributes only a presence token ``header:<name>``.
 DEFAULT_VALUE_HEADERS: tuple[str, ...] = (
-    "x-mailer", "user-agent", "content-type", "content-transfer-encoding", "message-id",
-    "received", "organization", "x-priority", "importance", "precedence", "mime-version",
-    "list-id", "x-ms-has-attach",
+    "x-mailer",
+    "user-agent",
+    "content-type",
+    "content-transfer-encoding",
+    "message-id",
+    "received",
+    "organization",
+    "x-priority",
+    "importance",
+    "precedence",
+    "mime-version",
+    "list-id",
+    "x-ms-has-attach",
 )
 
 
@@ -130,8 +165,14 @@ def _check(key: str, value: Any) -> Any:
     """Return ``value`` converted to the type of setting ``key``, or raise ConfigError."""
     ints = {"min_length": 1, "max_length": 1, "ngrams": 1, "min_count": 1, "max_body_chars": 1}
     bools = {
-        "normalize", "casefold", "subject_tokens", "address_tokens", "url_tokens",
-        "header_tokens", "attachment_tokens", "binary",
+        "normalize",
+        "casefold",
+        "subject_tokens",
+        "address_tokens",
+        "url_tokens",
+        "header_tokens",
+        "attachment_tokens",
+        "binary",
     }
     choices = {"model": EVENT_MODELS, "mail": MAIL_MODES, "long_words": ("skip", "drop")}
     if key in bools:
@@ -146,7 +187,9 @@ def _check(key: str, value: Any) -> Any:
         return value
     if key in choices:
         if value not in choices[key]:
-            raise ConfigError(f"setting {key} must be one of {', '.join(choices[key])}, not {value!r}")
+            raise ConfigError(
+                f"setting {key} must be one of {', '.join(choices[key])}, not {value!r}"
+            )
         return value
     if key == "alpha":
         return _number(key, value, low=0.0)

@@ -134,7 +134,9 @@ def explain_message(
 def _reference(model: Model, c: int, against: str | None) -> int:
     if against is not None:
         if against not in model.labels:
-            raise NbspamError(f"--against {against!r} is not one of the labels {list(model.labels)}")
+            raise NbspamError(
+                f"--against {against!r} is not one of the labels {list(model.labels)}"
+            )
         ref = model.labels.index(against)
         if ref != c:
             return ref

@@ -9,6 +9,7 @@ through `Problems` as ``identifier: reason`` and the stream goes on.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import mailbox
@@ -35,6 +36,24 @@ class Message:
     id: str
     data: bytes | str
     label: str | None = None
+
+
+def message_digest(data: bytes | str) -> bytes:
+    """16-byte BLAKE2b digest identifying a message by its content.
+
+    Header lines nbspam adds itself (``X-Nbspam-*``) are left out, so a message that passed
+    through `nbspam filter` has the digest it had before.
+    """
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogateescape")
+    end = data.find(b"\n\n")
+    head = data if end < 0 else data[: end + 1]
+    if b"x-nbspam-" in head.lower():
+        data = _OWN_HEADER.sub(b"", head) + data[len(head) :]
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+_OWN_HEADER = re.compile(rb"(?im)^x-nbspam-[^:\n]*:[^\n]*\n(?:[ \t][^\n]*\n)*")
 
 
 class Problems:

@@ -17,7 +17,7 @@ from . import naive_bayes as nb
 from .config import Settings, TokenizerConfig, TrainConfig
 from .errors import TrainingError
 from .features import Analyzer
-from .messages import Message
+from .messages import Message, message_digest
 from .vocabulary import TermIndex, count_rows, select_terms, sorted_order
 
 CHUNK = 1000
@@ -29,7 +29,9 @@ class Model:
 
     labels (C,) sorted; terms (d,) sorted by code point, every term seen in training;
     class_count (C,) documents per class; term_count (C, d) occurrences per class;
-    doc_count (C, d) documents per class containing the term. The vocabulary filters
+    doc_count (C, d) documents per class containing the term; seen_digests (n, 16) the
+    sorted digests of the n messages learned (`messages.message_digest`) and seen_labels
+    (n,) the label index each was learned as. The vocabulary filters
     (min_count, max_df, max_features) are applied when the scoring parameters are derived,
     so adding or removing documents only adds or subtracts counts.
     """
@@ -41,6 +43,8 @@ class Model:
     doc_count: np.ndarray
     tokenizer: TokenizerConfig
     train: TrainConfig
+    seen_digests: np.ndarray = field(default_factory=lambda: np.zeros((0, 16), np.uint8))
+    seen_labels: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     info: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -95,8 +99,11 @@ def make_scorer(model: Model) -> Scorer:
     cfg = model.train
     n_docs = int(model.class_count.sum())
     keep = select_terms(
-        model.doc_count.sum(axis=0), n_docs,
-        min_count=cfg.min_count, max_df=cfg.max_df, max_features=cfg.max_features,
+        model.doc_count.sum(axis=0),
+        n_docs,
+        min_count=cfg.min_count,
+        max_df=cfg.max_df,
+        max_features=cfg.max_features,
     )
     kept = np.flatnonzero(keep)
     log_prior = nb.class_log_prior(model.class_count, prior_weights(cfg.prior, model.labels))
@@ -137,8 +144,11 @@ def from_counts(
     doc_count: np.ndarray,
     settings: Settings,
     info: dict[str, Any] | None = None,
+    seen: dict[bytes, str] | None = None,
 ) -> Model:
     """Build a Model from counts in any label and term order (they are sorted here).
+
+    ``seen`` maps the digest of every message counted to its label.
 
     Checks that there are two or more classes with documents, resolves the positive class
     of a two-class model (``train.positive``, else the label 'spam', else the label that
@@ -161,6 +171,7 @@ def from_counts(
         positive = "spam" if "spam" in labels else labels[-1]
     train_cfg = dataclasses.replace(train_cfg, positive=positive)
     prior_weights(train_cfg.prior, labels)
+    digests = sorted((seen or {}).items())
     model = Model(
         labels=labels,
         terms=tuple(terms[i] for i in term_order),
@@ -169,6 +180,8 @@ def from_counts(
         doc_count=counts[1],
         tokenizer=settings.tokenizer,
         train=train_cfg,
+        seen_digests=np.frombuffer(b"".join(d for d, _ in digests), np.uint8).reshape(-1, 16),
+        seen_labels=np.array([labels.index(label) for _, label in digests], np.int64),
         info=dict(info or {}),
     )
     if not model.scorer.kept.size:
@@ -195,28 +208,68 @@ def train(
     """Train a model on labelled messages, streaming: only the counts are kept in memory.
 
     Messages are tokenized and counted a chunk at a time; the chunk's count matrix is
-    folded into per-class totals (`naive_bayes.class_counts`) and dropped.
+    folded into per-class totals (`naive_bayes.class_counts`) and dropped. A message whose
+    bytes were already counted (same digest) is counted once, as `learn` would do.
     """
     started = time.perf_counter()
-    analyzer = Analyzer(settings.tokenizer)
-    index = TermIndex()
-    label_ids: dict[str, int] = {}
-    totals: list[np.ndarray] = [np.zeros(0, np.int64), np.zeros((0, 0), np.int64), np.zeros((0, 0), np.int64)]
+    counts = CountTable()
+    seen: dict[bytes, str] = {}
+    duplicates = 0
     for chunk in chunks(messages):
-        X = count_rows((analyzer.tokens(m.data) for m in chunk), index)
-        y = np.array([label_ids.setdefault(m.label, len(label_ids)) for m in chunk], np.int64)
-        part = nb.class_counts(X, y, len(label_ids))
-        totals = [_grow(total, p.shape) + p for total, p in zip(totals, part)]
+        fresh = []
+        for message in chunk:
+            digest = message_digest(message.data)
+            if digest in seen:
+                duplicates += 1
+            else:
+                seen[digest] = message.label
+                fresh.append(message)
+        counts.add(fresh, settings.tokenizer)
         if progress:
             progress(len(chunk))
-    if not label_ids:
+    if not counts.labels:
         raise TrainingError("no messages to train on")
-    labels = list(label_ids)
     info = {
-        "messages": {label: int(totals[0][i]) for i, label in enumerate(labels)},
+        "created": _now(),
         "seconds": round(time.perf_counter() - started, 3),
+        "duplicates": duplicates,
     }
-    return from_counts(labels, index.terms, *totals, settings, info)
+    return from_counts(*counts.totals(), settings, info, seen)
+
+
+class CountTable:
+    """Per-class counts of messages added in chunks, with labels and terms in order of arrival."""
+
+    def __init__(self) -> None:
+        self.index = TermIndex()
+        self.labels: dict[str, int] = {}
+        self._totals = [
+            np.zeros(0, np.int64),
+            np.zeros((0, 0), np.int64),
+            np.zeros((0, 0), np.int64),
+        ]
+        self._analyzer: Analyzer | None = None
+
+    def add(self, messages: Sequence[Message], tokenizer: TokenizerConfig) -> None:
+        """Count a chunk of labelled messages."""
+        if self._analyzer is None:
+            self._analyzer = Analyzer(tokenizer)
+        X = count_rows((self._analyzer.tokens(m.data) for m in messages), self.index)
+        y = np.array(
+            [self.labels.setdefault(m.label, len(self.labels)) for m in messages], np.int64
+        )
+        part = nb.class_counts(X, y, len(self.labels))
+        self._totals = [_grow(total, p.shape) + p for total, p in zip(self._totals, part)]
+
+    def totals(self) -> tuple[list[str], list[str], np.ndarray, np.ndarray, np.ndarray]:
+        """(labels, terms, class_count, term_count, doc_count), padded to the final sizes."""
+        shape_c, shape_cd = (len(self.labels),), (len(self.labels), len(self.index))
+        cc, tc, dc = (_grow(t, s) for t, s in zip(self._totals, (shape_c, shape_cd, shape_cd)))
+        return list(self.labels), self.index.terms, cc, tc, dc
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def _grow(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -224,9 +277,7 @@ def _grow(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return np.pad(array, [(0, s - a) for a, s in zip(array.shape, shape)])
 
 
-def fit(
-    X: sp.csr_matrix, y: Sequence[str], terms: Sequence[str], settings: Settings
-) -> Model:
+def fit(X: sp.csr_matrix, y: Sequence[str], terms: Sequence[str], settings: Settings) -> Model:
     """Train on a count matrix X (n, d) whose columns are ``terms`` and labels y (n,)."""
     labels = sorted(set(y))
     y_idx = np.searchsorted(np.array(labels, dtype=object), np.array(y, dtype=object))

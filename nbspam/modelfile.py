@@ -11,7 +11,8 @@ Layout (all integers little-endian)::
     checksum   32 bytes  SHA-256 of everything before it
 
 Arrays: ``terms`` (uint8, the sorted vocabulary as UTF-8 joined by line breaks),
-``class_count`` (C,), ``term_count`` (C, d) and ``doc_count`` (C, d), int64.
+``class_count`` (C,), ``term_count`` (C, d) and ``doc_count`` (C, d), int64;
+``seen_digests`` (n, 16) uint8 and ``seen_labels`` (n,) int64, the messages learned.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ MAGIC = b"\x89NBSPAM\n"
 FORMAT_VERSION = 1
 _PREFIX = struct.Struct("<8sII")
 _DIGEST = 32
-_ARRAYS = ("class_count", "term_count", "doc_count")
+_ARRAYS = ("class_count", "term_count", "doc_count", "seen_labels")
 
 
 def save_model(model: Model, path: str | os.PathLike[str]) -> None:
@@ -45,6 +46,7 @@ def save_model(model: Model, path: str | os.PathLike[str]) -> None:
     path = Path(path)
     arrays = {"terms": np.frombuffer("\n".join(model.terms).encode("utf-8"), np.uint8)}
     arrays.update({name: getattr(model, name).astype("<i8") for name in _ARRAYS})
+    arrays["seen_digests"] = np.ascontiguousarray(model.seen_digests, np.uint8)
     table, offset = {}, 0
     for name, array in arrays.items():
         table[name] = {"dtype": array.dtype.str, "shape": list(array.shape), "offset": offset}
@@ -75,6 +77,22 @@ def save_model(model: Model, path: str | os.PathLike[str]) -> None:
 def load_model(path: str | os.PathLike[str]) -> Model:
     """Read a model file, refusing (ModelFileError) a missing, truncated, corrupt, foreign or
     newer-format file with a one-line reason. Arrays are never unpickled."""
+    return _read(path)[1]
+
+
+def read_header(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The checked JSON header of a model file (format and nbspam versions, settings, info)."""
+    return _read(path)[0]
+
+
+def remove_leftovers(path: str | os.PathLike[str]) -> None:
+    """Delete temporary files a killed writer of ``path`` left behind (call under the lock)."""
+    path = Path(path)
+    for leftover in path.parent.glob(f".{path.name}.*.tmp"):
+        leftover.unlink(missing_ok=True)
+
+
+def _read(path: str | os.PathLike[str]) -> tuple[dict[str, Any], Model]:
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
@@ -102,12 +120,14 @@ def load_model(path: str | os.PathLike[str]) -> Model:
             tokenizer=_config(TokenizerConfig, header["tokenizer"]),
             train=_config(TrainConfig, header["train"]),
         )
-        return Model(
+        return header, Model(
             labels=tuple(header["labels"]),
             terms=tuple(terms.split("\n")) if terms else (),
             class_count=arrays["class_count"],
             term_count=arrays["term_count"],
             doc_count=arrays["doc_count"],
+            seen_digests=arrays["seen_digests"],
+            seen_labels=arrays["seen_labels"],
             tokenizer=settings.tokenizer,
             train=settings.train,
             info=header.get("info", {}),

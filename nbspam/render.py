@@ -13,9 +13,7 @@ Format = Literal["text", "jsonl", "tsv"]
 FORMATS: tuple[str, ...] = ("text", "jsonl", "tsv")
 
 
-def predictions(
-    items: Iterable[Prediction], labels: Sequence[str], fmt: Format
-) -> Iterator[str]:
+def predictions(items: Iterable[Prediction], labels: Sequence[str], fmt: Format) -> Iterator[str]:
     """One line per prediction (TSV starts with a header row).
 
     jsonl keys: path, label, probability (posterior of that label), probabilities
@@ -43,7 +41,9 @@ def predictions(
             yield f"{p.id}: {p.label} (probability {prob:.4f}{odds})"
 
 
-def top_terms(groups: Sequence[ClassTerms], labels: Sequence[str], kind: str, fmt: Format) -> Iterator[str]:
+def top_terms(
+    groups: Sequence[ClassTerms], labels: Sequence[str], kind: str, fmt: Format
+) -> Iterator[str]:
     """The global explanation: per class, its strongest terms with weight and counts."""
     if fmt == "tsv":
         yield "\t".join(["toward", "against", "term", "weight", *[f"{kind}_{x}" for x in labels]])
@@ -64,7 +64,15 @@ def top_terms(groups: Sequence[ClassTerms], labels: Sequence[str], kind: str, fm
                     ensure_ascii=False,
                 )
             elif fmt == "tsv":
-                yield "\t".join([group.toward, group.against, _cell(t.term), repr(t.weight), *map(str, t.counts)])
+                yield "\t".join(
+                    [
+                        group.toward,
+                        group.against,
+                        _cell(t.term),
+                        repr(t.weight),
+                        *map(str, t.counts),
+                    ]
+                )
             else:
                 counts = [f"{k:>9}" for k in t.counts]
                 yield "  " + "  ".join([f"{t.weight:>+9.4f}", *counts, t.term])
@@ -86,7 +94,12 @@ def message_explanation(e: MessageExplanation, fmt: Format, top: int | None) -> 
                 "bias": e.bias,
                 "unknown_tokens": e.unknown_tokens,
                 "contributions": [
-                    {"term": c.term, "count": c.count, "weight": c.weight, "contribution": c.contribution}
+                    {
+                        "term": c.term,
+                        "count": c.count,
+                        "weight": c.weight,
+                        "contribution": c.contribution,
+                    }
                     for c in shown
                 ],
             },
@@ -97,7 +110,9 @@ def message_explanation(e: MessageExplanation, fmt: Format, top: int | None) -> 
         yield "\t".join(["path", "term", "count", "weight", "contribution"])
         yield "\t".join([_cell(e.id), "(bias)", "", "", repr(e.bias)])
         for c in shown:
-            yield "\t".join([_cell(e.id), _cell(c.term), str(c.count), repr(c.weight), repr(c.contribution)])
+            yield "\t".join(
+                [_cell(e.id), _cell(c.term), str(c.count), repr(c.weight), repr(c.contribution)]
+            )
         return
     yield f"{e.id}: {e.label} (log-odds {e.positive} vs {e.negative}: {e.log_odds:+.4f})"
     yield f"  {'contribution':>12}  {'count':>5}  {'weight':>9}  term"
@@ -106,7 +121,7 @@ def message_explanation(e: MessageExplanation, fmt: Format, top: int | None) -> 
         yield f"  {c.contribution:>+12.4f}  {c.count:>5}  {c.weight:>+9.4f}  {c.term}"
     hidden = len(e.contributions) - len(shown)
     if hidden:
-        rest = sum(c.contribution for c in e.contributions[len(shown):])
+        rest = sum(c.contribution for c in e.contributions[len(shown) :])
         yield f"  {rest:>+12.4f}  {'':>5}  {'':>9}  ({hidden} more words)"
     yield f"  {e.log_odds:>+12.4f}  {'':>5}  {'':>9}  = log-odds ({e.unknown_tokens} tokens not in the model)"
 

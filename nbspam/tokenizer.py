@@ -111,6 +111,4 @@ def _bigrams(run: str) -> list[str]:
 def _ngrams(tokens: list[str], n: int) -> list[str]:
     """Word n-grams of orders 2..n joined by one space (unigrams are already in ``tokens``)."""
     words = [t for t in tokens if not t.startswith("skip:")]
-    return [
-        " ".join(words[i : i + k]) for k in range(2, n + 1) for i in range(len(words) - k + 1)
-    ]
+    return [" ".join(words[i : i + k]) for k in range(2, n + 1) for i in range(len(words) - k + 1)]

@@ -55,7 +55,11 @@ def count_rows(
         indptr.append(len(indices))
     shape = (len(indptr) - 1, len(index))
     X = sp.csr_matrix(
-        (np.frombuffer(data, np.int64), np.frombuffer(indices, np.int64), np.frombuffer(indptr, np.int64)),
+        (
+            np.frombuffer(data, np.int64),
+            np.frombuffer(indices, np.int64),
+            np.frombuffer(indptr, np.int64),
+        ),
         shape=shape,
     )
     X.sort_indices()

@@ -174,7 +174,10 @@ def test_training_errors(runner, data, tmp_path):
     out = tmp_path / "m.nbm"
     result = run(runner, "train", f"ham={data / 'ham'}", "-o", out)
     assert result.exit_code == 1
-    assert result.stderr == "Error: need messages of at least two labels to train, found only ['ham']\n"
+    assert (
+        result.stderr
+        == "Error: need messages of at least two labels to train, found only ['ham']\n"
+    )
     result = run(runner, "train", data, "-o", out, "--min-count", "50")
     assert result.exit_code == 1
     assert "no terms survive --min-count 50" in result.stderr
@@ -183,11 +186,23 @@ def test_training_errors(runner, data, tmp_path):
 
 def test_label_equals_path_and_positive(runner, data, tmp_path):
     out = tmp_path / "m.nbm"
-    result = run(runner, "train", f"good={data / 'ham'}", f"bad={data / 'spam'}", "-o", out,
-                 "--min-count", "1", "--positive", "bad")
+    result = run(
+        runner,
+        "train",
+        f"good={data / 'ham'}",
+        f"bad={data / 'spam'}",
+        "-o",
+        out,
+        "--min-count",
+        "1",
+        "--positive",
+        "bad",
+    )
     assert result.exit_code == 0, result.output
     assert "positive class: bad" in result.stderr
-    pred = json.loads(run(runner, "predict", "-m", out, "-f", "jsonl", input="free prize now").stdout)
+    pred = json.loads(
+        run(runner, "predict", "-m", out, "-f", "jsonl", input="free prize now").stdout
+    )
     assert pred["label"] == "bad" and pred["log_odds"] > 0
 
 

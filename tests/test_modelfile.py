@@ -87,7 +87,9 @@ def test_a_newer_format_is_refused(saved):
     data = bytearray(saved.read_bytes())
     struct.pack_into("<I", data, len(MAGIC), FORMAT_VERSION + 1)
     saved.write_bytes(bytes(data))
-    with pytest.raises(ModelFileError, match=f"format {FORMAT_VERSION + 1}, newer .* upgrade nbspam"):
+    with pytest.raises(
+        ModelFileError, match=f"format {FORMAT_VERSION + 1}, newer .* upgrade nbspam"
+    ):
         load_model(saved)
 
 

@@ -59,7 +59,9 @@ def test_multinomial_textbook_by_hand():
     china = 3 / 4 * (3 / 7) ** 3 * (1 / 14) ** 2
     japan = 1 / 4 * (2 / 9) ** 3 * (2 / 9) ** 2
     log_post, log_odds = predict_matrix(model, X)
-    assert np.exp(log_post[0]) == pytest.approx([china / (china + japan), japan / (china + japan)], abs=1e-15)
+    assert np.exp(log_post[0]) == pytest.approx(
+        [china / (china + japan), japan / (china + japan)], abs=1e-15
+    )
     assert model.train.positive == "japan"
     assert log_odds[0] == pytest.approx(log(japan / china), abs=1e-12)
 
@@ -73,7 +75,9 @@ def test_bernoulli_textbook_by_hand():
     assert china == pytest.approx(0.005184)
     assert japan == pytest.approx(0.021948, abs=1e-6)
     log_post, log_odds = predict_matrix(model, X)
-    assert np.exp(log_post[0]) == pytest.approx([china / (china + japan), japan / (china + japan)], abs=1e-15)
+    assert np.exp(log_post[0]) == pytest.approx(
+        [china / (china + japan), japan / (china + japan)], abs=1e-15
+    )
     assert log_odds[0] == pytest.approx(log(japan / china), abs=1e-12)
 
 
@@ -99,11 +103,16 @@ def test_explanation_adds_up_to_the_log_odds(model_name):
     model, X = textbook(model_name)
     e = explain_message(model, "d5", TEST)
     _, log_odds = predict_matrix(model, X)
-    assert e.bias + sum(c.contribution for c in e.contributions) == pytest.approx(log_odds[0], abs=1e-12)
+    assert e.bias + sum(c.contribution for c in e.contributions) == pytest.approx(
+        log_odds[0], abs=1e-12
+    )
     assert e.log_odds == log_odds[0]
     counts = {c.term: c.count for c in e.contributions}
-    assert counts == ({"chinese": 3, "tokyo": 1, "japan": 1} if model_name == "multinomial"
-                      else {"chinese": 1, "tokyo": 1, "japan": 1})
+    assert counts == (
+        {"chinese": 3, "tokyo": 1, "japan": 1}
+        if model_name == "multinomial"
+        else {"chinese": 1, "tokyo": 1, "japan": 1}
+    )
 
 
 def random_counts(seed: int, n=60, d=40, classes=("ham", "spam")):
@@ -205,7 +214,11 @@ def test_alpha_zero_without_zero_counts_is_the_exact_maximum_likelihood():
 
 def test_min_count_and_max_features_filter_the_scored_vocabulary():
     model, _ = textbook("multinomial")
-    kept = lambda **kw: list(dataclasses.replace(model, train=dataclasses.replace(model.train, **kw)).scorer.index.terms)  # noqa: E731
+
+    def kept(**settings):
+        changed = dataclasses.replace(model.train, **settings)
+        return list(dataclasses.replace(model, train=changed).scorer.index.terms)
+
     assert kept(min_count=2) == ["chinese"]  # the only word in two or more documents
     assert kept(max_df=0.5) == ["beijing", "japan", "macao", "shanghai", "tokyo"]
     # df: chinese 4, others 1; ties broken by sorted term order
@@ -238,8 +251,14 @@ def test_one_class_is_refused():
     with pytest.raises(TrainingError, match="at least two labels"):
         fit(X, ["ham"] * X.shape[0], terms, settings())
     with pytest.raises(TrainingError, match="no terms survive --min-count 1000"):
-        from_counts(["a", "b"], ["x"], np.array([1, 1]), np.ones((2, 1), np.int64),
-                    np.ones((2, 1), np.int64), settings(min_count=1000))
+        from_counts(
+            ["a", "b"],
+            ["x"],
+            np.array([1, 1]),
+            np.ones((2, 1), np.int64),
+            np.ones((2, 1), np.int64),
+            settings(min_count=1000),
+        )
 
 
 @pytest.mark.corpus
@@ -248,8 +267,11 @@ def test_agrees_with_scikit_learn_on_the_spamassassin_corpus(spamassassin_matrix
     from sklearn.naive_bayes import BernoulliNB, MultinomialNB
 
     X, y, terms = spamassassin_matrix
-    runs = (("multinomial", False, MultinomialNB), ("multinomial", True, MultinomialNB),
-            ("bernoulli", False, BernoulliNB))
+    runs = (
+        ("multinomial", False, MultinomialNB),
+        ("multinomial", True, MultinomialNB),
+        ("bernoulli", False, BernoulliNB),
+    )
     for name, binary, ref_class in runs:
         model = fit(X, y, terms, settings(model=name, min_count=2, binary=binary, alpha=0.1))
         Xk = X[:, model.scorer.kept]

@@ -1,0 +1,54 @@
+"""One writer at a time: an exclusive lock beside a model file while it is updated.
+
+The lock is ``flock(2)`` on ``MODEL.lock``. The kernel releases it when its holder exits,
+however it exits (even by SIGKILL), so a lock can never be left stale by a dead process;
+a live holder that keeps it longer than the timeout makes the waiting command give up
+with a one-line error that names its process id. Readers need no lock: model files are
+replaced by an atomic rename, so a reader sees the old model or the new one.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from .errors import NbspamError
+
+DEFAULT_TIMEOUT = 60.0
+
+
+class LockError(NbspamError):
+    """Another process held the model's lock for longer than the timeout."""
+
+
+@contextmanager
+def model_lock(path: str | os.PathLike[str], *, timeout: float = DEFAULT_TIMEOUT) -> Iterator[None]:
+    """Hold the exclusive lock of the model at ``path`` for the duration of the block."""
+    lock_path = Path(path).with_name(Path(path).name + ".lock")
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as exc:
+        raise LockError(f"cannot create lock file {lock_path}: {exc.strerror or exc}") from None
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
+                    raise LockError(
+                        f"{path} is being updated by another process (pid {holder}); gave up "
+                        f"after {timeout:g} s"
+                    ) from None
+                time.sleep(0.02)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock

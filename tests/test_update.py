@@ -1,0 +1,97 @@
+"""learn, forget and merge are exact: they give the model trained on the resulting messages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nbspam.config import build_settings
+from nbspam.errors import NbspamError
+from nbspam.messages import Message, Problems, read_labelled
+from nbspam.model import score, train
+from nbspam.update import forget, learn, merge
+
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
+SETTINGS = build_settings({})
+
+
+@pytest.fixture(scope="module")
+def messages():
+    return list(read_labelled([str(SAMPLE / "train")], Problems()))
+
+
+def same_model(a, b):
+    assert a.labels == b.labels
+    assert a.terms == b.terms
+    for name in ("class_count", "term_count", "doc_count", "seen_digests", "seen_labels"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    new = list(read_labelled([str(SAMPLE / "train")], Problems()))[:5]
+    pa = [p.log_odds for p in score(a, new)]
+    pb = [p.log_odds for p in score(b, new)]
+    assert pa == pb
+
+
+def split(messages):
+    return messages[::2], messages[1::2]
+
+
+def test_train_then_learn_equals_training_at_once(messages):
+    a, b = split(messages)
+    model = train(a, SETTINGS)
+    for label in ("ham", "spam"):
+        model, change = learn(model, [m for m in b if m.label == label], label)
+        assert change.learned == sum(m.label == label for m in b)
+    same_model(model, train(messages, SETTINGS))
+
+
+def test_learn_then_forget_gives_back_the_model(messages):
+    a, b = split(messages)
+    base = train(a, SETTINGS)
+    grown, _ = learn(base, [m for m in b if m.label == "spam"], "spam")
+    assert len(grown.terms) > len(base.terms)
+    back, change = forget(grown, [m for m in b if m.label == "spam"])
+    assert change.forgotten == sum(m.label == "spam" for m in b)
+    same_model(back, base)
+
+
+def test_learning_twice_is_a_no_op_and_relabelling_moves_counts(messages):
+    model = train(messages, SETTINGS)
+    again, change = learn(model, [m for m in messages if m.label == "spam"], "spam")
+    assert change.learned == 0 and change.unchanged == 24
+    same_model(again, model)
+    victim = next(m for m in messages if m.label == "ham")
+    moved, change = learn(model, [victim], "spam")
+    assert change.relabelled == 1
+    relabelled = [Message(m.id, m.data, "spam" if m is victim else m.label) for m in messages]
+    same_model(moved, train(relabelled, SETTINGS))
+
+
+def test_forget_unknown_message_is_reported(messages):
+    model = train(messages[::5], SETTINGS)
+    same, change = forget(model, [Message("x.eml", b"Subject: never seen\n\nhello")])
+    assert change.unknown == ["x.eml"] and change.forgotten == 0
+    same_model(same, model)
+
+
+def test_duplicates_in_training_are_counted_once(messages):
+    once = train(messages, SETTINGS)
+    twice = train(messages + messages[:3], SETTINGS)
+    assert twice.info["duplicates"] == 3
+    same_model(twice, once)
+
+
+def test_merge_of_disjoint_shards_equals_training_on_all(messages):
+    a, b = split(messages)
+    merged = merge([train(a, SETTINGS), train(b, SETTINGS)])
+    same_model(merged, train(messages, SETTINGS))
+
+
+def test_merge_refuses_other_settings_and_shared_messages(messages):
+    a, b = split(messages)
+    other = train(b, build_settings({"alpha": 1.0}))
+    with pytest.raises(NbspamError, match="different settings: alpha is 0.1 in one and 1.0"):
+        merge([train(a, SETTINGS), other])
+    with pytest.raises(NbspamError, match="learned the same message"):
+        merge([train(a, SETTINGS), train(a[:3] + b, SETTINGS)])
