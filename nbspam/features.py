@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
+import re
 from email.utils import getaddresses
 from urllib.parse import urlsplit
 
@@ -38,9 +40,8 @@ class Analyzer:
     def __init__(self, config: TokenizerConfig) -> None:
         self.config = config
         self.words = Tokenizer(config).words
-        ignore = config.ignore_headers
-        self._ignored_plain = frozenset(h for h in ignore if not _is_pattern(h))
-        self._ignored_patterns = tuple(h for h in ignore if _is_pattern(h))
+        patterns = "|".join(fnmatch.translate(h) for h in config.ignore_headers) or "(?!)"
+        self._ignored = functools.lru_cache(maxsize=4096)(re.compile(patterns).match)
         self._value_headers = frozenset(config.value_headers)
 
     def tokens(self, data: bytes | str) -> list[str]:
@@ -82,11 +83,6 @@ class Analyzer:
             out.append("nbspam:truncated")
         return out
 
-    def _ignored(self, name: str) -> bool:
-        return name in self._ignored_plain or any(
-            fnmatch.fnmatchcase(name, p) for p in self._ignored_patterns
-        )
-
     def _address_tokens(self, name: str, value: str) -> list[str]:
         out = []
         for display, address in getaddresses([value]):
@@ -106,10 +102,6 @@ class Analyzer:
             domain = value.strip().strip("<>").rpartition("@")[2]
             return [f"message-id:@{domain.lower()}"] if domain else ["message-id:none"]
         return [f"{name}:{w}" for w in self.words(value)]
-
-
-def _is_pattern(name: str) -> bool:
-    return any(ch in name for ch in "*?[")
 
 
 def _host_tokens(urls: list[str]) -> list[str]:

@@ -19,14 +19,15 @@ from .errors import ConfigError
 #          ("don't", "e-mail", "3.5", "user_id"), and a currency sign kept in front ("$100")
 _TOKEN_RE = regex.compile(
     r"""(?V1)
-    (?P<url>(?:https?|ftp)://[^\s<>"'`{}|\\^\[\]]+|www\.[^\s<>"'`{}|\\^\[\]]+)
-    | (?P<email>[\p{L}\p{N}._%+\-]+@[\p{L}\p{N}\-]+(?:\.[\p{L}\p{N}\-]+)+)
-    | (?P<cjk>[\p{Han}\p{Hiragana}\p{Katakana}]+)
-    | (?P<word>\p{Sc}?[[\p{L}\p{M}\p{N}]--[\p{Han}\p{Hiragana}\p{Katakana}]]+
-        (?:['._\-][[\p{L}\p{M}\p{N}]--[\p{Han}\p{Hiragana}\p{Katakana}]]+)*)
+    (?:https?|ftp)://[^\s<>"'`{}|\\^\[\]]+|www\.[^\s<>"'`{}|\\^\[\]]+
+    | [\p{L}\p{N}._%+\-]+@[\p{L}\p{N}\-]+(?:\.[\p{L}\p{N}\-]+)+
+    | [\p{Han}\p{Hiragana}\p{Katakana}]+
+    | \p{Sc}?[[\p{L}\p{M}\p{N}]--[\p{Han}\p{Hiragana}\p{Katakana}]]+
+        (?:['._\-][[\p{L}\p{M}\p{N}]--[\p{Han}\p{Hiragana}\p{Katakana}]]+)*
     """,
     regex.VERBOSE,
 )
+_CJK_RE = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}]")
 _URL_TRAILING = ".,;:!?)'\"*"
 
 
@@ -76,29 +77,35 @@ class Tokenizer:
         10>`` token (or are dropped when ``long_words`` is 'drop').
         """
         cfg = self.config
-        text = normalize_text(text, cfg)
-        stop = self._stop
+        low, high, stop = cfg.min_length, cfg.max_length, self._stop
         out: list[str] = []
-        for match in _TOKEN_RE.finditer(text):
-            kind = match.lastgroup
-            token = match.group()
-            if kind == "word":
-                if len(token) < cfg.min_length or token in stop:
-                    continue
-                if len(token) > cfg.max_length:
-                    if cfg.long_words == "skip":
-                        out.append(f"skip:{token[0]} {len(token) // 10 * 10}")
-                    continue
-                out.append(token)
-            elif kind == "cjk":
-                out.extend(_bigrams(token))
-            elif kind == "url":
-                out.append(token.rstrip(_URL_TRAILING))
+        for token in _TOKEN_RE.findall(normalize_text(text, cfg)):
+            if low <= len(token) <= high and token.isascii():
+                if token not in stop:
+                    # only a URL can end in punctuation ("www.example.org.")
+                    out.append(token.rstrip(_URL_TRAILING) if token[-1] in _URL_TRAILING else token)
             else:
-                out.append(token.rstrip("."))
+                self._special(token, out)
         if cfg.ngrams > 1:
             out.extend(_ngrams(out, cfg.ngrams))
         return out
+
+    def _special(self, token: str, out: list[str]) -> None:
+        """The rare tokens: URLs and addresses (kept whole), CJK runs (bigrams), short, long
+        and non-ASCII words."""
+        if "://" in token or token.startswith("www."):
+            out.append(token.rstrip(_URL_TRAILING))
+        elif "@" in token:
+            out.append(token.rstrip("."))
+        elif _CJK_RE.match(token):
+            out.extend(_bigrams(token))
+        elif len(token) < self.config.min_length or token in self._stop:
+            pass
+        elif len(token) > self.config.max_length:
+            if self.config.long_words == "skip":
+                out.append(f"skip:{token[0]} {len(token) // 10 * 10}")
+        else:
+            out.append(token)
 
 
 def _bigrams(run: str) -> list[str]:
