@@ -103,6 +103,13 @@ class TrainConfig:
     max_features: int | None = None
     binary: bool = True
     positive: str | None = None
+    calibrate: bool = True
+    folds: int = 5
+    target_fpr: float | None = None
+    cost_fp: float = 10.0
+    cost_fn: float = 1.0
+    cost_unsure: float = 0.2
+    cutoffs: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -163,7 +170,14 @@ def build_settings(values: dict[str, Any], *, source: str = "settings") -> Setti
 
 def _check(key: str, value: Any) -> Any:
     """Return ``value`` converted to the type of setting ``key``, or raise ConfigError."""
-    ints = {"min_length": 1, "max_length": 1, "ngrams": 1, "min_count": 1, "max_body_chars": 1}
+    ints = {
+        "min_length": 1,
+        "max_length": 1,
+        "ngrams": 1,
+        "min_count": 1,
+        "max_body_chars": 1,
+        "folds": 2,
+    }
     bools = {
         "normalize",
         "casefold",
@@ -173,6 +187,7 @@ def _check(key: str, value: Any) -> Any:
         "header_tokens",
         "attachment_tokens",
         "binary",
+        "calibrate",
     }
     choices = {"model": EVENT_MODELS, "mail": MAIL_MODES, "long_words": ("skip", "drop")}
     if key in bools:
@@ -182,8 +197,9 @@ def _check(key: str, value: Any) -> Any:
     if key in ints or key == "max_features":
         if value is None and key == "max_features":
             return None
-        if isinstance(value, bool) or not isinstance(value, int) or value < ints.get(key, 1):
-            raise ConfigError(f"setting {key} must be a whole number >= 1, not {value!r}")
+        low = ints.get(key, 1)
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ConfigError(f"setting {key} must be a whole number >= {low}, not {value!r}")
         return value
     if key in choices:
         if value not in choices[key]:
@@ -191,8 +207,17 @@ def _check(key: str, value: Any) -> Any:
                 f"setting {key} must be one of {', '.join(choices[key])}, not {value!r}"
             )
         return value
-    if key == "alpha":
+    if key in ("alpha", "cost_fp", "cost_fn", "cost_unsure"):
         return _number(key, value, low=0.0)
+    if key == "target_fpr":
+        if value is None:
+            return None
+        number = _number(key, value, low=0.0)
+        if not 0.0 <= number < 1.0:
+            raise ConfigError(f"setting target_fpr must be a fraction in [0, 1), not {value!r}")
+        return number
+    if key == "cutoffs":
+        return parse_cutoffs(value)
     if key == "max_df":
         number = _number(key, value, low=0.0)
         if not 0.0 < number <= 1.0:
@@ -219,7 +244,7 @@ def _number(key: str, value: Any, *, low: float) -> float:
             value = float(value)
         except (TypeError, ValueError):
             raise ConfigError(f"setting {key} must be a number, not {value!r}") from None
-    if not math.isfinite(value) or value < low:
+    if math.isnan(value) or (not math.isfinite(value) and low == 0.0) or value < low:
         raise ConfigError(f"setting {key} must be a finite number >= {low:g}, not {value!r}")
     return float(value)
 
@@ -245,3 +270,18 @@ def parse_prior(value: Any) -> str | tuple[tuple[str, float], ...]:
             raise ConfigError("an explicit prior needs a positive weight for every label")
         return prior
     raise ConfigError(f"prior must be fitted, uniform or a mapping label: weight, not {value!r}")
+
+
+def parse_cutoffs(value: Any) -> tuple[float, float] | None:
+    """None, or (ham_cutoff, spam_cutoff) on the log-odds from 'HAM,SPAM' or a pair."""
+    if value is None:
+        return None
+    parts = value.split(",") if isinstance(value, str) else value
+    if not isinstance(parts, (list, tuple)) or len(parts) != 2:
+        raise ConfigError(
+            f"cutoffs must be two log-odds HAM,SPAM (for example -5,5), not {value!r}"
+        )
+    ham, spam = (_number("cutoffs", part, low=-math.inf) for part in parts)
+    if ham > spam:
+        raise ConfigError(f"the ham cutoff {ham:g} must not be above the spam cutoff {spam:g}")
+    return ham, spam

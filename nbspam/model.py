@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -31,7 +32,10 @@ class Model:
     class_count (C,) documents per class; term_count (C, d) occurrences per class;
     doc_count (C, d) documents per class containing the term; seen_digests (n, 16) the
     sorted digests of the n messages learned (`messages.message_digest`) and seen_labels
-    (n,) the label index each was learned as. The vocabulary filters
+    (n,) the label index each was learned as. Two-class models may carry cutoffs
+    (ham_cutoff, spam_cutoff) on the log-odds, for the verdicts negative / unsure / positive,
+    and a Platt calibration (a, b): P(positive | x) = 1 / (1 + exp(-(a * log_odds + b))).
+    The vocabulary filters
     (min_count, max_df, max_features) are applied when the scoring parameters are derived,
     so adding or removing documents only adds or subtracts counts.
     """
@@ -45,6 +49,8 @@ class Model:
     train: TrainConfig
     seen_digests: np.ndarray = field(default_factory=lambda: np.zeros((0, 16), np.uint8))
     seen_labels: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    cutoffs: tuple[float, float] | None = None
+    calibration: tuple[float, float] | None = None
     info: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -86,12 +92,47 @@ class Scorer:
 
 @dataclass(frozen=True)
 class Prediction:
-    """The verdict on one message: label, posteriors per label (in model label order)."""
+    """The verdict on one message.
+
+    label: the most probable label; probabilities: posteriors in model label order. Two-class
+    models also give log_odds, verdict (the negative label, 'unsure' or the positive label,
+    by the model's cutoffs) and calibrated (the calibrated probability of the positive
+    label, or None when the model has no calibration).
+    """
 
     id: str
     label: str
     probabilities: tuple[float, ...]
-    log_odds: float | None
+    log_odds: float | None = None
+    verdict: str | None = None
+    calibrated: float | None = None
+
+
+UNSURE = "unsure"
+
+
+def verdict(model: Model, log_odds: float) -> str:
+    """The negative label below the ham cutoff, the positive label at or above the spam
+    cutoff, 'unsure' between. Without cutoffs both are 0: the Bayes decision, no unsure band
+    (a log-odds of exactly 0 is negative, as MATH.md decides + iff w.x + b > 0)."""
+    ham_cutoff, spam_cutoff = model.cutoffs or (0.0, 0.0)
+    if spam_cutoff == 0.0 and ham_cutoff == 0.0:
+        return model.train.positive if log_odds > 0 else model.labels[model.negative_index]
+    if log_odds >= spam_cutoff:
+        return model.train.positive
+    if log_odds < ham_cutoff:
+        return model.labels[model.negative_index]
+    return UNSURE
+
+
+def calibrated_probability(calibration: tuple[float, float], log_odds: float) -> float:
+    """Platt scaling 1 / (1 + exp(-(a * s + b))), computed without overflow."""
+    a, b = calibration
+    z = a * log_odds + b
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
 
 
 def make_scorer(model: Model) -> Scorer:
@@ -199,17 +240,39 @@ def chunks(items: Iterable[Any], size: int = CHUNK) -> Iterator[list[Any]]:
         yield chunk
 
 
+@dataclass
+class Rows:
+    """Count rows kept while training: one matrix per chunk, columns numbered as ``terms``
+    (in order of first appearance), and the label of each row."""
+
+    chunks: list[sp.csr_matrix] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+    terms: list[str] = field(default_factory=list)
+
+    def matrix(self) -> tuple[sp.csr_matrix, list[str]]:
+        """(X (n, d) over the sorted terms, the sorted terms)."""
+        d = len(self.terms)
+        blocks = [
+            sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], d)) for X in self.chunks
+        ]
+        order = sorted_order(self.terms)
+        X = sp.vstack(blocks, format="csr") if blocks else sp.csr_matrix((0, d), dtype=np.int64)
+        return X[:, order].tocsr(), [self.terms[i] for i in order]
+
+
 def train(
     messages: Iterable[Message],
     settings: Settings,
     *,
     progress: Callable[[int], None] | None = None,
+    rows: Rows | None = None,
 ) -> Model:
     """Train a model on labelled messages, streaming: only the counts are kept in memory.
 
     Messages are tokenized and counted a chunk at a time; the chunk's count matrix is
-    folded into per-class totals (`naive_bayes.class_counts`) and dropped. A message whose
-    bytes were already counted (same digest) is counted once, as `learn` would do.
+    folded into per-class totals (`naive_bayes.class_counts`) and dropped, unless ``rows``
+    is given, which then keeps them. A message whose bytes were already counted (same
+    digest) is counted once, as `learn` would do.
     """
     started = time.perf_counter()
     counts = CountTable()
@@ -224,11 +287,16 @@ def train(
             else:
                 seen[digest] = message.label
                 fresh.append(message)
-        counts.add(fresh, settings.tokenizer)
+        X = counts.add(fresh, settings.tokenizer)
+        if rows is not None:
+            rows.chunks.append(X)
+            rows.labels.extend(m.label for m in fresh)
         if progress:
             progress(len(chunk))
     if not counts.labels:
         raise TrainingError("no messages to train on")
+    if rows is not None:
+        rows.terms = counts.index.terms
     info = {
         "created": _now(),
         "seconds": round(time.perf_counter() - started, 3),
@@ -250,8 +318,8 @@ class CountTable:
         ]
         self._analyzer: Analyzer | None = None
 
-    def add(self, messages: Sequence[Message], tokenizer: TokenizerConfig) -> None:
-        """Count a chunk of labelled messages."""
+    def add(self, messages: Sequence[Message], tokenizer: TokenizerConfig) -> sp.csr_matrix:
+        """Count a chunk of labelled messages; returns its count rows (over ``index``)."""
         if self._analyzer is None:
             self._analyzer = Analyzer(tokenizer)
         X = count_rows((self._analyzer.tokens(m.data) for m in messages), self.index)
@@ -260,6 +328,7 @@ class CountTable:
         )
         part = nb.class_counts(X, y, len(self.labels))
         self._totals = [_grow(total, p.shape) + p for total, p in zip(self._totals, part)]
+        return X
 
     def totals(self) -> tuple[list[str], list[str], np.ndarray, np.ndarray, np.ndarray]:
         """(labels, terms, class_count, term_count, doc_count), padded to the final sizes."""
@@ -317,9 +386,16 @@ def score(model: Model, messages: Iterable[Message], *, chunk: int = 500) -> Ite
             best = np.where(log_odds > 0, model.positive_index, model.negative_index)
         probs = np.exp(log_post)
         for i, message in enumerate(part):
+            odds = None if log_odds is None else float(log_odds[i])
             yield Prediction(
                 id=message.id,
                 label=model.labels[best[i]],
                 probabilities=tuple(float(p) for p in probs[i]),
-                log_odds=None if log_odds is None else float(log_odds[i]),
+                log_odds=odds,
+                verdict=None if odds is None else verdict(model, odds),
+                calibrated=(
+                    None
+                    if odds is None or model.calibration is None
+                    else calibrated_probability(model.calibration, odds)
+                ),
             )

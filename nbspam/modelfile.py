@@ -59,6 +59,8 @@ def save_model(model: Model, path: str | os.PathLike[str]) -> None:
         "tokenizer": dataclasses.asdict(model.tokenizer),
         "train": dataclasses.asdict(model.train),
         "info": model.info,
+        "cutoffs": None if model.cutoffs is None else list(model.cutoffs),
+        "calibration": None if model.calibration is None else list(model.calibration),
         "arrays": table,
     }
     head = json.dumps(header, sort_keys=True, ensure_ascii=False).encode("utf-8")
@@ -130,6 +132,8 @@ def _read(path: str | os.PathLike[str]) -> tuple[dict[str, Any], Model]:
             seen_labels=arrays["seen_labels"],
             tokenizer=settings.tokenizer,
             train=settings.train,
+            cutoffs=_pair(header.get("cutoffs")),
+            calibration=_pair(header.get("calibration")),
             info=header.get("info", {}),
         )
     except (KeyError, TypeError, ValueError) as exc:
@@ -146,6 +150,13 @@ def _array(data: bytes, start: int, spec: dict[str, Any]) -> np.ndarray:
     if offset < start or offset + count * dtype.itemsize > len(data) - _DIGEST:
         raise ValueError("an array lies outside the file")
     return np.frombuffer(data, dtype, count, offset).reshape(shape)
+
+
+def _pair(value: Any) -> tuple[float, float] | None:
+    if value is None:
+        return None
+    first, second = value
+    return float(first), float(second)
 
 
 def _config(cls: type, values: dict[str, Any]) -> Any:

@@ -20,7 +20,10 @@ def predictions(items: Iterable[Prediction], labels: Sequence[str], fmt: Format)
     (label -> posterior) and, for two-class models, log_odds.
     """
     if fmt == "tsv":
-        yield "\t".join(["path", "label", "probability", "log_odds", *[f"p_{x}" for x in labels]])
+        yield "\t".join(
+            ["path", "label", "probability", "log_odds", "verdict", "calibrated"]
+            + [f"p_{x}" for x in labels]
+        )
     for p in items:
         prob = p.probabilities[labels.index(p.label)]
         if fmt == "jsonl":
@@ -31,14 +34,20 @@ def predictions(items: Iterable[Prediction], labels: Sequence[str], fmt: Format)
                 "probabilities": dict(zip(labels, p.probabilities)),
             }
             if p.log_odds is not None:
-                record["log_odds"] = p.log_odds
+                record.update(log_odds=p.log_odds, verdict=p.verdict, calibrated=p.calibrated)
             yield json.dumps(record, ensure_ascii=False)
         elif fmt == "tsv":
-            odds = "" if p.log_odds is None else repr(p.log_odds)
-            yield "\t".join([_cell(p.id), p.label, repr(prob), odds, *map(repr, p.probabilities)])
+            cells = [_cell(p.id), p.label, repr(prob), _number(p.log_odds), p.verdict or ""]
+            cells += [_number(p.calibrated), *map(repr, p.probabilities)]
+            yield "\t".join(cells)
+        elif p.log_odds is None:
+            yield f"{p.id}: {p.label} (probability {prob:.4f})"
         else:
-            odds = "" if p.log_odds is None else f", log-odds {p.log_odds:+.3f}"
-            yield f"{p.id}: {p.label} (probability {prob:.4f}{odds})"
+            calibrated = "" if p.calibrated is None else f", calibrated {p.calibrated:.4f}"
+            yield (
+                f"{p.id}: {p.verdict} (log-odds {p.log_odds:+.3f}, probability of "
+                f"{p.label} {prob:.4f}{calibrated})"
+            )
 
 
 def top_terms(
@@ -124,6 +133,10 @@ def message_explanation(e: MessageExplanation, fmt: Format, top: int | None) -> 
         rest = sum(c.contribution for c in e.contributions[len(shown) :])
         yield f"  {rest:>+12.4f}  {'':>5}  {'':>9}  ({hidden} more words)"
     yield f"  {e.log_odds:>+12.4f}  {'':>5}  {'':>9}  = log-odds ({e.unknown_tokens} tokens not in the model)"
+
+
+def _number(value: float | None) -> str:
+    return "" if value is None else repr(value)
 
 
 def _cell(text: str) -> str:

@@ -127,7 +127,9 @@ def _apply(
         )
     settings = Settings(tokenizer=model.tokenizer, train=model.train)
     info = {**model.info, "updated": _now()}
-    return from_counts(*_pruned(*total), settings, info, seen)
+    updated = from_counts(*_pruned(*total), settings, info, seen)
+    # the cutoffs and calibration were fitted when the model was trained; they stay
+    return dataclasses.replace(updated, cutoffs=model.cutoffs, calibration=model.calibration)
 
 
 def _add(a, b, sign: int):

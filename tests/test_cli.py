@@ -69,7 +69,10 @@ def test_predict_jsonl_keys_and_invariants(runner, model, tmp_path):
     result = run(runner, "predict", "-m", model, "-f", "jsonl", msg)
     assert result.exit_code == 0, result.output
     record = json.loads(result.stdout)
-    assert set(record) == {"path", "label", "probability", "probabilities", "log_odds"}
+    assert set(record) == {
+        "path", "label", "probability", "probabilities", "log_odds", "verdict", "calibrated"
+    }
+    assert record["verdict"] in ("ham", "unsure", "spam")
     assert record["path"] == str(msg) and record["label"] == "spam"
     assert sum(record["probabilities"].values()) == pytest.approx(1.0, abs=1e-12)
     assert record["probability"] == record["probabilities"]["spam"]
@@ -81,16 +84,18 @@ def test_predict_reads_stdin_and_dash(runner, model):
     for args in ([], ["-"]):
         result = run(runner, "predict", "-m", model, *args, input="project meeting notes")
         assert result.exit_code == 0
-        assert result.stdout.startswith("-: ham (probability ")
+        assert result.stdout.startswith("-: ham (log-odds -")
 
 
 def test_predict_text_and_tsv_formats(runner, model, data):
     text = run(runner, "predict", "-m", model, data / "spam" / "0.txt")
-    assert text.stdout.startswith(f"{data / 'spam' / '0.txt'}: spam (probability ")
-    assert ", log-odds +" in text.stdout
+    assert text.stdout.startswith(f"{data / 'spam' / '0.txt'}: spam (log-odds +")
+    assert ", probability of spam " in text.stdout
     tsv = run(runner, "predict", "-m", model, "-f", "tsv", data)
     rows = [line.split("\t") for line in tsv.stdout.splitlines()]
-    assert rows[0] == ["path", "label", "probability", "log_odds", "p_ham", "p_spam"]
+    assert rows[0] == [
+        "path", "label", "probability", "log_odds", "verdict", "calibrated", "p_ham", "p_spam"
+    ]
     assert [r[1] for r in rows[1:]] == ["ham"] * 4 + ["spam"] * 4
 
 

@@ -1,0 +1,39 @@
+"""Training with a decision rule: the model, then its cutoffs and calibration by internal
+cross-validation on the same messages."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable
+
+from . import evaluate
+from .config import Settings
+from .messages import Message
+from .model import Model, Rows
+from .model import train as count_and_fit
+
+
+def train(
+    messages: Iterable[Message],
+    settings: Settings,
+    *,
+    progress: Callable[[int], None] | None = None,
+) -> Model:
+    """Train a model; for two classes also fit its cutoffs and Platt calibration.
+
+    With ``calibrate`` (the default) the messages' count rows are kept and
+    `evaluate.decision_rule` gives the cutoffs and calibration from an internal
+    cross-validation. Without it only cutoffs given in the settings are set, and training
+    streams with memory bounded by the model.
+    """
+    cfg = settings.train
+    rows = Rows() if cfg.calibrate else None
+    model = count_and_fit(messages, settings, progress=progress, rows=rows)
+    if not model.is_binary:
+        return model
+    if rows is None:
+        return dataclasses.replace(model, cutoffs=cfg.cutoffs)
+    X, terms = rows.matrix()
+    ids = [str(i) for i in range(X.shape[0])]
+    rule = evaluate.decision_rule(evaluate.Tokenized(ids, rows.labels, X, terms), settings)
+    return dataclasses.replace(model, cutoffs=rule.cutoffs, calibration=rule.calibration)

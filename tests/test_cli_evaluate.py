@@ -1,0 +1,87 @@
+"""evaluate reproduces train + predict fold by fold; cutoffs and calibration from the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from nbspam.cli import cli
+from nbspam.modelfile import load_model
+
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
+
+
+def run(*args):
+    result = CliRunner().invoke(cli, [str(a) for a in args])
+    assert result.exit_code == 0, result.output + result.stderr
+    return result
+
+
+def test_evaluate_scores_are_what_train_and_predict_give(tmp_path):
+    scores_file = tmp_path / "scores.jsonl"
+    run("evaluate", SAMPLE / "train", "--folds", "3", "--scores", scores_file, "-f", "json")
+    rows = [json.loads(line) for line in scores_file.read_text().splitlines()]
+    assert len(rows) == 48 and {r["fold"] for r in rows} == {0, 1, 2}
+    for fold in (0, 2):
+        # the training part of this fold, in the order evaluate read it: label folders sorted
+        for r in rows:
+            if r["fold"] != fold:
+                link = tmp_path / f"fold{fold}" / r["label"] / Path(r["path"]).name
+                link.parent.mkdir(parents=True, exist_ok=True)
+                os.symlink(r["path"], link)
+        model = tmp_path / f"fold{fold}.nbm"
+        run("train", tmp_path / f"fold{fold}", "-o", model)
+        tested = [r for r in rows if r["fold"] == fold]
+        out = run("predict", "-m", model, "-f", "jsonl", *[r["path"] for r in tested]).stdout
+        for r, line in zip(tested, out.splitlines()):
+            p = json.loads(line)
+            assert p["path"] == r["path"]
+            assert p["log_odds"] == pytest.approx(r["log_odds"], abs=1e-9)
+            assert p["verdict"] == r["verdict"]
+            assert p["calibrated"] == pytest.approx(r["calibrated"], abs=1e-9)
+
+
+def test_evaluate_json_report_keys():
+    result = run("evaluate", SAMPLE / "train", "--folds", "4", "-f", "json")
+    report = json.loads(result.stdout)
+    assert report["counts"]["evaluated"] == 48
+    assert 0.9 <= report["ranking"]["roc_auc"] <= 1.0
+    assert set(report["cutoffs"]) >= {"false_positives", "false_negatives", "unsure", "per_fold"}
+
+
+def test_train_fits_cutoffs_and_calibration_unless_given(tmp_path):
+    run("train", SAMPLE / "train", "-o", tmp_path / "a.nbm")
+    fitted = load_model(tmp_path / "a.nbm")
+    assert fitted.cutoffs is not None and fitted.cutoffs[0] <= fitted.cutoffs[1]
+    assert fitted.calibration is not None and fitted.calibration[0] > 0
+    run("train", SAMPLE / "train", "-o", tmp_path / "b.nbm", "--cutoffs=-20,20")
+    assert load_model(tmp_path / "b.nbm").cutoffs == (-20.0, 20.0)
+    run("train", SAMPLE / "train", "-o", tmp_path / "c.nbm", "--no-calibrate")
+    plain = load_model(tmp_path / "c.nbm")
+    assert plain.cutoffs is None and plain.calibration is None
+    run("train", SAMPLE / "train", "-o", tmp_path / "d.nbm", "--target-fpr", "0.001")
+    ham_cut, spam_cut = load_model(tmp_path / "d.nbm").cutoffs
+    assert ham_cut == spam_cut
+
+
+def test_unsure_band_in_predict(tmp_path):
+    model = tmp_path / "m.nbm"
+    run("train", SAMPLE / "train", "-o", model, "--cutoffs=-1000,1000")
+    out = run("predict", "-m", model, "-f", "jsonl", SAMPLE / "new").stdout
+    records = [json.loads(line) for line in out.splitlines()]
+    assert {r["verdict"] for r in records} == {"unsure"}
+    assert {r["label"] for r in records} == {"ham", "spam"}
+    text = run("predict", "-m", model, SAMPLE / "new" / "001.eml").stdout
+    assert text.startswith(f"{SAMPLE / 'new' / '001.eml'}: unsure (log-odds -")
+
+
+def test_bad_cutoffs_are_a_usage_error():
+    result = CliRunner().invoke(
+        cli, ["train", str(SAMPLE / "train"), "-o", "x.nbm", "--cutoffs", "5,-5"]
+    )
+    assert result.exit_code == 2
+    assert result.stderr == "Error: the ham cutoff 5 must not be above the spam cutoff -5\n"

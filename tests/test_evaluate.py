@@ -1,0 +1,512 @@
+"""Tests of nbspam.evaluate and nbspam.plot: splits, hand-computed report values, rendering."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+import numpy as np
+import pytest
+
+from nbspam import metrics
+from nbspam.config import build_settings
+from nbspam.errors import ConfigError, InputError
+from nbspam.evaluate import (
+    Scores,
+    Tokenized,
+    calibrate,
+    choose_cutoffs,
+    chronological,
+    chronological_order,
+    cross_validate,
+    cross_validate_matrix,
+    holdout,
+    message_time,
+    render_report,
+    report,
+    tokenize_all,
+)
+from nbspam.messages import Message
+from nbspam.model import score, train
+
+SETTINGS = build_settings({})
+
+# --------------------------------------------------------------------------------------------
+# Constructed data
+# --------------------------------------------------------------------------------------------
+
+
+def texts(label: str, bodies: list[str]) -> list[Message]:
+    return [Message(f"{label}/{i}", body, label) for i, body in enumerate(bodies)]
+
+
+def small_corpus() -> list[Message]:
+    """13 ham and 8 spam short texts, interleaved, with a little overlap between the classes."""
+    ham = texts("ham", [f"meeting notes agenda lunch item{i} project {'offer' * (i % 4 == 0)}"
+                        for i in range(13)])
+    spam = texts("spam", [f"free offer money winner item{i} click {'lunch' * (i % 3 == 0)}"
+                          for i in range(8)])
+    return [m for pair in zip(ham, spam + [None] * 5, strict=True) for m in pair if m is not None]
+
+
+def binary_scores(
+    log_odds: list[float],
+    labels: list[str],
+    *,
+    calibrated: list[float] | None = None,
+    fold: list[int] | None = None,
+) -> Scores:
+    """Two-class Scores with the posteriors that belong to the given log-odds of spam."""
+    odds = np.array(log_odds, dtype=np.float64)
+    log_post = np.column_stack([-np.logaddexp(0.0, odds), -np.logaddexp(0.0, -odds)])
+    return Scores(
+        ids=tuple(f"m{i}" for i in range(len(odds))),
+        labels=tuple(labels),
+        classes=("ham", "spam"),
+        log_posterior=log_post,
+        log_odds=odds,
+        positive="spam",
+        fold=np.array(fold if fold is not None else [i % 2 for i in range(len(odds))]),
+        seconds={"tokenize": 2.0, "train": 1.5, "score": 0.3},
+        calibrated=None if calibrated is None else np.array(calibrated),
+        protocol={"method": "cross-validation", "folds": 2, "seed": 42,
+                  "description": "stratified 2-fold cross-validation (seed 42)"},
+    )
+
+
+#: ham -3, -1, 0.5 (a false positive at 0); spam -0.5 (a false negative), 1, 4
+HAND_ODDS = [-3.0, -1.0, 0.5, -0.5, 1.0, 4.0]
+HAND_LABELS = ["ham"] * 3 + ["spam"] * 3
+HAND_CALIBRATED = [0.15, 0.25, 0.35, 0.55, 0.75, 0.85]
+
+
+@pytest.fixture
+def hand_report() -> dict:
+    scores = binary_scores(HAND_ODDS, HAND_LABELS, calibrated=HAND_CALIBRATED)
+    return report(scores, cutoffs=(-2.0, 2.0), calibration=(0.5, -0.25))
+
+
+def multi_class_scores() -> Scores:
+    """Five messages of classes a, a, b, c, c predicted (highest posterior) a, b, b, c, a."""
+    probs = np.array([[.7, .2, .1], [.3, .6, .1], [.1, .8, .1], [.1, .1, .8], [.5, .2, .3]])
+    return Scores(
+        ids=("1", "2", "3", "4", "5"),
+        labels=("a", "a", "b", "c", "c"),
+        classes=("a", "b", "c"),
+        log_posterior=np.log(probs),
+        log_odds=None,
+        positive=None,
+        fold=np.array([0, 1, 0, 1, 0]),
+        seconds={"train": 0.5},
+        protocol={"description": "stratified 2-fold cross-validation (seed 7)"},
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Tokenizing and splits
+# --------------------------------------------------------------------------------------------
+
+
+def test_tokenize_all_counts_over_sorted_terms():
+    ids, labels, X, terms = tokenize_all(
+        [Message("1", "zebra apple apple", "ham"), Message("2", "mango zebra", "spam")],
+        SETTINGS.tokenizer,
+    )
+    assert (ids, labels, terms) == (["1", "2"], ["ham", "spam"], ["apple", "mango", "zebra"])
+    np.testing.assert_array_equal(X.toarray(), [[2, 0, 1], [0, 1, 1]])
+    with pytest.raises(InputError, match="3: no label"):
+        tokenize_all([Message("3", "no label here")], SETTINGS.tokenizer)
+    with pytest.raises(InputError, match="no messages"):
+        tokenize_all([], SETTINGS.tokenizer)
+
+
+def test_holdout_log_odds_by_hand():
+    # multinomial on word presence, alpha 0.1, fitted prior 1/2 : 1/2; four kept words.
+    # theta(aa | ham) = (1 + 0.1) / (2 + 4 * 0.1), theta(aa | spam) = (0 + 0.1) / 2.4, so the
+    # log-odds of spam for "aa" is log(0.1 / 1.1) = -log 11, and +log 11 for "cc".
+    train_set = [Message("h", "aa bb", "ham"), Message("s", "cc dd", "spam")]
+    test_set = [Message("t1", "aa", "ham"), Message("t2", "cc", "spam")]
+    scores = holdout(train_set, test_set, SETTINGS)
+    assert scores.ids == ("h", "s", "t1", "t2") and scores.classes == ("ham", "spam")
+    np.testing.assert_array_equal(scores.fold, [-1, -1, 0, 0])
+    assert np.isnan(scores.log_odds[:2]).all()
+    np.testing.assert_allclose(scores.log_odds[2:], [-math.log(11), math.log(11)], rtol=1e-12)
+    np.testing.assert_allclose(np.exp(scores.log_posterior[2:, 1]), [1 / 12, 11 / 12], rtol=1e-12)
+    assert scores.calibrated is None  # one message per class: no inner cross-validation
+    counts = report(scores, cutoffs=None, calibration=None)["counts"]
+    assert counts["by_class"]["ham"] == {"evaluated": 1, "train_only": 1}
+    with pytest.raises(InputError, match=r"label\(s\) \['eggs'\] that the training messages lack"):
+        holdout(train_set, [Message("t3", "aa", "eggs")], SETTINGS)
+
+
+def test_cross_validate_is_stratified_deterministic_and_scores_each_message_once():
+    messages = small_corpus()
+    labels = [m.label for m in messages]
+    scores = cross_validate(messages, SETTINGS, folds=4, seed=3)
+    again = cross_validate(messages, SETTINGS, folds=4, seed=3)
+    assert scores.ids == tuple(m.id for m in messages) and len(set(scores.ids)) == 21
+    np.testing.assert_array_equal(scores.fold, again.fold)
+    np.testing.assert_array_equal(scores.log_odds, again.log_odds)
+    np.testing.assert_array_equal(scores.fold, metrics.stratified_folds(labels, 4, 3))
+    assert not np.array_equal(scores.fold, cross_validate(messages, SETTINGS, folds=4).fold)
+    assert set(scores.fold.tolist()) == {0, 1, 2, 3} and scores.evaluated.all()
+    for label, n in (("ham", 13), ("spam", 8)):
+        per_fold = np.bincount(scores.fold[np.array(labels) == label], minlength=4)
+        assert set(per_fold.tolist()) <= {n // 4, -(-n // 4)}
+    assert np.isfinite(scores.log_odds).all() and np.isfinite(scores.log_posterior).all()
+    assert ((scores.calibrated > 0) & (scores.calibrated < 1)).all()
+    # each message is scored by the model trained, from scratch, on the other folds
+    for k in range(4):
+        held_out = [m for m, f in zip(messages, scores.fold, strict=True) if f == k]
+        rest = [m for m, f in zip(messages, scores.fold, strict=True) if f != k]
+        expected = [p.log_odds for p in score(train(rest, SETTINGS), held_out)]
+        np.testing.assert_allclose(scores.log_odds[scores.fold == k], expected, rtol=1e-12)
+
+
+def test_cross_validate_refuses_bad_fold_counts():
+    messages = small_corpus()
+    with pytest.raises(InputError, match="label 'spam' has 8 message.*fewer than the 9 folds"):
+        cross_validate(messages, SETTINGS, folds=9)
+    with pytest.raises(ConfigError, match="at least 2"):
+        cross_validate(messages, SETTINGS, folds=1)
+    with pytest.raises(InputError, match="at least two labels"):
+        cross_validate(texts("ham", ["a b", "c d", "e f"]), SETTINGS, folds=2)
+
+
+def mail(date: str | None, body: str) -> bytes:
+    date_line = f"Date: {date}\n" if date else ""
+    return f"From: someone@example.com\n{date_line}Subject: {body}\n\n{body} text\n".encode()
+
+
+def test_chronological_orders_mail_by_date_header_with_time_zones():
+    dated = [
+        ("ham", "Wed, 03 Jan 2024 10:00:00 +0000", "lunch meeting"),
+        ("spam", "Fri, 05 Jan 2024 10:00:00 +0000", "free offer"),  # newest
+        ("ham", "Mon, 01 Jan 2024 10:00:00 +0000", "meeting notes"),  # oldest
+        ("spam", "Tue, 02 Jan 2024 10:00:00 +0000", "free money"),
+        ("ham", "Thu, 04 Jan 2024 11:00:00 +0200", "agenda notes"),  # 09:00 UTC
+        ("spam", "Thu, 04 Jan 2024 09:30:00 +0000", "winner offer"),  # 09:30 UTC
+    ]
+    messages = [Message(str(i), mail(d, b), label) for i, (label, d, b) in enumerate(dated)]
+    scores = chronological(messages, SETTINGS, test_fraction=1 / 3)
+    # oldest first: 2, 3, 0, 4, 5, 1 -> the newest third is messages 5 and 1
+    np.testing.assert_array_equal(scores.fold, [-1, 0, -1, -1, -1, 0])
+    assert scores.protocol["order"] == "Date header" and scores.protocol["undated"] == 0
+    assert np.isnan(scores.log_odds[scores.fold < 0]).all()
+    assert np.isfinite(scores.log_odds[scores.fold == 0]).all()
+    r = report(scores, cutoffs=None, calibration=None)
+    assert r["ranking"] is None  # only spam among the newest: no ROC
+    assert r["counts"]["by_class"]["spam"] == {"evaluated": 2, "train_only": 1}
+
+
+def test_chronological_without_dates_uses_the_input_order():
+    messages = small_corpus()[:10]
+    scores = chronological(messages, SETTINGS, test_fraction=0.25)
+    np.testing.assert_array_equal(scores.fold, [-1] * 7 + [0] * 3)  # 2.5 rounds up
+    assert scores.protocol["order"] == "input order"
+    with pytest.raises(ConfigError, match="between 0 and 1"):
+        chronological(messages, SETTINGS, test_fraction=1.0)
+
+
+def test_message_time_and_chronological_order():
+    assert message_time(mail("Mon, 01 Jan 2024 00:00:00 +0000", "x")) == 1704067200.0
+    mbox = b"From someone Mon Jan  1 00:00:00 2024\n" + mail("Mon, 01 Jan 2024 01:00:00", "x")
+    assert message_time(mbox) == 1704067200.0 + 3600  # no time zone: UTC
+    assert message_time(mail(None, "x")) is None
+    assert message_time(mail("not a date", "x")) is None
+    assert message_time("Date: Mon, 01 Jan 2024 00:00:00 +0000\n\ntext") is None
+    assert message_time(mail("Mon, 01 Jan 2024 00:00:00 +0000", "x"), "never") is None
+    # undated messages keep the time of the message before them; ties keep the input order
+    np.testing.assert_array_equal(chronological_order([None, 5.0, None, 1.0, 5.0]), [0, 3, 1, 2, 4])
+    np.testing.assert_array_equal(chronological_order([None, None]), [0, 1])
+
+
+# --------------------------------------------------------------------------------------------
+# Cutoffs and calibration
+# --------------------------------------------------------------------------------------------
+
+
+def test_choose_cutoffs_known_answer():
+    # sorted: -3 ham, -2 ham, -1 spam, 1 spam, 2 ham, 3 spam; a false positive costs 10.
+    # spam from 2.5 (no FP, spam 3 caught); ham below -1.5 leaves -1, 1 and 2 unsure: 0.6.
+    # Any lower spam cutoff pays 10 for ham 2; a higher ham cutoff pays 1 per spam missed.
+    scores = binary_scores([-3, -2, -1, 1, 2, 3, 99], ["ham", "ham", "spam", "spam", "ham",
+                                                       "spam", "ham"], fold=[0] * 6 + [-1])
+    assert choose_cutoffs(scores) == (-1.5, 2.5)
+    # equal costs: one cutoff at -1.5 makes a single error (ham 2); unsure never pays
+    assert choose_cutoffs(scores, cost_fp=1.0, cost_unsure=1.0) == (-1.5, -1.5)
+    assert choose_cutoffs(scores, target_fpr=0.0) == (2.5, 2.5)
+    assert choose_cutoffs(scores, target_fpr=1 / 3) == (-1.5, -1.5)
+    with pytest.raises(InputError, match="two-class"):
+        choose_cutoffs(multi_class_scores())
+
+
+def test_calibrate_fits_platt_on_the_evaluated_scores_only():
+    scores = binary_scores([-3, -1, 2, 1, 4, 50], ["ham", "spam", "ham", "spam", "spam", "ham"],
+                           fold=[0, 1, 0, 1, 0, -1])
+    assert calibrate(scores) == metrics.fit_platt([-3, -1, 2, 1, 4], [0, 1, 0, 1, 1])
+
+
+# --------------------------------------------------------------------------------------------
+# The report
+# --------------------------------------------------------------------------------------------
+
+
+def sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-z))
+
+
+def test_report_metrics_by_hand(hand_report):
+    r = hand_report
+    # predicted (log-odds > 0): ham ham spam | ham spam spam
+    third = 2 / 3
+    for label in ("ham", "spam"):
+        assert r["per_class"][label] == pytest.approx(
+            {"precision": third, "recall": third, "f1": third, "support": 3})
+    assert r["macro"] == pytest.approx({"precision": third, "recall": third, "f1": third})
+    assert r["accuracy"] == pytest.approx(4 / 6)
+    assert r["mcc"] == pytest.approx((2 * 2 - 1 * 1) / math.sqrt(3 * 3 * 3 * 3))
+    assert r["confusion"] == {"true": ["ham", "spam"], "predicted": ["ham", "spam"],
+                              "matrix": [[2, 1], [1, 2]]}
+    # spam -0.5 beats ham -3 and -1 only; spam 1 and 4 beat every ham: 8 of 9 pairs
+    assert r["ranking"]["roc_auc"] == pytest.approx(8 / 9)
+    assert r["ranking"]["one_minus_roca_percent"] == pytest.approx(100 / 9)
+    # no ham may be called spam: a cutoff above ham 0.5 catches spam 1 and 4
+    assert r["ranking"]["recall_at_fpr"] == [
+        {"max_fpr": 0.001, "recall": pytest.approx(third), "threshold": 1.0},
+        {"max_fpr": 0.01, "recall": pytest.approx(third), "threshold": 1.0},
+    ]
+    # ham below -2, spam from 2: ham -3 | unsure -1, 0.5, -0.5, 1 | spam 4
+    cut = r["cutoffs"]
+    assert (cut["ham_cutoff"], cut["spam_cutoff"]) == (-2.0, 2.0)
+    assert (cut["false_positives"], cut["false_negatives"], cut["unsure"]) == (0, 0, 4)
+    assert cut["unsure_rate"] == pytest.approx(4 / 6)
+    assert cut["confusion"]["predicted"] == ["ham", "spam", "unsure"]
+    assert cut["confusion"]["matrix"] == [[1, 0, 2], [0, 1, 2]]
+    cal = r["calibration"]
+    assert cal["platt"] == {"a": 0.5, "b": -0.25}
+    spam = [y == "spam" for y in HAND_LABELS]
+    raw = [sigmoid(s) for s in HAND_ODDS]
+    assert cal["raw"]["brier"] == pytest.approx(
+        sum((p - y) ** 2 for p, y in zip(raw, spam, strict=True)) / 6)
+    assert cal["raw"]["log_loss"] == pytest.approx(
+        sum(math.log1p(math.exp(-s if y else s)) for s, y in zip(HAND_ODDS, spam, strict=True)) / 6)
+    # calibrated: ham 0.15, 0.25, 0.35; spam 0.55, 0.75, 0.85
+    assert cal["calibrated"]["brier"] == pytest.approx(
+        (0.15**2 + 0.25**2 + 0.35**2 + 0.45**2 + 0.25**2 + 0.15**2) / 6)
+    assert cal["calibrated"]["log_loss"] == pytest.approx(
+        -(math.log(0.85) + math.log(0.75) + math.log(0.65) + math.log(0.55) + math.log(0.75)
+          + math.log(0.85)) / 6)
+    assert [b["count"] for b in cal["raw"]["reliability"]] == [1, 0, 1, 1, 0, 0, 1, 1, 0, 1]
+    assert [b["count"] for b in cal["calibrated"]["reliability"]] == [0, 1, 1, 1, 0, 1, 0, 1, 1, 0]
+    assert r["seconds"] == {"tokenize": 2.0, "train": 1.5, "score": 0.3}
+
+
+def test_report_json_keys_and_infinite_cutoffs():
+    scores = binary_scores(HAND_ODDS, HAND_LABELS)
+    r = report(scores, cutoffs=(-math.inf, math.inf), calibration=None)
+    assert list(r) == [
+        "protocol", "classes", "positive", "counts", "decision", "per_class", "macro",
+        "accuracy", "mcc", "confusion", "ranking", "cutoffs", "calibration", "seconds",
+    ]
+    assert list(r["counts"]) == ["messages", "evaluated", "by_class"]
+    assert list(r["ranking"]) == ["roc_auc", "one_minus_roca_percent", "recall_at_fpr"]
+    assert list(r["cutoffs"]) == [
+        "ham_cutoff", "spam_cutoff", "false_positives", "false_negatives", "unsure",
+        "unsure_rate", "confusion",
+    ]
+    assert list(r["calibration"]) == ["platt", "calibrated_by", "raw", "calibrated"]
+    assert list(r["calibration"]["raw"]) == ["brier", "log_loss", "reliability"]
+    assert (r["cutoffs"]["ham_cutoff"], r["cutoffs"]["spam_cutoff"]) == ("-inf", "inf")
+    assert r["cutoffs"]["unsure"] == 6
+    assert r["calibration"]["platt"] is None and r["calibration"]["calibrated"] is None
+    json.dumps(r, allow_nan=False)  # strict JSON: no NaN, no Infinity
+
+
+def test_report_multi_class_by_hand():
+    r = report(multi_class_scores(), cutoffs=None, calibration=None)
+    # confusion a: [1, 1, 0], b: [0, 1, 0], c: [1, 0, 1]
+    assert r["confusion"]["matrix"] == [[1, 1, 0], [0, 1, 0], [1, 0, 1]]
+    assert r["per_class"]["b"] == pytest.approx(
+        {"precision": 0.5, "recall": 1.0, "f1": 2 / 3, "support": 1})
+    assert r["macro"] == pytest.approx(
+        {"precision": 2 / 3, "recall": 2 / 3, "f1": (0.5 + 2 / 3 + 2 / 3) / 3})
+    assert r["accuracy"] == pytest.approx(0.6)
+    # Gorodkin: (c s - t.p) / sqrt((s^2 - p.p)(s^2 - t.t)), t = (2, 1, 2), p = (2, 2, 1)
+    assert r["mcc"] == pytest.approx((3 * 5 - 8) / math.sqrt((25 - 9) * (25 - 9)))
+    assert r["positive"] is None and r["decision"] == "highest posterior"
+    assert r["ranking"] is None and r["cutoffs"] is None and r["calibration"] is None
+
+
+# --------------------------------------------------------------------------------------------
+# Rendering
+# --------------------------------------------------------------------------------------------
+
+TABLE = """\
+Evaluation
+  stratified 2-fold cross-validation (seed 42)
+  6 of 6 messages evaluated: ham 3, spam 3
+
+Classification (spam iff log-odds > 0)
+  class          precision  recall      F1  support
+  ham               0.6667  0.6667  0.6667        3
+  spam              0.6667  0.6667  0.6667        3
+  macro average     0.6667  0.6667  0.6667        6
+  accuracy 0.6667, Matthews correlation 0.3333
+
+Confusion matrix (rows: true label, columns: predicted)
+  true \\ predicted  ham  spam
+  ham                 2     1
+  spam                1     2
+
+Ranking by log-odds
+  ROC AUC 0.888889, (1-ROCA)% 11.1111
+  false-positive rate  spam recall  log-odds cutoff
+  0.1%                      0.6667           +1.000
+  1%                        0.6667           +1.000
+
+Cutoffs
+  ham below -2.000, spam from +2.000 (log-odds), unsure between
+  true \\ predicted  ham  spam  unsure
+  ham                 1     0       2
+  spam                0     1       2
+  false positives 0, false negatives 0, unsure 4 (66.67%)
+
+Calibration
+  Platt: P(spam) = 1 / (1 + exp(-(a log-odds + b))), a = 0.5, b = -0.25
+  calibrated: each test fold scored with the cutoffs and Platt calibration that train fits on its training part (internal cross-validation)
+  probability      Brier  log loss
+  raw posterior  0.15369   0.44024
+  calibrated     0.08250   0.32150
+  P(spam)  raw n  raw mean  raw observed  calibrated n  calibrated mean  calibrated observed
+  0.0-0.1      1     0.047         0.000             0
+  0.1-0.2      0                                     1            0.150                0.000
+  0.2-0.3      1     0.269         0.000             1            0.250                0.000
+  0.3-0.4      1     0.378         1.000             1            0.350                0.000
+  0.4-0.5      0                                     0
+  0.5-0.6      0                                     1            0.550                1.000
+  0.6-0.7      1     0.622         0.000             0
+  0.7-0.8      1     0.731         1.000             1            0.750                1.000
+  0.8-0.9      0                                     1            0.850                1.000
+  0.9-1.0      1     0.982         1.000             0
+
+Timings
+  tokenize 2.0 s, train 1.5 s, score 0.3 s"""
+
+
+def test_render_table_exact(hand_report):
+    assert list(render_report(hand_report, "table")) == TABLE.split("\n")
+
+
+MULTI_CLASS_MARKDOWN = """\
+## Evaluation
+
+stratified 2-fold cross-validation (seed 7)
+
+5 of 5 messages evaluated: a 2, b 1, c 2
+
+## Classification (highest posterior)
+
+| class | precision | recall | F1 | support |
+|:---|---:|---:|---:|---:|
+| a | 0.5000 | 0.5000 | 0.5000 | 2 |
+| b | 0.5000 | 1.0000 | 0.6667 | 1 |
+| c | 1.0000 | 0.5000 | 0.6667 | 2 |
+| macro average | 0.6667 | 0.6667 | 0.6111 | 5 |
+
+accuracy 0.6000, Matthews correlation 0.4375
+
+## Confusion matrix (rows: true label, columns: predicted)
+
+| true \\ predicted | a | b | c |
+|:---|---:|---:|---:|
+| a | 1 | 1 | 0 |
+| b | 0 | 1 | 0 |
+| c | 1 | 0 | 1 |
+
+## Timings
+
+train 0.5 s"""
+
+
+def test_render_markdown_exact():
+    r = report(multi_class_scores(), cutoffs=None, calibration=None)
+    assert list(render_report(r, "markdown")) == MULTI_CLASS_MARKDOWN.split("\n")
+
+
+def test_render_markdown_two_class_sections(hand_report):
+    lines = list(render_report(hand_report, "markdown"))
+    assert [line for line in lines if line.startswith("## ")] == [
+        "## Evaluation", "## Classification (spam iff log-odds > 0)",
+        "## Confusion matrix (rows: true label, columns: predicted)", "## Ranking by log-odds",
+        "## Cutoffs", "## Calibration", "## Timings",
+    ]
+    assert "| ham | 1 | 0 | 2 |" in lines and "| calibrated | 0.08250 | 0.32150 |" in lines
+
+
+def test_render_json_exact(hand_report):
+    lines = list(render_report(hand_report, "json"))
+    assert lines[:4] == [
+        "{",
+        '  "protocol": {',
+        '    "method": "cross-validation",',
+        '    "folds": 2,',
+    ]
+    assert lines[-5:] == ['    "tokenize": 2.0,', '    "train": 1.5,', '    "score": 0.3', "  }", "}"]
+    assert json.loads("\n".join(lines)) == hand_report
+
+
+# --------------------------------------------------------------------------------------------
+# Plots
+# --------------------------------------------------------------------------------------------
+
+
+def test_plot_writes_png_and_svg(tmp_path):
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed (pip install 'nbspam[plot]')")
+    from nbspam.plot import PlotError, plot_evaluation
+
+    scores = binary_scores(HAND_ODDS, HAND_LABELS)
+    plot_evaluation(scores, str(tmp_path / "eval.png"), cutoffs=(-2.0, 2.0))
+    assert (tmp_path / "eval.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    for name in ("a.svg", "b.svg"):
+        plot_evaluation(scores, str(tmp_path / name), cutoffs=(-math.inf, 2.0))
+    svg = (tmp_path / "a.svg").read_text()
+    assert "<svg" in svg and svg == (tmp_path / "b.svg").read_text()
+    with pytest.raises(PlotError, match=r"\.png or \.svg"):
+        plot_evaluation(scores, str(tmp_path / "eval.pdf"), cutoffs=None)
+    with pytest.raises(PlotError, match="two-class"):
+        plot_evaluation(multi_class_scores(), str(tmp_path / "m.png"), cutoffs=None)
+    with pytest.raises(PlotError, match="cannot write"):
+        plot_evaluation(scores, str(tmp_path / "missing" / "eval.png"), cutoffs=None)
+
+
+def test_plot_without_matplotlib_says_how_to_install(tmp_path, monkeypatch):
+    from nbspam.errors import NbspamError
+    from nbspam.plot import PlotError, plot_evaluation
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` fail
+    with pytest.raises(PlotError, match=r"pip install 'nbspam\[plot\]'") as caught:
+        plot_evaluation(binary_scores(HAND_ODDS, HAND_LABELS), str(tmp_path / "e.png"), cutoffs=None)
+    assert isinstance(caught.value, NbspamError) and "matplotlib" in str(caught.value)
+    assert not (tmp_path / "e.png").exists()
+
+
+# --------------------------------------------------------------------------------------------
+# The SpamAssassin corpus
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.corpus
+@pytest.mark.slow
+def test_calibration_improves_held_out_log_loss_on_spamassassin(spamassassin_matrix):
+    X, labels, terms = spamassassin_matrix  # tokenized once per session (tests/conftest.py)
+    data = Tokenized([str(i) for i in range(len(labels))], labels, X, terms)
+    scores = cross_validate_matrix(data, SETTINGS, folds=5, seed=42)
+    assert scores.evaluated.all() and np.isfinite(scores.calibrated).all()
+    r = report(scores, cutoffs=choose_cutoffs(scores), calibration=calibrate(scores))
+    raw, calibrated = r["calibration"]["raw"], r["calibration"]["calibrated"]
+    assert calibrated["log_loss"] < 0.5 * raw["log_loss"]
+    assert calibrated["brier"] < raw["brier"]
+    assert r["ranking"]["roc_auc"] > 0.995
+    assert r["cutoffs"]["false_positives"] <= 0.002 * r["counts"]["by_class"]["ham"]["evaluated"]
