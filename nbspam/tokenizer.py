@@ -11,23 +11,25 @@ import regex
 from .config import TokenizerConfig
 from .errors import ConfigError
 
-# One pattern, tried left to right at each position:
-#   url    a web address kept whole (trailing punctuation is trimmed afterwards)
-#   email  an e-mail address kept whole
-#   cjk    a run of Han or kana characters (scripts written without spaces: cut into bigrams)
-#   word   letters, marks and digits of any script, with inner ' - . _ joining parts
-#          ("don't", "e-mail", "3.5", "user_id"), and a currency sign kept in front ("$100")
-_TOKEN_RE = regex.compile(
-    r"""(?V1)
-    (?:https?|ftp)://[^\s<>"'`{}|\\^\[\]]+|www\.[^\s<>"'`{}|\\^\[\]]+
-    | [\p{L}\p{N}._%+\-]+@[\p{L}\p{N}\-]+(?:\.[\p{L}\p{N}\-]+)+
-    | [\p{Han}\p{Hiragana}\p{Katakana}]+
+# Web and e-mail addresses, kept whole. They are looked for only in the few whitespace-separated
+# chunks that contain "@", "://" or "www.", then blanked out before words are scanned.
+_ADDRESS_RE = regex.compile(
+    r"""(?:https?|ftp)://[^\s<>"'`{}|\\^\[\]]+|www\.[^\s<>"'`{}|\\^\[\]]+"""
+    r"|[\p{L}\p{N}._%+\-]+@[\p{L}\p{N}\-]+(?:\.[\p{L}\p{N}\-]+)+"
+)
+_ADDRESS_MARKS = ("@", "://", "www.")
+# A word: letters, marks and digits of any script, with inner ' - . _ joining parts ("don't",
+# "e-mail", "3.5", "user_id"), and a currency sign kept in front ("$100").
+_WORD_RE = regex.compile(r"\p{Sc}?[\p{L}\p{M}\p{N}]+(?:['._\-][\p{L}\p{M}\p{N}]+)*")
+# Chinese and Japanese are written without spaces: a word holding Han or kana is cut into its
+# CJK runs (then into character pairs) and the words around them.
+_CJK_RE = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}]")
+_CJK_SPLIT_RE = regex.compile(
+    r"""(?V1)(?P<cjk>[\p{Han}\p{Hiragana}\p{Katakana}]+)
     | \p{Sc}?[[\p{L}\p{M}\p{N}]--[\p{Han}\p{Hiragana}\p{Katakana}]]+
-        (?:['._\-][[\p{L}\p{M}\p{N}]--[\p{Han}\p{Hiragana}\p{Katakana}]]+)*
-    """,
+      (?:['._\-][[\p{L}\p{M}\p{N}]--[\p{Han}\p{Hiragana}\p{Katakana}]]+)*""",
     regex.VERBOSE,
 )
-_CJK_RE = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}]")
 _URL_TRAILING = ".,;:!?)'\"*"
 
 
@@ -70,35 +72,45 @@ class Tokenizer:
         self._stop = frozenset(config.stop_words)
 
     def words(self, text: str) -> list[str]:
-        """Tokens of ``text``: words, URLs, addresses, CJK bigrams, then word n-grams.
+        """Tokens of ``text``: words and CJK bigrams, word n-grams, then web and e-mail
+        addresses (kept whole, in no n-gram).
 
         Words shorter than ``min_length`` and stop words are dropped; words longer than
         ``max_length`` become a SpamBayes-style ``skip:<first letter> <length rounded down to
         10>`` token (or are dropped when ``long_words`` is 'drop').
         """
         cfg = self.config
+        text = normalize_text(text, cfg)
+        addresses: list[str] = []
+        if any(mark in text for mark in _ADDRESS_MARKS):
+            text, addresses = _take_addresses(text)
+        tokens = _WORD_RE.findall(text)
         low, high, stop = cfg.min_length, cfg.max_length, self._stop
-        out: list[str] = []
-        for token in _TOKEN_RE.findall(normalize_text(text, cfg)):
-            if low <= len(token) <= high and token.isascii():
-                if token not in stop:
-                    # only a URL can end in punctuation ("www.example.org.")
-                    out.append(token.rstrip(_URL_TRAILING) if token[-1] in _URL_TRAILING else token)
-            else:
-                self._special(token, out)
+        if cfg.ngrams == 1 and text.isascii():  # the common case, where order does not matter
+            out = [t for t in tokens if low <= len(t) <= high and t not in stop]
+            if cfg.long_words == "skip":
+                out.extend(f"skip:{t[0]} {len(t) // 10 * 10}" for t in tokens if len(t) > high)
+        else:
+            out = []
+            for token in tokens:
+                if low <= len(token) <= high and token.isascii():
+                    if token not in stop:
+                        out.append(token)
+                else:
+                    self._special(token, out)
         if cfg.ngrams > 1:
             out.extend(_ngrams(out, cfg.ngrams))
+        out.extend(addresses)
         return out
 
     def _special(self, token: str, out: list[str]) -> None:
-        """The rare tokens: URLs and addresses (kept whole), CJK runs (bigrams), short, long
-        and non-ASCII words."""
-        if "://" in token or token.startswith("www."):
-            out.append(token.rstrip(_URL_TRAILING))
-        elif "@" in token:
-            out.append(token.rstrip("."))
-        elif _CJK_RE.match(token):
-            out.extend(_bigrams(token))
+        """The rare words: with Han or kana (cut up), short, long or non-ASCII."""
+        if not token.isascii() and _CJK_RE.search(token):
+            for match in _CJK_SPLIT_RE.finditer(token):
+                if match.lastgroup == "cjk":
+                    out.extend(_bigrams(match.group()))
+                else:
+                    self._special(match.group(), out)
         elif len(token) < self.config.min_length or token in self._stop:
             pass
         elif len(token) > self.config.max_length:
@@ -106,6 +118,33 @@ class Tokenizer:
                 out.append(f"skip:{token[0]} {len(token) // 10 * 10}")
         else:
             out.append(token)
+
+
+def _take_addresses(text: str) -> tuple[str, list[str]]:
+    """(text with its web and e-mail addresses blanked out, the addresses in text order).
+
+    Only the whitespace-separated chunks around an "@", "://" or "www." are searched.
+    """
+    spans = set()
+    for mark in _ADDRESS_MARKS:
+        at = text.find(mark)
+        while at >= 0:
+            start = max(text.rfind(c, 0, at) for c in " \t\n\r") + 1
+            ends = [e for e in (text.find(c, at) for c in " \t\n\r") if e >= 0]
+            end = min(ends) if ends else len(text)
+            spans.add((start, end))
+            at = text.find(mark, end)
+    pieces, found, done = [], [], 0
+    for start, end in sorted(spans):
+        for match in _ADDRESS_RE.finditer(text, start, end):
+            pieces.append(text[done : match.start()])
+            found.append(match.group())
+            done = match.end()
+    pieces.append(text[done:])
+    return " ".join(pieces), [
+        raw.rstrip(".") if "@" in raw and "/" not in raw else raw.rstrip(_URL_TRAILING)
+        for raw in found
+    ]
 
 
 def _bigrams(run: str) -> list[str]:

@@ -35,13 +35,20 @@ def test_nfkc_normalisation_and_its_switches():
 
 def test_urls_and_addresses_are_kept_whole():
     text = "See https://Example.com/a?b=1, or www.example.org. Mail Bob.Smith@Example.COM."
+    # addresses come after the words
     assert words(text) == [
         "see",
-        "https://example.com/a?b=1",
         "or",
-        "www.example.org",
         "mail",
+        "https://example.com/a?b=1",
+        "www.example.org",
         "bob.smith@example.com",
+    ]
+    assert words("mailto:a@b.example and http://x.example/a@b") == [
+        "mailto",
+        "and",
+        "a@b.example",
+        "http://x.example/a@b",
     ]
 
 
