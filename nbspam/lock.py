@@ -47,8 +47,10 @@ def model_lock(path: str | os.PathLike[str], *, timeout: float = DEFAULT_TIMEOUT
                         f"after {timeout:g} s"
                     ) from None
                 time.sleep(0.02)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        # the pid first, then cut the rest: a waiting process never reads an empty file
+        pid = f"{os.getpid()}\n".encode()
+        os.pwrite(fd, pid, 0)
+        os.ftruncate(fd, len(pid))
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock

@@ -21,6 +21,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import struct
 import tempfile
 from pathlib import Path
@@ -88,10 +89,17 @@ def read_header(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def remove_leftovers(path: str | os.PathLike[str]) -> None:
-    """Delete temporary files a killed writer of ``path`` left behind (call under the lock)."""
+    """Delete temporary files a killed writer of ``path`` left behind (call under the lock).
+
+    Only names `_write_atomically` gives this very file match: ``.NAME.<8 random>.tmp``,
+    not those of another model whose name merely starts with NAME.
+    """
     path = Path(path)
-    for leftover in path.parent.glob(f".{path.name}.*.tmp"):
-        leftover.unlink(missing_ok=True)
+    own = re.compile(re.escape(f".{path.name}.") + r"[a-z0-9_]{8}\.tmp")
+    folder = path.parent if str(path.parent) else Path(".")
+    for leftover in folder.iterdir():
+        if own.fullmatch(leftover.name):
+            leftover.unlink(missing_ok=True)
 
 
 def _read(path: str | os.PathLike[str]) -> tuple[dict[str, Any], Model]:
