@@ -36,11 +36,11 @@ import scipy.sparse as sp
 from . import metrics
 from .config import Settings, TokenizerConfig
 from .errors import ConfigError, InputError
-from .features import Analyzer
 from .mailparse import looks_like_mail
 from .messages import Message
-from .model import Model, fit, predict_matrix
-from .vocabulary import TermIndex, count_rows, sorted_order
+from .model import CHUNK, Model, chunks, fit, predict_matrix
+from .parallel import count_chunks
+from .vocabulary import TermIndex, renumber, sorted_order
 
 Progress = Callable[[int], None]
 ReportFormat = Literal["table", "json", "markdown"]
@@ -122,31 +122,43 @@ class Scores:
 
 
 def tokenize_all(
-    messages: Iterable[Message], tokenizer: TokenizerConfig, progress: Progress | None = None
+    messages: Iterable[Message],
+    tokenizer: TokenizerConfig,
+    progress: Progress | None = None,
+    jobs: int = 1,
 ) -> Tokenized:
     """Tokenize labelled messages once: (ids, labels, X over sorted terms, terms).
 
-    ``progress`` is called with 1 after each message. Raises InputError for a message
-    without a label or when there are no messages.
+    ``progress`` is called with the number of messages of each chunk read; ``jobs`` worker
+    processes tokenize. Raises InputError for a message without a label or when there are
+    no messages.
     """
-    analyzer = Analyzer(tokenizer)
     index = TermIndex()
     ids: list[str] = []
     labels: list[str] = []
 
-    def token_lists() -> Iterator[list[str]]:
-        for message in messages:
-            if message.label is None:
-                raise InputError(f"{message.id}: no label; evaluation needs labelled messages")
-            ids.append(message.id)
-            labels.append(message.label)
-            yield analyzer.tokens(message.data)
+    def labelled_chunks() -> Iterator[tuple[int, list[bytes | str]]]:
+        for chunk in chunks(messages, CHUNK):
+            for message in chunk:
+                if message.label is None:
+                    raise InputError(f"{message.id}: no label; evaluation needs labelled messages")
+                ids.append(message.id)
+                labels.append(message.label)
+            yield len(chunk), [m.data for m in chunk]
             if progress:
-                progress(1)
+                progress(len(chunk))
 
-    X = count_rows(token_lists(), index)
+    blocks = [
+        renumber(counted.terms, counted.X, index, grow=True)
+        for _, counted in count_chunks(labelled_chunks(), tokenizer, jobs)
+    ]
     if not ids:
         raise InputError("no messages to evaluate")
+    d = len(index)
+    X = sp.vstack(
+        [sp.csr_matrix((b.data, b.indices, b.indptr), shape=(b.shape[0], d)) for b in blocks],
+        format="csr",
+    )
     order = sorted_order(index.terms)
     return Tokenized(ids, labels, X[:, order].tocsr(), [index.terms[i] for i in order])
 
@@ -212,6 +224,7 @@ def cross_validate(
     folds: int = 5,
     seed: int = 42,
     progress: Progress | None = None,
+    jobs: int = 1,
 ) -> Scores:
     """Stratified k-fold cross-validation: each message scored by the model of the other folds.
 
@@ -220,7 +233,7 @@ def cross_validate(
     than folds.
     """
     started = time.perf_counter()
-    data = tokenize_all(messages, settings.tokenizer, progress)
+    data = tokenize_all(messages, settings.tokenizer, progress, jobs)
     tokenized = time.perf_counter() - started
     return cross_validate_matrix(data, settings, folds=folds, seed=seed, tokenize_seconds=tokenized)
 
@@ -267,6 +280,7 @@ def holdout(
     progress: Progress | None = None,
     *,
     seed: int = 42,
+    jobs: int = 1,
 ) -> Scores:
     """Train on one set of messages, score another. Rows: the training messages, then the test.
 
@@ -282,7 +296,9 @@ def holdout(
             n_train += 1
             yield message
 
-    data = tokenize_all(chain(counted(train_messages), test_messages), settings.tokenizer, progress)
+    data = tokenize_all(
+        chain(counted(train_messages), test_messages), settings.tokenizer, progress, jobs
+    )
     tokenized = time.perf_counter() - started
     n_test = len(data.ids) - n_train
     if not n_train or not n_test:
@@ -306,6 +322,7 @@ def chronological(
     test_fraction: float,
     progress: Progress | None = None,
     seed: int = 42,
+    jobs: int = 1,
 ) -> Scores:
     """Train on the oldest messages, test on the newest ``test_fraction`` of them.
 
@@ -325,7 +342,7 @@ def chronological(
             times.append(message_time(message.data, settings.tokenizer.mail))
             yield message
 
-    data = tokenize_all(dated(messages), settings.tokenizer, progress)
+    data = tokenize_all(dated(messages), settings.tokenizer, progress, jobs)
     tokenized = time.perf_counter() - started
     n = len(data.ids)
     if n < 2:

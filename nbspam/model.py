@@ -17,11 +17,11 @@ import scipy.sparse as sp
 from . import naive_bayes as nb
 from .config import Settings, TokenizerConfig, TrainConfig
 from .errors import TrainingError
-from .features import Analyzer
 from .messages import Message, message_digest
-from .vocabulary import TermIndex, count_rows, select_terms, sorted_order
+from .parallel import ChunkCounts, count_chunk, count_chunks
+from .vocabulary import TermIndex, count_rows, renumber, select_terms, sorted_order
 
-CHUNK = 1000
+CHUNK = 250  # messages tokenized as one piece of work
 
 
 @dataclass(frozen=True, eq=False)
@@ -266,33 +266,41 @@ def train(
     *,
     progress: Callable[[int], None] | None = None,
     rows: Rows | None = None,
+    jobs: int = 1,
 ) -> Model:
     """Train a model on labelled messages, streaming: only the counts are kept in memory.
 
     Messages are tokenized and counted a chunk at a time; the chunk's count matrix is
     folded into per-class totals (`naive_bayes.class_counts`) and dropped, unless ``rows``
     is given, which then keeps them. A message whose bytes were already counted (same
-    digest) is counted once, as `learn` would do.
+    digest) is counted once, as `learn` would do. ``jobs`` worker processes tokenize; the
+    model is the same for any number.
     """
     started = time.perf_counter()
     counts = CountTable()
     seen: dict[bytes, str] = {}
     duplicates = 0
-    for chunk in chunks(messages):
-        fresh = []
-        for message in chunk:
-            digest = message_digest(message.data)
-            if digest in seen:
-                duplicates += 1
-            else:
-                seen[digest] = message.label
-                fresh.append(message)
-        X = counts.add(fresh, settings.tokenizer)
+
+    def fresh_chunks() -> Iterator[tuple[list[str], list[bytes | str]]]:
+        nonlocal duplicates
+        for chunk in chunks(messages):
+            fresh = []
+            for message in chunk:
+                digest = message_digest(message.data)
+                if digest in seen:
+                    duplicates += 1
+                else:
+                    seen[digest] = message.label
+                    fresh.append(message)
+            yield [m.label for m in fresh], [m.data for m in fresh]
+            if progress:
+                progress(len(chunk))
+
+    for labels, counted in count_chunks(fresh_chunks(), settings.tokenizer, jobs):
+        X = counts.add_counts(counted, labels)
         if rows is not None:
             rows.chunks.append(X)
-            rows.labels.extend(m.label for m in fresh)
-        if progress:
-            progress(len(chunk))
+            rows.labels.extend(labels)
     if not counts.labels:
         raise TrainingError("no messages to train on")
     if rows is not None:
@@ -316,15 +324,17 @@ class CountTable:
             np.zeros((0, 0), np.int64),
             np.zeros((0, 0), np.int64),
         ]
-        self._analyzer: Analyzer | None = None
 
     def add(self, messages: Sequence[Message], tokenizer: TokenizerConfig) -> sp.csr_matrix:
         """Count a chunk of labelled messages; returns its count rows (over ``index``)."""
-        if self._analyzer is None:
-            self._analyzer = Analyzer(tokenizer)
-        X = count_rows((self._analyzer.tokens(m.data) for m in messages), self.index)
+        counted = count_chunk([m.data for m in messages], tokenizer)
+        return self.add_counts(counted, [m.label for m in messages])
+
+    def add_counts(self, counted: ChunkCounts, labels: Sequence[str]) -> sp.csr_matrix:
+        """Add a counted chunk with the label of each row; returns its rows over ``index``."""
+        X = renumber(counted.terms, counted.X, self.index, grow=True)
         y = np.array(
-            [self.labels.setdefault(m.label, len(self.labels)) for m in messages], np.int64
+            [self.labels.setdefault(label, len(self.labels)) for label in labels], np.int64
         )
         part = nb.class_counts(X, y, len(self.labels))
         self._totals = [_grow(total, p.shape) + p for total, p in zip(self._totals, part)]
@@ -375,11 +385,13 @@ def predict_matrix(model: Model, X: sp.csr_matrix) -> tuple[np.ndarray, np.ndarr
     return log_post, np.asarray(F @ sc.weights) + sc.bias
 
 
-def score(model: Model, messages: Iterable[Message], *, chunk: int = 500) -> Iterator[Prediction]:
-    """Predictions for a stream of messages, scored a chunk at a time."""
-    analyzer = Analyzer(model.tokenizer)
-    for part in chunks(messages, chunk):
-        X = transform(model, (analyzer.tokens(m.data) for m in part))
+def score(
+    model: Model, messages: Iterable[Message], *, chunk: int = CHUNK, jobs: int = 1
+) -> Iterator[Prediction]:
+    """Predictions for a stream of messages, scored a chunk at a time (by ``jobs`` workers)."""
+    parts = ((part, [m.data for m in part]) for part in chunks(messages, chunk))
+    for part, counted in count_chunks(parts, model.tokenizer, jobs):
+        X = renumber(counted.terms, counted.X, model.scorer.index, grow=False)
         log_post, log_odds = predict_matrix(model, X)
         best = log_post.argmax(axis=1)
         if log_odds is not None:  # two classes: decide + iff b + f(x).w > 0 (MATH.md)

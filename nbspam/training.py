@@ -18,6 +18,7 @@ def train(
     settings: Settings,
     *,
     progress: Callable[[int], None] | None = None,
+    jobs: int = 1,
 ) -> Model:
     """Train a model; for two classes also fit its cutoffs and Platt calibration.
 
@@ -28,7 +29,7 @@ def train(
     """
     cfg = settings.train
     rows = Rows() if cfg.calibrate else None
-    model = count_and_fit(messages, settings, progress=progress, rows=rows)
+    model = count_and_fit(messages, settings, progress=progress, rows=rows, jobs=jobs)
     if not model.is_binary:
         return model
     if rows is None:

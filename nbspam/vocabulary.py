@@ -66,6 +66,25 @@ def count_rows(
     return X
 
 
+def renumber(
+    terms: Sequence[str], X: sp.csr_matrix, index: TermIndex, *, grow: bool
+) -> sp.csr_matrix:
+    """Count rows X (n, k) over ``terms`` as rows (n, len(index)) over the columns of ``index``.
+
+    With ``grow`` new terms get new columns (in the order of ``terms``); without, columns of
+    terms ``index`` lacks are dropped.
+    """
+    lookup = index.add if grow else (lambda term: index.ids.get(term, -1))
+    cols = np.fromiter((lookup(t) for t in terms), np.int64, len(terms))
+    known = np.flatnonzero(cols >= 0)
+    if known.size < len(terms):
+        X = X[:, known]
+        cols = cols[known]
+    X = sp.csr_matrix((X.data, cols[X.indices], X.indptr), shape=(X.shape[0], len(index)))
+    X.sort_indices()
+    return X
+
+
 def sorted_order(terms: Sequence[str]) -> np.ndarray:
     """Permutation that sorts ``terms`` by code point: ``terms[order]`` is sorted."""
     return np.array(sorted(range(len(terms)), key=terms.__getitem__), dtype=np.int64)
