@@ -12,12 +12,15 @@ PIP     = $(BIN)/python -m pip --disable-pip-version-check --quiet
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
+# compat editable mode: a plain path entry, which imports faster than an import hook
+EDITABLE = --config-settings editable_mode=compat
+
 $(VENV)/.runtime: pyproject.toml | $(BIN)/python
-	$(PIP) install -e .
+	$(PIP) install $(EDITABLE) -e .
 	touch $@
 
 $(VENV)/.test: pyproject.toml | $(BIN)/python
-	$(PIP) install -e '.[test]'
+	$(PIP) install $(EDITABLE) -e '.[test]'
 	touch $(VENV)/.runtime $@
 
 demo: $(VENV)/.runtime

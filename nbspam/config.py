@@ -285,3 +285,16 @@ def parse_cutoffs(value: Any) -> tuple[float, float] | None:
     if ham > spam:
         raise ConfigError(f"the ham cutoff {ham:g} must not be above the spam cutoff {spam:g}")
     return ham, spam
+
+
+def config_from_dict(cls: type, values: dict[str, Any]) -> Any:
+    """A frozen config saved as JSON, back: lists become tuples; unknown keys are an error."""
+    names = {f.name for f in fields(cls)}
+    unknown = set(values) - names
+    if unknown:
+        raise ValueError(f"unknown setting {sorted(unknown)[0]!r}")
+    return cls(**{key: _tuples(value) for key, value in values.items()})
+
+
+def _tuples(value: Any) -> Any:
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value

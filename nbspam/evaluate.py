@@ -15,7 +15,6 @@ cross-validation of the training part alone (`_heldout_calibration`), never on t
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import re
@@ -35,6 +34,7 @@ import scipy.sparse as sp
 
 from . import metrics
 from .config import Settings, TokenizerConfig
+from .decision import UNSURE, verdict
 from .errors import ConfigError, InputError
 from .mailparse import looks_like_mail
 from .messages import Message
@@ -493,10 +493,10 @@ def _subset(data: Tokenized, rows: np.ndarray) -> Tokenized:
 
 def _verdicts(odds: np.ndarray, rule: Rule, model: Model) -> np.ndarray:
     """What `predict` prints as the verdict of each log-odds under ``rule``."""
-    from .model import verdict
-
-    with_rule = dataclasses.replace(model, cutoffs=rule.cutoffs)
-    return np.array([verdict(with_rule, float(x)) for x in odds], dtype=object)
+    positive, negative = model.train.positive, model.labels[model.negative_index]
+    return np.array(
+        [verdict(float(x), rule.cutoffs, positive, negative) for x in odds], dtype=object
+    )
 
 
 def typical_cutoffs(scores: Scores) -> tuple[float, float] | None:
@@ -611,8 +611,6 @@ def calibrate(scores: Scores) -> tuple[float, float]:
 # --------------------------------------------------------------------------------------------
 # The report
 # --------------------------------------------------------------------------------------------
-
-UNSURE = "unsure"
 
 
 def report(

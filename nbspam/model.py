@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ import scipy.sparse as sp
 
 from . import naive_bayes as nb
 from .config import Settings, TokenizerConfig, TrainConfig
+from .decision import UNSURE, Prediction, prediction  # noqa: F401  (UNSURE: re-exported)
 from .errors import TrainingError
 from .messages import Message, message_digest
 from .parallel import ChunkCounts, count_chunk, count_chunks
@@ -88,51 +88,6 @@ class Scorer:
     binary: bool
     weights: np.ndarray | None
     bias: float | None
-
-
-@dataclass(frozen=True)
-class Prediction:
-    """The verdict on one message.
-
-    label: the most probable label; probabilities: posteriors in model label order. Two-class
-    models also give log_odds, verdict (the negative label, 'unsure' or the positive label,
-    by the model's cutoffs) and calibrated (the calibrated probability of the positive
-    label, or None when the model has no calibration).
-    """
-
-    id: str
-    label: str
-    probabilities: tuple[float, ...]
-    log_odds: float | None = None
-    verdict: str | None = None
-    calibrated: float | None = None
-
-
-UNSURE = "unsure"
-
-
-def verdict(model: Model, log_odds: float) -> str:
-    """The negative label below the ham cutoff, the positive label at or above the spam
-    cutoff, 'unsure' between. Without cutoffs both are 0: the Bayes decision, no unsure band
-    (a log-odds of exactly 0 is negative, as MATH.md decides + iff w.x + b > 0)."""
-    ham_cutoff, spam_cutoff = model.cutoffs or (0.0, 0.0)
-    if spam_cutoff == 0.0 and ham_cutoff == 0.0:
-        return model.train.positive if log_odds > 0 else model.labels[model.negative_index]
-    if log_odds >= spam_cutoff:
-        return model.train.positive
-    if log_odds < ham_cutoff:
-        return model.labels[model.negative_index]
-    return UNSURE
-
-
-def calibrated_probability(calibration: tuple[float, float], log_odds: float) -> float:
-    """Platt scaling 1 / (1 + exp(-(a * s + b))), computed without overflow."""
-    a, b = calibration
-    z = a * log_odds + b
-    if z >= 0:
-        return 1.0 / (1.0 + math.exp(-z))
-    e = math.exp(z)
-    return e / (1.0 + e)
 
 
 def make_scorer(model: Model) -> Scorer:
@@ -393,21 +348,13 @@ def score(
     for part, counted in count_chunks(parts, model.tokenizer, jobs):
         X = renumber(counted.terms, counted.X, model.scorer.index, grow=False)
         log_post, log_odds = predict_matrix(model, X)
-        best = log_post.argmax(axis=1)
-        if log_odds is not None:  # two classes: decide + iff b + f(x).w > 0 (MATH.md)
-            best = np.where(log_odds > 0, model.positive_index, model.negative_index)
-        probs = np.exp(log_post)
         for i, message in enumerate(part):
-            odds = None if log_odds is None else float(log_odds[i])
-            yield Prediction(
-                id=message.id,
-                label=model.labels[best[i]],
-                probabilities=tuple(float(p) for p in probs[i]),
-                log_odds=odds,
-                verdict=None if odds is None else verdict(model, odds),
-                calibrated=(
-                    None
-                    if odds is None or model.calibration is None
-                    else calibrated_probability(model.calibration, odds)
-                ),
+            yield prediction(
+                message.id,
+                model.labels,
+                log_post[i].tolist(),
+                None if log_odds is None else float(log_odds[i]),
+                positive=model.train.positive,
+                cutoffs=model.cutoffs,
+                calibration=model.calibration,
             )

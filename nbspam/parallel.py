@@ -31,14 +31,6 @@ class ChunkCounts(NamedTuple):
     X: sp.csr_matrix
 
 
-def default_jobs() -> int:
-    """The number of processor cores this process may use."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
 def count_chunk(datas: Sequence[bytes | str], tokenizer: TokenizerConfig) -> ChunkCounts:
     """Tokenize and count one chunk of messages (raw bytes or text)."""
     analyzer = _ANALYZERS.get(tokenizer)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from .explain import ClassTerms, MessageExplanation
-from .model import Prediction
+from .decision import Prediction
+
+if TYPE_CHECKING:  # explain needs numpy; rendering a prediction must not
+    from .explain import ClassTerms, MessageExplanation
 
 Format = Literal["text", "jsonl", "tsv"]
 FORMATS: tuple[str, ...] = ("text", "jsonl", "tsv")

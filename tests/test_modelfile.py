@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from nbspam.config import build_settings
+from nbspam.container import FORMAT_VERSION, MAGIC
 from nbspam.errors import ModelFileError
 from nbspam.model import fit
-from nbspam.modelfile import FORMAT_VERSION, MAGIC, load_model, save_model
+from nbspam.modelfile import load_model, save_model
 from tests.test_naive_bayes import random_counts
 
 

@@ -1,0 +1,88 @@
+"""From a score to what predict prints: the verdict by cutoffs and a calibrated probability.
+
+Standard library only: both the batch scorer (`model`) and the one-message scorer (`quick`)
+use it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+UNSURE = "unsure"
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The verdict on one message.
+
+    label: the most probable label; probabilities: posteriors in model label order. Two-class
+    models also give log_odds, verdict (the negative label, 'unsure' or the positive label,
+    by the model's cutoffs) and calibrated (the calibrated probability of the positive
+    label, or None when the model has no calibration).
+    """
+
+    id: str
+    label: str
+    probabilities: tuple[float, ...]
+    log_odds: float | None = None
+    verdict: str | None = None
+    calibrated: float | None = None
+
+
+def verdict(
+    log_odds: float, cutoffs: tuple[float, float] | None, positive: str, negative: str
+) -> str:
+    """The negative label below the ham cutoff, the positive label at or above the spam
+    cutoff, 'unsure' between. Without cutoffs: the Bayes decision, no unsure band (a
+    log-odds of exactly 0 is negative, as MATH.md decides + iff w.x + b > 0)."""
+    if cutoffs is None or cutoffs == (0.0, 0.0):
+        return positive if log_odds > 0 else negative
+    ham_cutoff, spam_cutoff = cutoffs
+    if log_odds >= spam_cutoff:
+        return positive
+    if log_odds < ham_cutoff:
+        return negative
+    return UNSURE
+
+
+def calibrated_probability(
+    calibration: tuple[float, float] | None, log_odds: float
+) -> float | None:
+    """Platt scaling 1 / (1 + exp(-(a * s + b))), computed without overflow; None without
+    a calibration."""
+    if calibration is None:
+        return None
+    a, b = calibration
+    z = a * log_odds + b
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
+
+
+def prediction(
+    message_id: str,
+    labels: tuple[str, ...],
+    log_posterior: list[float],
+    log_odds: float | None,
+    *,
+    positive: str | None,
+    cutoffs: tuple[float, float] | None,
+    calibration: tuple[float, float] | None,
+) -> Prediction:
+    """The Prediction of one message from its log posteriors (in label order) and, for two
+    classes, its log-odds of ``positive``."""
+    probabilities = tuple(math.exp(x) for x in log_posterior)
+    if log_odds is None:
+        best = max(range(len(labels)), key=log_posterior.__getitem__)
+        return Prediction(message_id, labels[best], probabilities)
+    negative = labels[1 - labels.index(positive)]
+    return Prediction(
+        id=message_id,
+        label=positive if log_odds > 0 else negative,
+        probabilities=probabilities,
+        log_odds=log_odds,
+        verdict=verdict(log_odds, cutoffs, positive, negative),
+        calibrated=calibrated_probability(calibration, log_odds),
+    )

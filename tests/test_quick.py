@@ -1,0 +1,79 @@
+"""The one-message scorer gives what the batch scorer gives, without numpy or scipy."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nbspam.config import build_settings
+from nbspam.messages import Problems, read_labelled, read_messages
+from nbspam.model import score, train
+from nbspam.modelfile import save_model
+from nbspam.quick import load_quick
+
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
+
+
+@pytest.fixture(scope="module", params=["multinomial", "bernoulli", "three-class"])
+def saved(request, tmp_path_factory):
+    messages = list(read_labelled([str(SAMPLE / "train")], Problems()))
+    if request.param == "three-class":
+        messages = [
+            m if i % 3 else m.__class__(m.id, m.data, "other") for i, m in enumerate(messages)
+        ]
+        settings = build_settings({"min_count": 2})
+    else:
+        settings = build_settings({"model": request.param, "cutoffs": "-5,5"})
+    model = train(messages, settings)
+    path = tmp_path_factory.mktemp("quick") / "m.nbm"
+    save_model(model, path)
+    return model, path
+
+
+def test_quick_equals_batch(saved):
+    model, path = saved
+    quick = load_quick(path)
+    messages = list(read_messages([str(SAMPLE)], Problems()))
+    assert len(messages) > 60
+    for batch in score(model, messages):
+        one = quick.predict(batch.id, next(m.data for m in messages if m.id == batch.id))
+        assert one.log_odds == batch.log_odds  # the same sums in the same order: bit for bit
+        assert one.label == batch.label and one.verdict == batch.verdict
+        assert (
+            one.calibrated == pytest.approx(batch.calibrated, abs=1e-15)
+            if batch.calibrated
+            else True
+        )
+        assert one.probabilities == pytest.approx(batch.probabilities, rel=1e-12, abs=1e-300)
+
+
+def test_binary_search_finds_every_term_and_no_other(saved):
+    model, path = saved
+    quick = load_quick(path)
+    assert [quick.column(t) for t in model.terms] == list(range(len(model.terms)))
+    assert quick.column("\uffff not a term") is None and quick.column("") is None
+
+
+def test_one_message_on_stdin_imports_neither_numpy_nor_scipy(saved):
+    _, path = saved
+    probe = (
+        "import sys, runpy\n"
+        f"sys.argv = ['nbspam', 'predict', '-m', {str(path)!r}, '-f', 'jsonl']\n"
+        "try:\n    runpy.run_module('nbspam', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('numpy', 'scipy') if m in sys.modules))\n"
+    )
+    message = (SAMPLE / "new" / "002.eml").read_bytes()
+    out = (
+        subprocess.run(
+            [sys.executable, "-c", probe], input=message, capture_output=True, check=True
+        )
+        .stdout.decode()
+        .splitlines()
+    )
+    assert json.loads(out[0])["path"] == "-"
+    assert out[1] == "[]"
