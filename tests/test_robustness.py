@@ -1,0 +1,91 @@
+"""Bad input through the commands: no traceback, every message scored or reported."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from nbspam.cli import cli
+
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
+MIME = (SAMPLE / "train" / "spam" / "001.eml").read_bytes()
+
+
+def malformed(folder: Path) -> list[Path]:
+    """A folder of messages that are hard to read, each a file."""
+    folder.mkdir(parents=True)
+    cases = {
+        "empty.eml": b"",
+        "garbage.bin": bytes(range(256)) * 40,
+        "truncated.eml": MIME[: len(MIME) // 2],
+        "wrong-charset.eml": (
+            b"Subject: caf\xe9\nContent-Type: text/plain; charset=utf-8\n\nna\xefve \xff\xfe prices"
+        ),
+        "unknown-charset.eml": b"Content-Type: text/plain; charset=x-nonsense-42\n\nhello \xe4",
+        "no-boundary.eml": b"Content-Type: multipart/mixed\n\n--x\nhello\n--x--\n",
+        "header-junk.eml": b"Subject: \x00\x01\xff\x80 win\nFrom: <<<@@@>>>\n\nbody",
+        "nul-bytes.eml": b"From: a@b.example\n\n" + b"\x00" * 1000,
+        "huge.eml": b"Subject: big\n\n" + b"free money now " * 3_500_000,  # 52 MB
+    }
+    paths = []
+    for name, data in cases.items():
+        path = folder / name
+        path.write_bytes(data)
+        paths.append(path)
+    os.symlink(folder, folder / "loop")  # a folder that contains itself
+    return paths
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    path = tmp_path_factory.mktemp("model") / "m.nbm"
+    result = CliRunner().invoke(cli, ["train", str(SAMPLE / "train"), "-o", str(path)])
+    assert result.exit_code == 0, result.output
+    return path
+
+
+def test_predict_scores_or_reports_every_input(model, tmp_path):
+    files = malformed(tmp_path / "bad")
+    missing = tmp_path / "missing.eml"
+    result = CliRunner().invoke(
+        cli, ["predict", "-m", str(model), "-f", "jsonl", str(tmp_path / "bad"), str(missing)]
+    )
+    assert result.exit_code == 3
+    assert "Traceback" not in result.output + result.stderr
+    scored = [json.loads(line)["path"] for line in result.stdout.splitlines()]
+    assert sorted(scored) == sorted(str(p) for p in files)  # each file once, loop not entered
+    reported = result.stderr.splitlines()
+    assert f"{missing}: no such file or directory" in reported
+    assert any(
+        line.startswith(f"{tmp_path / 'bad' / 'loop'}: folder already read") for line in reported
+    )
+    assert reported[-1] == "2 input(s) skipped, see above"
+
+
+def test_train_reads_bad_messages_and_accounts_for_them(tmp_path):
+    malformed(tmp_path / "data" / "spam")
+    (tmp_path / "data" / "ham").mkdir()
+    for path in sorted((SAMPLE / "train" / "ham").iterdir()):
+        (tmp_path / "data" / "ham" / path.name).write_bytes(path.read_bytes())
+    out = tmp_path / "m.nbm"
+    result = CliRunner().invoke(cli, ["train", str(tmp_path / "data"), "-o", str(out)])
+    assert result.exit_code == 3, result.output
+    assert "Traceback" not in result.output + result.stderr
+    assert "trained a multinomial model on 33 messages (ham 24, spam 9)" in result.stderr
+    assert result.stderr.count("folder already read") == 1
+    assert out.exists()
+
+
+def test_a_huge_message_is_cut_not_skipped():
+    from nbspam.config import TokenizerConfig
+    from nbspam.features import Analyzer
+
+    huge = b"Subject: big\nContent-Type: text/plain\n\n" + b"free money now " * 3_500_000
+    tokens = Analyzer(TokenizerConfig()).tokens(huge)
+    assert "nbspam:truncated" in tokens and "subject:big" in tokens
+    # the body is cut at max_body_chars (200,000 characters, 15 per "free money now ")
+    assert tokens.count("free") == 200_000 // 15 + 1
