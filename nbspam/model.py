@@ -253,8 +253,17 @@ def train(
 
     for labels, counted in count_chunks(fresh_chunks(), settings.tokenizer, jobs):
         X = counts.add_counts(counted, labels)
-        if rows is not None:
-            rows.chunks.append(X)
+        if rows is not None:  # kept as int32: half the memory of int64 rows
+            rows.chunks.append(
+                sp.csr_matrix(
+                    (
+                        X.data.astype(np.int32),
+                        X.indices.astype(np.int32),
+                        X.indptr.astype(np.int32),
+                    ),
+                    shape=X.shape,
+                )
+            )
             rows.labels.extend(labels)
     if not counts.labels:
         raise TrainingError("no messages to train on")
