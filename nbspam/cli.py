@@ -123,6 +123,25 @@ def format_option(f):
     )(f)
 
 
+def default_jobs() -> int:
+    """The number of processor cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def jobs_option(f):
+    return click.option(
+        "-j",
+        "--jobs",
+        type=click.IntRange(min=1),
+        default=default_jobs,
+        show_default="the number of cores",
+        help="Worker processes that parse and tokenize messages; any number gives the same result.",
+    )(f)
+
+
 def files_from_options(f):
     f = click.option(
         "-0",
@@ -246,7 +265,10 @@ _TRAIN_OPTIONS = [
     help="Where to write the model file (replaced atomically).",
 )
 @train_options
-def train(data: tuple[str, ...], output: str, config_file: str | None, **options: Any) -> None:
+@jobs_option
+def train(
+    data: tuple[str, ...], output: str, config_file: str | None, jobs: int, **options: Any
+) -> None:
     """Train a model on labelled messages and write it to a file.
 
     DATA is a folder with one subfolder per label (messages are found recursively below
@@ -267,7 +289,8 @@ def train(data: tuple[str, ...], output: str, config_file: str | None, **options
 
     settings = settings_from(config_file, options)
     report = Reporter("read")
-    model = train_model(read_labelled(data, report.problems), settings, progress=report.progress)
+    messages = read_labelled(data, report.problems)
+    model = train_model(messages, settings, progress=report.progress, jobs=jobs)
     with model_lock(output):
         save_model(model, output)
     status = report.finish()
@@ -334,7 +357,10 @@ def _paths(paths: tuple[str, ...], files_from, null: bool) -> Iterator[str]:
 @click.argument("paths", nargs=-1, metavar="[PATH]...")
 @files_from_options
 @format_option
-def predict(model_path: str, paths: tuple[str, ...], files_from, null: bool, fmt: str) -> None:
+@jobs_option
+def predict(
+    model_path: str, paths: tuple[str, ...], files_from, null: bool, fmt: str, jobs: int
+) -> None:
     """Classify messages: a label and posterior probabilities for each.
 
     A PATH is a message file, an mbox, a Maildir, a folder (every file below it), a table,
@@ -349,6 +375,18 @@ def predict(model_path: str, paths: tuple[str, ...], files_from, null: bool, fmt
       find ~/Maildir/new -type f | nbspam predict -m spam.nbm --files-from - -f jsonl
     """
     from . import render
+
+    if files_from is None and paths in ((), ("-",)):
+        # one message on stdin (a mail filter's case): score it without numpy or scipy
+        from .quick import load_quick
+
+        quick = load_quick(model_path)
+        if quick is not None:
+            result = quick.predict("-", sys.stdin.buffer.read())
+            for line in render.predictions([result], quick.labels, fmt):
+                click.echo(line)
+            return
+
     from .messages import read_messages
     from .model import score
     from .modelfile import load_model
@@ -356,7 +394,7 @@ def predict(model_path: str, paths: tuple[str, ...], files_from, null: bool, fmt
     model = load_model(model_path)
     report = Reporter("scored")
     messages = read_messages(_paths(paths, files_from, null), report.problems)
-    for line in render.predictions(score(model, messages), model.labels, fmt):
+    for line in render.predictions(score(model, messages, jobs=jobs), model.labels, fmt):
         click.echo(line)
         report.progress(1)
     sys.exit(report.finish())
@@ -461,8 +499,19 @@ def explain(
     help="Draw the ROC curve and the score histograms to this .png or .svg file (needs matplotlib).",
 )
 @train_options
+@jobs_option
 def evaluate(
-    data, cv_folds, seed, test_data, chronological, fmt, scores_file, plot, config_file, **options
+    data,
+    cv_folds,
+    seed,
+    test_data,
+    chronological,
+    fmt,
+    scores_file,
+    plot,
+    config_file,
+    jobs,
+    **options,
 ):
     """Measure how well the settings of 'train' classify labelled messages.
 
@@ -488,10 +537,15 @@ def evaluate(
     messages = read_labelled(data, report.problems)
     if test_data:
         tests = read_labelled(test_data, report.problems)
-        scores = ev.holdout(messages, tests, settings, report.progress, seed=seed)
+        scores = ev.holdout(messages, tests, settings, report.progress, seed=seed, jobs=jobs)
     elif chronological:
         scores = ev.chronological(
-            messages, settings, test_fraction=chronological, progress=report.progress, seed=seed
+            messages,
+            settings,
+            test_fraction=chronological,
+            progress=report.progress,
+            seed=seed,
+            jobs=jobs,
         )
     else:
         scores = ev.cross_validate(
@@ -508,6 +562,167 @@ def evaluate(
         plot_evaluation(scores, plot, cutoffs=ev.typical_cutoffs(scores))
         click.echo(f"wrote {plot}", err=True)
     sys.exit(status)
+
+
+FILTER_EXIT = {"spam": 0, "ham": 1, "unsure": 2, "error": 3}
+
+
+class FilterCommand(click.Command):
+    """`filter` parses as any command, but with --exit-status a usage error exits 3 (an
+    error), never 2, which would read as 'unsure'."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        given = list(args)
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.UsageError as error:
+            if "--exit-status" in given:
+                error.exit_code = FILTER_EXIT["error"]
+            raise
+
+
+def _move_option(kind: str, what: str):
+    """The option --move-KIND: where `filter` moves messages of one verdict."""
+    return click.option(
+        f"--move-{kind}",
+        metavar="DIR",
+        type=click.Path(file_okay=False),
+        help=f"Folders: move {what} to DIR, a Maildir (created if missing) or an existing plain folder.",
+    )
+
+
+@cli.command("filter", cls=FilterCommand)
+@model_option
+@click.argument("paths", nargs=-1, metavar="[PATH]...")
+@click.option(
+    "--exit-status",
+    is_flag=True,
+    help="One message: exit 0 for spam, 1 ham, 2 unsure, 3 error (bogofilter's convention).",
+)
+@_move_option("spam", "messages of the spam verdict (the positive label)")
+@_move_option("unsure", "messages of the unsure verdict")
+@_move_option("ham", "messages of the ham verdict (the negative label)")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Folders: report what would be moved; move nothing, write no state.",
+)
+@click.option(
+    "--report",
+    "report_path",
+    metavar="FILE|-",
+    help="Folders: append a JSON line for each new message to FILE ('-' for stdout).",
+)
+@click.option(
+    "--state",
+    "state_path",
+    type=click.Path(dir_okay=False),
+    help="Folders: the record of messages filtered before. [default: MODEL.state]",
+)
+def filter_mail(
+    model_path: str,
+    paths: tuple[str, ...],
+    exit_status: bool,
+    move_spam: str | None,
+    move_unsure: str | None,
+    move_ham: str | None,
+    dry_run: bool,
+    report_path: str | None,
+    state_path: str | None,
+) -> None:
+    """Classify mail unattended: one message on stdin, or Maildirs and folders.
+
+    Without PATH, one message is read from stdin and written to stdout unchanged but for
+    one added header, "X-Nbspam-Status: spam; log_odds=+12.345; probability=0.9731;
+    version=...", for procmail, maildrop or Sieve to act on. If anything fails the message
+    still comes out unchanged, with one line "Error: ..." on stderr.
+
+    With PATHs (Maildirs, or folders of message files), each message not filtered before
+    is scored and, with --move-spam, --move-unsure or --move-ham, moved (from new/ to
+    DEST/new/, from cur/ to DEST/cur/, flags kept; never overwriting). The digest of every
+    message handled goes to the state file, so the next run (from cron, say) handles only
+    new mail and a message moved back by hand stays where it is. A move is a rename on one
+    file system, and a copy flushed to disk before the unlink across two: no message is
+    lost, even if the run is killed.
+
+    \b
+    Example:
+      nbspam filter -m spam.nbm < message.eml > filtered.eml
+      nbspam filter -m spam.nbm --exit-status < message.eml > /dev/null; echo $?
+      nbspam filter -m spam.nbm ~/Maildir --move-spam ~/Maildir/.Junk --dry-run --report -
+    """
+    batch_only = [
+        name
+        for name, given in (
+            ("--move-spam", move_spam),
+            ("--move-unsure", move_unsure),
+            ("--move-ham", move_ham),
+            ("--dry-run", dry_run),
+            ("--report", report_path),
+            ("--state", state_path),
+        )
+        if given
+    ]
+    if not paths:
+        misuse = f"{', '.join(batch_only)}: for folders only, give PATHs" if batch_only else None
+        sys.exit(_filter_stdin(model_path, exit_status, misuse))
+    if exit_status:
+        raise click.UsageError("--exit-status is for one message on stdin (no PATH)")
+    from .filtering import default_state_path, filter_folders, report_writer
+    from .modelfile import load_model
+
+    model = load_model(model_path)
+    report = Reporter("filtered")
+    moves = {"spam": move_spam, "unsure": move_unsure, "ham": move_ham}
+    with report_writer(report_path, stdout=click.echo) as write:
+        summary = filter_folders(
+            model,
+            paths,
+            moves,
+            state_path=state_path or default_state_path(model_path),
+            dry_run=dry_run,
+            problems=report.problems,
+            report=write,
+            progress=report.progress,
+        )
+    status = report.finish()
+    click.echo(summary.line(dry_run=dry_run), err=True)
+    sys.exit(status)
+
+
+def _filter_stdin(model_path: str, exit_status: bool, misuse: str | None) -> int:
+    """Pass the message on stdin to stdout with its verdict header; return the exit status.
+
+    Whatever fails (a bad model, a bug, a broken installation), the original bytes still
+    go to stdout unchanged and the reason to stderr as one line.
+    """
+    data = click.get_binary_stream("stdin").read()
+    output, kind, error = data, None, misuse
+    if error is None:
+        try:
+            from .filtering import filter_single
+
+            output, kind = filter_single(model_path, data)
+        except Exception as exc:  # whatever it is, the message must come out
+            output, error = data, _one_line_error(exc)
+    stdout = click.get_binary_stream("stdout")
+    stdout.write(output)
+    stdout.flush()
+    if error is not None:
+        click.echo(f"Error: {error}", err=True)
+        return FILTER_EXIT["error"] if exit_status else NbspamError.exit_code
+    return FILTER_EXIT[kind] if exit_status else 0
+
+
+def _one_line_error(exc: Exception) -> str:
+    text = str(exc) if isinstance(exc, NbspamError) else f"internal error: {exc!r}"
+    return " ".join(text.split("\n"))
 
 
 def update_model(model_path: str, change):

@@ -46,7 +46,7 @@ def message_digest(data: bytes | str) -> bytes:
     """
     if isinstance(data, str):
         data = data.encode("utf-8", "surrogateescape")
-    end = data.find(b"\n\n")
+    end = min((i for i in (data.find(b"\n\n"), data.find(b"\r\n\r\n")) if i >= 0), default=-1)
     head = data if end < 0 else data[: end + 1]
     if b"x-nbspam-" in head.lower():
         data = _OWN_HEADER.sub(b"", head) + data[len(head) :]
@@ -174,7 +174,8 @@ def _read_mbox(path: str, problems: Problems) -> Iterator[Message]:
 
 
 def _read_folder(root: str, problems: Problems) -> Iterator[Message]:
-    """Every file below ``root`` in sorted order; hidden names skipped, Maildir ``tmp/`` too.
+    """Every file below ``root`` in sorted order; hidden names skipped; of a Maildir only
+    ``cur/`` and ``new/``.
 
     Symbolic links are followed, but a folder reached twice (a symlink loop) is reported
     and not entered again.
@@ -191,9 +192,10 @@ def _read_folder(root: str, problems: Problems) -> Iterator[Message]:
             problems.skip(folder, f"folder already read ({LINK_AGAIN}), not entered again")
             return
         seen.add((st.st_dev, st.st_ino))
-        maildir = _is_maildir(folder)
-        for entry in sorted(_listdir(folder, problems)):
-            if entry.startswith(".") or (maildir and entry == "tmp"):
+        # a Maildir's messages are in cur/ and new/; beside them lie the mail server's files
+        entries = ["cur", "new"] if _is_maildir(folder) else sorted(_listdir(folder, problems))
+        for entry in entries:
+            if entry.startswith("."):
                 continue
             path = os.path.join(folder, entry)
             if os.path.isdir(path):

@@ -715,3 +715,25 @@ def test_labelled_stdin_reads_the_process_standard_input(monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"from the pipe")))
     problems, _ = collector()
     assert triples(list(read_labelled(["spam=-"], problems))) == [("-", b"from the pipe", "spam")]
+
+
+def test_a_maildir_gives_only_cur_and_new(tmp_path):
+    box = tmp_path / "Maildir"
+    for sub in ("cur", "new", "tmp", "Sent"):
+        (box / sub).mkdir(parents=True)
+    (box / "new" / "1.host").write_bytes(b"Subject: a\n\nx")
+    (box / "tmp" / "2.host").write_bytes(b"Subject: half-delivered\n\nx")
+    (box / "Sent" / "3.host").write_bytes(b"Subject: sent\n\nx")
+    (box / "dovecot-uidlist").write_bytes(b"3 V1 N42\n")
+    problems = Problems()
+    ids = [m.id for m in read_messages([str(box)], problems)]
+    assert ids == [str(box / "new" / "1.host")] and problems.skipped == 0
+
+
+def test_digest_ignores_own_headers_with_crlf_too():
+    from nbspam.messages import message_digest
+
+    plain = b"Subject: a\r\n\r\nX-Nbspam-Status: spam\r\nbody\r\n"
+    filtered = b"X-Nbspam-Status: ham; log_odds=-3\r\n" + plain
+    assert message_digest(filtered) == message_digest(plain)
+    assert message_digest(plain) != message_digest(plain.replace(b"X-Nbspam-Status: spam\r\n", b""))
