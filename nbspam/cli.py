@@ -256,7 +256,7 @@ _TRAIN_OPTIONS = [
 
 
 @cli.command()
-@click.argument("data", nargs=-1, required=True)
+@click.argument("data", nargs=-1)
 @click.option(
     "-o",
     "--output",
@@ -264,17 +264,24 @@ _TRAIN_OPTIONS = [
     type=click.Path(dir_okay=False),
     help="Where to write the model file (replaced atomically).",
 )
+@files_from_options
 @train_options
 @jobs_option
 def train(
-    data: tuple[str, ...], output: str, config_file: str | None, jobs: int, **options: Any
+    data: tuple[str, ...],
+    output: str,
+    files_from,
+    null: bool,
+    config_file: str | None,
+    jobs: int,
+    **options: Any,
 ) -> None:
     """Train a model on labelled messages and write it to a file.
 
     DATA is a folder with one subfolder per label (messages are found recursively below
     each: files, Maildirs, mboxes), a table (TSV lines "label<TAB>text", CSV with label and
     text columns, JSON Lines with label and text keys), or LABEL=PATH for every message of
-    PATH under one label.
+    PATH under one label. --files-from reads more DATA, one per line.
 
     \b
     Example:
@@ -289,7 +296,10 @@ def train(
 
     settings = settings_from(config_file, options)
     report = Reporter("read")
-    messages = read_labelled(data, report.problems)
+    specs = [*data, *_listed(files_from, null)]
+    if not specs:
+        raise click.UsageError("give DATA to train on, or --files-from")
+    messages = read_labelled(specs, report.problems)
     model = train_model(messages, settings, progress=report.progress, jobs=jobs)
     with model_lock(output):
         save_model(model, output)
@@ -344,12 +354,17 @@ def _paths(paths: tuple[str, ...], files_from, null: bool) -> Iterator[str]:
     if not paths and files_from is None:
         yield "-"
     yield from paths
-    if files_from is not None:
-        sep = b"\0" if null else b"\n"
-        for raw in files_from.read().split(sep):
-            raw = raw.rstrip(b"\r") if not null else raw
-            if raw:
-                yield os.fsdecode(raw)
+    yield from _listed(files_from, null)
+
+
+def _listed(files_from, null: bool) -> Iterator[str]:
+    """The paths in a --files-from file: one per line, or NUL-separated with -0."""
+    if files_from is None:
+        return
+    for raw in files_from.read().split(b"\0" if null else b"\n"):
+        raw = raw if null else raw.rstrip(b"\r")
+        if raw:
+            yield os.fsdecode(raw)
 
 
 @cli.command()
@@ -414,9 +429,16 @@ def predict(
     metavar="LABEL",
     help="More than two classes: compare with this class (default: the runner-up).",
 )
+@files_from_options
 @format_option
 def explain(
-    model_path: str, paths: tuple[str, ...], top: int | None, against: str | None, fmt: str
+    model_path: str,
+    paths: tuple[str, ...],
+    top: int | None,
+    against: str | None,
+    files_from,
+    null: bool,
+    fmt: str,
 ) -> None:
     """Show the words that decide: globally, or for each given message.
 
@@ -438,14 +460,14 @@ def explain(
     from .modelfile import load_model
 
     model = load_model(model_path)
-    if not paths:
+    if not paths and files_from is None:
         groups = ex.top_terms(model, top or 20, against=against)
         for line in render.top_terms(groups, model.labels, ex.count_kind(model), fmt):
             click.echo(line)
         return
     analyzer = Analyzer(model.tokenizer)
     report = Reporter("explained")
-    for message in read_messages(paths, report.problems):
+    for message in read_messages(_paths(paths, files_from, null), report.problems):
         e = ex.explain_message(model, message.id, analyzer.tokens(message.data), against=against)
         for line in render.message_explanation(e, fmt, top):
             click.echo(line)

@@ -70,7 +70,13 @@ def test_predict_jsonl_keys_and_invariants(runner, model, tmp_path):
     assert result.exit_code == 0, result.output
     record = json.loads(result.stdout)
     assert set(record) == {
-        "path", "label", "probability", "probabilities", "log_odds", "verdict", "calibrated"
+        "path",
+        "label",
+        "probability",
+        "probabilities",
+        "log_odds",
+        "verdict",
+        "calibrated",
     }
     assert record["verdict"] in ("ham", "unsure", "spam")
     assert record["path"] == str(msg) and record["label"] == "spam"
@@ -94,7 +100,14 @@ def test_predict_text_and_tsv_formats(runner, model, data):
     tsv = run(runner, "predict", "-m", model, "-f", "tsv", data)
     rows = [line.split("\t") for line in tsv.stdout.splitlines()]
     assert rows[0] == [
-        "path", "label", "probability", "log_odds", "verdict", "calibrated", "p_ham", "p_spam"
+        "path",
+        "label",
+        "probability",
+        "log_odds",
+        "verdict",
+        "calibrated",
+        "p_ham",
+        "p_spam",
     ]
     assert [r[1] for r in rows[1:]] == ["ham"] * 4 + ["spam"] * 4
 
@@ -217,3 +230,25 @@ def test_every_command_has_help_with_an_example(runner):
         assert result.exit_code == 0
         assert "Example:" in result.stdout
     assert "Exit status: 0 success; 1 an error in the input" in run(runner, "--help").stdout
+
+
+def test_files_from_for_train_predict_and_explain(runner, data, tmp_path):
+    specs = tmp_path / "specs.txt"
+    specs.write_text(f"ham={data / 'ham'}\nspam={data / 'spam'}\n")
+    out = tmp_path / "ff.nbm"
+    result = run(runner, "train", "-o", out, "--files-from", specs, "--min-count", "1")
+    assert result.exit_code == 0, result.output
+    assert "on 8 messages (ham 4, spam 4)" in result.stderr
+    listed = "\0".join(str(p) for p in sorted((data / "spam").iterdir())) + "\0"
+    result = runner.invoke(
+        cli, ["predict", "-m", str(out), "--files-from", "-", "-0", "-f", "tsv"], input=listed
+    )
+    assert result.exit_code == 0
+    assert [row.split("\t")[1] for row in result.stdout.splitlines()[1:]] == ["spam"] * 4
+    result = runner.invoke(
+        cli,
+        ["explain", "-m", str(out), "--files-from", "-", "-f", "jsonl"],
+        input=str(data / "ham" / "0.txt"),
+    )
+    assert json.loads(result.stdout)["path"] == str(data / "ham" / "0.txt")
+    assert run(runner, "train", "-o", out).exit_code == 2  # neither DATA nor --files-from
