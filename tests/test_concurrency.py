@@ -30,6 +30,7 @@ from nbspam.lock import LockError, model_lock
 from nbspam.messages import Message, Problems, read_labelled
 from nbspam.model import train
 from nbspam.modelfile import load_model, save_model
+from tests.processes import KILL_AT_FSYNC
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = ROOT / "sample_data" / "train"
@@ -86,23 +87,6 @@ path, label, folder = sys.argv[1:4]
 for file in sorted(Path(folder).iterdir()):
     message = Message(str(file), file.read_bytes())
     update_model(path, lambda model, message=message: learn(model, [message], label))
-"""
-
-# `nbspam ARGS...` (argv[2:]) killed with SIGKILL on its argv[1]-th call of fsync: the first
-# is the temporary model file's (before the rename), the second the folder's (after it).
-KILL_AT_FSYNC = """
-import os, signal, sys
-calls, kill_at, real_fsync = 0, int(sys.argv[1]), os.fsync
-def fsync(fd):
-    global calls
-    calls += 1
-    if calls == kill_at:
-        os.kill(os.getpid(), signal.SIGKILL)
-    real_fsync(fd)
-os.fsync = fsync
-from nbspam.cli import main
-sys.argv = ["nbspam", *sys.argv[2:]]
-main()
 """
 
 # `nbspam ARGS...` (argv[2:]) paused before its first fsync, with the temporary model file

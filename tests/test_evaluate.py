@@ -43,10 +43,14 @@ def texts(label: str, bodies: list[str]) -> list[Message]:
 
 def small_corpus() -> list[Message]:
     """13 ham and 8 spam short texts, interleaved, with a little overlap between the classes."""
-    ham = texts("ham", [f"meeting notes agenda lunch item{i} project {'offer' * (i % 4 == 0)}"
-                        for i in range(13)])
-    spam = texts("spam", [f"free offer money winner item{i} click {'lunch' * (i % 3 == 0)}"
-                          for i in range(8)])
+    ham = texts(
+        "ham",
+        [f"meeting notes agenda lunch item{i} project {'offer' * (i % 4 == 0)}" for i in range(13)],
+    )
+    spam = texts(
+        "spam",
+        [f"free offer money winner item{i} click {'lunch' * (i % 3 == 0)}" for i in range(8)],
+    )
     return [m for pair in zip(ham, spam + [None] * 5, strict=True) for m in pair if m is not None]
 
 
@@ -70,8 +74,12 @@ def binary_scores(
         fold=np.array(fold if fold is not None else [i % 2 for i in range(len(odds))]),
         seconds={"tokenize": 2.0, "train": 1.5, "score": 0.3},
         calibrated=None if calibrated is None else np.array(calibrated),
-        protocol={"method": "cross-validation", "folds": 2, "seed": 42,
-                  "description": "stratified 2-fold cross-validation (seed 42)"},
+        protocol={
+            "method": "cross-validation",
+            "folds": 2,
+            "seed": 42,
+            "description": "stratified 2-fold cross-validation (seed 42)",
+        },
     )
 
 
@@ -89,7 +97,9 @@ def hand_report() -> dict:
 
 def multi_class_scores() -> Scores:
     """Five messages of classes a, a, b, c, c predicted (highest posterior) a, b, b, c, a."""
-    probs = np.array([[.7, .2, .1], [.3, .6, .1], [.1, .8, .1], [.1, .1, .8], [.5, .2, .3]])
+    probs = np.array(
+        [[0.7, 0.2, 0.1], [0.3, 0.6, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8], [0.5, 0.2, 0.3]]
+    )
     return Scores(
         ids=("1", "2", "3", "4", "5"),
         labels=("a", "a", "b", "c", "c"),
@@ -231,8 +241,11 @@ def test_choose_cutoffs_known_answer():
     # sorted: -3 ham, -2 ham, -1 spam, 1 spam, 2 ham, 3 spam; a false positive costs 10.
     # spam from 2.5 (no FP, spam 3 caught); ham below -1.5 leaves -1, 1 and 2 unsure: 0.6.
     # Any lower spam cutoff pays 10 for ham 2; a higher ham cutoff pays 1 per spam missed.
-    scores = binary_scores([-3, -2, -1, 1, 2, 3, 99], ["ham", "ham", "spam", "spam", "ham",
-                                                       "spam", "ham"], fold=[0] * 6 + [-1])
+    scores = binary_scores(
+        [-3, -2, -1, 1, 2, 3, 99],
+        ["ham", "ham", "spam", "spam", "ham", "spam", "ham"],
+        fold=[0] * 6 + [-1],
+    )
     assert choose_cutoffs(scores) == (-1.5, 2.5)
     # equal costs: one cutoff at -1.5 makes a single error (ham 2); unsure never pays
     assert choose_cutoffs(scores, cost_fp=1.0, cost_unsure=1.0) == (-1.5, -1.5)
@@ -243,8 +256,11 @@ def test_choose_cutoffs_known_answer():
 
 
 def test_calibrate_fits_platt_on_the_evaluated_scores_only():
-    scores = binary_scores([-3, -1, 2, 1, 4, 50], ["ham", "spam", "ham", "spam", "spam", "ham"],
-                           fold=[0, 1, 0, 1, 0, -1])
+    scores = binary_scores(
+        [-3, -1, 2, 1, 4, 50],
+        ["ham", "spam", "ham", "spam", "spam", "ham"],
+        fold=[0, 1, 0, 1, 0, -1],
+    )
     assert calibrate(scores) == metrics.fit_platt([-3, -1, 2, 1, 4], [0, 1, 0, 1, 1])
 
 
@@ -263,12 +279,16 @@ def test_report_metrics_by_hand(hand_report):
     third = 2 / 3
     for label in ("ham", "spam"):
         assert r["per_class"][label] == pytest.approx(
-            {"precision": third, "recall": third, "f1": third, "support": 3})
+            {"precision": third, "recall": third, "f1": third, "support": 3}
+        )
     assert r["macro"] == pytest.approx({"precision": third, "recall": third, "f1": third})
     assert r["accuracy"] == pytest.approx(4 / 6)
     assert r["mcc"] == pytest.approx((2 * 2 - 1 * 1) / math.sqrt(3 * 3 * 3 * 3))
-    assert r["confusion"] == {"true": ["ham", "spam"], "predicted": ["ham", "spam"],
-                              "matrix": [[2, 1], [1, 2]]}
+    assert r["confusion"] == {
+        "true": ["ham", "spam"],
+        "predicted": ["ham", "spam"],
+        "matrix": [[2, 1], [1, 2]],
+    }
     # spam -0.5 beats ham -3 and -1 only; spam 1 and 4 beat every ham: 8 of 9 pairs
     assert r["ranking"]["roc_auc"] == pytest.approx(8 / 9)
     assert r["ranking"]["one_minus_roca_percent"] == pytest.approx(100 / 9)
@@ -289,15 +309,26 @@ def test_report_metrics_by_hand(hand_report):
     spam = [y == "spam" for y in HAND_LABELS]
     raw = [sigmoid(s) for s in HAND_ODDS]
     assert cal["raw"]["brier"] == pytest.approx(
-        sum((p - y) ** 2 for p, y in zip(raw, spam, strict=True)) / 6)
+        sum((p - y) ** 2 for p, y in zip(raw, spam, strict=True)) / 6
+    )
     assert cal["raw"]["log_loss"] == pytest.approx(
-        sum(math.log1p(math.exp(-s if y else s)) for s, y in zip(HAND_ODDS, spam, strict=True)) / 6)
+        sum(math.log1p(math.exp(-s if y else s)) for s, y in zip(HAND_ODDS, spam, strict=True)) / 6
+    )
     # calibrated: ham 0.15, 0.25, 0.35; spam 0.55, 0.75, 0.85
     assert cal["calibrated"]["brier"] == pytest.approx(
-        (0.15**2 + 0.25**2 + 0.35**2 + 0.45**2 + 0.25**2 + 0.15**2) / 6)
+        (0.15**2 + 0.25**2 + 0.35**2 + 0.45**2 + 0.25**2 + 0.15**2) / 6
+    )
     assert cal["calibrated"]["log_loss"] == pytest.approx(
-        -(math.log(0.85) + math.log(0.75) + math.log(0.65) + math.log(0.55) + math.log(0.75)
-          + math.log(0.85)) / 6)
+        -(
+            math.log(0.85)
+            + math.log(0.75)
+            + math.log(0.65)
+            + math.log(0.55)
+            + math.log(0.75)
+            + math.log(0.85)
+        )
+        / 6
+    )
     assert [b["count"] for b in cal["raw"]["reliability"]] == [1, 0, 1, 1, 0, 0, 1, 1, 0, 1]
     assert [b["count"] for b in cal["calibrated"]["reliability"]] == [0, 1, 1, 1, 0, 1, 0, 1, 1, 0]
     assert r["seconds"] == {"tokenize": 2.0, "train": 1.5, "score": 0.3}
@@ -307,14 +338,31 @@ def test_report_json_keys_and_infinite_cutoffs():
     scores = binary_scores(HAND_ODDS, HAND_LABELS)
     r = report(scores, cutoffs=(-math.inf, math.inf), calibration=None)
     assert list(r) == [
-        "protocol", "classes", "positive", "counts", "decision", "per_class", "macro",
-        "accuracy", "mcc", "confusion", "ranking", "cutoffs", "calibration", "seconds",
+        "protocol",
+        "classes",
+        "positive",
+        "counts",
+        "decision",
+        "per_class",
+        "macro",
+        "accuracy",
+        "mcc",
+        "confusion",
+        "ranking",
+        "cutoffs",
+        "calibration",
+        "seconds",
     ]
     assert list(r["counts"]) == ["messages", "evaluated", "by_class"]
     assert list(r["ranking"]) == ["roc_auc", "one_minus_roca_percent", "recall_at_fpr"]
     assert list(r["cutoffs"]) == [
-        "ham_cutoff", "spam_cutoff", "false_positives", "false_negatives", "unsure",
-        "unsure_rate", "confusion",
+        "ham_cutoff",
+        "spam_cutoff",
+        "false_positives",
+        "false_negatives",
+        "unsure",
+        "unsure_rate",
+        "confusion",
     ]
     assert list(r["calibration"]) == ["platt", "calibrated_by", "raw", "calibrated"]
     assert list(r["calibration"]["raw"]) == ["brier", "log_loss", "reliability"]
@@ -329,9 +377,11 @@ def test_report_multi_class_by_hand():
     # confusion a: [1, 1, 0], b: [0, 1, 0], c: [1, 0, 1]
     assert r["confusion"]["matrix"] == [[1, 1, 0], [0, 1, 0], [1, 0, 1]]
     assert r["per_class"]["b"] == pytest.approx(
-        {"precision": 0.5, "recall": 1.0, "f1": 2 / 3, "support": 1})
+        {"precision": 0.5, "recall": 1.0, "f1": 2 / 3, "support": 1}
+    )
     assert r["macro"] == pytest.approx(
-        {"precision": 2 / 3, "recall": 2 / 3, "f1": (0.5 + 2 / 3 + 2 / 3) / 3})
+        {"precision": 2 / 3, "recall": 2 / 3, "f1": (0.5 + 2 / 3 + 2 / 3) / 3}
+    )
     assert r["accuracy"] == pytest.approx(0.6)
     # Gorodkin: (c s - t.p) / sqrt((s^2 - p.p)(s^2 - t.t)), t = (2, 1, 2), p = (2, 2, 1)
     assert r["mcc"] == pytest.approx((3 * 5 - 8) / math.sqrt((25 - 9) * (25 - 9)))
@@ -438,9 +488,13 @@ def test_render_markdown_exact():
 def test_render_markdown_two_class_sections(hand_report):
     lines = list(render_report(hand_report, "markdown"))
     assert [line for line in lines if line.startswith("## ")] == [
-        "## Evaluation", "## Classification (spam iff log-odds > 0)",
-        "## Confusion matrix (rows: true label, columns: predicted)", "## Ranking by log-odds",
-        "## Cutoffs", "## Calibration", "## Timings",
+        "## Evaluation",
+        "## Classification (spam iff log-odds > 0)",
+        "## Confusion matrix (rows: true label, columns: predicted)",
+        "## Ranking by log-odds",
+        "## Cutoffs",
+        "## Calibration",
+        "## Timings",
     ]
     assert "| ham | 1 | 0 | 2 |" in lines and "| calibrated | 0.08250 | 0.32150 |" in lines
 
@@ -453,7 +507,13 @@ def test_render_json_exact(hand_report):
         '    "method": "cross-validation",',
         '    "folds": 2,',
     ]
-    assert lines[-5:] == ['    "tokenize": 2.0,', '    "train": 1.5,', '    "score": 0.3', "  }", "}"]
+    assert lines[-5:] == [
+        '    "tokenize": 2.0,',
+        '    "train": 1.5,',
+        '    "score": 0.3',
+        "  }",
+        "}",
+    ]
     assert json.loads("\n".join(lines)) == hand_report
 
 
@@ -463,7 +523,9 @@ def test_render_json_exact(hand_report):
 
 
 def test_plot_writes_png_and_svg(tmp_path):
-    pytest.importorskip("matplotlib", reason="matplotlib is not installed (pip install 'nbspam[plot]')")
+    pytest.importorskip(
+        "matplotlib", reason="matplotlib is not installed (pip install 'nbspam[plot]')"
+    )
     from nbspam.plot import PlotError, plot_evaluation
 
     scores = binary_scores(HAND_ODDS, HAND_LABELS)
@@ -487,7 +549,9 @@ def test_plot_without_matplotlib_says_how_to_install(tmp_path, monkeypatch):
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` fail
     with pytest.raises(PlotError, match=r"pip install 'nbspam\[plot\]'") as caught:
-        plot_evaluation(binary_scores(HAND_ODDS, HAND_LABELS), str(tmp_path / "e.png"), cutoffs=None)
+        plot_evaluation(
+            binary_scores(HAND_ODDS, HAND_LABELS), str(tmp_path / "e.png"), cutoffs=None
+        )
     assert isinstance(caught.value, NbspamError) and "matplotlib" in str(caught.value)
     assert not (tmp_path / "e.png").exists()
 

@@ -37,6 +37,7 @@ from nbspam.messages import Message, Problems, message_digest, read_messages
 from nbspam.model import score
 from nbspam.modelfile import load_model
 from nbspam.update import learn
+from tests.processes import KILL_AT_FSYNC
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_data"
@@ -48,24 +49,6 @@ ENV = {
 WAIT = 60.0  # seconds: the longest a single process may take before the test fails
 MESSAGE = (SAMPLE / "new" / "001.eml").read_bytes()
 SPAM_IN_CUR = "1790000001.M1P1.mailhost:2,FS"
-
-# `nbspam ARGS...` (argv[2:]) killed with SIGKILL on its argv[1]-th call of fsync: after a
-# hard link and before the unlink of the old name, after the unlink and before the state
-# line, or after the state line, depending on the count.
-KILL_AT_FSYNC = """
-import os, signal, sys
-calls, kill_at, real_fsync = 0, int(sys.argv[1]), os.fsync
-def fsync(fd):
-    global calls
-    calls += 1
-    if calls == kill_at:
-        os.kill(os.getpid(), signal.SIGKILL)
-    real_fsync(fd)
-os.fsync = fsync
-from nbspam.cli import main
-sys.argv = ["nbspam", *sys.argv[2:]]
-main()
-"""
 
 # Relabels the message argv[2] in the model argv[1] back and forth (spam, ham, spam, ...)
 # under the model's lock, as `nbspam learn` does, until the file argv[3] exists.

@@ -380,8 +380,12 @@ def test_mbox_without_suffix_is_found_by_a_second_separator():
     problems, _ = collector()
     got = list(read_messages(["inbox", "mail"], problems))
     assert ids(got) == [
-        "inbox#1", "inbox#2", "inbox#3",
-        "mail/saved#1", "mail/saved#2", "mail/saved#3",
+        "inbox#1",
+        "inbox#2",
+        "inbox#3",
+        "mail/saved#1",
+        "mail/saved#2",
+        "mail/saved#3",
     ]
     assert [m.data for m in got] == MBOX_MESSAGES * 2
 
@@ -476,11 +480,7 @@ def test_table_that_is_not_utf8_is_reported():
 
 
 CSV = (
-    "label,text,id\n"
-    'spam,"line one\nline two, with a comma",\n'
-    "ham,hello,\n"
-    "\n"
-    'ham,"say ""hi""",h-7\n'
+    'label,text,id\nspam,"line one\nline two, with a comma",\nham,hello,\n\nham,"say ""hi""",h-7\n'
 )
 
 
@@ -505,9 +505,7 @@ def test_csv_columns_in_any_order_and_case():
         ("x9", "second", None),
     ]
     problems, lines = collector()
-    assert triples(list(read_labelled(["rows.csv"], problems))) == [
-        ("rows.csv#2", "first", "spam")
-    ]
+    assert triples(list(read_labelled(["rows.csv"], problems))) == [("rows.csv#2", "first", "spam")]
     assert lines == ["x9: no label in this row"]
 
 
