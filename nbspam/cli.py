@@ -884,6 +884,8 @@ def info(model_path: str, fmt: str) -> None:
         "terms_seen": len(model.terms),
         "terms_kept": int(model.scorer.kept.size),
         "settings": {"train": header["train"], "tokenizer": header["tokenizer"]},
+        "cutoffs": header.get("cutoffs"),
+        "calibration": header.get("calibration"),
         "history": model.info,
     }
     if fmt == "json":
@@ -900,6 +902,19 @@ def info(model_path: str, fmt: str) -> None:
         f"settings:   {train_cfg['model']}{' on word presence' if train_cfg['binary'] and train_cfg['model'] == 'multinomial' else ''}, "
         f"alpha {train_cfg['alpha']:g}, prior {train_cfg['prior']}, min-count {train_cfg['min_count']}",
     ]
+    if model.is_binary:
+        negative = model.labels[model.negative_index]
+        lines.append(
+            "cutoffs:    none (the Bayes decision, no unsure band)"
+            if model.cutoffs is None
+            else f"cutoffs:    {negative} below {model.cutoffs[0]:+.3f}, {model.train.positive} "
+            f"from {model.cutoffs[1]:+.3f} log-odds, unsure between"
+        )
+        if model.calibration is not None:
+            a, b = model.calibration
+            lines.append(
+                f"calibrated: P({model.train.positive}) = 1 / (1 + exp(-({a:.5g} log-odds {b:+.5g})))"
+            )
     lines += [f"{key + ':':<11} {value}" for key, value in model.info.items()]
     tok = header["tokenizer"]
     lines.append(

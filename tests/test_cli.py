@@ -252,3 +252,15 @@ def test_files_from_for_train_predict_and_explain(runner, data, tmp_path):
     )
     assert json.loads(result.stdout)["path"] == str(data / "ham" / "0.txt")
     assert run(runner, "train", "-o", out).exit_code == 2  # neither DATA nor --files-from
+
+
+def test_info_shows_what_is_in_the_model(runner, model):
+    result = run(runner, "info", "-m", model)
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"model:      {model} (format 1, written by nbspam 0.1.0)"
+    assert lines[1] == "labels:     ham 4, spam 4 (positive: spam)"
+    assert any(line.startswith("cutoffs:    ") for line in lines)
+    info = json.loads(run(runner, "info", "-m", model, "-f", "json").stdout)
+    assert info["labels"] == {"ham": 4, "spam": 4} and info["messages"] == 8
+    assert info["settings"]["train"]["min_count"] == 1
