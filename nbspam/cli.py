@@ -345,6 +345,14 @@ def train_summary(model, output: str) -> str:
         lines.append(f"{model.info['duplicates']:,} repeated message(s) counted once")
     if model.is_binary:
         lines.append(f"positive class: {model.train.positive} (log-odds > 0 point to it)")
+        if model.cutoffs is not None:
+            ham_cut, spam_cut = model.cutoffs
+            lines.append(
+                f"cutoffs: {model.labels[model.negative_index]} below {ham_cut:+.3f}, "
+                f"{model.train.positive} from {spam_cut:+.3f} log-odds, unsure between"
+            )
+        if model.calibration is not None:
+            lines.append("calibration: Platt scaling fitted by internal cross-validation")
     lines.append(f"wrote {output} ({size / 1e6:.1f} MB)")
     return "\n".join(lines)
 

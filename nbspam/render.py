@@ -45,7 +45,9 @@ def predictions(items: Iterable[Prediction], labels: Sequence[str], fmt: Format)
         elif p.log_odds is None:
             yield f"{p.id}: {p.label} (probability {prob:.4f})"
         else:
-            calibrated = "" if p.calibrated is None else f", calibrated {p.calibrated:.4f}"
+            calibrated = ""
+            if p.calibrated is not None:
+                calibrated = f", calibrated P({_positive(p, labels)}) {p.calibrated:.4f}"
             yield (
                 f"{p.id}: {p.verdict} (log-odds {p.log_odds:+.3f}, probability of "
                 f"{p.label} {prob:.4f}{calibrated})"
@@ -135,6 +137,12 @@ def message_explanation(e: MessageExplanation, fmt: Format, top: int | None) -> 
         rest = sum(c.contribution for c in e.contributions[len(shown) :])
         yield f"  {rest:>+12.4f}  {'':>5}  {'':>9}  ({hidden} more words)"
     yield f"  {e.log_odds:>+12.4f}  {'':>5}  {'':>9}  = log-odds ({e.unknown_tokens} tokens not in the model)"
+
+
+def _positive(p: Prediction, labels: Sequence[str]) -> str:
+    """The positive label of a two-class prediction: the one its log-odds point to."""
+    other = labels[1 - labels.index(p.label)]
+    return p.label if p.log_odds > 0 else other
 
 
 def _number(value: float | None) -> str:

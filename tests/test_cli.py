@@ -59,7 +59,9 @@ def test_train_prints_a_summary(runner, data, tmp_path):
     assert lines[0].startswith("trained a multinomial model on 8 messages (ham 4, spam 4) in ")
     assert lines[1].startswith("vocabulary: ") and lines[1].endswith("seen (min-count 1)")
     assert lines[2] == "positive class: spam (log-odds > 0 point to it)"
-    assert lines[3].startswith(f"wrote {out} (")
+    assert lines[3].startswith("cutoffs: ham below ") and lines[3].endswith(" log-odds, unsure between")
+    assert lines[4] == "calibration: Platt scaling fitted by internal cross-validation"
+    assert lines[5].startswith(f"wrote {out} (")
     assert result.stdout == ""
 
 
