@@ -1,6 +1,6 @@
 """python -m nbspam: the same as the nbspam command."""
 
-from .cli import main
+from .entry import main
 
 if __name__ == "__main__":
     main()

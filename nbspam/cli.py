@@ -401,13 +401,9 @@ def predict(
 
     if files_from is None and paths in ((), ("-",)):
         # one message on stdin (a mail filter's case): score it without numpy or scipy
-        from .quick import load_quick
+        from .quick import predict_stdin
 
-        quick = load_quick(model_path)
-        if quick is not None:
-            result = quick.predict("-", sys.stdin.buffer.read())
-            for line in render.predictions([result], quick.labels, fmt):
-                click.echo(line)
+        if predict_stdin(model_path, fmt):
             return
 
     from .messages import read_messages
@@ -594,9 +590,6 @@ def evaluate(
     sys.exit(status)
 
 
-FILTER_EXIT = {"spam": 0, "ham": 1, "unsure": 2, "error": 3}
-
-
 class FilterCommand(click.Command):
     """`filter` parses as any command, but with --exit-status a usage error exits 3 (an
     error), never 2, which would read as 'unsure'."""
@@ -613,6 +606,8 @@ class FilterCommand(click.Command):
             return super().make_context(info_name, args, parent=parent, **extra)
         except click.UsageError as error:
             if "--exit-status" in given:
+                from .filtering import FILTER_EXIT
+
                 error.exit_code = FILTER_EXIT["error"]
             raise
 
@@ -701,7 +696,9 @@ def filter_mail(
     ]
     if not paths:
         misuse = f"{', '.join(batch_only)}: for folders only, give PATHs" if batch_only else None
-        sys.exit(_filter_stdin(model_path, exit_status, misuse))
+        from .filtering import filter_stdin
+
+        sys.exit(filter_stdin(model_path, exit_status=exit_status, misuse=misuse))
     if exit_status:
         raise click.UsageError("--exit-status is for one message on stdin (no PATH)")
     from .filtering import default_state_path, filter_folders, report_writer
@@ -724,35 +721,6 @@ def filter_mail(
     status = report.finish()
     click.echo(summary.line(dry_run=dry_run), err=True)
     sys.exit(status)
-
-
-def _filter_stdin(model_path: str, exit_status: bool, misuse: str | None) -> int:
-    """Pass the message on stdin to stdout with its verdict header; return the exit status.
-
-    Whatever fails (a bad model, a bug, a broken installation), the original bytes still
-    go to stdout unchanged and the reason to stderr as one line.
-    """
-    data = click.get_binary_stream("stdin").read()
-    output, kind, error = data, None, misuse
-    if error is None:
-        try:
-            from .filtering import filter_single
-
-            output, kind = filter_single(model_path, data)
-        except Exception as exc:  # whatever it is, the message must come out
-            output, error = data, _one_line_error(exc)
-    stdout = click.get_binary_stream("stdout")
-    stdout.write(output)
-    stdout.flush()
-    if error is not None:
-        click.echo(f"Error: {error}", err=True)
-        return FILTER_EXIT["error"] if exit_status else NbspamError.exit_code
-    return FILTER_EXIT[kind] if exit_status else 0
-
-
-def _one_line_error(exc: Exception) -> str:
-    text = str(exc) if isinstance(exc, NbspamError) else f"internal error: {exc!r}"
-    return " ".join(text.split("\n"))
 
 
 def update_model(model_path: str, change):

@@ -24,6 +24,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 import time
 from collections import deque
@@ -131,6 +132,37 @@ def verdict_kind(verdict: str | None, positive: str | None) -> str:
     if verdict == positive:
         return SPAM
     return UNSURE if verdict == UNSURE else HAM
+
+
+#: Exit statuses of ``filter --exit-status`` (bogofilter's convention).
+FILTER_EXIT = {"spam": 0, "ham": 1, "unsure": 2, "error": 3}
+
+
+def filter_stdin(model_path: str, *, exit_status: bool, misuse: str | None = None) -> int:
+    """Pass the message on stdin to stdout with its verdict header; return the exit status.
+
+    Whatever fails (a bad model, a bug, a broken installation), the original bytes still
+    go to stdout unchanged and the reason to stderr as one line ``Error: ...``. ``misuse``
+    is such a reason found before (an option that needs folders).
+    """
+    data = sys.stdin.buffer.read()
+    output, kind, error = data, None, misuse
+    if error is None:
+        try:
+            output, kind = filter_single(model_path, data)
+        except Exception as exc:  # whatever it is, the message must come out
+            output, error = data, _one_line_error(exc)
+    sys.stdout.buffer.write(output)
+    sys.stdout.buffer.flush()
+    if error is not None:
+        print(f"Error: {error}", file=sys.stderr)
+        return FILTER_EXIT["error"] if exit_status else NbspamError.exit_code
+    return FILTER_EXIT[kind] if exit_status else 0
+
+
+def _one_line_error(exc: Exception) -> str:
+    text = str(exc) if isinstance(exc, NbspamError) else f"internal error: {exc!r}"
+    return " ".join(text.split("\n"))
 
 
 def filter_single(model_path: str, data: bytes) -> tuple[bytes, str]:

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from email.message import Message
 from email.parser import BytesParser
 from email.policy import compat32
-from html.parser import HTMLParser
 
 __all__ = ["ParsedMail", "html_to_text", "looks_like_mail", "parse_mail"]
 
@@ -163,41 +162,49 @@ _HIDDEN_TAGS = frozenset(("script", "style"))
 _LINK_ATTRIBUTES = frozenset(("href", "src", "background", "action"))
 
 
-class _TextExtractor(HTMLParser):
-    """Collects the visible text of an HTML document and the targets of its links."""
+@functools.lru_cache(maxsize=1)
+def _extractor_class() -> type:
+    """The HTML text extractor, built on first use: most mail has no HTML, and a filter run
+    per delivery should not pay for importing html.parser."""
+    from html.parser import HTMLParser
 
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.pieces: list[str] = []
-        self.links: list[str] = []
-        self.hidden = 0
+    class _TextExtractor(HTMLParser):
+        """Collects the visible text of an HTML document and the targets of its links."""
 
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self._attributes(attrs)
-        if tag in _HIDDEN_TAGS:
-            self.hidden += 1
-        elif tag in _BLOCK_TAGS:
-            self.pieces.append("\n")
+        def __init__(self) -> None:
+            super().__init__(convert_charrefs=True)
+            self.pieces: list[str] = []
+            self.links: list[str] = []
+            self.hidden = 0
 
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self._attributes(attrs)
-        if tag in _BLOCK_TAGS:
-            self.pieces.append("\n")
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            self._attributes(attrs)
+            if tag in _HIDDEN_TAGS:
+                self.hidden += 1
+            elif tag in _BLOCK_TAGS:
+                self.pieces.append("\n")
 
-    def handle_endtag(self, tag: str) -> None:
-        if tag in _HIDDEN_TAGS:
-            self.hidden = max(0, self.hidden - 1)
-        elif tag in _BLOCK_TAGS:
-            self.pieces.append("\n")
+        def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            self._attributes(attrs)
+            if tag in _BLOCK_TAGS:
+                self.pieces.append("\n")
 
-    def handle_data(self, data: str) -> None:
-        if not self.hidden:
-            self.pieces.append(data)
+        def handle_endtag(self, tag: str) -> None:
+            if tag in _HIDDEN_TAGS:
+                self.hidden = max(0, self.hidden - 1)
+            elif tag in _BLOCK_TAGS:
+                self.pieces.append("\n")
 
-    def _attributes(self, attrs: list[tuple[str, str | None]]) -> None:
-        for name, value in attrs:
-            if name in _LINK_ATTRIBUTES and value and value.strip():
-                self.links.append(value.strip())
+        def handle_data(self, data: str) -> None:
+            if not self.hidden:
+                self.pieces.append(data)
+
+        def _attributes(self, attrs: list[tuple[str, str | None]]) -> None:
+            for name, value in attrs:
+                if name in _LINK_ATTRIBUTES and value and value.strip():
+                    self.links.append(value.strip())
+
+    return _TextExtractor
 
 
 def html_to_text(html: str) -> tuple[str, tuple[str, ...]]:
@@ -208,7 +215,7 @@ def html_to_text(html: str) -> tuple[str, tuple[str, ...]]:
     white space become one space. Link targets are the values of href, src, background and
     action attributes, in order.
     """
-    extractor = _TextExtractor()
+    extractor = _extractor_class()()
     try:
         extractor.feed(html)
         extractor.close()

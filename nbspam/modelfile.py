@@ -1,9 +1,10 @@
 """A Model to and from its file (`container`): counts, settings, and a scoring table.
 
 Arrays: ``terms`` (uint8, the sorted vocabulary as UTF-8 joined by line breaks),
-``term_offsets`` (d + 1,) uint64 where each term starts in ``terms``, ``class_count`` (C,),
-``term_count`` (C, d) and ``doc_count`` (C, d) int64; ``seen_digests`` (n, 16) uint8 and
-``seen_labels`` (n,) int64, the messages learned. The model is rebuilt from these counts.
+``term_offsets`` (d + 1,) where each term starts in ``terms``, ``class_count`` (C,),
+``term_count`` (C, d) and ``doc_count`` (C, d); ``seen_digests`` (n, 16) uint8 and
+``seen_labels`` (n,), the messages learned. Integers are 32-bit where the values fit, else
+64-bit. The model is rebuilt from these counts (as int64).
 
 The scoring table lets one message be scored without numpy (`quick`): ``score_coef``
 (C, d) and ``score_intercept`` (C,) float64, the linear form of the scorer over the whole
@@ -36,9 +37,10 @@ def save_model(model: Model, path: str | os.PathLike[str]) -> None:
     np.cumsum([len(t) + 1 for t in encoded], out=offsets[1:])
     arrays = {
         "terms": np.frombuffer(b"\n".join(encoded), np.uint8),
-        "term_offsets": offsets.astype("<u8"),
+        "term_offsets": offsets.astype("<u4" if offsets[-1] < 2**32 else "<u8"),
     }
-    arrays.update({name: getattr(model, name).astype("<i8") for name in _COUNTS})
+    # counts as 32-bit integers when they fit: a smaller file is quicker to read and check
+    arrays.update({name: _compact(getattr(model, name)) for name in _COUNTS})
     arrays["seen_digests"] = np.ascontiguousarray(model.seen_digests, np.uint8)
     sc = model.scorer
     coef = np.zeros((len(model.labels), len(model.terms)), "<f8")
@@ -93,11 +95,11 @@ def _model(path: str | os.PathLike[str], box: container.Container) -> Model:
         return Model(
             labels=tuple(header["labels"]),
             terms=tuple(terms.split("\n")) if terms else (),
-            class_count=arrays["class_count"],
-            term_count=arrays["term_count"],
-            doc_count=arrays["doc_count"],
+            class_count=arrays["class_count"].astype(np.int64),
+            term_count=arrays["term_count"].astype(np.int64),
+            doc_count=arrays["doc_count"].astype(np.int64),
             seen_digests=arrays["seen_digests"],
-            seen_labels=arrays["seen_labels"],
+            seen_labels=arrays["seen_labels"].astype(np.int64),
             tokenizer=settings.tokenizer,
             train=settings.train,
             cutoffs=_pair(header.get("cutoffs")),
@@ -106,6 +108,11 @@ def _model(path: str | os.PathLike[str], box: container.Container) -> Model:
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ModelFileError(f"{path} has a malformed header ({exc})") from None
+
+
+def _compact(counts: np.ndarray) -> np.ndarray:
+    fits = counts.size == 0 or (counts.min() >= -(2**31) and counts.max() < 2**31)
+    return counts.astype("<i4" if fits else "<i8")
 
 
 def _pair(value: Any) -> tuple[float, float] | None:

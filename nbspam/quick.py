@@ -33,7 +33,8 @@ class QuickModel:
         self.binary: bool = header["score"]["binary"]
         self.bias: float | None = header["score"]["bias"]
         self._terms = bytes(box.view("terms"))
-        self._offsets = box.view("term_offsets").cast("Q")
+        view, dtype, _ = box.views["term_offsets"]
+        self._offsets = view.cast("I" if dtype == "<u4" else "Q")
         self._size = len(self._offsets) - 1
         self._coef = box.view("score_coef").cast("d")
         self._intercept = box.view("score_intercept").cast("d")
@@ -105,3 +106,17 @@ def load_quick(path: str | os.PathLike[str]) -> QuickModel | None:
 
 def _pair(value: list[float] | None) -> tuple[float, float] | None:
     return None if value is None else (float(value[0]), float(value[1]))
+
+
+def predict_stdin(model_path: str, fmt: str) -> bool:
+    """Score the one message on stdin and print it as `predict` does; False (nothing read,
+    nothing printed) where this path cannot be used and the full scorer must."""
+    from .render import predictions
+
+    quick = load_quick(model_path)
+    if quick is None:
+        return False
+    result = quick.predict("-", sys.stdin.buffer.read())
+    for line in predictions([result], quick.labels, fmt):  # type: ignore[arg-type]
+        print(line)
+    return True

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import unicodedata
-from importlib import resources
 from pathlib import Path
 
 import regex
@@ -51,6 +50,8 @@ def load_stop_words(spec: str, config: TokenizerConfig) -> tuple[str, ...]:
     if spec == "none":
         return ()
     if spec == "english":
+        from importlib import resources  # only training needs it: keep it off the start-up path
+
         text = resources.files("nbspam").joinpath("data/english_stop_words.txt").read_text("utf-8")
     else:
         try:
