@@ -15,12 +15,16 @@ $(BIN)/python:
 # compat editable mode: a plain path entry, which imports faster than an import hook
 EDITABLE = --config-settings editable_mode=compat
 
+# nbspam's own modules are compiled once here: where PYTHONDONTWRITEBYTECODE is set, every
+# start would otherwise compile them again
 $(VENV)/.runtime: pyproject.toml | $(BIN)/python
 	$(PIP) install $(EDITABLE) -e .
+	$(BIN)/python -m compileall -q nbspam
 	touch $@
 
 $(VENV)/.test: pyproject.toml | $(BIN)/python
 	$(PIP) install $(EDITABLE) -e '.[test]'
+	$(BIN)/python -m compileall -q nbspam
 	touch $(VENV)/.runtime $@
 
 demo: $(VENV)/.runtime
@@ -38,6 +42,7 @@ lint: $(VENV)/.test
 
 bench: $(VENV)/.test
 	$(BIN)/python bench/cv.py ../shared/corpora/spamassassin --sklearn
+	$(BIN)/python bench/speed.py
 
 clean:
 	rm -rf $(VENV) $(OUT) .pytest_cache .ruff_cache .hypothesis

@@ -28,7 +28,9 @@ def plot_format(path: str) -> str:
     """The image format of ``path`` by its suffix: 'png' or 'svg'; PlotError otherwise."""
     suffix = Path(path).suffix.lower()
     if suffix not in PLOT_SUFFIXES:
-        raise PlotError(f"cannot tell the image format of {path}: give a file ending in .png or .svg")
+        raise PlotError(
+            f"cannot tell the image format of {path}: give a file ending in .png or .svg"
+        )
     return PLOT_SUFFIXES[suffix]
 
 
@@ -91,8 +93,13 @@ def draw_roc(axes: Any, odds: np.ndarray, pos: np.ndarray, positive: str) -> Non
     for rate in (0.001, 0.01):
         recall, _ = metrics.recall_at_fpr(odds, pos, rate)
         axes.axvline(100 * rate, color="grey", linestyle=":", linewidth=1)
-        axes.annotate(f"{100 * recall:.1f}%", (100 * rate, 100 * recall), fontsize=8,
-                      xytext=(4, -12), textcoords="offset points")
+        axes.annotate(
+            f"{100 * recall:.1f}%",
+            (100 * rate, 100 * recall),
+            fontsize=8,
+            xytext=(4, -12),
+            textcoords="offset points",
+        )
     axes.set_xscale("log")
     axes.set_xlim(100 * floor, 100)
     axes.set_xlabel("false-positive rate: ham called spam (%, log scale)")
@@ -117,8 +124,13 @@ def draw_histogram(
         marks = ((cutoffs[0], negative, "darkgreen", "--"), (cutoffs[1], positive, "darkred", ":"))
         for value, name, color, style in marks:
             if np.isfinite(value):
-                axes.axvline(value, color=color, linestyle=style, linewidth=1.5,
-                             label=f"{name} cutoff {value:+.1f}")
+                axes.axvline(
+                    value,
+                    color=color,
+                    linestyle=style,
+                    linewidth=1.5,
+                    label=f"{name} cutoff {value:+.1f}",
+                )
     axes.set_yscale("log")
     axes.set_xlabel(f"log-odds {positive} vs {negative}")
     axes.set_ylabel("messages (log scale)")
