@@ -75,8 +75,7 @@ def top_terms(model: Model, n: int, *, against: str | None = None) -> list[Class
         w, _ = nb.pair_weights(sc.coef, sc.intercept, c, ref)
         order = np.lexsort((np.arange(w.size), -w))[:n]
         terms = tuple(
-            TermWeight(sc.index.terms[a], float(w[a]), tuple(int(k) for k in counts[:, a]))
-            for a in order
+            TermWeight(sc.terms[a], float(w[a]), tuple(int(k) for k in counts[:, a])) for a in order
         )
         out.append(ClassTerms(label, model.labels[ref], terms))
     if model.is_binary:
@@ -111,7 +110,7 @@ def explain_message(
     f = np.ones_like(row.data) if sc.binary else row.data
     contributions = sorted(
         (
-            Contribution(sc.index.terms[a], int(k), float(w[a]), float(k * w[a]))
+            Contribution(sc.terms[a], int(k), float(w[a]), float(k * w[a]))
             for a, k in zip(row.indices, f)
         ),
         key=lambda c: (-abs(c.contribution), c.term),

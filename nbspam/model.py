@@ -76,18 +76,23 @@ class Model:
 class Scorer:
     """Scoring parameters over the kept terms (k of them): J = f(X) coef.T + intercept.
 
-    kept (k,) column numbers of the kept terms in the model's vocabulary; index maps a kept
-    term to its column 0..k-1; coef (C, k); intercept (C,); binary says f is presence.
-    For two-class models, weights (k,) and bias are the log-odds form (positive vs negative).
+    kept (k,) column numbers of the kept terms in the model's vocabulary; terms (k,) those
+    terms; coef (C, k); intercept (C,); binary says f is presence. For two-class models,
+    weights (k,) and bias are the log-odds form (positive vs negative). ``index`` maps a
+    kept term to its column 0..k-1, built when first needed.
     """
 
     kept: np.ndarray
-    index: TermIndex
+    terms: tuple[str, ...]
     coef: np.ndarray
     intercept: np.ndarray
     binary: bool
     weights: np.ndarray | None
     bias: float | None
+
+    @cached_property
+    def index(self) -> TermIndex:
+        return TermIndex(self.terms)
 
 
 def make_scorer(model: Model) -> Scorer:
@@ -113,9 +118,9 @@ def make_scorer(model: Model) -> Scorer:
     weights = bias = None
     if model.is_binary:
         weights, bias = nb.pair_weights(coef, intercept, model.positive_index, model.negative_index)
-    index = TermIndex(model.terms[i] for i in kept)
     binary = cfg.model == "bernoulli" or cfg.binary
-    return Scorer(kept, index, coef, intercept, binary, weights, bias)
+    terms = tuple(model.terms[i] for i in kept)
+    return Scorer(kept, terms, coef, intercept, binary, weights, bias)
 
 
 def prior_weights(prior: Any, labels: Sequence[str]) -> np.ndarray | None:

@@ -14,10 +14,12 @@ class TermIndex:
     """A growing map term -> column, columns numbered in order of first appearance."""
 
     def __init__(self, terms: Iterable[str] = ()) -> None:
-        self.terms: list[str] = []
-        self.ids: dict[str, int] = {}
-        for term in terms:
-            self.add(term)
+        self.terms: list[str] = list(terms)
+        self.ids: dict[str, int] = dict(zip(self.terms, range(len(self.terms))))
+        if len(self.ids) != len(self.terms):
+            raise ValueError("a term index cannot hold a term twice")
+        if self.terms and "\n" in "".join(self.terms):
+            raise ValueError("a term cannot contain a line break")
 
     def __len__(self) -> int:
         return len(self.terms)
@@ -45,10 +47,12 @@ def count_rows(
     indptr = array("q", [0])
     indices = array("q")
     data = array("q")
-    lookup = index.add if grow else index.ids.get
+    known = index.ids.get  # most terms are known: look them up without a method call
     for tokens in token_lists:
         for term, n in Counter(tokens).items():
-            col = lookup(term)
+            col = known(term)
+            if col is None and grow:
+                col = index.add(term)
             if col is not None:
                 indices.append(col)
                 data.append(n)

@@ -1,0 +1,50 @@
+"""Term index, count rows and renumbering."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nbspam.vocabulary import TermIndex, count_rows, renumber, select_terms, sorted_order
+
+
+def test_count_rows_counts_and_grows_in_order_of_first_appearance():
+    index = TermIndex()
+    X = count_rows([["b", "a", "b"], [], ["c", "a"]], index)
+    assert index.terms == ["b", "a", "c"]
+    np.testing.assert_array_equal(X.toarray(), [[2, 1, 0], [0, 0, 0], [0, 1, 1]])
+
+
+def test_count_rows_without_growing_ignores_unknown_terms():
+    index = TermIndex(["a", "b"])
+    X = count_rows([["a", "z", "b", "b"]], index, grow=False)
+    assert index.terms == ["a", "b"]
+    np.testing.assert_array_equal(X.toarray(), [[1, 2]])
+
+
+def test_renumber_maps_local_columns_into_an_index():
+    local = TermIndex()
+    X = count_rows([["x", "y"], ["y", "new"]], local)
+    index = TermIndex(["y", "x"])
+    grown = renumber(local.terms, X, index, grow=True)
+    assert index.terms == ["y", "x", "new"]
+    np.testing.assert_array_equal(grown.toarray(), [[1, 1, 0], [1, 0, 1]])
+    known = renumber(local.terms, X, TermIndex(["y"]), grow=False)
+    np.testing.assert_array_equal(known.toarray(), [[1], [1]])
+
+
+def test_term_index_refuses_line_breaks_and_repeats():
+    with pytest.raises(ValueError, match="line break"):
+        TermIndex(["a", "b\nc"])
+    with pytest.raises(ValueError, match="twice"):
+        TermIndex(["a", "a"])
+    with pytest.raises(ValueError, match="line break"):
+        TermIndex().add("x\ny")
+
+
+def test_select_terms_and_sorted_order():
+    df = np.array([0, 1, 5, 3, 3])
+    assert list(np.flatnonzero(select_terms(df, 10, min_count=1))) == [1, 2, 3, 4]
+    assert list(np.flatnonzero(select_terms(df, 10, min_count=3, max_df=0.4))) == [3, 4]
+    assert list(np.flatnonzero(select_terms(df, 10, max_features=2))) == [2, 3]
+    assert list(sorted_order(["b", "ä", "a", "B"])) == [3, 2, 0, 1]
