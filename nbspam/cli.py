@@ -389,7 +389,8 @@ def predict(
     A PATH is a message file, an mbox, a Maildir, a folder (every file below it), a table,
     or '-' for one message on stdin (the default when no PATH is given). For two-class
     models the log-odds log P(positive|x) - log P(negative|x) is printed too: it never
-    saturates, so rank by it rather than by probability.
+    saturates, so rank by it rather than by probability. They also get a verdict by the
+    model's cutoffs (ham, unsure or spam) and a calibrated probability of spam.
 
     \b
     Example:
