@@ -465,6 +465,8 @@ def explain(
     from .modelfile import load_model
 
     model = load_model(model_path)
+    if against is not None and against not in model.labels:
+        raise NbspamError(f"--against {against!r} is not one of the labels {list(model.labels)}")
     if not paths and files_from is None:
         groups = ex.top_terms(model, top or 20, against=against)
         for line in render.top_terms(groups, model.labels, ex.count_kind(model), fmt):
@@ -564,19 +566,18 @@ def evaluate(
     messages = read_labelled(data, report.problems)
     if test_data:
         tests = read_labelled(test_data, report.problems)
-        scores = ev.holdout(messages, tests, settings, report.progress, seed=seed, jobs=jobs)
+        scores = ev.holdout(messages, tests, settings, report.progress, jobs=jobs)
     elif chronological:
         scores = ev.chronological(
             messages,
             settings,
             test_fraction=chronological,
             progress=report.progress,
-            seed=seed,
             jobs=jobs,
         )
     else:
         scores = ev.cross_validate(
-            messages, settings, folds=cv_folds, seed=seed, progress=report.progress
+            messages, settings, folds=cv_folds, seed=seed, progress=report.progress, jobs=jobs
         )
     status = report.finish()
     for line in ev.render_report(ev.report(scores, cutoffs=None, calibration=None), fmt):
@@ -593,7 +594,8 @@ def evaluate(
 
 class FilterCommand(click.Command):
     """`filter` parses as any command, but with --exit-status a usage error exits 3 (an
-    error), never 2, which would read as 'unsure'."""
+    error), never 2, which would read as 'unsure'; and a message on stdin still passes
+    through unchanged."""
 
     def make_context(
         self,
@@ -610,6 +612,9 @@ class FilterCommand(click.Command):
                 from .filtering import FILTER_EXIT
 
                 error.exit_code = FILTER_EXIT["error"]
+            if not sys.stdin.isatty():  # a delivery: the message must come out all the same
+                sys.stdout.buffer.write(sys.stdin.buffer.read())
+                sys.stdout.buffer.flush()
             raise
 
 
@@ -739,9 +744,16 @@ def update_model(model_path: str, change):
 @cli.command()
 @model_option
 @click.option("-l", "--label", required=True, help="The label the messages are learned as.")
+@click.option(
+    "--new-label",
+    is_flag=True,
+    help="Allow a label the model does not have yet (it gains a class).",
+)
 @click.argument("paths", nargs=-1, metavar="[PATH]...")
 @files_from_options
-def learn(model_path: str, label: str, paths: tuple[str, ...], files_from, null: bool) -> None:
+def learn(
+    model_path: str, label: str, new_label: bool, paths: tuple[str, ...], files_from, null: bool
+) -> None:
     """Add messages to a model under a label, in place (to correct a mistake, say).
 
     A message the model already learned under this label is left alone; one learned under
@@ -759,7 +771,16 @@ def learn(model_path: str, label: str, paths: tuple[str, ...], files_from, null:
 
     report = Reporter("learned")
     messages = read_messages(_paths(paths, files_from, null), report.problems)
-    _, change = update_model(model_path, lambda m: learn_messages(m, messages, label))
+
+    def change(model):
+        if label not in model.labels and not new_label:
+            raise NbspamError(
+                f"{model_path} has no label {label!r} (its labels: {', '.join(model.labels)}); "
+                f"give --new-label to add one"
+            )
+        return learn_messages(model, messages, label)
+
+    _, change = update_model(model_path, change)
     status = report.finish()
     click.echo(
         f"learned {change.learned + change.relabelled:,} message(s) as {label} "
@@ -820,10 +841,18 @@ def merge(models: tuple[str, ...], output: str) -> None:
     from .modelfile import load_model, save_model
     from .update import merge as merge_models
 
+    if len(models) < 2:
+        raise click.UsageError("merge needs two or more models")
     merged = merge_models([load_model(path) for path in models])
     with model_lock(output):
         save_model(merged, output)
     click.echo(f"merged {len(models)} models into {output}", err=True)
+    if merged.is_binary:
+        click.echo(
+            "note: the merged model has no cutoffs or calibration (they were fitted on the "
+            "parts); it decides by log-odds > 0 until trained on all the data",
+            err=True,
+        )
 
 
 @cli.command()
@@ -909,10 +938,4 @@ def info(model_path: str, fmt: str) -> None:
 
 def main() -> None:
     """Entry point of the ``nbspam`` command and ``python -m nbspam``."""
-    try:
-        cli(prog_name="nbspam")
-    except BrokenPipeError:
-        # the reader went away (``nbspam predict ... | head``): stop quietly, as Unix tools do
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        sys.exit(141)
+    cli(prog_name="nbspam")

@@ -140,7 +140,10 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"config file {path} is not valid YAML: {exc}") from exc
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "cannot be parsed"
+        raise ConfigError(f"config file {path} is not valid YAML: {problem}{where}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):

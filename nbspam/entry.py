@@ -13,13 +13,30 @@ import sys
 
 def main() -> None:
     """Entry point of the ``nbspam`` command and ``python -m nbspam``."""
-    status = _one_message(sys.argv[1:])
+    try:
+        status = _one_message(sys.argv[1:])
+    except BrokenPipeError:
+        _quiet_stdout()
+        sys.exit(_BROKEN_PIPE_STATUS.get(sys.argv[1:2][0] if sys.argv[1:] else "", 1))
     if status is None:
         from .cli import main as cli_main
 
-        cli_main()
+        cli_main()  # click itself stops quietly with status 1 when the reader goes away
     else:
         sys.exit(status)
+
+
+# The reader of the output went away (``nbspam predict ... | head``): status 1, as click
+# gives; for filter, the error status of --exit-status (its 1 would read as "ham").
+_BROKEN_PIPE_STATUS = {"filter": 3}
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing at exit raises nothing more."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 def _one_message(args: list[str]) -> int | None:

@@ -267,7 +267,6 @@ def cross_validate_matrix(
         fold,
         settings,
         protocol=protocol,
-        seed=seed,
         tokenize_seconds=tokenize_seconds,
         decision_rules=decision_rules,
     )
@@ -279,12 +278,11 @@ def holdout(
     settings: Settings,
     progress: Progress | None = None,
     *,
-    seed: int = 42,
     jobs: int = 1,
 ) -> Scores:
     """Train on one set of messages, score another. Rows: the training messages, then the test.
 
-    ``seed`` shuffles the inner folds of the calibration. Raises InputError when the test
+    Raises InputError when the test
     data has a label the training data lacks.
     """
     started = time.perf_counter()
@@ -310,9 +308,7 @@ def holdout(
         "test": n_test,
         "description": f"trained on {n_train:,} messages, tested on {n_test:,} others",
     }
-    return score_split(
-        data, fold, settings, protocol=protocol, seed=seed, tokenize_seconds=tokenized
-    )
+    return score_split(data, fold, settings, protocol=protocol, tokenize_seconds=tokenized)
 
 
 def chronological(
@@ -321,7 +317,6 @@ def chronological(
     *,
     test_fraction: float,
     progress: Progress | None = None,
-    seed: int = 42,
     jobs: int = 1,
 ) -> Scores:
     """Train on the oldest messages, test on the newest ``test_fraction`` of them.
@@ -366,9 +361,7 @@ def chronological(
             f"{n_test:,}{note}"
         ),
     }
-    return score_split(
-        data, fold, settings, protocol=protocol, seed=seed, tokenize_seconds=tokenized
-    )
+    return score_split(data, fold, settings, protocol=protocol, tokenize_seconds=tokenized)
 
 
 def _check_labels(labels: Sequence[str], folds: int) -> None:
@@ -397,7 +390,6 @@ def score_split(
     settings: Settings,
     *,
     protocol: dict[str, Any],
-    seed: int = 42,
     tokenize_seconds: float | None = None,
     decision_rules: bool = True,
 ) -> Scores:

@@ -345,12 +345,13 @@ def predict_matrix(model: Model, X: sp.csr_matrix) -> tuple[np.ndarray, np.ndarr
     posteriors, so it does not saturate: a message at log-odds 800 scores 800.
     """
     sc = model.scorer
-    log_post = nb.log_posterior(nb.joint_log_likelihood(X, sc.coef, sc.intercept, binary=sc.binary))
+    F = X
+    if sc.binary:  # f(x) = [x > 0]: presence, computed once for both products
+        F = X.copy()
+        F.data = np.ones_like(F.data)
+    log_post = nb.log_posterior(nb.joint_log_likelihood(F, sc.coef, sc.intercept, binary=False))
     if sc.weights is None:
         return log_post, None
-    F = X.copy()
-    if sc.binary:
-        F.data = np.ones_like(F.data)
     return log_post, np.asarray(F @ sc.weights) + sc.bias
 
 

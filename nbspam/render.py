@@ -12,14 +12,13 @@ if TYPE_CHECKING:  # explain needs numpy; rendering a prediction must not
     from .explain import ClassTerms, MessageExplanation
 
 Format = Literal["text", "jsonl", "tsv"]
-FORMATS: tuple[str, ...] = ("text", "jsonl", "tsv")
 
 
 def predictions(items: Iterable[Prediction], labels: Sequence[str], fmt: Format) -> Iterator[str]:
     """One line per prediction (TSV starts with a header row).
 
     jsonl keys: path, label, probability (posterior of that label), probabilities
-    (label -> posterior) and, for two-class models, log_odds.
+    (label -> posterior) and, for two-class models, log_odds, verdict and calibrated.
     """
     if fmt == "tsv":
         yield "\t".join(

@@ -59,7 +59,9 @@ def test_train_prints_a_summary(runner, data, tmp_path):
     assert lines[0].startswith("trained a multinomial model on 8 messages (ham 4, spam 4) in ")
     assert lines[1].startswith("vocabulary: ") and lines[1].endswith("seen (min-count 1)")
     assert lines[2] == "positive class: spam (log-odds > 0 point to it)"
-    assert lines[3].startswith("cutoffs: ham below ") and lines[3].endswith(" log-odds, unsure between")
+    assert lines[3].startswith("cutoffs: ham below ") and lines[3].endswith(
+        " log-odds, unsure between"
+    )
     assert lines[4] == "calibration: Platt scaling fitted by internal cross-validation"
     assert lines[5].startswith(f"wrote {out} (")
     assert result.stdout == ""
@@ -266,3 +268,27 @@ def test_info_shows_what_is_in_the_model(runner, model):
     info = json.loads(run(runner, "info", "-m", model, "-f", "json").stdout)
     assert info["labels"] == {"ham": 4, "spam": 4} and info["messages"] == 8
     assert info["settings"]["train"]["min_count"] == 1
+
+
+def test_learn_refuses_an_unknown_label_unless_asked(runner, model, data):
+    message = data / "spam" / "0.txt"
+    result = run(runner, "learn", "-m", model, "--label", "Spam", message)
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: {model} has no label 'Spam' (its labels: ham, spam); give --new-label to add one\n"
+    )
+    result = run(runner, "learn", "-m", model, "--label", "phish", "--new-label", message)
+    assert result.exit_code == 0
+    assert json.loads(run(runner, "info", "-m", model, "-f", "json").stdout)["labels"]["phish"] == 1
+
+
+def test_explain_against_an_unknown_label_is_an_error(runner, model, data):
+    for args in ([], [data / "ham" / "0.txt"]):
+        result = run(runner, "explain", "-m", model, "--against", "zzz", *args)
+        assert result.exit_code == 1
+        assert result.stderr == "Error: --against 'zzz' is not one of the labels ['ham', 'spam']\n"
+
+
+def test_merge_needs_two_models(runner, model, tmp_path):
+    result = run(runner, "merge", model, "-o", tmp_path / "out.nbm")
+    assert result.exit_code == 2 and "merge needs two or more models" in result.stderr

@@ -313,7 +313,7 @@ def test_learners_waiting_for_the_lock_all_get_in_once_it_is_released(
     with model_lock(model, timeout=0):
         original = model.read_bytes()
         procs = [
-            spawn([*NBSPAM, "learn", "-m", model, "--label", label, paths[0].parent])
+            spawn([*NBSPAM, "learn", "-m", model, "--new-label", "--label", label, paths[0].parent])
             for label, paths in batches
         ]
         wait_until_waiting_for_lock(procs, model)

@@ -265,8 +265,11 @@ def test_a_multi_class_model_is_refused_and_the_message_passes(tmp_path):
 
 def test_usage_errors(model_path):
     runner = CliRunner()
-    result = runner.invoke(cli, ["filter", "-m", model_path, "--exit-status", "--bogus"])
+    result = runner.invoke(
+        cli, ["filter", "-m", model_path, "--exit-status", "--bogus"], input=MESSAGE
+    )
     assert result.exit_code == 3  # never 2, which would read as unsure
+    assert result.stdout_bytes == MESSAGE  # a mistyped option loses no mail
     result = runner.invoke(cli, ["filter", "-m", model_path, "--move-spam", "x"], input=MESSAGE)
     assert result.exit_code == 1 and result.stdout_bytes == MESSAGE
     assert "Error: --move-spam: for folders only" in result.stderr

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+from pathlib import Path
 
 import pytest
 
@@ -110,6 +112,25 @@ def test_unreadable_stop_word_file_is_a_clear_error(tmp_path):
         load_stop_words(str(tmp_path / "missing.txt"), TokenizerConfig())
 
 
-def test_deterministic():
-    text = "Free money!!! Visit http://x.example/now — 東京 $5 don't"
-    assert words(text) == words(text)
+def test_deterministic_across_processes():
+    """The same tokens in the same order whatever the hash seed of the process."""
+    import subprocess
+    import sys
+
+    probe = (
+        "from nbspam.features import Analyzer\n"
+        "from nbspam.config import TokenizerConfig\n"
+        "text = open(__import__('sys').argv[1], 'rb').read()\n"
+        "print(Analyzer(TokenizerConfig(ngrams=2)).tokens(text))\n"
+    )
+    sample = Path(__file__).resolve().parents[1] / "sample_data" / "train" / "spam" / "005.eml"
+    runs = {
+        subprocess.run(
+            [sys.executable, "-c", probe, str(sample)],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(runs) == 1 and len(runs.pop()) > 100
