@@ -36,7 +36,7 @@ from . import metrics
 from .config import Settings, TokenizerConfig
 from .decision import UNSURE, verdict
 from .errors import ConfigError, InputError
-from .mailparse import looks_like_mail
+from .mailparse import looks_like_mail, skip_mbox_line
 from .messages import Message
 from .model import CHUNK, Model, chunks, fit, predict_matrix
 from .parallel import count_chunks
@@ -180,9 +180,7 @@ def message_time(data: bytes | str, mail: str = "auto") -> float | None:
         data = data.encode("utf-8", "surrogateescape")
     if mail == "never" or (mail == "auto" and not looks_like_mail(data)):
         return None
-    if data.startswith(b"From "):  # an mbox separator line
-        data = data.partition(b"\n")[2]
-    head = _BLANK_LINE.split(data, maxsplit=1)[0]
+    head = _BLANK_LINE.split(skip_mbox_line(data), maxsplit=1)[0]
     value = _HEADER_PARSER.parsebytes(head + b"\n\n").get("date")
     if not isinstance(value, str):
         return None

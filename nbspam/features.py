@@ -9,20 +9,10 @@ from email.utils import getaddresses
 from urllib.parse import urlsplit
 
 from .config import TokenizerConfig
-from .mailparse import ParsedMail, looks_like_mail, parse_mail
+from .mailparse import ParsedMail, decode_bytes, looks_like_mail, parse_mail
 from .tokenizer import Tokenizer
 
 ADDRESS_HEADERS = ("from", "reply-to", "to", "cc", "return-path")
-
-
-def decode_text(data: bytes) -> str:
-    """Bytes of a plain-text message as text: UTF-8 if valid, else Windows-1252, else Latin-1."""
-    for encoding in ("utf-8", "cp1252"):
-        try:
-            return data.decode(encoding)
-        except UnicodeDecodeError:
-            pass
-    return data.decode("latin-1")
 
 
 class Analyzer:
@@ -52,7 +42,7 @@ class Analyzer:
                 return self.words(data)
             data = data.encode("utf-8", "surrogateescape")
         if mode == "never" or (mode == "auto" and not looks_like_mail(data)):
-            return self.words(decode_text(data))
+            return self.words(decode_bytes(data))
         return self.mail_tokens(parse_mail(data, max_body_chars=self.config.max_body_chars))
 
     def mail_tokens(self, mail: ParsedMail) -> list[str]:

@@ -72,7 +72,7 @@ def _lookup_codec(label: str) -> str | None:
     return _CHARSET_UPGRADES.get(name, name)
 
 
-def _decode_bytes(data: bytes, charset: str | None = None, *, complete: bool = True) -> str:
+def decode_bytes(data: bytes, charset: str | None = None, *, complete: bool = True) -> str:
     """Decode with the declared charset, else UTF-8, else windows-1252, else Latin-1.
 
     With ``complete=False`` the data may end in the middle of a character (the input was cut),
@@ -135,7 +135,7 @@ def _decode_words(text: str) -> str:
         position = match.end()
     segments.append((text[position:].encode("latin-1"), None))
     return "".join(
-        _decode_bytes(b"".join(data for data, _ in run), charset)
+        decode_bytes(b"".join(data for data, _ in run), charset)
         for charset, run in itertools.groupby(segments, key=lambda segment: segment[1])
     )
 
@@ -147,7 +147,7 @@ def _decode_header(raw: str) -> str:
         return text.strip()
     data = _raw_bytes(text)
     if b"=?" not in data:
-        return _decode_bytes(data).strip()
+        return decode_bytes(data).strip()
     return _decode_words(data.decode("latin-1")).strip()
 
 
@@ -236,7 +236,7 @@ _WELL_KNOWN_HEADERS = frozenset(
 )
 
 
-def _skip_mbox_line(data: bytes) -> bytes:
+def skip_mbox_line(data: bytes) -> bytes:
     """Drop an mbox ``From `` separator line at the start."""
     if data.startswith(b"From "):
         end = data.find(b"\n")
@@ -250,7 +250,7 @@ def looks_like_mail(data: bytes) -> bool:
     After an optional mbox ``From `` line the first line must be a header line, and the header
     block must hold a well-known header (Received, From, Subject, X-..., ...) or two header lines.
     """
-    lines = _skip_mbox_line(data[:_SNIFF_BYTES]).splitlines()[:_SNIFF_LINES]
+    lines = skip_mbox_line(data[:_SNIFF_BYTES]).splitlines()[:_SNIFF_LINES]
     seen = 0
     for index, line in enumerate(lines):
         if index and line[:1] in (b" ", b"\t"):
@@ -324,7 +324,7 @@ def _param(params: list[tuple[str, str | tuple[str, str, str]]], name: str) -> s
             continue
         if isinstance(value, tuple):  # RFC 2231: (charset, language, text with bytes as Latin-1)
             charset, _, text = value
-            return _decode_bytes(text.encode("latin-1", "replace"), charset)
+            return decode_bytes(text.encode("latin-1", "replace"), charset)
         return value
     return ""
 
@@ -357,7 +357,7 @@ def _part_text(
 ) -> tuple[str, tuple[str, ...]]:
     """Decode a text/plain or text/html part to visible text and link targets."""
     data = part.get_payload(decode=True) or b""
-    text = _decode_bytes(data, charset, complete=complete)
+    text = decode_bytes(data, charset, complete=complete)
     if ctype == "text/html":
         return html_to_text(text)
     return text.replace("\r\n", "\n").replace("\r", "\n"), ()
@@ -407,7 +407,7 @@ def _parse(data: bytes, max_body_chars: int | None, complete: bool) -> ParsedMai
 def _unparsed(data: bytes, max_body_chars: int | None, complete: bool) -> ParsedMail:
     """Treat the whole input as one text body, for input the email package failed on."""
     body = _Body(max_body_chars)
-    body.add(_decode_bytes(data, complete=complete))
+    body.add(decode_bytes(data, complete=complete))
     return ParsedMail((), "", body.text(), (), (), body.truncated or not complete, 1)
 
 
@@ -417,7 +417,7 @@ def parse_mail(data: bytes, *, max_body_chars: int | None = None) -> ParsedMail:
     With ``max_body_chars`` at most that many body characters are kept, and the raw input is
     cut before parsing so that huge messages stay cheap.
     """
-    data = _skip_mbox_line(bytes(data))
+    data = skip_mbox_line(bytes(data))
     complete = True
     if max_body_chars is not None:
         data, cut = _precut(data, max_body_chars)
