@@ -5,7 +5,6 @@ from __future__ import annotations
 import fnmatch
 import functools
 import re
-from email.utils import getaddresses
 from urllib.parse import urlsplit
 
 from .config import TokenizerConfig
@@ -29,7 +28,9 @@ class Analyzer:
 
     def __init__(self, config: TokenizerConfig) -> None:
         self.config = config
-        self.words = Tokenizer(config).words
+        tokenizer = Tokenizer(config)
+        self.words = tokenizer.words
+        self.split = tokenizer.split
         patterns = "|".join(fnmatch.translate(h) for h in config.ignore_headers) or "(?!)"
         self._ignored = functools.lru_cache(maxsize=4096)(re.compile(patterns).match)
         self._value_headers = frozenset(config.value_headers)
@@ -48,11 +49,12 @@ class Analyzer:
     def mail_tokens(self, mail: ParsedMail) -> list[str]:
         """Tokens of a parsed message: body words, then the tagged tokens."""
         cfg = self.config
-        out = self.words(mail.body)
+        out, addresses = self.split(mail.body)
+        out.extend(addresses)
         subject = self.words(mail.subject)
         out.extend(["subject:" + w for w in subject] if cfg.subject_tokens else subject)
         if cfg.url_tokens:
-            urls = [t for t in out if "://" in t or t.startswith("www.")]
+            urls = [a for a in addresses if "://" in a or a.startswith("www.")]
             out.extend(_host_tokens(urls + list(mail.links)))
         headers = [(n, v) for n, v in mail.headers if not self._ignored(n)]
         if cfg.address_tokens:
@@ -60,10 +62,13 @@ class Analyzer:
                 if name in ADDRESS_HEADERS:
                     out.extend(self._address_tokens(name, value))
         if cfg.header_tokens:
+            values: dict[str, list[str]] = {}
             for name, value in headers:
                 out.append("header:" + name)
                 if name in self._value_headers:
-                    out.extend(self._value_tokens(name, value))
+                    values.setdefault(name, []).append(value)
+            for name, texts in values.items():
+                out.extend(self._value_tokens(name, texts))
         if cfg.attachment_tokens:
             for ctype, ext in mail.attachments:
                 out.append("attachment:" + ctype)
@@ -74,24 +79,26 @@ class Analyzer:
         return out
 
     def _address_tokens(self, name: str, value: str) -> list[str]:
-        out = []
-        for display, address in getaddresses([value]):
-            address = address.strip("<> ").lower()
-            if "@" in address:
+        """``name:addr:<address>`` and ``name:domain:<domain>`` for each e-mail address in
+        the value, ``name:<word>`` for the other words (display names, comments), or
+        ``name:none`` if there is nothing."""
+        words, addresses = self.split(value)
+        out = [f"{name}:{w}" for w in words]
+        for address in addresses:
+            if "@" in address and "://" not in address:
+                address = address.lower()
                 out.append(f"{name}:addr:{address}")
                 out.append(f"{name}:domain:{address.rpartition('@')[2]}")
-            elif address:
-                display = f"{display} {address}"
-            out.extend(f"{name}:{w}" for w in self.words(display))
-        if not out:
-            out.append(f"{name}:none")
-        return out
+            else:
+                out.append(f"{name}:{address}")
+        return out or [f"{name}:none"]
 
-    def _value_tokens(self, name: str, value: str) -> list[str]:
+    def _value_tokens(self, name: str, values: list[str]) -> list[str]:
+        """Tokens of the values of every header called ``name``, tokenized as one text."""
         if name == "message-id":
-            domain = value.strip().strip("<>").rpartition("@")[2]
-            return [f"message-id:@{domain.lower()}"] if domain else ["message-id:none"]
-        return [f"{name}:{w}" for w in self.words(value)]
+            domains = (value.strip().strip("<>").rpartition("@")[2] for value in values)
+            return [f"message-id:@{d.lower()}" if d else "message-id:none" for d in domains]
+        return [f"{name}:{w}" for w in self.words("\n".join(values))]
 
 
 def _host_tokens(urls: list[str]) -> list[str]:

@@ -7,10 +7,12 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nbspam.config import TokenizerConfig
 from nbspam.errors import ConfigError
-from nbspam.tokenizer import Tokenizer, load_stop_words
+from nbspam.tokenizer import _ASCII_WORD_RE, _WORD_RE, Tokenizer, load_stop_words
 
 
 def words(text: str, **settings) -> list[str]:
@@ -134,3 +136,17 @@ def test_deterministic_across_processes():
         for seed in ("1", "2", "3")
     }
     assert len(runs) == 1 and len(runs.pop()) > 100
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=80))
+def test_the_ascii_word_pattern_matches_the_unicode_one_on_ascii(text):
+    assert _ASCII_WORD_RE.findall(text) == _WORD_RE.findall(text)
+
+
+def test_split_gives_the_addresses_apart():
+    tokenizer = Tokenizer(TokenizerConfig())
+    text = "Mail bob@example.com or see https://example.org/x now"
+    words_, addresses = tokenizer.split(text)
+    assert addresses == ["bob@example.com", "https://example.org/x"]
+    assert words_ + addresses == tokenizer.words(text)

@@ -1,0 +1,87 @@
+"""The Analyzer: a mail message to body words and tagged tokens, each kind switchable."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+
+from nbspam.config import TokenizerConfig
+from nbspam.features import Analyzer
+
+MAIL = b"""\
+Received: from relay.example.net by mx.example.org
+Received: from client by relay.example.net
+From: "Ann Lee" <Ann.Lee@Example.COM>
+To: undisclosed-recipients:;
+Cc: bob@example.org (Bob Stone), carol@example.org
+Return-Path: <>
+Delivered-To: ann@example.org
+Message-ID: <abc.123@Mail.Example.COM>
+X-Mailer: Foo Mail 2.0
+Subject: Cheap offer
+MIME-Version: 1.0
+Content-Type: text/plain; charset=us-ascii
+
+Buy now at http://shop.example.co.uk/x and www.deals.example.com today
+"""
+
+
+def counts(data: bytes, **settings) -> Counter:
+    return Counter(Analyzer(TokenizerConfig(**settings)).tokens(data))
+
+
+def test_every_kind_of_token_of_a_message():
+    expected = Counter(
+        # body words, then its addresses
+        ["buy", "today", "http://shop.example.co.uk/x", "www.deals.example.com"]
+        + ["subject:cheap", "subject:offer"]
+        + ["url:shop.example.co.uk", "url:co.uk", "url:www.deals.example.com"]
+        + ["url:example.com"]
+        # addresses: display words, then address and domain; none when empty
+        + ["from:ann", "from:lee", "from:addr:ann.lee@example.com", "from:domain:example.com"]
+        + ["to:undisclosed-recipients"]
+        + ["cc:bob", "cc:stone", "cc:addr:bob@example.org", "cc:domain:example.org"]
+        + ["cc:addr:carol@example.org", "cc:domain:example.org"]
+        + ["return-path:none"]
+        # presence of each header not ignored (Delivered-To is)
+        + ["header:received"] * 2
+        + ["header:" + h for h in ("from", "to", "cc", "return-path", "message-id")]
+        + ["header:" + h for h in ("x-mailer", "subject", "mime-version", "content-type")]
+        # values of the value headers; both Received headers, as one text
+        + ["received:" + w for w in "relay.example.net mx.example.org client".split()]
+        + ["received:" + w for w in "relay.example.net".split()]
+        + ["message-id:@mail.example.com"]
+        + ["x-mailer:foo", "x-mailer:mail", "x-mailer:2.0"]
+        + ["mime-version:1.0", "content-type:text", "content-type:plain"]
+        + ["content-type:charset", "content-type:us-ascii"]
+    )
+    assert counts(MAIL, stop_words=("at", "and", "now", "from", "by")) == expected
+
+
+def test_each_kind_can_be_switched_off():
+    stop = ("at", "and", "now", "from", "by")
+    full = counts(MAIL, stop_words=stop)
+    off = {
+        "subject_tokens": lambda t: t.startswith("subject:"),
+        "url_tokens": lambda t: t.startswith("url:"),
+        "address_tokens": lambda t: t.split(":")[0] in ("from", "to", "cc", "return-path"),
+        "header_tokens": lambda t: (
+            t.split(":")[0]
+            in ("header", "received", "message-id", "x-mailer", "mime-version", "content-type")
+        ),
+    }
+    for setting, belongs in off.items():
+        without = counts(MAIL, stop_words=stop, **{setting: False})
+        if setting == "subject_tokens":  # the subject's words stay, untagged
+            assert without == full - Counter({"subject:cheap": 1, "subject:offer": 1}) + Counter(
+                ["cheap", "offer"]
+            )
+        else:
+            assert without == Counter({t: n for t, n in full.items() if not belongs(t)}), setting
+
+
+def test_ignored_headers_give_nothing():
+    config = dataclasses.replace(TokenizerConfig(), ignore_headers=("received", "x-*"))
+    tokens = Counter(Analyzer(config).tokens(MAIL))
+    assert not [t for t in tokens if t.startswith(("received:", "x-mailer:", "header:x-"))]
+    assert tokens["header:received"] == 0 and tokens["header:delivered-to"] == 1
