@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
-from array import array
-from collections import Counter
 from collections.abc import Iterable, Sequence
+from itertools import chain, islice, repeat
 
 import numpy as np
 import scipy.sparse as sp
+
+
+class _Columns(dict):
+    """term -> column; looking up a missing term gives it the next column."""
+
+    def __init__(self, terms: list[str]) -> None:
+        super().__init__(zip(terms, range(len(terms))))
+        self.terms = terms
+
+    def __missing__(self, term: str) -> int:
+        if "\n" in term:
+            raise ValueError(f"a term cannot contain a line break: {term!r}")
+        col = self[term] = len(self.terms)
+        self.terms.append(term)
+        return col
 
 
 class TermIndex:
@@ -15,7 +29,7 @@ class TermIndex:
 
     def __init__(self, terms: Iterable[str] = ()) -> None:
         self.terms: list[str] = list(terms)
-        self.ids: dict[str, int] = dict(zip(self.terms, range(len(self.terms))))
+        self.ids: dict[str, int] = _Columns(self.terms)
         if len(self.ids) != len(self.terms):
             raise ValueError("a term index cannot hold a term twice")
         if self.terms and "\n" in "".join(self.terms):
@@ -26,13 +40,10 @@ class TermIndex:
 
     def add(self, term: str) -> int:
         """Column of ``term``, giving it the next free column if it is new."""
-        col = self.ids.get(term)
-        if col is None:
-            if "\n" in term:
-                raise ValueError(f"a term cannot contain a line break: {term!r}")
-            col = self.ids[term] = len(self.terms)
-            self.terms.append(term)
-        return col
+        return self.ids[term]
+
+
+_ROWS_AT_ONCE = 512
 
 
 def count_rows(
@@ -41,33 +52,40 @@ def count_rows(
     """Count matrix of documents, one row each: X[i, a] = times term a occurs in document i.
 
     With ``grow`` new terms get new columns of ``index``; without, unknown terms are ignored.
-    Returns a CSR matrix of shape (n_documents, len(index)) with int64 counts. Rows are built
-    one document at a time, so the token lists may be a stream.
+    Returns a CSR matrix of shape (n_documents, len(index)) with int64 counts and sorted
+    indices. Documents are read a few hundred at a time, so the token lists may be a stream.
+    Each batch's tokens are mapped to columns in one pass, and the (row, column) pairs are
+    counted with a sort (`numpy.unique`) instead of one dictionary per document.
     """
-    indptr = array("q", [0])
-    indices = array("q")
-    data = array("q")
-    known = index.ids.get  # most terms are known: look them up without a method call
-    for tokens in token_lists:
-        for term, n in Counter(tokens).items():
-            col = known(term)
-            if col is None and grow:
-                col = index.add(term)
-            if col is not None:
-                indices.append(col)
-                data.append(n)
-        indptr.append(len(indices))
-    shape = (len(indptr) - 1, len(index))
-    X = sp.csr_matrix(
-        (
-            np.frombuffer(data, np.int64),
-            np.frombuffer(indices, np.int64),
-            np.frombuffer(indptr, np.int64),
-        ),
-        shape=shape,
-    )
-    X.sort_indices()
-    return X
+    ids = index.ids
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    it = iter(token_lists)
+    while batch := list(islice(it, _ROWS_AT_ONCE)):
+        tokens = chain.from_iterable(batch)
+        found = map(ids.__getitem__, tokens) if grow else map(ids.get, tokens, repeat(-1))
+        cols = np.fromiter(found, np.int64)
+        rows = np.repeat(np.arange(len(batch), dtype=np.int64), [len(t) for t in batch])
+        if not grow:
+            rows, cols = rows[cols >= 0], cols[cols >= 0]
+        parts.append(_count_pairs(rows, cols, len(batch)))
+    d = len(index)
+    if not parts:
+        return sp.csr_matrix((0, d), dtype=np.int64)
+    data = np.concatenate([p[0] for p in parts])
+    indices = np.concatenate([p[1] for p in parts])
+    row_sizes = np.concatenate([p[2] for p in parts])
+    indptr = np.concatenate([[0], np.cumsum(row_sizes)])
+    return sp.csr_matrix((data, indices, indptr), shape=(len(row_sizes), d))
+
+
+def _count_pairs(
+    rows: np.ndarray, cols: np.ndarray, n_rows: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(counts, columns, entries per row) of the distinct (row, column) pairs, in row then
+    column order."""
+    width = int(cols.max()) + 1 if cols.size else 1
+    pairs, counts = np.unique(rows * width + cols, return_counts=True)
+    return counts, pairs % width, np.bincount(pairs // width, minlength=n_rows)
 
 
 def renumber(

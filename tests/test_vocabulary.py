@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nbspam.vocabulary import TermIndex, count_rows, renumber, select_terms, sorted_order
 
@@ -48,3 +52,26 @@ def test_select_terms_and_sorted_order():
     assert list(np.flatnonzero(select_terms(df, 10, min_count=3, max_df=0.4))) == [3, 4]
     assert list(np.flatnonzero(select_terms(df, 10, max_features=2))) == [2, 3]
     assert list(sorted_order(["b", "ä", "a", "B"])) == [3, 2, 0, 1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.sampled_from(["a", "b", "c", "dd", "é", "\u4e00"]), max_size=12), max_size=40
+    ),
+    st.integers(1, 7),
+)
+def test_count_rows_equals_one_counter_per_document(docs, known):
+    index = TermIndex(["dd", "a"][: known % 3])
+    start = list(index.terms)
+    X = count_rows(iter(docs), index)
+    assert X.shape == (len(docs), len(index)) and X.has_sorted_indices
+    for row, doc in zip(X.toarray(), docs):
+        assert {index.terms[j]: int(n) for j, n in enumerate(row) if n} == Counter(doc)
+    fixed = TermIndex(start)
+    Y = count_rows(docs, fixed, grow=False)
+    assert fixed.terms == start and Y.shape == (len(docs), len(start))
+    for row, doc in zip(Y.toarray(), docs):
+        assert {start[j]: int(n) for j, n in enumerate(row) if n} == Counter(
+            t for t in doc if t in start
+        )
