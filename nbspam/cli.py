@@ -408,13 +408,20 @@ def predict(
             return
 
     from .messages import read_messages
-    from .model import score
-    from .modelfile import load_model
+    from .quick import load_quick, predict_messages
 
-    model = load_model(model_path)
     report = Reporter("scored")
+    quick = load_quick(model_path)
     messages = read_messages(_paths(paths, files_from, null), report.problems)
-    for line in render.predictions(score(model, messages, jobs=jobs), model.labels, fmt):
+    if quick is not None:  # the model file's scoring table: no numpy or scipy needed
+        labels, results = quick.labels, predict_messages(quick, messages, jobs=jobs)
+    else:
+        from .model import score
+        from .modelfile import load_model
+
+        model = load_model(model_path)
+        labels, results = model.labels, score(model, messages, jobs=jobs)
+    for line in render.predictions(results, labels, fmt):
         click.echo(line)
         report.progress(1)
     sys.exit(report.finish())

@@ -38,8 +38,8 @@ from .decision import UNSURE, verdict
 from .errors import ConfigError, InputError
 from .mailparse import looks_like_mail, skip_mbox_line
 from .messages import Message
-from .model import CHUNK, Model, chunks, fit, predict_matrix
-from .parallel import count_chunks
+from .model import Model, fit, predict_matrix
+from .parallel import CHUNK, chunks, count_chunks
 from .vocabulary import TermIndex, renumber, sorted_order
 
 Progress = Callable[[int], None]

@@ -7,7 +7,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -18,10 +17,8 @@ from .config import Settings, TokenizerConfig, TrainConfig
 from .decision import UNSURE, Prediction, prediction  # noqa: F401  (UNSURE: re-exported)
 from .errors import TrainingError
 from .messages import Message, message_digest
-from .parallel import ChunkCounts, count_chunk, count_chunks
+from .parallel import CHUNK, ChunkCounts, chunks, count_chunk, count_chunks
 from .vocabulary import TermIndex, count_rows, renumber, select_terms, sorted_order
-
-CHUNK = 250  # messages tokenized as one piece of work
 
 
 @dataclass(frozen=True, eq=False)
@@ -193,13 +190,6 @@ def from_counts(
     return model
 
 
-def chunks(items: Iterable[Any], size: int = CHUNK) -> Iterator[list[Any]]:
-    """Consecutive lists of up to ``size`` items of a stream."""
-    it = iter(items)
-    while chunk := list(islice(it, size)):
-        yield chunk
-
-
 @dataclass
 class Rows:
     """Count rows kept while training: one matrix per chunk, columns numbered as ``terms``
@@ -296,7 +286,7 @@ class CountTable:
 
     def add(self, messages: Sequence[Message], tokenizer: TokenizerConfig) -> sp.csr_matrix:
         """Count a chunk of labelled messages; returns its count rows (over ``index``)."""
-        counted = count_chunk([m.data for m in messages], tokenizer)
+        counted = count_chunk(tokenizer, [m.data for m in messages])
         return self.add_counts(counted, [m.label for m in messages])
 
     def add_counts(self, counted: ChunkCounts, labels: Sequence[str]) -> sp.csr_matrix:

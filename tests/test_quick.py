@@ -13,7 +13,7 @@ from nbspam.config import build_settings
 from nbspam.messages import Problems, read_labelled, read_messages
 from nbspam.model import score, train
 from nbspam.modelfile import save_model
-from nbspam.quick import load_quick
+from nbspam.quick import load_quick, predict_messages
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 
@@ -75,3 +75,36 @@ def test_one_message_on_stdin_imports_neither_numpy_nor_scipy(saved):
     )
     assert json.loads(out[0])["path"] == "-"
     assert out[1] == "[]"
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_batch_of_the_scoring_table_equals_the_model(saved, jobs):
+    model, path = saved
+    messages = list(read_messages([str(SAMPLE)], Problems())) * 3  # several chunks
+    quick = list(predict_messages(load_quick(path), messages, jobs=jobs))
+    full = list(score(model, messages))
+    assert [p.id for p in quick] == [p.id for p in full]
+    for one, batch in zip(quick, full):
+        assert one.log_odds == batch.log_odds  # bit for bit
+        assert (one.label, one.verdict, one.calibrated) == (
+            batch.label,
+            batch.verdict,
+            batch.calibrated,
+        )
+        assert one.probabilities == pytest.approx(batch.probabilities, rel=1e-12, abs=1e-300)
+
+
+def test_predicting_a_folder_imports_neither_numpy_nor_scipy(saved):
+    _, path = saved
+    probe = (
+        "import sys, runpy\n"
+        f"sys.argv = ['nbspam', 'predict', '-m', {str(path)!r}, {str(SAMPLE / 'new')!r}]\n"
+        "try:\n    runpy.run_module('nbspam', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('numpy', 'scipy') if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, check=True, text=True
+    ).stdout.splitlines()
+    assert len(out) == len(list((SAMPLE / "new").iterdir())) + 1
+    assert out[-1] == "[]"
