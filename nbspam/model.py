@@ -73,19 +73,23 @@ class Model:
 class Scorer:
     """Scoring parameters over the kept terms (k of them): J = f(X) coef.T + intercept.
 
-    kept (k,) column numbers of the kept terms in the model's vocabulary; terms (k,) those
-    terms; coef (C, k); intercept (C,); binary says f is presence. For two-class models,
-    weights (k,) and bias are the log-odds form (positive vs negative). ``index`` maps a
-    kept term to its column 0..k-1, built when first needed.
+    kept (k,) column numbers of the kept terms in the model's vocabulary; coef (C, k);
+    intercept (C,); binary says f is presence. For two-class models, weights (k,) and bias
+    are the log-odds form (positive vs negative). ``terms`` (k,), the kept terms, and
+    ``index``, a map of a kept term to its column 0..k-1, are built when first needed.
     """
 
     kept: np.ndarray
-    terms: tuple[str, ...]
+    vocabulary: tuple[str, ...]
     coef: np.ndarray
     intercept: np.ndarray
     binary: bool
     weights: np.ndarray | None
     bias: float | None
+
+    @cached_property
+    def terms(self) -> tuple[str, ...]:
+        return _pick(self.vocabulary, self.kept)
 
     @cached_property
     def index(self) -> TermIndex:
@@ -116,8 +120,12 @@ def make_scorer(model: Model) -> Scorer:
     if model.is_binary:
         weights, bias = nb.pair_weights(coef, intercept, model.positive_index, model.negative_index)
     binary = cfg.model == "bernoulli" or cfg.binary
-    terms = tuple(model.terms[i] for i in kept)
-    return Scorer(kept, terms, coef, intercept, binary, weights, bias)
+    return Scorer(kept, model.terms, coef, intercept, binary, weights, bias)
+
+
+def _pick(items: Sequence[str], positions: np.ndarray) -> tuple[str, ...]:
+    """The items at the given positions, as a tuple."""
+    return tuple(map(items.__getitem__, positions.tolist()))
 
 
 def prior_weights(prior: Any, labels: Sequence[str]) -> np.ndarray | None:
@@ -172,7 +180,7 @@ def from_counts(
     digests = sorted((seen or {}).items())
     model = Model(
         labels=labels,
-        terms=tuple(terms[i] for i in term_order),
+        terms=_pick(terms, term_order),
         class_count=class_count,
         term_count=counts[0],
         doc_count=counts[1],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Sequence
 from itertools import chain, islice, repeat
 
@@ -96,8 +97,9 @@ def renumber(
     With ``grow`` new terms get new columns (in the order of ``terms``); without, columns of
     terms ``index`` lacks are dropped.
     """
-    lookup = index.add if grow else (lambda term: index.ids.get(term, -1))
-    cols = np.fromiter((lookup(t) for t in terms), np.int64, len(terms))
+    ids = index.ids
+    found = map(ids.__getitem__, terms) if grow else map(ids.get, terms, repeat(-1))
+    cols = np.fromiter(found, np.int64, len(terms))
     known = np.flatnonzero(cols >= 0)
     if known.size < len(terms):
         X = X[:, known]
@@ -109,6 +111,8 @@ def renumber(
 
 def sorted_order(terms: Sequence[str]) -> np.ndarray:
     """Permutation that sorts ``terms`` by code point: ``terms[order]`` is sorted."""
+    if all(map(operator.lt, terms, islice(terms, 1, None))):  # already sorted (and distinct)
+        return np.arange(len(terms), dtype=np.int64)
     return np.array(sorted(range(len(terms)), key=terms.__getitem__), dtype=np.int64)
 
 
