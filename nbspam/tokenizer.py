@@ -139,12 +139,22 @@ def _take_addresses(text: str) -> tuple[str, list[str]]:
     Only the whitespace-separated chunks around an "@", "://" or "www." are searched.
     """
     spans = set()
+    wrap = len(text) + 1
     for mark in ("@", "://", "www."):
         at = text.find(mark)
         while at >= 0:
-            start = max(text.rfind(c, 0, at) for c in " \t\n\r") + 1
-            ends = [e for e in (text.find(c, at) for c in " \t\n\r") if e >= 0]
-            end = min(ends) if ends else len(text)
+            start = 1 + max(
+                text.rfind(" ", 0, at),
+                text.rfind("\n", 0, at),
+                text.rfind("\t", 0, at),
+                text.rfind("\r", 0, at),
+            )
+            end = min(
+                text.find(" ", at) % wrap,
+                text.find("\n", at) % wrap,
+                text.find("\t", at) % wrap,
+                text.find("\r", at) % wrap,
+            )  # -1 (not found) % wrap is the end of the text
             spans.add((start, end))
             at = text.find(mark, end)
     pieces, found, done = [], [], 0
