@@ -40,7 +40,7 @@ from .mailparse import looks_like_mail, skip_mbox_line
 from .messages import Message
 from .model import Model, fit, predict_matrix
 from .parallel import CHUNK, chunks, count_chunks
-from .vocabulary import TermIndex, renumber, sorted_order
+from .vocabulary import TermIndex, renumber, stack_sorted
 
 Progress = Callable[[int], None]
 ReportFormat = Literal["table", "json", "markdown"]
@@ -154,13 +154,8 @@ def tokenize_all(
     ]
     if not ids:
         raise InputError("no messages to evaluate")
-    d = len(index)
-    X = sp.vstack(
-        [sp.csr_matrix((b.data, b.indices, b.indptr), shape=(b.shape[0], d)) for b in blocks],
-        format="csr",
-    )
-    order = sorted_order(index.terms)
-    return Tokenized(ids, labels, X[:, order].tocsr(), [index.terms[i] for i in order])
+    X, terms = stack_sorted(blocks, index.terms)
+    return Tokenized(ids, labels, X, terms)
 
 
 _BLANK_LINE = re.compile(rb"\r?\n\r?\n")
@@ -455,7 +450,7 @@ def score_split(
 
 def _fit_rows(data: Tokenized, labels: np.ndarray, rows: np.ndarray, settings: Settings) -> Model:
     """The model of the given training rows."""
-    return fit(data.X[rows], list(labels[rows]), data.terms, settings)
+    return fit(data.X[rows], list(labels[rows]), data.terms, settings, sorted_terms=True)
 
 
 def _predict_rows(

@@ -18,7 +18,7 @@ from .decision import UNSURE, Prediction, prediction  # noqa: F401  (UNSURE: re-
 from .errors import TrainingError
 from .messages import Message, message_digest
 from .parallel import CHUNK, ChunkCounts, chunks, count_chunk, count_chunks
-from .vocabulary import TermIndex, count_rows, renumber, select_terms, sorted_order
+from .vocabulary import TermIndex, count_rows, renumber, select_terms, sorted_order, stack_sorted
 
 
 @dataclass(frozen=True, eq=False)
@@ -151,8 +151,11 @@ def from_counts(
     settings: Settings,
     info: dict[str, Any] | None = None,
     seen: dict[bytes, str] | None = None,
+    *,
+    sorted_terms: bool = False,
 ) -> Model:
-    """Build a Model from counts in any label and term order (they are sorted here).
+    """Build a Model from counts in any label and term order (they are sorted here, unless
+    ``sorted_terms`` says they already are).
 
     ``seen`` maps the digest of every message counted to its label.
 
@@ -161,9 +164,16 @@ def from_counts(
     sorts last) and that the prior fits the labels.
     """
     label_order = sorted(range(len(labels)), key=labels.__getitem__)
-    term_order = sorted_order(terms)
     labels = tuple(labels[i] for i in label_order)
-    counts = [np.ascontiguousarray(c[label_order][:, term_order]) for c in (term_count, doc_count)]
+    if sorted_terms:
+        terms = tuple(terms)
+        counts = [np.ascontiguousarray(c[label_order]) for c in (term_count, doc_count)]
+    else:
+        term_order = sorted_order(terms)
+        terms = _pick(terms, term_order)
+        counts = [
+            np.ascontiguousarray(c[label_order][:, term_order]) for c in (term_count, doc_count)
+        ]
     class_count = np.ascontiguousarray(class_count[label_order])
     if len(labels) < 2:
         raise TrainingError(
@@ -180,7 +190,7 @@ def from_counts(
     digests = sorted((seen or {}).items())
     model = Model(
         labels=labels,
-        terms=_pick(terms, term_order),
+        terms=terms,
         class_count=class_count,
         term_count=counts[0],
         doc_count=counts[1],
@@ -206,16 +216,12 @@ class Rows:
     chunks: list[sp.csr_matrix] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)
     terms: list[str] = field(default_factory=list)
+    order: np.ndarray | None = None
+    """The permutation that sorts ``terms``, once known."""
 
     def matrix(self) -> tuple[sp.csr_matrix, list[str]]:
         """(X (n, d) over the sorted terms, the sorted terms)."""
-        d = len(self.terms)
-        blocks = [
-            sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], d)) for X in self.chunks
-        ]
-        order = sorted_order(self.terms)
-        X = sp.vstack(blocks, format="csr") if blocks else sp.csr_matrix((0, d), dtype=np.int64)
-        return X[:, order].tocsr(), [self.terms[i] for i in order]
+        return stack_sorted(self.chunks, self.terms, self.order)
 
 
 def train(
@@ -270,14 +276,19 @@ def train(
             rows.labels.extend(labels)
     if not counts.labels:
         raise TrainingError("no messages to train on")
+    labels, terms, class_count, term_count, doc_count = counts.totals()
+    order = sorted_order(terms)
     if rows is not None:
-        rows.terms = counts.index.terms
+        rows.terms, rows.order = terms, order
     info = {
         "created": _now(),
         "seconds": round(time.perf_counter() - started, 3),
         "duplicates": duplicates,
     }
-    return from_counts(*counts.totals(), settings, info, seen)
+    sorted_counts = (class_count, term_count[:, order], doc_count[:, order])
+    return from_counts(
+        labels, _pick(terms, order), *sorted_counts, settings, info, seen, sorted_terms=True
+    )
 
 
 class CountTable:
@@ -323,12 +334,23 @@ def _grow(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return np.pad(array, [(0, s - a) for a, s in zip(array.shape, shape)])
 
 
-def fit(X: sp.csr_matrix, y: Sequence[str], terms: Sequence[str], settings: Settings) -> Model:
-    """Train on a count matrix X (n, d) whose columns are ``terms`` and labels y (n,)."""
+def fit(
+    X: sp.csr_matrix,
+    y: Sequence[str],
+    terms: Sequence[str],
+    settings: Settings,
+    *,
+    sorted_terms: bool = False,
+) -> Model:
+    """Train on a count matrix X (n, d) whose columns are ``terms`` and labels y (n,).
+
+    ``sorted_terms`` says the terms are already in code-point order (as `vocabulary`
+    and `evaluate.tokenize_all` give them), which saves sorting them again.
+    """
     labels = sorted(set(y))
     y_idx = np.searchsorted(np.array(labels, dtype=object), np.array(y, dtype=object))
     counts = nb.class_counts(X, y_idx.astype(np.int64), len(labels))
-    return from_counts(labels, terms, *counts, settings)
+    return from_counts(labels, terms, *counts, settings, sorted_terms=sorted_terms)
 
 
 def transform(model: Model, token_lists: Iterable[Sequence[str]]) -> sp.csr_matrix:

@@ -109,6 +109,39 @@ def renumber(
     return X
 
 
+def stack_sorted(
+    blocks: Sequence[sp.csr_matrix], terms: Sequence[str], order: np.ndarray | None = None
+) -> tuple[sp.csr_matrix, list[str]]:
+    """Stack blocks of count rows over ``terms`` (a block may have fewer columns: the terms
+    it knew), with the columns reordered so that the terms are sorted by code point.
+
+    Returns (X (n, d), the sorted terms). ``order``, the permutation that sorts the terms
+    (`sorted_order`), saves sorting them again. The columns are renamed through its inverse
+    and each row's indices sorted, which is cheaper than a column selection.
+    """
+    if order is None:
+        order = sorted_order(terms)
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    index_type = np.int32 if len(terms) < 2**31 else np.int64
+    sizes = [np.diff(b.indptr) for b in blocks]
+    indptr = np.concatenate([[0], np.cumsum(np.concatenate(sizes))]) if blocks else np.zeros(1)
+    if indptr[-1] >= 2**31:
+        index_type = np.int64
+    X = sp.csr_matrix(
+        (
+            np.concatenate([b.data for b in blocks]) if blocks else np.zeros(0, np.int64),
+            rank[np.concatenate([b.indices for b in blocks])].astype(index_type)
+            if blocks
+            else np.zeros(0, index_type),
+            indptr.astype(index_type),
+        ),
+        shape=(sum(b.shape[0] for b in blocks), len(terms)),
+    )
+    X.sort_indices()
+    return X, [terms[i] for i in order.tolist()]
+
+
 def sorted_order(terms: Sequence[str]) -> np.ndarray:
     """Permutation that sorts ``terms`` by code point: ``terms[order]`` is sorted."""
     if all(map(operator.lt, terms, islice(terms, 1, None))):  # already sorted (and distinct)

@@ -9,7 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nbspam.vocabulary import TermIndex, count_rows, renumber, select_terms, sorted_order
+from nbspam.vocabulary import (
+    TermIndex,
+    count_rows,
+    renumber,
+    select_terms,
+    sorted_order,
+    stack_sorted,
+)
 
 
 def test_count_rows_counts_and_grows_in_order_of_first_appearance():
@@ -75,3 +82,23 @@ def test_count_rows_equals_one_counter_per_document(docs, known):
         assert {start[j]: int(n) for j, n in enumerate(row) if n} == Counter(
             t for t in doc if t in start
         )
+
+
+def test_stack_sorted_equals_stacking_then_selecting_sorted_columns():
+    index = TermIndex()
+    blocks = [
+        count_rows(docs, index)
+        for docs in (
+            [["pear", "apple"], ["fig"]],
+            [["apple", "zucchini", "banana", "banana"]],
+            [],
+        )
+    ]
+    terms = list(index.terms)
+    wide = [np.pad(b.toarray(), [(0, 0), (0, len(terms) - b.shape[1])]) for b in blocks]
+    order = np.argsort(terms)
+    expected = np.vstack(wide)[:, order]
+    for known in (None, sorted_order(terms)):
+        X, sorted_terms = stack_sorted(blocks, terms, known)
+        assert sorted_terms == sorted(terms) and X.has_sorted_indices
+        np.testing.assert_array_equal(X.toarray(), expected)
