@@ -408,20 +408,13 @@ def predict(
             return
 
     from .messages import read_messages
-    from .quick import load_quick, predict_messages
+    from .quick import load_scorer
 
     report = Reporter("scored")
-    quick = load_quick(model_path)
+    scorer = load_scorer(model_path)
     messages = read_messages(_paths(paths, files_from, null), report.problems)
-    if quick is not None:  # the model file's scoring table: no numpy or scipy needed
-        labels, results = quick.labels, predict_messages(quick, messages, jobs=jobs)
-    else:
-        from .model import score
-        from .modelfile import load_model
-
-        model = load_model(model_path)
-        labels, results = model.labels, score(model, messages, jobs=jobs)
-    for line in render.predictions(results, labels, fmt):
+    results = scorer.predict_messages(messages, jobs=jobs)
+    for line in render.predictions(results, scorer.labels, fmt):
         click.echo(line)
         report.progress(1)
     sys.exit(report.finish())
@@ -663,6 +656,7 @@ def _move_option(kind: str, what: str):
     type=click.Path(dir_okay=False),
     help="Folders: the record of messages filtered before. [default: MODEL.state]",
 )
+@jobs_option
 def filter_mail(
     model_path: str,
     paths: tuple[str, ...],
@@ -673,6 +667,7 @@ def filter_mail(
     dry_run: bool,
     report_path: str | None,
     state_path: str | None,
+    jobs: int,
 ) -> None:
     """Classify mail unattended: one message on stdin, or Maildirs and folders.
 
@@ -715,14 +710,14 @@ def filter_mail(
     if exit_status:
         raise click.UsageError("--exit-status is for one message on stdin (no PATH)")
     from .filtering import default_state_path, filter_folders, report_writer
-    from .modelfile import load_model
+    from .quick import load_scorer
 
-    model = load_model(model_path)
+    scorer = load_scorer(model_path)
     report = Reporter("filtered")
     moves = {"spam": move_spam, "unsure": move_unsure, "ham": move_ham}
     with report_writer(report_path, stdout=click.echo) as write:
         summary = filter_folders(
-            model,
+            scorer,
             paths,
             moves,
             state_path=state_path or default_state_path(model_path),
@@ -730,6 +725,7 @@ def filter_mail(
             problems=report.problems,
             report=write,
             progress=report.progress,
+            jobs=jobs,
         )
     status = report.finish()
     click.echo(summary.line(dry_run=dry_run), err=True)

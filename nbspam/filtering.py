@@ -40,7 +40,7 @@ from .lock import DEFAULT_TIMEOUT, model_lock
 from .messages import Message, Problems, message_digest, read_messages
 
 if TYPE_CHECKING:  # the one-message path must not import numpy
-    from .model import Model
+    from .quick import ModelScorer, QuickModel
 
 STATUS_HEADER = b"X-Nbspam-Status"
 SPAM, HAM = "spam", "ham"
@@ -180,18 +180,11 @@ def filter_single(model_path: str, data: bytes) -> tuple[bytes, str]:
 
 def _predict_one(model_path: str, data: bytes) -> tuple[Prediction, str | None]:
     """(the prediction for one message, the model's positive label)."""
-    from .quick import load_quick
+    from .quick import load_scorer
 
-    quick = load_quick(model_path)
-    if quick is not None:
-        require_two_classes(quick.labels)
-        return quick.predict("-", data), quick.positive
-    from .model import score
-    from .modelfile import load_model
-
-    model = load_model(model_path)
-    require_two_classes(model.labels)
-    return next(score(model, [Message("-", data)])), model.train.positive
+    scorer = load_scorer(model_path)
+    require_two_classes(scorer.labels)
+    return scorer.predict("-", data), scorer.positive
 
 
 # -- the state record -------------------------------------------------------------------------
@@ -668,7 +661,7 @@ class Plan:
 
 
 def filter_folders(
-    model: Model,
+    scorer: QuickModel | ModelScorer,
     paths: Iterable[str],
     moves: Mapping[str, str | None],
     *,
@@ -678,6 +671,7 @@ def filter_folders(
     report: Report | None = None,
     progress: Callable[[int], None] | None = None,
     lock_timeout: float = DEFAULT_TIMEOUT,
+    jobs: int = 1,
 ) -> Summary:
     """Filter the message files of Maildirs and folders; see the module docstring.
 
@@ -689,14 +683,14 @@ def filter_folders(
     are. A dry run moves nothing and writes no state. The state file's lock is held for the
     whole run, so two runs never handle the same message.
     """
-    require_two_classes(model.labels)
+    require_two_classes(scorer.labels)
     unknown = set(moves) - set(KINDS)
     if unknown:
         raise FilterError(f"unknown verdict {sorted(unknown)[0]!r}: use one of {KINDS}")
     destinations = {
         kind: open_destination(path, create=not dry_run) for kind, path in moves.items() if path
     }
-    run = _Run(model, Plan(destinations, dry_run), problems or Problems(), report, progress)
+    run = _Run(scorer, Plan(destinations, dry_run), problems or Problems(), report, progress)
     with nullcontext() if dry_run else model_lock(state_path, timeout=lock_timeout):
         state = FilterState(state_path, write=not dry_run)
         try:
@@ -704,7 +698,7 @@ def filter_folders(
                 for destination in destinations.values():
                     remove_leftovers(destination)
             skip = [d.root for d in destinations.values()]
-            run.filter(message_files(paths, run.problems, skip=skip), state)
+            run.filter(message_files(paths, run.problems, skip=skip), state, jobs)
         finally:
             state.close()
     return run.summary
@@ -715,13 +709,13 @@ class _Run:
 
     def __init__(
         self,
-        model: Model,
+        scorer: QuickModel | ModelScorer,
         plan: Plan,
         problems: Problems,
         report: Report | None,
         progress: Callable[[int], None] | None,
     ) -> None:
-        self.model = model
+        self.scorer = scorer
         self.plan = plan
         self.report = report or (lambda record: None)
         self.progress = progress or (lambda n: None)
@@ -730,12 +724,11 @@ class _Run:
         self.pending: deque[tuple[MessageFile, bytes]] = deque()  # read, not yet scored
         self.queued: set[bytes] = set()  # their digests
 
-    def filter(self, files: Iterable[MessageFile], state: FilterState) -> None:
-        """Score the new messages a chunk at a time (`model.score` streams) and act on each
-        as soon as it is scored."""
-        from .model import score
-
-        for prediction in score(self.model, self._new_messages(files, state)):
+    def filter(self, files: Iterable[MessageFile], state: FilterState, jobs: int = 1) -> None:
+        """Score the new messages a chunk at a time (by ``jobs`` workers, in order) and act
+        on each as soon as it is scored."""
+        new = self._new_messages(files, state)
+        for prediction in self.scorer.predict_messages(new, jobs=jobs):
             file, digest = self.pending.popleft()
             self.queued.discard(digest)
             self._act(file, digest, prediction, state)
@@ -760,7 +753,7 @@ class _Run:
     def _act(
         self, file: MessageFile, digest: bytes, prediction: Prediction, state: FilterState
     ) -> None:
-        kind = verdict_kind(prediction.verdict, self.model.train.positive)
+        kind = verdict_kind(prediction.verdict, self.scorer.positive)
         destination = self.plan.destinations.get(kind)
         try:
             action, where = self._move(file, digest, destination)

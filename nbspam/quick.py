@@ -15,6 +15,7 @@ import os
 import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 from . import container
 from .config import TokenizerConfig, config_from_dict
@@ -22,6 +23,9 @@ from .decision import Prediction, prediction
 from .features import Analyzer
 from .messages import Message
 from .parallel import chunks, imap_ordered
+
+if TYPE_CHECKING:
+    from .model import Model
 
 SCORE_CHUNK = 64  # messages scored as one piece of work: small, so that workers finish together
 
@@ -76,6 +80,15 @@ class QuickModel:
                 return mid
         return None
 
+    def predict_messages(
+        self, messages: Iterable[Message], *, jobs: int = 1
+    ) -> Iterator[Prediction]:
+        """The predictions `model.score` gives for a stream of messages, by ``jobs`` workers."""
+        self.build_index()  # before the workers are forked, so that they share it
+        parts = ((None, [(m.id, m.data) for m in part]) for part in chunks(messages, SCORE_CHUNK))
+        for _, predictions in imap_ordered(_predict_chunk, self, parts, jobs):
+            yield from predictions
+
     def predict(self, message_id: str, data: bytes | str) -> Prediction:
         """The prediction `model.score` gives for this message."""
         counts = Counter(self._analyzer.tokens(data))
@@ -111,18 +124,40 @@ class QuickModel:
         )
 
 
-def predict_messages(
-    quick: QuickModel, messages: Iterable[Message], *, jobs: int = 1
-) -> Iterator[Prediction]:
-    """The predictions `model.score` gives for a stream of messages, by ``jobs`` workers."""
-    quick.build_index()  # before the workers are forked, so that they share it
-    parts = ((None, [(m.id, m.data) for m in part]) for part in chunks(messages, SCORE_CHUNK))
-    for _, predictions in imap_ordered(_predict_chunk, quick, parts, jobs):
-        yield from predictions
-
-
 def _predict_chunk(quick: QuickModel, work: list[tuple[str, bytes | str]]) -> list[Prediction]:
     return [quick.predict(message_id, data) for message_id, data in work]
+
+
+class ModelScorer:
+    """A full Model behind the interface of `QuickModel`, for a model file without a
+    scoring table (written before it existed, or read on a big-endian machine)."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.labels = model.labels
+        self.positive = model.train.positive if model.is_binary else None
+
+    def predict(self, message_id: str, data: bytes | str) -> Prediction:
+        return next(self.predict_messages([Message(message_id, data)]))
+
+    def predict_messages(
+        self, messages: Iterable[Message], *, jobs: int = 1
+    ) -> Iterator[Prediction]:
+        from .model import score
+
+        return score(self.model, messages, jobs=jobs)
+
+
+def load_scorer(path: str | os.PathLike[str]) -> QuickModel | ModelScorer:
+    """What scores messages with the model file at ``path``: its scoring table where it has
+    one (no numpy or scipy), else the full model. Refuses a bad file as `container.read`
+    does."""
+    quick = load_quick(path)
+    if quick is not None:
+        return quick
+    from .modelfile import load_model
+
+    return ModelScorer(load_model(path))
 
 
 def load_quick(path: str | os.PathLike[str]) -> QuickModel | None:

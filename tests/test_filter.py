@@ -36,6 +36,7 @@ from nbspam.lock import LockError, model_lock
 from nbspam.messages import Message, Problems, message_digest, read_messages
 from nbspam.model import score
 from nbspam.modelfile import load_model
+from nbspam.quick import ModelScorer, QuickModel, load_scorer
 from nbspam.update import learn
 from tests.processes import KILL_AT_FSYNC
 
@@ -323,7 +324,7 @@ def run_folders(model, paths, moves, state, **options):
     records: list[dict] = []
     problems = Problems()
     summary = filter_folders(
-        model,
+        model if isinstance(model, QuickModel) else ModelScorer(model),
         [str(p) for p in paths],
         {k: str(v) for k, v in moves.items()},
         state_path=str(state),
@@ -378,6 +379,28 @@ def test_messages_are_moved_by_verdict_keeping_new_cur_and_flags(model, maildir,
         digest, verdict, stamp = line.split("\t")
         assert len(bytes.fromhex(digest)) == 16 and verdict in {"spam", "ham", "unsure"}
         assert stamp.endswith("Z")
+
+
+def test_the_scoring_table_with_two_jobs_filters_as_the_model_does(
+    model, model_path, maildir, tmp_path
+):
+    copy = tmp_path / "copy"
+    shutil.copytree(maildir, copy)
+    scorer = load_scorer(model_path)
+    assert isinstance(scorer, QuickModel)
+    moves = {"spam": tmp_path / "Junk", "unsure": tmp_path / "Unsure"}
+    _, by_model, _ = run_folders(model, [maildir], moves, tmp_path / "a.state")
+    moves = {"spam": tmp_path / "Junk2", "unsure": tmp_path / "Unsure2"}
+    _, by_table, _ = run_folders(scorer, [copy], moves, tmp_path / "b.state", jobs=2)
+
+    def essentials(records, root):
+        return sorted(
+            (Path(r["path"]).relative_to(root).as_posix(), r["verdict"], r["log_odds"])
+            for r in records
+        )
+
+    assert {r["verdict"] for r in by_model} == {"spam", "ham", "unsure"}
+    assert essentials(by_model, maildir) == essentials(by_table, copy)
 
 
 def test_the_second_run_touches_nothing(model, maildir, tmp_path):

@@ -13,7 +13,7 @@ from nbspam.config import build_settings
 from nbspam.messages import Problems, read_labelled, read_messages
 from nbspam.model import score, train
 from nbspam.modelfile import save_model
-from nbspam.quick import load_quick, predict_messages
+from nbspam.quick import load_quick
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 
@@ -81,7 +81,7 @@ def test_one_message_on_stdin_imports_neither_numpy_nor_scipy(saved):
 def test_batch_of_the_scoring_table_equals_the_model(saved, jobs):
     model, path = saved
     messages = list(read_messages([str(SAMPLE)], Problems())) * 3  # several chunks
-    quick = list(predict_messages(load_quick(path), messages, jobs=jobs))
+    quick = list(load_quick(path).predict_messages(messages, jobs=jobs))
     full = list(score(model, messages))
     assert [p.id for p in quick] == [p.id for p in full]
     for one, batch in zip(quick, full):
