@@ -102,3 +102,13 @@ def test_stack_sorted_equals_stacking_then_selecting_sorted_columns():
         X, sorted_terms = stack_sorted(blocks, terms, known)
         assert sorted_terms == sorted(terms) and X.has_sorted_indices
         np.testing.assert_array_equal(X.toarray(), expected)
+
+
+def test_columns_adds_new_terms_in_one_step_and_refuses_repeats():
+    index = TermIndex(["a", "b"])
+    np.testing.assert_array_equal(index.columns(["b", "x", "a", "y"], grow=False), [1, -1, 0, -1])
+    assert index.terms == ["a", "b"]
+    np.testing.assert_array_equal(index.columns(["b", "x", "a", "y"], grow=True), [1, 2, 0, 3])
+    assert index.terms == ["a", "b", "x", "y"] and index.ids["y"] == 3
+    with pytest.raises(ValueError):
+        index.columns(["bad\nterm"], grow=True)
