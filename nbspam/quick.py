@@ -21,10 +21,9 @@ from . import container
 from .config import TokenizerConfig, config_from_dict
 from .decision import Prediction, prediction
 from .features import Analyzer
-from .messages import Message
-from .parallel import chunks, imap_ordered
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the one-message path imports neither: a filter started per delivery
+    from .messages import Message
     from .model import Model
 
 SCORE_CHUNK = 64  # messages scored as one piece of work: small, so that workers finish together
@@ -84,6 +83,8 @@ class QuickModel:
         self, messages: Iterable[Message], *, jobs: int = 1
     ) -> Iterator[Prediction]:
         """The predictions `model.score` gives for a stream of messages, by ``jobs`` workers."""
+        from .parallel import chunks, imap_ordered
+
         self.build_index()  # before the workers are forked, so that they share it
         parts = ((None, [(m.id, m.data) for m in part]) for part in chunks(messages, SCORE_CHUNK))
         for _, predictions in imap_ordered(_predict_chunk, self, parts, jobs):
@@ -138,6 +139,8 @@ class ModelScorer:
         self.positive = model.train.positive if model.is_binary else None
 
     def predict(self, message_id: str, data: bytes | str) -> Prediction:
+        from .messages import Message
+
         return next(self.predict_messages([Message(message_id, data)]))
 
     def predict_messages(

@@ -2,36 +2,71 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from pathlib import Path
-
-import regex
+from typing import TYPE_CHECKING
 
 from .config import TokenizerConfig
 from .errors import ConfigError
 
+if TYPE_CHECKING:
+    import regex
+
 # Web and e-mail addresses, kept whole. They are looked for only in the few whitespace-separated
 # chunks that contain "@", "://" or "www.", then blanked out before words are scanned.
-_ADDRESS_RE = regex.compile(
+_ADDRESS = (
     r"""(?:https?|ftp)://[^\s<>"'`{}|\\^\[\]]+|www\.[^\s<>"'`{}|\\^\[\]]+"""
     r"|[\p{L}\p{N}._%+\-]+@[\p{L}\p{N}\-]+(?:\.[\p{L}\p{N}\-]+)+"
 )
 # A word: letters, marks and digits of any script, with inner ' - . _ joining parts ("don't",
 # "e-mail", "3.5", "user_id"), and a currency sign kept in front ("$100").
-_WORD_RE = regex.compile(r"\p{Sc}?[\p{L}\p{M}\p{N}]+(?:['._\-][\p{L}\p{M}\p{N}]+)*")
-# The same pattern restricted to ASCII, where \p{L} \p{M} \p{N} are [A-Za-z0-9] and \p{Sc} is $:
-# most mail is ASCII, and the standard library's engine scans it about twice as fast.
-_ASCII_WORD_RE = re.compile(r"\$?[A-Za-z0-9]+(?:['._\-][A-Za-z0-9]+)*")
+_WORD = r"\p{Sc}?[\p{L}\p{M}\p{N}]+(?:['._\-][\p{L}\p{M}\p{N}]+)*"
 # Chinese and Japanese are written without spaces: a word holding Han or kana is cut into its
 # CJK runs (then into character pairs) and the words around them.
-_CJK_RE = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}]")
-_CJK_SPLIT_RE = regex.compile(
-    r"""(?V1)(?P<cjk>[\p{Han}\p{Hiragana}\p{Katakana}]+)
+_CJK = r"[\p{Han}\p{Hiragana}\p{Katakana}]"
+_CJK_SPLIT = r"""(?V1)(?P<cjk>[\p{Han}\p{Hiragana}\p{Katakana}]+)
     | \p{Sc}?[[\p{L}\p{M}\p{N}]--[\p{Han}\p{Hiragana}\p{Katakana}]]+
-      (?:['._\-][[\p{L}\p{M}\p{N}]--[\p{Han}\p{Hiragana}\p{Katakana}]]+)*""",
-    regex.VERBOSE,
+      (?:['._\-][[\p{L}\p{M}\p{N}]--[\p{Han}\p{Hiragana}\p{Katakana}]]+)*"""
+
+# The same patterns restricted to ASCII, where \p{L} \p{M} \p{N} are [A-Za-z0-9], \p{Sc} is $
+# and \s is [\t\n\v\f\r ]. Most mail is ASCII: the standard library's engine scans it about
+# twice as fast, and a process that sees only ASCII never imports `regex`.
+_ASCII_ADDRESS_RE = re.compile(
+    r"""(?:https?|ftp)://[^\t\n\v\f\r <>"'`{}|\\^\[\]]+|www\.[^\t\n\v\f\r <>"'`{}|\\^\[\]]+"""
+    r"|[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+"
 )
+_ASCII_WORD_RE = re.compile(r"\$?[A-Za-z0-9]+(?:['._\-][A-Za-z0-9]+)*")
+
+
+class _Unicode:
+    """The `regex` patterns, compiled on first use (importing regex costs a cold start)."""
+
+    @functools.cached_property
+    def word(self) -> regex.Pattern:
+        return _compile(_WORD)
+
+    @functools.cached_property
+    def address(self) -> regex.Pattern:
+        return _compile(_ADDRESS)
+
+    @functools.cached_property
+    def cjk(self) -> regex.Pattern:
+        return _compile(_CJK)
+
+    @functools.cached_property
+    def cjk_split(self) -> regex.Pattern:
+        return _compile(_CJK_SPLIT, verbose=True)
+
+
+def _compile(pattern: str, *, verbose: bool = False) -> regex.Pattern:
+    import regex
+
+    return regex.compile(pattern, regex.VERBOSE if verbose else 0)
+
+
+_UNICODE = _Unicode()
 _URL_TRAILING = ".,;:!?)'\"*"
 
 
@@ -104,7 +139,7 @@ class Tokenizer:
                     out.extend(f"skip:{t[0]} {len(t) // 10 * 10}" for t in tokens if len(t) > high)
                 return out, addresses
         else:
-            tokens = _WORD_RE.findall(text)
+            tokens = _UNICODE.word.findall(text)
         out = []
         for token in tokens:
             if low <= len(token) <= high and token.isascii():
@@ -118,8 +153,8 @@ class Tokenizer:
 
     def _special(self, token: str, out: list[str]) -> None:
         """The rare words: with Han or kana (cut up), short, long or non-ASCII."""
-        if not token.isascii() and _CJK_RE.search(token):
-            for match in _CJK_SPLIT_RE.finditer(token):
+        if not token.isascii() and _UNICODE.cjk.search(token):
+            for match in _UNICODE.cjk_split.finditer(token):
                 if match.lastgroup == "cjk":
                     out.extend(_bigrams(match.group()))
                 else:
@@ -157,9 +192,10 @@ def _take_addresses(text: str) -> tuple[str, list[str]]:
             )  # -1 (not found) % wrap is the end of the text
             spans.add((start, end))
             at = text.find(mark, end)
+    pattern = _ASCII_ADDRESS_RE if text.isascii() else _UNICODE.address
     pieces, found, done = [], [], 0
     for start, end in sorted(spans):
-        for match in _ADDRESS_RE.finditer(text, start, end):
+        for match in pattern.finditer(text, start, end):
             pieces.append(text[done : match.start()])
             found.append(match.group())
             done = match.end()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,13 @@ from hypothesis import strategies as st
 
 from nbspam.config import TokenizerConfig
 from nbspam.errors import ConfigError
-from nbspam.tokenizer import _ASCII_WORD_RE, _WORD_RE, Tokenizer, load_stop_words
+from nbspam.tokenizer import (
+    _ASCII_ADDRESS_RE,
+    _ASCII_WORD_RE,
+    _UNICODE,
+    Tokenizer,
+    load_stop_words,
+)
 
 
 def words(text: str, **settings) -> list[str]:
@@ -138,10 +146,35 @@ def test_deterministic_across_processes():
     assert len(runs) == 1 and len(runs.pop()) > 100
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=80))
-def test_the_ascii_word_pattern_matches_the_unicode_one_on_ascii(text):
-    assert _ASCII_WORD_RE.findall(text) == _WORD_RE.findall(text)
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.characters(max_codepoint=127),
+            st.sampled_from(["@", "://", "www.", "http", ".com", "a.b", "x-y"]),
+        ),
+        max_size=40,
+    ).map("".join)
+)
+def test_the_ascii_patterns_match_the_unicode_ones_on_ascii(text):
+    assert _ASCII_WORD_RE.findall(text) == _UNICODE.word.findall(text)
+    assert [m.span() for m in _ASCII_ADDRESS_RE.finditer(text)] == [
+        m.span() for m in _UNICODE.address.finditer(text)
+    ]
+
+
+def test_ascii_text_is_tokenized_without_importing_regex():
+    probe = (
+        "import sys\n"
+        "from nbspam.config import TokenizerConfig\n"
+        "from nbspam.tokenizer import Tokenizer\n"
+        "words = Tokenizer(TokenizerConfig()).words('Mail bob@example.com, see www.x.org now')\n"
+        "assert 'regex' not in sys.modules, 'regex imported'\n"
+        "Tokenizer(TokenizerConfig()).words('Grüße aus Köln')\n"
+        "print(words, 'regex' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['mail', 'see', 'now', 'bob@example.com', 'www.x.org'] True"
 
 
 def test_split_gives_the_addresses_apart():
