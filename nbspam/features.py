@@ -108,7 +108,7 @@ def _host_tokens(urls: list[str]) -> list[str]:
         if url.startswith("www."):
             url = "http://" + url
         try:
-            host = (urlsplit(url).hostname or "").rstrip(".")
+            host = (_hostname(url) or "").rstrip(".")
         except ValueError:
             continue
         if not host:
@@ -118,3 +118,19 @@ def _host_tokens(urls: list[str]) -> list[str]:
         if len(labels) > 2 and not host.replace(".", "").isdigit():
             out.append("url:" + ".".join(labels[-2:]))
     return out
+
+
+_UNUSUAL_URL = re.compile(r"[\[\]%\t\r\n]")
+_NETLOC_END = re.compile(r"[/?#]")
+
+
+def _hostname(url: str) -> str | None:
+    """``urlsplit(url).hostname``, taken apart by hand for a plain ASCII http(s) URL (the
+    common case, four times faster); raises ValueError where urlsplit does."""
+    if not (url.startswith(("http://", "https://")) and url.isascii()) or _UNUSUAL_URL.search(url):
+        return urlsplit(url).hostname
+    netloc = url[url.index("//") + 2 :]
+    end = _NETLOC_END.search(netloc)
+    if end:
+        netloc = netloc[: end.start()]
+    return netloc.rpartition("@")[2].partition(":")[0].lower() or None

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from urllib.parse import urlsplit
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nbspam.config import TokenizerConfig
-from nbspam.features import Analyzer
+from nbspam.features import Analyzer, _hostname
 
 MAIL = b"""\
 Received: from relay.example.net by mx.example.org
@@ -85,3 +90,47 @@ def test_ignored_headers_give_nothing():
     tokens = Counter(Analyzer(config).tokens(MAIL))
     assert not [t for t in tokens if t.startswith(("received:", "x-mailer:", "header:x-"))]
     assert tokens["header:received"] == 0 and tokens["header:delivered-to"] == 1
+
+
+URL_PART = st.sampled_from(
+    [
+        "http://",
+        "https://",
+        "HTTP://",
+        "ftp://",
+        "www.",
+        "//",
+        "user:pw@",
+        "@",
+        ":",
+        ":80",
+        "Example.COM",
+        "a.b.c",
+        ".",
+        "/",
+        "/p",
+        "?q=1",
+        "#f",
+        "[",
+        "]",
+        "%",
+        "\t",
+        "\n",
+        " ",
+        "é",
+        "",
+        "x",
+    ]
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(URL_PART, max_size=8).map("".join))
+def test_hostname_is_the_one_urlsplit_gives(url):
+    try:
+        expected = urlsplit(url).hostname
+    except ValueError:
+        with pytest.raises(ValueError):
+            _hostname(url)
+        return
+    assert _hostname(url) == expected
