@@ -19,7 +19,6 @@ import json
 import os
 import re
 import struct
-import tempfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,6 +170,8 @@ def _aligned(n: int) -> int:
 def _write_atomically(path: Path, parts: list[bytes]) -> None:
     folder = path.parent if str(path.parent) else Path(".")
     try:
+        import tempfile  # writing only: reading a model (a cold start) does without it
+
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     except OSError as exc:
         raise ModelFileError(f"cannot write model file {path}: {exc.strerror or exc}") from None
