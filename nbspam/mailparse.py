@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import binascii
 import codecs
 import functools
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from email.message import Message
 from email.parser import BytesParser
 from email.policy import compat32
+from email.utils import quote, unquote
 
 from .htmltext import html_to_text
 
@@ -339,17 +341,354 @@ def _unparsed(data: bytes, max_body_chars: int | None, complete: bool) -> Parsed
     return ParsedMail((), "", body.text(), (), (), body.truncated or not complete, 1)
 
 
+# --- fast path --------------------------------------------------------------------------------
+#
+# Most mail has a plain structure: header lines, a blank line, and one body or MIME parts
+# between boundary lines. For such mail _fast_parse gives exactly the ParsedMail that _parse
+# gives, but reads the bytes with compiled patterns and bytes methods instead of the email
+# package's line-by-line feed parser and message objects. It follows the email package (compat32)
+# rule by rule where that is cheap and gives up, raising _Unsupported, on everything else: input
+# in which the email package would find a defect, bare CR line ends, nested messages, digests,
+# uuencoded text, RFC 2231 parameters, MIME headers with 8-bit bytes and deep nesting. Then
+# parse_mail falls back to _parse.
+
+
+class _Unsupported(Exception):
+    """Input that the fast path leaves to the email package; the argument says why."""
+
+
+# One header field as the feed parser reads it: a name of printable characters other than the
+# colon (an empty name is a defect), the colon, the rest of the line, and any continuation
+# lines, which start with a blank. A header block is a run of them, not starting with a
+# continuation line (also a defect).
+_FIELD_PATTERN = rb"[\x21-\x39\x3b-\x7e]+:[^\n]*(?:\n|\Z)(?:[ \t][^\n]*(?:\n|\Z))*"
+_HEADER_BLOCK = re.compile(rb"(?:" + _FIELD_PATTERN + rb")*")
+# Name and value of each field of a checked block, decoded like the email package decodes it
+# (ASCII with 8-bit bytes as surrogate escapes); the value as compat32 keeps it: blanks after
+# the colon dropped, the line breaks of continuation lines kept.
+_FIELD = re.compile(r"^([\x21-\x39\x3b-\x7e]+):[ \t]*([^\n]*(?:\n[ \t][^\n]*)*)", re.MULTILINE)
+# The same for the three MIME fields only, whatever the case of their names.
+_MIME_FIELD = re.compile(
+    r"(content-(?:type|transfer-encoding|disposition)):[ \t]*([^\n]*(?:\n[ \t][^\n]*)*)",
+    re.IGNORECASE | re.ASCII,
+)
+# What may follow "--boundary" on a delimiter line: "--" on the closing one, then blanks.
+_DELIMITER_TAIL = re.compile(rb"(--)?[ \t]*\r?(?:\n|\Z)")
+_UUENCODE = frozenset({"x-uuencode", "uuencode", "uue", "x-uue"})
+_MAX_DEPTH = 8  # multipart nesting; real mail needs three or four levels
+
+
+@dataclass(frozen=True, slots=True)
+class _Leaf:
+    """A non-multipart part as _describe sees it, with its still encoded payload."""
+
+    ctype: str
+    charset: str
+    filename: str
+    is_body: bool
+    payload: bytes
+    encoding: str
+    """The Content-Transfer-Encoding value as get_payload() compares it (lower-cased, '' if
+    absent)."""
+
+
+def _header_block(data: bytes, start: int, end: int) -> tuple[str, int]:
+    """The header block of the entity in data[start:end] as text, and where its body starts.
+
+    The block ends at a blank line, which is skipped, or at the end. Its text is what the email
+    package reads: ASCII, with 8-bit bytes as surrogate escapes.
+    """
+    block_end = _HEADER_BLOCK.match(data, start, end).end()
+    if block_end == end:
+        body = end
+    elif data.startswith(b"\n", block_end, end):
+        body = block_end + 1
+    elif data.startswith(b"\r\n", block_end, end):
+        body = block_end + 2
+    else:  # not a header line, or a "From " line: the email package records a defect
+        raise _Unsupported("header block not ended by a blank line")
+    return data[start:block_end].decode("ascii", "surrogateescape"), body
+
+
+def _headers(block: str) -> tuple[tuple[str, str], ...]:
+    """(lower-cased name, _decode_header(value)) of every field, as _parse makes them.
+
+    For a block of plain ASCII without encoded-words _decode_header only drops the line breaks
+    and strips the value; since strip() also drops the blanks that compat32 took off after the
+    colon, it is enough to unfold the block and strip what follows each colon.
+    """
+    if block.isascii() and "=?" not in block:
+        unfolded = block.replace("\r", "").replace("\n ", " ").replace("\n\t", "\t")
+        lines = unfolded.split("\n")  # not splitlines(), which also splits at \f, \x1c...
+        if not lines[-1]:
+            lines.pop()  # after the final line break
+        headers = []
+        for line in lines:
+            name, _, value = line.partition(":")
+            headers.append((name.lower(), value.strip()))
+        return tuple(headers)
+    return tuple((name.lower(), _decode_header(value)) for name, value in _FIELD.findall(block))
+
+
+def _mime_fields(block: str) -> dict[str, str]:
+    """The first value of each MIME field, as Message.get() finds it; ASCII only.
+
+    Values are what compat32 stores (header_source_parse): the rest of the first line without
+    leading blanks, the continuation lines with their line breaks, trailing CR and LF dropped.
+    With 8-bit bytes Message.get() would return an email.header.Header instead of the text.
+    """
+    found: dict[str, str] = {}
+    lowered = block.lower()  # as long as the block: it holds ASCII and surrogate escapes only
+    at = lowered.find("content-")
+    while at >= 0:
+        match = _MIME_FIELD.match(block, at) if at == 0 or block[at - 1] == "\n" else None
+        if match and match.group(1).lower() not in found:
+            key, value = match.group(1).lower(), match.group(2)
+            if not value.isascii():
+                raise _Unsupported(f"8-bit {key}")
+            found[key] = value.rstrip("\r\n")
+        at = lowered.find("content-", at + 1)
+    return found
+
+
+def _content_type(mime: dict[str, str]) -> str:
+    """Message.get_content_type(): lower-cased type before the first ';', else text/plain."""
+    value = mime.get("content-type")
+    if value is None:
+        return "text/plain"  # the default outside multipart/digest, which is not taken here
+    ctype = value.partition(";")[0].strip().lower()
+    return ctype if ctype.count("/") == 1 else "text/plain"
+
+
+def _params(value: str) -> list[tuple[str, str]]:
+    """What Message.get_params() returns for a header value without RFC 2231 parameters.
+
+    Like email.message._parseparam, the value is split at semicolons outside double quotes
+    (an odd count of quotes, backslash-escaped ones not counted, continues a parameter), names
+    before an '=' are lower-cased, and names and values are stripped. Like decode_params and
+    get_params, the first item's value is unquoted once and every other value unquoted, quoted
+    and unquoted again.
+    """
+    pieces: list[str] = []
+    for chunk in value.split(";"):
+        if pieces and (pieces[-1].count('"') - pieces[-1].count('\\"')) % 2:
+            pieces[-1] += ";" + chunk
+        else:
+            pieces.append(chunk)
+    params = []
+    for index, piece in enumerate(pieces):
+        name, equals, text = piece.partition("=")
+        name, text = (name.strip().lower(), text.strip()) if equals else (piece.strip(), "")
+        if index == 0:
+            params.append((name, unquote(text)))
+        elif "*" in name:
+            raise _Unsupported("RFC 2231 parameter")
+        elif '"' in text or "<" in text or "\\" in text:
+            params.append((name, unquote(f'"{quote(unquote(text))}"')))
+        else:  # nothing to unquote or quote
+            params.append((name, text))
+    return params
+
+
+def _boundary(mime: dict[str, str]) -> bytes:
+    """Message.get_boundary(): the first boundary parameter, unquoted again, right-stripped."""
+    for name, value in _params(mime["content-type"]):
+        if name.lower() == "boundary":
+            return unquote(value).rstrip().encode("ascii")
+    raise _Unsupported("multipart without boundary")
+
+
+def _delimiter(data: bytes, marker: bytes, pos: int, end: int) -> tuple[int, int, bool] | None:
+    """The first delimiter line in data[pos:end], pos being a line start.
+
+    A delimiter line is ``marker`` (``--boundary``), an optional ``--`` that makes it the
+    closing one, blanks and the line break, as the feed parser's boundary pattern has it.
+    Returns where the line starts and ends and whether it closes the multipart.
+    """
+    nl_marker = b"\n" + marker
+    line = pos
+    while True:
+        if data.startswith(marker, line, end):
+            tail = _DELIMITER_TAIL.match(data, line + len(marker), end)
+            if tail:
+                return line, tail.end(), tail.group(1) is not None
+        found = data.find(nl_marker, line, end)
+        if found < 0:
+            return None
+        line = found + 1
+
+
+def _multipart_parts(data: bytes, start: int, end: int, boundary: bytes) -> list[tuple[int, int]]:
+    """The (start, end) of each part of the multipart body data[start:end].
+
+    The part ends where its closing delimiter line starts; the line break before that belongs to
+    the delimiter, which the caller strips. Text before the first delimiter (preamble) and after
+    the closing one (epilogue) is not needed. A missing first or closing delimiter is a defect,
+    and two delimiter lines in a row make the feed parser skip the second one: both are left to
+    the email package.
+    """
+    marker = b"--" + boundary
+    first = _delimiter(data, marker, start, end)
+    if first is None or first[2]:
+        raise _Unsupported("start boundary not found")
+    parts = []
+    pos = first[1]
+    while True:
+        found = _delimiter(data, marker, pos, end)
+        if found is None:
+            raise _Unsupported("close boundary not found")
+        line_start, line_end, closing = found
+        if line_start == pos:
+            raise _Unsupported("delimiter lines in a row")
+        parts.append((pos, line_start))
+        if closing:
+            return parts
+        pos = line_end
+
+
+def _strip_line_end(payload: bytes) -> bytes:
+    """Drop the line break that belongs to the delimiter line after a part."""
+    if payload.endswith(b"\r\n"):
+        return payload[:-2]
+    if payload.endswith(b"\n"):
+        return payload[:-1]
+    return payload
+
+
+def _leaf(mime: dict[str, str], ctype: str, payload: bytes) -> _Leaf:
+    """Describe a non-multipart part like _describe does, from its MIME header values."""
+    ctype = ctype.split()[0]
+    if ctype.startswith(("multipart/", "message/")):
+        ctype = "text/plain"
+    content_type = mime.get("content-type")
+    disposition_value = mime.get("content-disposition")
+    type_params = [] if content_type is None else _params(content_type)
+    disposition = [] if disposition_value is None else _params(disposition_value)
+    filename = _param(disposition, "filename") or _param(type_params, "name")
+    attached = bool(filename and disposition) and disposition[0][0].lower() == "attachment"
+    is_body = ctype in ("text/plain", "text/html") and not attached
+    encoding = mime.get("content-transfer-encoding", "").lower()
+    return _Leaf(ctype, _param(type_params, "charset"), filename, is_body, payload, encoding)
+
+
+def _collect(
+    data: bytes,
+    block: str,
+    body: tuple[int, int],
+    in_multipart: bool,
+    depth: int,
+    leaves: list[_Leaf],
+) -> None:
+    """Append the leaves of the entity with this header block and body data[body[0]:body[1]]
+    to leaves, depth first like Message.walk()."""
+    mime = _mime_fields(block)
+    ctype = _content_type(mime)
+    maintype = ctype.split("/")[0]
+    if maintype == "message":
+        raise _Unsupported("nested message")
+    if maintype != "multipart":
+        payload = data[body[0] : body[1]]
+        leaves.append(_leaf(mime, ctype, _strip_line_end(payload) if in_multipart else payload))
+        return
+    if ctype == "multipart/digest":  # its parts default to message/rfc822
+        raise _Unsupported("multipart/digest")
+    if depth >= _MAX_DEPTH:
+        raise _Unsupported("deep nesting")
+    if mime.get("content-transfer-encoding", "8bit").lower() not in ("7bit", "8bit", "binary"):
+        raise _Unsupported("encoded multipart")
+    for start, end in _multipart_parts(data, body[0], body[1], _boundary(mime)):
+        part_block, part_body = _header_block(data, start, end)
+        _collect(data, part_block, (part_body, end), True, depth + 1, leaves)
+
+
+def _decoded(leaf: _Leaf) -> bytes:
+    """Message.get_payload(decode=True) of a leaf; base64 the email package finds defective
+    and uuencoded text are left to it."""
+    if leaf.encoding == "quoted-printable":
+        return binascii.a2b_qp(leaf.payload)
+    if leaf.encoding == "base64":
+        encoded = b"".join(leaf.payload.splitlines())
+        if len(encoded) % 4:
+            raise _Unsupported("base64 padding")
+        try:
+            return base64.b64decode(encoded, validate=True)
+        except binascii.Error:
+            raise _Unsupported("base64 characters") from None
+    if leaf.encoding in _UUENCODE:
+        raise _Unsupported("uuencoded body")
+    return leaf.payload
+
+
+def _read_fast(data: bytes, max_body_chars: int | None, complete: bool) -> ParsedMail:
+    """The fast path proper: what _parse returns, or _Unsupported."""
+    if b"\r" in data and data.count(b"\r") != data.count(b"\r\n"):
+        raise _Unsupported("bare CR line end")  # a line break for the email package
+    block, body_start = _header_block(data, 0, len(data))
+    leaves: list[_Leaf] = []
+    _collect(data, block, (body_start, len(data)), False, 0, leaves)
+    # Decode every body part first: the email package does so too, and may find defects.
+    payloads = [_decoded(leaf) if leaf.is_body else b"" for leaf in leaves]
+    headers = _headers(block)
+    body = _Body(max_body_chars)
+    links: list[str] = []
+    attachments: list[tuple[str, str]] = []
+    for leaf, payload in zip(leaves, payloads):
+        if leaf.filename or not leaf.is_body:
+            attachments.append((leaf.ctype, _extension(leaf.filename)))
+        if not leaf.is_body:
+            continue
+        if body.full:
+            body.truncated = body.truncated or (bool(payload) and not payload.isspace())
+            continue
+        text = decode_bytes(payload, leaf.charset, complete=complete)
+        if leaf.ctype == "text/html":
+            text, part_links = html_to_text(text)
+            links.extend(part_links)
+        else:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        body.add(text)
+    return ParsedMail(
+        headers=headers,
+        subject=next((value for name, value in headers if name == "subject"), ""),
+        body=body.text(),
+        links=tuple(links),
+        attachments=tuple(attachments),
+        truncated=body.truncated or (not complete and bool(leaves) and leaves[-1].is_body),
+        defects=0,
+    )
+
+
+def _fast_parse(data: bytes, max_body_chars: int | None, complete: bool) -> ParsedMail | None:
+    """Exactly what _parse returns, or None for input that the fast path leaves to it."""
+    try:
+        return _read_fast(data, max_body_chars, complete)
+    except _Unsupported:
+        return None
+
+
+def _prepare(data: bytes, max_body_chars: int | None) -> tuple[bytes, bool]:
+    """The input as both parsers read it, and whether it is complete (not cut by _precut)."""
+    data = skip_mbox_line(bytes(data))
+    if max_body_chars is None:
+        return data, True
+    data, cut = _precut(data, max_body_chars)
+    return data, not cut
+
+
 def parse_mail(data: bytes, *, max_body_chars: int | None = None) -> ParsedMail:
     """Parse raw message bytes into a ParsedMail; never raises.
 
     With ``max_body_chars`` at most that many body characters are kept, and the raw input is
-    cut before parsing so that huge messages stay cheap.
+    cut before parsing so that huge messages stay cheap. The fast path reads most mail; what it
+    leaves is read with the email package.
     """
-    data = skip_mbox_line(bytes(data))
-    complete = True
-    if max_body_chars is not None:
-        data, cut = _precut(data, max_body_chars)
-        complete = not cut
+    data, complete = _prepare(data, max_body_chars)
+    try:
+        parsed = _fast_parse(data, max_body_chars, complete)
+    except Exception:  # a case the fast path did not foresee: the email package decides
+        parsed = None
+    if parsed is not None:
+        return parsed
     try:
         return _parse(data, max_body_chars, complete)
     except Exception:  # the email package failed unexpectedly: fall back to plain text
