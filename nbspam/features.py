@@ -5,7 +5,6 @@ from __future__ import annotations
 import fnmatch
 import functools
 import re
-from urllib.parse import urlsplit
 
 from .config import TokenizerConfig
 from .mailparse import ParsedMail, decode_bytes, looks_like_mail, parse_mail
@@ -128,6 +127,8 @@ def _hostname(url: str) -> str | None:
     """``urlsplit(url).hostname``, taken apart by hand for a plain ASCII http(s) URL (the
     common case, four times faster); raises ValueError where urlsplit does."""
     if not (url.startswith(("http://", "https://")) and url.isascii()) or _UNUSUAL_URL.search(url):
+        from urllib.parse import urlsplit  # rarely needed: keep it off a cold start
+
         return urlsplit(url).hostname
     netloc = url[url.index("//") + 2 :]
     end = _NETLOC_END.search(netloc)

@@ -9,12 +9,13 @@ import functools
 import itertools
 import re
 from dataclasses import dataclass
-from email.message import Message
-from email.parser import BytesParser
-from email.policy import compat32
-from email.utils import quote, unquote
+from typing import TYPE_CHECKING
 
 from .htmltext import html_to_text
+
+if TYPE_CHECKING:  # the email package is imported only for the mail the fast path leaves
+    from email.message import Message
+    from email.parser import BytesParser
 
 __all__ = ["ParsedMail", "html_to_text", "looks_like_mail", "parse_mail"]
 
@@ -197,7 +198,16 @@ def looks_like_mail(data: bytes) -> bool:
 
 # --- message parsing --------------------------------------------------------------------------
 
-_PARSER = BytesParser(policy=compat32)
+
+
+@functools.lru_cache(maxsize=1)
+def _email_parser() -> BytesParser:
+    """The email package's parser (compat32), imported on first use: a filter started per
+    delivery pays some 15 ms for the import, and the fast path reads most mail without it."""
+    from email.parser import BytesParser
+    from email.policy import compat32
+
+    return BytesParser(policy=compat32)
 # With max_body_chars the raw input is cut this far past the headers before parsing.
 _RAW_BYTES_PER_CHAR = 16
 _RAW_SLACK = 64 * 1024
@@ -301,7 +311,7 @@ def _has_text(part: Message) -> bool:
 
 def _parse(data: bytes, max_body_chars: int | None, complete: bool) -> ParsedMail:
     """Parse with the email package; exceptions are the caller's business."""
-    msg = _PARSER.parsebytes(data)
+    msg = _email_parser().parsebytes(data)
     # raw_items() gives the values as parsed; items() would replace 8-bit bytes by U+FFFD.
     headers = tuple((name.lower(), _decode_header(value)) for name, value in msg.raw_items())
     body = _Body(max_body_chars)
@@ -460,6 +470,22 @@ def _content_type(mime: dict[str, str]) -> str:
     return ctype if ctype.count("/") == 1 else "text/plain"
 
 
+def _quote(text: str) -> str:
+    """email.utils.quote: backslashes and double quotes escaped."""
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _unquote(text: str) -> str:
+    """email.utils.unquote: one pair of double quotes (unescaping inside) or angle brackets
+    taken off. Written out because importing email.utils costs a cold start some 12 ms."""
+    if len(text) > 1:
+        if text.startswith('"') and text.endswith('"'):
+            return text[1:-1].replace("\\\\", "\\").replace('\\"', '"')
+        if text.startswith("<") and text.endswith(">"):
+            return text[1:-1]
+    return text
+
+
 def _params(value: str) -> list[tuple[str, str]]:
     """What Message.get_params() returns for a header value without RFC 2231 parameters.
 
@@ -480,11 +506,11 @@ def _params(value: str) -> list[tuple[str, str]]:
         name, equals, text = piece.partition("=")
         name, text = (name.strip().lower(), text.strip()) if equals else (piece.strip(), "")
         if index == 0:
-            params.append((name, unquote(text)))
+            params.append((name, _unquote(text)))
         elif "*" in name:
             raise _Unsupported("RFC 2231 parameter")
         elif '"' in text or "<" in text or "\\" in text:
-            params.append((name, unquote(f'"{quote(unquote(text))}"')))
+            params.append((name, _unquote(f'"{_quote(_unquote(text))}"')))
         else:  # nothing to unquote or quote
             params.append((name, text))
     return params
@@ -494,7 +520,7 @@ def _boundary(mime: dict[str, str]) -> bytes:
     """Message.get_boundary(): the first boundary parameter, unquoted again, right-stripped."""
     for name, value in _params(mime["content-type"]):
         if name.lower() == "boundary":
-            return unquote(value).rstrip().encode("ascii")
+            return _unquote(value).rstrip().encode("ascii")
     raise _Unsupported("multipart without boundary")
 
 

@@ -628,3 +628,13 @@ def test_arbitrary_bytes_bail_or_equal_the_email_package(data, limit):
     bail_reason(data, limit)
     bail_reason(b"Subject: x\n\n" + data, limit)
     bail_reason(b"Content-Type: multipart/mixed; boundary=B\n\n--B\n" + data, limit)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet='ab"\\<> ', max_size=12))
+def test_quote_and_unquote_are_the_email_package_ones(text):
+    from email.utils import quote, unquote
+
+    from nbspam.mailparse import _quote, _unquote
+
+    assert _quote(text) == quote(text) and _unquote(text) == unquote(text)
