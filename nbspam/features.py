@@ -51,7 +51,7 @@ class Analyzer:
         out, addresses = self.split(mail.body)
         out.extend(addresses)
         subject = self.words(mail.subject)
-        out.extend(["subject:" + w for w in subject] if cfg.subject_tokens else subject)
+        out.extend(map("subject:".__add__, subject) if cfg.subject_tokens else subject)
         if cfg.url_tokens:
             urls = [a for a in addresses if "://" in a or a.startswith("www.")]
             out.extend(_host_tokens(urls + list(mail.links)))
@@ -82,7 +82,7 @@ class Analyzer:
         the value, ``name:<word>`` for the other words (display names, comments), or
         ``name:none`` if there is nothing."""
         words, addresses = self.split(value)
-        out = [f"{name}:{w}" for w in words]
+        out = list(map(f"{name}:".__add__, words))
         for address in addresses:
             if "@" in address and "://" not in address:
                 address = address.lower()
@@ -97,7 +97,7 @@ class Analyzer:
         if name == "message-id":
             domains = (value.strip().strip("<>").rpartition("@")[2] for value in values)
             return [f"message-id:@{d.lower()}" if d else "message-id:none" for d in domains]
-        return [f"{name}:{w}" for w in self.words("\n".join(values))]
+        return list(map(f"{name}:".__add__, self.words("\n".join(values))))
 
 
 def _host_tokens(urls: list[str]) -> list[str]:

@@ -31,14 +31,16 @@ def class_counts(X: sp.csr_matrix, y: np.ndarray, n_classes: int) -> tuple[np.nd
     doc_count (C, d) = sum_{i: y_i=c} b_ia, all int64. Everything a model needs is a sum of
     these over documents, so models trained on parts add up to the model trained on all.
     """
-    n = X.shape[0]
-    Y = sp.csr_matrix((np.ones(n, np.int64), (y, np.arange(n))), shape=(n_classes, n))
-    B = X.copy()
-    B.data = np.ones_like(B.data)
+    n, d = X.shape
+    # one bincount over the stored entries, keyed by (class of the row, column)
+    X = X.tocsr()
+    key = np.repeat(np.asarray(y, np.int64), np.diff(X.indptr)) * d + X.indices
+    size = n_classes * d
+    present = X.data != 0  # b_ia = [x_ia > 0]; an explicit zero is no occurrence
     return (
         np.bincount(y, minlength=n_classes).astype(np.int64),
-        np.asarray((Y @ X).todense(), dtype=np.int64),
-        np.asarray((Y @ B).todense(), dtype=np.int64),
+        np.bincount(key, weights=X.data, minlength=size).astype(np.int64).reshape(n_classes, d),
+        np.bincount(key[present], minlength=size).astype(np.int64).reshape(n_classes, d),
     )
 
 

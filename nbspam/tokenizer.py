@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import functools
 import re
+import string
 import unicodedata
+from itertools import filterfalse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -109,6 +111,12 @@ class Tokenizer:
     def __init__(self, config: TokenizerConfig) -> None:
         self.config = config
         self._stop = frozenset(config.stop_words)
+        # What the ASCII scan drops when no word is too long: the stop words and, for a
+        # minimum length of 2, the one-character words it can find (a letter or a digit).
+        self._drop: frozenset[str] | None = None
+        if config.min_length <= 2:
+            short = string.ascii_letters + string.digits if config.min_length == 2 else ""
+            self._drop = self._stop | frozenset(short)
 
     def words(self, text: str) -> list[str]:
         """Tokens of ``text``: words and CJK bigrams, word n-grams, then web and e-mail
@@ -134,8 +142,11 @@ class Tokenizer:
         if text.isascii():
             tokens = _ASCII_WORD_RE.findall(text)
             if cfg.ngrams == 1:  # the common case, where order does not matter
+                long = bool(tokens) and max(map(len, tokens)) > high
+                if self._drop is not None and not long:  # a filter without a Python loop
+                    return list(filterfalse(self._drop.__contains__, tokens)), addresses
                 out = [t for t in tokens if low <= len(t) <= high and t not in stop]
-                if cfg.long_words == "skip" and tokens and max(map(len, tokens)) > high:
+                if long and cfg.long_words == "skip":
                     out.extend(f"skip:{t[0]} {len(t) // 10 * 10}" for t in tokens if len(t) > high)
                 return out, addresses
         else:

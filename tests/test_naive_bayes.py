@@ -9,6 +9,9 @@ from math import log
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from nbspam import naive_bayes as nb
 from nbspam.config import build_settings
@@ -285,3 +288,17 @@ def test_agrees_with_scikit_learn_on_the_spamassassin_corpus(spamassassin_matrix
         np.testing.assert_allclose(log_post, ref_post, rtol=1e-10, atol=1e-10)
         jll = ref.predict_joint_log_proba(Xk)
         np.testing.assert_allclose(log_odds, jll[:, 1] - jll[:, 0], rtol=1e-10, atol=1e-8)
+
+
+@hypothesis_settings(max_examples=100, deadline=None)
+@given(st.integers(0, 30), st.integers(1, 12), st.integers(1, 4), st.integers(0, 2**32 - 1))
+def test_class_counts_are_the_dense_sums(n, d, n_classes, seed):
+    rng = np.random.default_rng(seed)
+    dense = rng.integers(0, 4, size=(n, d)) * (rng.random((n, d)) < 0.4)
+    y = rng.integers(0, n_classes, size=n)
+    class_count, term_count, doc_count = nb.class_counts(sp.csr_matrix(dense), y, n_classes)
+    for c in range(n_classes):
+        assert class_count[c] == (y == c).sum()
+        np.testing.assert_array_equal(term_count[c], dense[y == c].sum(axis=0))
+        np.testing.assert_array_equal(doc_count[c], (dense[y == c] > 0).sum(axis=0))
+    assert term_count.dtype == doc_count.dtype == np.int64
