@@ -20,7 +20,8 @@ class Analyzer:
     body words plus tagged tokens: ``subject:<word>``, ``from:addr:<address>``,
     ``from:domain:<domain>``, ``from:<display-name word>`` (likewise to, cc, reply-to,
     return-path), ``url:<host>``, ``header:<name>`` for every header present,
-    ``<name>:<word>`` for the values of ``value_headers``, ``attachment:<type>`` and
+    ``<name>:<word>`` for the values of ``value_headers`` (of Received, without its date
+    and queue id; of Message-ID, its domain), ``attachment:<type>`` and
     ``attachment:.<ext>``. Headers matching ``ignore_headers`` give nothing. Anything else
     is plain text: its words.
     """
@@ -97,6 +98,8 @@ class Analyzer:
         if name == "message-id":
             domains = (value.strip().strip("<>").rpartition("@")[2] for value in values)
             return [f"message-id:@{d.lower()}" if d else "message-id:none" for d in domains]
+        if name == "received":  # hosts, addresses and software; the date and queue id are noise
+            values = [_RECEIVED_ID.sub(" ", value.rpartition(";")[0] or value) for value in values]
         return list(map(f"{name}:".__add__, self.words("\n".join(values))))
 
 
@@ -119,6 +122,8 @@ def _host_tokens(urls: list[str]) -> list[str]:
     return out
 
 
+# The queue id of a Received header ("id 4F2A1B3C"), unique to one message.
+_RECEIVED_ID = re.compile(r"\bid\s+\S+", re.IGNORECASE)
 _UNUSUAL_URL = re.compile(r"[\[\]%\t\r\n]")
 _NETLOC_END = re.compile(r"[/?#]")
 

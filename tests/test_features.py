@@ -14,8 +14,9 @@ from nbspam.config import TokenizerConfig
 from nbspam.features import Analyzer, _hostname
 
 MAIL = b"""\
-Received: from relay.example.net by mx.example.org
-Received: from client by relay.example.net
+Received: from relay.example.net by mx.example.org with ESMTP id 4F2A1B3C;
+ Mon, 23 Sep 2002 12:34:56 +0100
+Received: from client by relay.example.net (ID 77xQ9)
 From: "Ann Lee" <Ann.Lee@Example.COM>
 To: undisclosed-recipients:;
 Cc: bob@example.org (Bob Stone), carol@example.org
@@ -53,7 +54,8 @@ def test_every_kind_of_token_of_a_message():
         + ["header:" + h for h in ("from", "to", "cc", "return-path", "message-id")]
         + ["header:" + h for h in ("x-mailer", "subject", "mime-version", "content-type")]
         # values of the value headers; both Received headers, as one text
-        + ["received:" + w for w in "relay.example.net mx.example.org client".split()]
+        # (without the date after the last ";" and the queue id)
+        + ["received:" + w for w in "relay.example.net mx.example.org with esmtp client".split()]
         + ["received:" + w for w in "relay.example.net".split()]
         + ["message-id:@mail.example.com"]
         + ["x-mailer:foo", "x-mailer:mail", "x-mailer:2.0"]
