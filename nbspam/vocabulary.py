@@ -10,27 +10,12 @@ import numpy as np
 import scipy.sparse as sp
 
 
-class _Columns(dict):
-    """term -> column; looking up a missing term gives it the next column."""
-
-    def __init__(self, terms: list[str]) -> None:
-        super().__init__(zip(terms, range(len(terms))))
-        self.terms = terms
-
-    def __missing__(self, term: str) -> int:
-        if "\n" in term:
-            raise ValueError(f"a term cannot contain a line break: {term!r}")
-        col = self[term] = len(self.terms)
-        self.terms.append(term)
-        return col
-
-
 class TermIndex:
     """A growing map term -> column, columns numbered in order of first appearance."""
 
     def __init__(self, terms: Iterable[str] = ()) -> None:
         self.terms: list[str] = list(terms)
-        self.ids: dict[str, int] = _Columns(self.terms)
+        self.ids: dict[str, int] = dict(zip(self.terms, range(len(self.terms))))
         if len(self.ids) != len(self.terms):
             raise ValueError("a term index cannot hold a term twice")
         if self.terms and "\n" in "".join(self.terms):
@@ -41,7 +26,7 @@ class TermIndex:
 
     def add(self, term: str) -> int:
         """Column of ``term``, giving it the next free column if it is new."""
-        return self.ids[term]
+        return int(self.columns([term], grow=True)[0])
 
     def columns(self, terms: Sequence[str], *, grow: bool) -> np.ndarray:
         """Columns (k,) of k distinct terms: -1 for a term the index lacks, or with ``grow``
@@ -80,9 +65,13 @@ def count_rows(
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     it = iter(token_lists)
     while batch := list(islice(it, _ROWS_AT_ONCE)):
-        tokens = chain.from_iterable(batch)
-        found = map(ids.__getitem__, tokens) if grow else map(ids.get, tokens, repeat(-1))
-        cols = np.fromiter(found, np.int64)
+        tokens = list(chain.from_iterable(batch))
+        if grow:  # the new terms first, in order of first appearance, then every lookup hits
+            index.columns(list(dict.fromkeys(tokens)), grow=True)
+            found = map(ids.__getitem__, tokens)
+        else:
+            found = map(ids.get, tokens, repeat(-1))
+        cols = np.fromiter(found, np.int64, len(tokens))
         rows = np.repeat(np.arange(len(batch), dtype=np.int64), [len(t) for t in batch])
         if not grow:
             rows, cols = rows[cols >= 0], cols[cols >= 0]
