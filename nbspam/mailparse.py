@@ -199,7 +199,6 @@ def looks_like_mail(data: bytes) -> bool:
 # --- message parsing --------------------------------------------------------------------------
 
 
-
 @functools.lru_cache(maxsize=1)
 def _email_parser() -> BytesParser:
     """The email package's parser (compat32), imported on first use: a filter started per
@@ -208,6 +207,8 @@ def _email_parser() -> BytesParser:
     from email.policy import compat32
 
     return BytesParser(policy=compat32)
+
+
 # With max_body_chars the raw input is cut this far past the headers before parsing.
 _RAW_BYTES_PER_CHAR = 16
 _RAW_SLACK = 64 * 1024
@@ -292,45 +293,41 @@ def _extension(filename: str) -> str:
     return ext if dot and stem and _EXTENSION.fullmatch(ext) else ""
 
 
-def _part_text(
-    part: Message, ctype: str, charset: str, complete: bool
+def _payload_text(
+    payload: bytes, ctype: str, charset: str, complete: bool
 ) -> tuple[str, tuple[str, ...]]:
-    """Decode a text/plain or text/html part to visible text and link targets."""
-    data = part.get_payload(decode=True) or b""
-    text = decode_bytes(data, charset, complete=complete)
+    """The visible text and link targets of a decoded text/plain or text/html payload."""
+    text = decode_bytes(payload, charset, complete=complete)
     if ctype == "text/html":
         return html_to_text(text)
     return text.replace("\r\n", "\n").replace("\r", "\n"), ()
 
 
-def _has_text(part: Message) -> bool:
-    """Whether a part's payload holds anything but white space."""
-    data = part.get_payload(decode=True)
-    return bool(data) and not data.isspace()
+# A leaf part for _assemble: content type, charset, file name, whether it is body text, and
+# its decoded payload (b"" for parts that are not body text, which are never decoded).
+_Part = tuple[str, str, str, bool, bytes]
 
 
-def _parse(data: bytes, max_body_chars: int | None, complete: bool) -> ParsedMail:
-    """Parse with the email package; exceptions are the caller's business."""
-    msg = _email_parser().parsebytes(data)
-    # raw_items() gives the values as parsed; items() would replace 8-bit bytes by U+FFFD.
-    headers = tuple((name.lower(), _decode_header(value)) for name, value in msg.raw_items())
+def _assemble(
+    headers: tuple[tuple[str, str], ...],
+    parts: list[_Part],
+    max_body_chars: int | None,
+    complete: bool,
+    defects: int,
+) -> ParsedMail:
+    """The ParsedMail of a message's headers and leaf parts, in the order of a walk."""
     body = _Body(max_body_chars)
     links: list[str] = []
     attachments: list[tuple[str, str]] = []
-    parts = list(msg.walk())
-    last_is_body = False
-    for part in parts:
-        if part.is_multipart():
-            continue
-        ctype, charset, filename, last_is_body = _describe(part)
-        if filename or not last_is_body:
+    for ctype, charset, filename, is_body, payload in parts:
+        if filename or not is_body:
             attachments.append((ctype, _extension(filename)))
-        if not last_is_body:
+        if not is_body:
             continue
         if body.full:
-            body.truncated = body.truncated or _has_text(part)
+            body.truncated = body.truncated or (bool(payload) and not payload.isspace())
             continue
-        text, part_links = _part_text(part, ctype, charset, complete)
+        text, part_links = _payload_text(payload, ctype, charset, complete)
         body.add(text)
         links.extend(part_links)
     return ParsedMail(
@@ -339,9 +336,25 @@ def _parse(data: bytes, max_body_chars: int | None, complete: bool) -> ParsedMai
         body=body.text(),
         links=tuple(links),
         attachments=tuple(attachments),
-        truncated=body.truncated or (not complete and last_is_body),
-        defects=sum(len(part.defects) for part in parts),
+        truncated=body.truncated or (not complete and bool(parts) and parts[-1][3]),
+        defects=defects,
     )
+
+
+def _parse(data: bytes, max_body_chars: int | None, complete: bool) -> ParsedMail:
+    """Parse with the email package; exceptions are the caller's business."""
+    msg = _email_parser().parsebytes(data)
+    # raw_items() gives the values as parsed; items() would replace 8-bit bytes by U+FFFD.
+    headers = tuple((name.lower(), _decode_header(value)) for name, value in msg.raw_items())
+    walked = list(msg.walk())
+    parts: list[_Part] = []
+    for part in walked:
+        if not part.is_multipart():
+            ctype, charset, filename, is_body = _describe(part)
+            payload = (part.get_payload(decode=True) or b"") if is_body else b""
+            parts.append((ctype, charset, filename, is_body, payload))
+    defects = sum(len(part.defects) for part in walked)  # after decoding, which adds some
+    return _assemble(headers, parts, max_body_chars, complete, defects)
 
 
 def _unparsed(data: bytes, max_body_chars: int | None, complete: bool) -> ParsedMail:
@@ -652,36 +665,18 @@ def _read_fast(data: bytes, max_body_chars: int | None, complete: bool) -> Parse
     block, body_start = _header_block(data, 0, len(data))
     leaves: list[_Leaf] = []
     _collect(data, block, (body_start, len(data)), False, 0, leaves)
-    # Decode every body part first: the email package does so too, and may find defects.
-    payloads = [_decoded(leaf) if leaf.is_body else b"" for leaf in leaves]
-    headers = _headers(block)
-    body = _Body(max_body_chars)
-    links: list[str] = []
-    attachments: list[tuple[str, str]] = []
-    for leaf, payload in zip(leaves, payloads):
-        if leaf.filename or not leaf.is_body:
-            attachments.append((leaf.ctype, _extension(leaf.filename)))
-        if not leaf.is_body:
-            continue
-        if body.full:
-            body.truncated = body.truncated or (bool(payload) and not payload.isspace())
-            continue
-        text = decode_bytes(payload, leaf.charset, complete=complete)
-        if leaf.ctype == "text/html":
-            text, part_links = html_to_text(text)
-            links.extend(part_links)
-        else:
-            text = text.replace("\r\n", "\n").replace("\r", "\n")
-        body.add(text)
-    return ParsedMail(
-        headers=headers,
-        subject=next((value for name, value in headers if name == "subject"), ""),
-        body=body.text(),
-        links=tuple(links),
-        attachments=tuple(attachments),
-        truncated=body.truncated or (not complete and bool(leaves) and leaves[-1].is_body),
-        defects=0,
-    )
+    # Decode every body part: the email package does so too, and may find defects.
+    parts = [
+        (
+            leaf.ctype,
+            leaf.charset,
+            leaf.filename,
+            leaf.is_body,
+            _decoded(leaf) if leaf.is_body else b"",
+        )
+        for leaf in leaves
+    ]
+    return _assemble(_headers(block), parts, max_body_chars, complete, 0)
 
 
 def _fast_parse(data: bytes, max_body_chars: int | None, complete: bool) -> ParsedMail | None:
