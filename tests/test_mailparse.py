@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nbspam.mailparse import ParsedMail, html_to_text, looks_like_mail, parse_mail
+from nbspam.mailparse import ParsedMail, looks_like_mail, parse_mail
 
 SPAMASSASSIN = Path(__file__).resolve().parents[1].parent / "shared" / "corpora" / "spamassassin"
 
@@ -250,80 +250,6 @@ def test_rfc2047_bad_charset_and_8bit_header_bytes():
     assert parse_mail(mail(b"Subject: =?x-bogus?Q?caf=C3=A9?=", b"")).subject == "café"
 
 
-# --- HTML -------------------------------------------------------------------------------------
-
-
-def test_html_to_text_drops_hidden_content_and_decodes_entities():
-    html = (
-        "<html><head><title>The Title</title><style>body {x: y}</style>"
-        "<script type='text/javascript'>var hidden = '<b>no</b>';</script></head>"
-        "<body><h1>Heading</h1><p>Fish &amp; chips &eacute;t&eacute; &#36;5&nbsp;only</p>"
-        "V<!-- split -->iagra<br>next line<div>block</div><ul><li>one<li>two</ul>"
-        "<table><tr><td>cell a</td><td>cell b</td></tr></table></body></html>"
-    )
-    text, links = html_to_text(html)
-    assert text.split("\n") == [
-        "The Title",
-        "Heading",
-        "Fish & chips été $5 only",
-        "Viagra",
-        "next line",
-        "block",
-        "one",
-        "two",
-        "cell a",
-        "cell b",
-    ]
-    assert links == ()
-
-
-def test_html_to_text_collects_link_targets_in_order():
-    html = (
-        '<body background="bg.jpg"><a href="http://a.example/x?p=1&amp;q=2">A</a>'
-        "<IMG SRC=http://img.example/i.gif><iframe src='http://frame.example/'></iframe>"
-        '<map><area href="http://area.example/"></map><script src="http://js.example/s.js">'
-        "</script><form action=\"http://form.example/post\"></form><a name='anchor'>no link</a>"
-        '<!-- <a href="http://comment.example/"> -->'
-    )
-    text, links = html_to_text(html)
-    assert links == (
-        "bg.jpg",
-        "http://a.example/x?p=1&q=2",
-        "http://img.example/i.gif",
-        "http://frame.example/",
-        "http://area.example/",
-        "http://js.example/s.js",
-        "http://form.example/post",
-    )
-    assert text == "A\nno link"
-
-
-@pytest.mark.parametrize(
-    "html",
-    [
-        "<p>unclosed <b>tags <i>everywhere",
-        "<a href='x>broken",
-        "<<<>>> </ > <! <? <!-- never closed",
-        "<script>never closed",
-        "<style",
-        '<img src="" alt=">">text',
-        "&bogus; &#xZZ; &#99999999999; &",
-        "\x00\x01<p\x00>nul</p>",
-        "",
-    ],
-)
-def test_html_to_text_survives_broken_html(html):
-    text, links = html_to_text(html)
-    assert isinstance(text, str)
-    assert all(isinstance(link, str) for link in links)
-
-
-def test_html_text_keeps_words_around_broken_tags():
-    text, links = html_to_text('<font color="red" <b>Free</b> money <a href="x" >now</a>')
-    assert text.split() == ["Free", "money", "now"]
-    assert links == ("x",)
-
-
 # --- MIME structure ---------------------------------------------------------------------------
 
 
@@ -507,13 +433,6 @@ def test_mutated_messages_never_raise(sample, mutations, limit):
     check_types(parsed)
     if limit is not None:
         assert len(parsed.body) <= limit
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.text(alphabet=st.sampled_from(list("<>/!-=\"' &;#abpr1x\n")) | st.characters()))
-def test_html_to_text_never_raises(html):
-    text, links = html_to_text(html)
-    assert isinstance(text, str) and isinstance(links, tuple)
 
 
 # --- the SpamAssassin corpus ------------------------------------------------------------------
