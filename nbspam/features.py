@@ -81,8 +81,29 @@ class Analyzer:
     def _address_tokens(self, name: str, value: str) -> list[str]:
         """``name:addr:<address>`` and ``name:domain:<domain>`` for each e-mail address in
         the value, ``name:<word>`` for the other words (display names, comments), or
-        ``name:none`` if there is nothing."""
-        words, addresses = self.split(value)
+        ``name:none`` if there is nothing.
+
+        Where the value has addresses in angle brackets (``"Ann" <ann@example.com>``), only
+        those are addresses: an address-like display name (``"paypal@paypal.com"
+        <x@evil.example>``, a phisher's favourite) gives plain ``name:<word>`` tokens.
+        """
+        bracketed = _ANGLE_ADDRESS.findall(value)
+        if not bracketed:
+            words, addresses = self.split(value)
+            return self._tagged(name, words, addresses) or [f"{name}:none"]
+        words, shown = self.split(_ANGLE_ADDRESS.sub(" ", value))
+        words.extend(shown)  # addresses in display names and comments count as words
+        addresses = []
+        for text in bracketed:
+            text = text.strip()
+            if "@" in text and not any(c.isspace() for c in text):
+                addresses.append(text)
+            else:
+                words.extend(self.words(text))
+        return self._tagged(name, words, addresses) or [f"{name}:none"]
+
+    @staticmethod
+    def _tagged(name: str, words: list[str], addresses: list[str]) -> list[str]:
         out = list(map(f"{name}:".__add__, words))
         for address in addresses:
             if "@" in address and "://" not in address:
@@ -91,7 +112,7 @@ class Analyzer:
                 out.append(f"{name}:domain:{address.rpartition('@')[2]}")
             else:
                 out.append(f"{name}:{address}")
-        return out or [f"{name}:none"]
+        return out
 
     def _value_tokens(self, name: str, values: list[str]) -> list[str]:
         """Tokens of the values of every header called ``name``, tokenized as one text."""
@@ -122,8 +143,11 @@ def _host_tokens(urls: list[str]) -> list[str]:
     return out
 
 
-# The queue id of a Received header ("id 4F2A1B3C"), unique to one message.
-_RECEIVED_ID = re.compile(r"\bid\s+\S+", re.IGNORECASE)
+# The queue id of a Received header ("id 4F2A1B3C"), unique to one message: the word "id"
+# after a blank or "(" (not the end of a host name such as mail.example.co.id).
+_RECEIVED_ID = re.compile(r"(?<![^\s(])id\s+\S+", re.IGNORECASE)
+# An address in angle brackets, as in "Ann Lee" <ann@example.com>.
+_ANGLE_ADDRESS = re.compile(r"<([^<>]*)>")
 _UNUSUAL_URL = re.compile(r"[\[\]%\t\r\n]")
 _NETLOC_END = re.compile(r"[/?#]")
 

@@ -136,3 +136,28 @@ def test_hostname_is_the_one_urlsplit_gives(url):
             _hostname(url)
         return
     assert _hostname(url) == expected
+
+
+def test_an_address_in_a_display_name_is_a_word_not_the_sender():
+    tokens = counts(b'From: "paypal@paypal.com" <x@evil.example>\nSubject: hi\n\nbody\n')
+    assert tokens["from:addr:x@evil.example"] == 1 and tokens["from:domain:evil.example"] == 1
+    assert tokens["from:paypal@paypal.com"] == 1
+    assert not [t for t in tokens if t.startswith("from:") and "paypal.com" in t and ":addr:" in t]
+    assert tokens["from:domain:paypal.com"] == 0
+
+
+def test_an_address_in_brackets_needs_no_dot():
+    tokens = counts(b"From: Root <root@localhost>\nSubject: hi\n\nbody\n")
+    assert tokens["from:addr:root@localhost"] == 1 and tokens["from:domain:localhost"] == 1
+    assert tokens["from:root"] == 1
+
+
+def test_a_received_host_ending_in_id_is_kept():
+    raw = (
+        b"Received: from mail.example.co.id (mail.example.co.id [192.0.2.1])\n"
+        b" by mx.example.org with ESMTP id abc123; Mon, 1 Jan 2024 00:00:00 +0000\n"
+        b"Subject: hi\n\nbody\n"
+    )
+    tokens = counts(raw)
+    assert tokens["received:mail.example.co.id"] == 2 and tokens["received:192.0.2.1"] == 1
+    assert tokens["received:abc123"] == 0 and tokens["received:2024"] == 0
