@@ -24,10 +24,6 @@ class TermIndex:
     def __len__(self) -> int:
         return len(self.terms)
 
-    def add(self, term: str) -> int:
-        """Column of ``term``, giving it the next free column if it is new."""
-        return int(self.columns([term], grow=True)[0])
-
     def columns(self, terms: Sequence[str], *, grow: bool) -> np.ndarray:
         """Columns (k,) of k distinct terms: -1 for a term the index lacks, or with ``grow``
         the next free columns for the new terms, in their order. New terms are added in one

@@ -50,7 +50,7 @@ def test_term_index_refuses_line_breaks_and_repeats():
     with pytest.raises(ValueError, match="twice"):
         TermIndex(["a", "a"])
     with pytest.raises(ValueError, match="line break"):
-        TermIndex().add("x\ny")
+        TermIndex().columns(["x\ny"], grow=True)
 
 
 def test_select_terms_and_sorted_order():
