@@ -291,7 +291,6 @@ def train(
     """
     from .lock import model_lock
     from .messages import read_labelled
-    from .modelfile import save_model
     from .training import train as train_model
 
     settings = settings_from(config_file, options)
@@ -301,6 +300,8 @@ def train(
         raise click.UsageError("give DATA to train on, or --files-from")
     messages = read_labelled(specs, report.problems)
     model = train_model(messages, settings, progress=report.progress, jobs=jobs)
+    from .modelfile import save_model  # not before training: it starts its workers first
+
     with model_lock(output):
         save_model(model, output)
     status = report.finish()

@@ -34,12 +34,13 @@ import scipy.sparse as sp
 
 from . import metrics
 from .config import Settings, TokenizerConfig
+from .counting import count_chunks
 from .decision import UNSURE, verdict
 from .errors import ConfigError, InputError
 from .mailparse import looks_like_mail, skip_mbox_line
 from .messages import Message
 from .model import Model, fit, predict_matrix
-from .parallel import CHUNK, chunks, count_chunks
+from .parallel import CHUNK, chunks
 from .vocabulary import TermIndex, renumber, stack_sorted
 
 Progress = Callable[[int], None]
@@ -149,7 +150,7 @@ def tokenize_all(
                 progress(len(chunk))
 
     blocks = [
-        renumber(counted.terms, counted.X, index, grow=True)
+        renumber(counted, index, grow=True)
         for _, counted in count_chunks(labelled_chunks(), tokenizer, jobs)
     ]
     if not ids:

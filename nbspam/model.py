@@ -14,10 +14,11 @@ import scipy.sparse as sp
 
 from . import naive_bayes as nb
 from .config import Settings, TokenizerConfig, TrainConfig
+from .counting import Counts, LabelledCounts, count_chunk, count_chunks
 from .decision import UNSURE, Prediction, prediction  # noqa: F401  (UNSURE: re-exported)
 from .errors import TrainingError
-from .messages import Message, message_digest
-from .parallel import CHUNK, ChunkCounts, chunks, count_chunk, count_chunks
+from .messages import Message
+from .parallel import CHUNK, chunks
 from .vocabulary import TermIndex, count_rows, renumber, select_terms, sorted_order, stack_sorted
 
 
@@ -234,34 +235,23 @@ def train(
 ) -> Model:
     """Train a model on labelled messages, streaming: only the counts are kept in memory.
 
-    Messages are tokenized and counted a chunk at a time; the chunk's count matrix is
-    folded into per-class totals (`naive_bayes.class_counts`) and dropped, unless ``rows``
-    is given, which then keeps them. A message whose bytes were already counted (same
-    digest) is counted once, as `learn` would do. ``jobs`` worker processes tokenize; the
-    model is the same for any number.
+    Messages are tokenized and counted a chunk at a time by ``jobs`` worker processes
+    (`counting.LabelledCounts`: a message whose bytes were already counted is counted once,
+    as `learn` would do), then `fit_counted`. The model is the same for any number of jobs.
     """
-    started = time.perf_counter()
+    counted = LabelledCounts(messages, settings.tokenizer, progress=progress, jobs=jobs)
+    return fit_counted(counted, settings, rows=rows)
+
+
+def fit_counted(counted: LabelledCounts, settings: Settings, *, rows: Rows | None = None) -> Model:
+    """Train a model on the counts of labelled messages.
+
+    Each chunk's counts are folded into per-class totals (`naive_bayes.class_counts`) and
+    dropped, unless ``rows`` is given, which then keeps them.
+    """
     counts = CountTable()
-    seen: dict[bytes, str] = {}
-    duplicates = 0
-
-    def fresh_chunks() -> Iterator[tuple[list[str], list[bytes | str]]]:
-        nonlocal duplicates
-        for chunk in chunks(messages):
-            fresh = []
-            for message in chunk:
-                digest = message_digest(message.data)
-                if digest in seen:
-                    duplicates += 1
-                else:
-                    seen[digest] = message.label
-                    fresh.append(message)
-            yield [m.label for m in fresh], [m.data for m in fresh]
-            if progress:
-                progress(len(chunk))
-
-    for labels, counted in count_chunks(fresh_chunks(), settings.tokenizer, jobs):
-        X = counts.add_counts(counted, labels)
+    for labels, chunk in counted:
+        X = counts.add_counts(chunk, labels)
         if rows is not None:  # kept as int32: half the memory of int64 rows
             rows.chunks.append(
                 sp.csr_matrix(
@@ -282,12 +272,18 @@ def train(
         rows.terms, rows.order = terms, order
     info = {
         "created": _now(),
-        "seconds": round(time.perf_counter() - started, 3),
-        "duplicates": duplicates,
+        "seconds": round(time.perf_counter() - counted.started, 3),
+        "duplicates": counted.duplicates,
     }
     sorted_counts = (class_count, term_count[:, order], doc_count[:, order])
     return from_counts(
-        labels, _pick(terms, order), *sorted_counts, settings, info, seen, sorted_terms=True
+        labels,
+        _pick(terms, order),
+        *sorted_counts,
+        settings,
+        info,
+        counted.seen,
+        sorted_terms=True,
     )
 
 
@@ -308,9 +304,9 @@ class CountTable:
         counted = count_chunk(tokenizer, [m.data for m in messages])
         return self.add_counts(counted, [m.label for m in messages])
 
-    def add_counts(self, counted: ChunkCounts, labels: Sequence[str]) -> sp.csr_matrix:
+    def add_counts(self, counted: Counts, labels: Sequence[str]) -> sp.csr_matrix:
         """Add a counted chunk with the label of each row; returns its rows over ``index``."""
-        X = renumber(counted.terms, counted.X, self.index, grow=True)
+        X = renumber(counted, self.index, grow=True)
         y = np.array(
             [self.labels.setdefault(label, len(self.labels)) for label in labels], np.int64
         )
@@ -381,7 +377,7 @@ def score(
     """Predictions for a stream of messages, scored a chunk at a time (by ``jobs`` workers)."""
     parts = ((part, [m.data for m in part]) for part in chunks(messages, chunk))
     for part, counted in count_chunks(parts, model.tokenizer, jobs):
-        X = renumber(counted.terms, counted.X, model.scorer.index, grow=False)
+        X = renumber(counted, model.scorer.index, grow=False)
         log_post, log_odds = predict_matrix(model, X)
         for i, message in enumerate(part):
             yield prediction(

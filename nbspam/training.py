@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
-from . import evaluate
 from .config import Settings
+from .counting import LabelledCounts
 from .messages import Message
-from .model import Model, Rows
-from .model import train as count_and_fit
+
+if TYPE_CHECKING:
+    from .model import Model
 
 
 def train(
@@ -27,9 +29,14 @@ def train(
     cross-validation. Without it only cutoffs given in the settings are set, and training
     streams with memory bounded by the model.
     """
+    counted = LabelledCounts(messages, settings.tokenizer, progress=progress, jobs=jobs)
+    # The workers are tokenizing: numpy and scipy are imported now, beside them, not before.
+    from . import evaluate
+    from .model import Rows, fit_counted
+
     cfg = settings.train
     rows = Rows() if cfg.calibrate else None
-    model = count_and_fit(messages, settings, progress=progress, rows=rows, jobs=jobs)
+    model = fit_counted(counted, settings, rows=rows)
     if not model.is_binary:
         return model
     if rows is None:

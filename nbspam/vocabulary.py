@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterable, Sequence
-from itertools import chain, islice, repeat
+from itertools import islice, repeat
 
 import numpy as np
 import scipy.sparse as sp
+
+from .counting import Counts, count_tokens
 
 
 class TermIndex:
@@ -51,63 +53,56 @@ def count_rows(
 ) -> sp.csr_matrix:
     """Count matrix of documents, one row each: X[i, a] = times term a occurs in document i.
 
-    With ``grow`` new terms get new columns of ``index``; without, unknown terms are ignored.
-    Returns a CSR matrix of shape (n_documents, len(index)) with int64 counts and sorted
-    indices. Documents are read a few hundred at a time, so the token lists may be a stream.
-    Each batch's tokens are mapped to columns in one pass, and the (row, column) pairs are
-    counted with a sort (`numpy.unique`) instead of one dictionary per document.
+    With ``grow`` new terms get new columns of ``index``, in order of first appearance;
+    without, unknown terms are ignored. Returns a CSR matrix of shape (n_documents,
+    len(index)) with int64 counts and sorted indices. Documents are counted a few hundred at
+    a time (`counting.count_tokens`), so the token lists may be a stream.
     """
-    ids = index.ids
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    blocks = []
     it = iter(token_lists)
     while batch := list(islice(it, _ROWS_AT_ONCE)):
-        tokens = list(chain.from_iterable(batch))
-        if grow:  # the new terms first, in order of first appearance, then every lookup hits
-            index.columns(list(dict.fromkeys(tokens)), grow=True)
-            found = map(ids.__getitem__, tokens)
-        else:
-            found = map(ids.get, tokens, repeat(-1))
-        cols = np.fromiter(found, np.int64, len(tokens))
-        rows = np.repeat(np.arange(len(batch), dtype=np.int64), [len(t) for t in batch])
-        if not grow:
-            rows, cols = rows[cols >= 0], cols[cols >= 0]
-        parts.append(_count_pairs(rows, cols, len(batch)))
-    d = len(index)
-    if not parts:
-        return sp.csr_matrix((0, d), dtype=np.int64)
-    data = np.concatenate([p[0] for p in parts])
-    indices = np.concatenate([p[1] for p in parts])
-    row_sizes = np.concatenate([p[2] for p in parts])
-    indptr = np.concatenate([[0], np.cumsum(row_sizes)])
-    return sp.csr_matrix((data, indices, indptr), shape=(len(row_sizes), d))
+        blocks.append(renumber(count_tokens(batch), index, grow=grow))
+    return _stack(blocks, len(index))
 
 
-def _count_pairs(
-    rows: np.ndarray, cols: np.ndarray, n_rows: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(counts, columns, entries per row) of the distinct (row, column) pairs, in row then
-    column order."""
-    width = int(cols.max()) + 1 if cols.size else 1
-    pairs, counts = np.unique(rows * width + cols, return_counts=True)
-    return counts, pairs % width, np.bincount(pairs // width, minlength=n_rows)
+def renumber(counted: Counts, index: TermIndex, *, grow: bool) -> sp.csr_matrix:
+    """The counts of a chunk (over its own terms) as CSR rows (n, len(index)) over the
+    columns of ``index``, with int64 counts and sorted indices.
 
-
-def renumber(
-    terms: Sequence[str], X: sp.csr_matrix, index: TermIndex, *, grow: bool
-) -> sp.csr_matrix:
-    """Count rows X (n, k) over ``terms`` as rows (n, len(index)) over the columns of ``index``.
-
-    With ``grow`` new terms get new columns (in the order of ``terms``); without, columns of
-    terms ``index`` lacks are dropped.
+    With ``grow`` new terms get new columns (in the order of ``counted.terms``); without,
+    the counts of terms ``index`` lacks are dropped.
     """
-    cols = index.columns(terms, grow=grow)
-    known = np.flatnonzero(cols >= 0)
-    if known.size < len(terms):
-        X = X[:, known]
-        cols = cols[known]
-    X = sp.csr_matrix((X.data, cols[X.indices], X.indptr), shape=(X.shape[0], len(index)))
+    cols = index.columns(counted.terms, grow=grow)
+    indices = cols[np.frombuffer(counted.cols, np.int32)]
+    data = np.frombuffer(counted.counts, np.int32).astype(np.int64)
+    sizes = np.frombuffer(counted.sizes, np.int32)
+    if not grow and (indices < 0).any():
+        known = indices >= 0
+        rows = np.repeat(np.arange(sizes.size), sizes)
+        sizes = np.bincount(rows[known], minlength=sizes.size)
+        indices, data = indices[known], data[known]
+    indptr = np.zeros(sizes.size + 1, np.int64)
+    np.cumsum(sizes, out=indptr[1:])
+    X = sp.csr_matrix((data, indices, indptr), shape=(sizes.size, len(index)))
     X.sort_indices()
     return X
+
+
+def _stack(blocks: Sequence[sp.csr_matrix], width: int) -> sp.csr_matrix:
+    """Blocks of rows over the first columns of an index, stacked as rows over ``width``."""
+    if not blocks:
+        return sp.csr_matrix((0, width), dtype=np.int64)
+    sizes = np.concatenate([np.diff(b.indptr) for b in blocks])
+    indptr = np.zeros(sizes.size + 1, np.int64)
+    np.cumsum(sizes, out=indptr[1:])
+    return sp.csr_matrix(
+        (
+            np.concatenate([b.data for b in blocks]),
+            np.concatenate([b.indices for b in blocks]),
+            indptr,
+        ),
+        shape=(sizes.size, width),
+    )
 
 
 def stack_sorted(

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from nbspam.counting import count_tokens
 from nbspam.vocabulary import (
     TermIndex,
     count_rows,
@@ -33,15 +34,23 @@ def test_count_rows_without_growing_ignores_unknown_terms():
     np.testing.assert_array_equal(X.toarray(), [[1, 2]])
 
 
+def test_count_tokens_gives_csr_parts_over_terms_in_order_of_first_appearance():
+    counted = count_tokens([["b", "a", "b"], [], ["c", "a", "c", "c"]])
+    assert counted.terms == ["b", "a", "c"]
+    assert list(counted.sizes) == [2, 0, 2]
+    assert list(counted.cols) == [0, 1, 2, 1]  # each document's terms as they first appear
+    assert list(counted.counts) == [2, 1, 3, 1]
+
+
 def test_renumber_maps_local_columns_into_an_index():
-    local = TermIndex()
-    X = count_rows([["x", "y"], ["y", "new"]], local)
+    counted = count_tokens([["x", "y"], ["y", "new", "new"], ["new"]])
     index = TermIndex(["y", "x"])
-    grown = renumber(local.terms, X, index, grow=True)
-    assert index.terms == ["y", "x", "new"]
-    np.testing.assert_array_equal(grown.toarray(), [[1, 1, 0], [1, 0, 1]])
-    known = renumber(local.terms, X, TermIndex(["y"]), grow=False)
-    np.testing.assert_array_equal(known.toarray(), [[1], [1]])
+    grown = renumber(counted, index, grow=True)
+    assert index.terms == ["y", "x", "new"] and grown.has_sorted_indices
+    np.testing.assert_array_equal(grown.toarray(), [[1, 1, 0], [1, 0, 2], [0, 0, 1]])
+    known = renumber(counted, TermIndex(["y"]), grow=False)
+    np.testing.assert_array_equal(known.toarray(), [[1], [1], [0]])
+    assert known.indptr.tolist() == [0, 1, 2, 2]
 
 
 def test_term_index_refuses_line_breaks_and_repeats():
