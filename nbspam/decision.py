@@ -61,6 +61,25 @@ def calibrated_probability(
     return e / (1.0 + e)
 
 
+def log_posterior_two(log_odds: float, positive: int) -> list[float]:
+    """[log P(c | x) for the two classes] of a two-class model from the log-odds s of class
+    ``positive``: -log(1 + e^-s) for it, -log(1 + e^s) for the other, computed as
+    `naive_bayes.log_posterior_two` computes them (numpy's logaddexp(0, z))."""
+    out = [0.0, 0.0]
+    out[positive] = -_softplus(-log_odds)
+    out[1 - positive] = -_softplus(log_odds)
+    return out
+
+
+def _softplus(z: float) -> float:
+    """log(1 + e^z) without overflow, the way numpy.logaddexp(0.0, z) computes it."""
+    if z == 0.0:
+        return math.log(2.0)
+    if z < 0.0:
+        return math.log1p(math.exp(z))
+    return z + math.log1p(math.exp(-z))
+
+
 def prediction(
     message_id: str,
     labels: tuple[str, ...],

@@ -358,17 +358,20 @@ def predict_matrix(model: Model, X: sp.csr_matrix) -> tuple[np.ndarray, np.ndarr
     """(log posteriors (n, C), log-odds (n,) or None) for a matrix from `transform`.
 
     The log-odds b + f(X) w is computed from the linear form directly, never from the
-    posteriors, so it does not saturate: a message at log-odds 800 scores 800.
+    posteriors, so it does not saturate: a message at log-odds 800 scores 800. A two-class
+    model's posteriors come from it (`naive_bayes.log_posterior_two`); with more classes,
+    from the joint log-likelihoods.
     """
     sc = model.scorer
     F = X
-    if sc.binary:  # f(x) = [x > 0]: presence, computed once for both products
+    if sc.binary:  # f(x) = [x > 0]: presence
         F = X.copy()
         F.data = np.ones_like(F.data)
-    log_post = nb.log_posterior(nb.joint_log_likelihood(F, sc.coef, sc.intercept, binary=False))
     if sc.weights is None:
-        return log_post, None
-    return log_post, np.asarray(F @ sc.weights) + sc.bias
+        jll = nb.joint_log_likelihood(F, sc.coef, sc.intercept, binary=False)
+        return nb.log_posterior(jll), None
+    log_odds = np.asarray(F @ sc.weights) + sc.bias
+    return nb.log_posterior_two(log_odds, model.positive_index), log_odds
 
 
 def score(

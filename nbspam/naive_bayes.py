@@ -143,6 +143,20 @@ def log_posterior(jll: np.ndarray) -> np.ndarray:
     return jll - (top + np.log(np.exp(jll - top).sum(axis=1, keepdims=True)))
 
 
+def log_posterior_two(log_odds: np.ndarray, positive: int) -> np.ndarray:
+    """log P(c | x), shape (n, 2), of a two-class model from the log-odds s of class
+    ``positive``: log P(+|x) = -log(1 + e^-s) and log P(-|x) = -log(1 + e^s).
+
+    Since s = J_+ - J_-, this is `log_posterior` (J_c - logsumexp_k J_k) for two classes,
+    computed from one product instead of two; `decision.log_posterior_two` is the same
+    in plain Python (both through log1p and exp: numpy's logaddexp(0, z)).
+    """
+    out = np.empty((len(log_odds), 2))
+    out[:, positive] = -np.logaddexp(0.0, -log_odds)
+    out[:, 1 - positive] = -np.logaddexp(0.0, log_odds)
+    return out
+
+
 def pair_weights(
     coef: np.ndarray, intercept: np.ndarray, positive: int, negative: int
 ) -> tuple[np.ndarray, float]:

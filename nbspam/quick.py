@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from . import container
 from .config import TokenizerConfig, config_from_dict
-from .decision import Prediction, prediction
+from .decision import Prediction, log_posterior_two, prediction
 from .features import Analyzer
 
 if TYPE_CHECKING:  # the one-message path imports neither: a filter started per delivery
@@ -67,8 +67,10 @@ class QuickModel:
         if self._columns is None:
             terms = self._terms.decode("utf-8").split("\n") if self._size else []
             self._columns = dict(zip(terms, range(self._size)))
-            self._rows = [list(row) for row in self._rows]
-            self._weights = None if self._weights is None else list(self._weights)
+            if self._weights is None:
+                self._rows = [list(row) for row in self._rows]
+            else:  # two classes: only the log-odds weights are read
+                self._weights = list(self._weights)
 
     def column(self, term: str) -> int | None:
         """The column of ``term`` in the sorted vocabulary; None if absent.
@@ -108,19 +110,22 @@ class QuickModel:
         """The prediction `model.score` gives for this message: the same log-odds, verdict
         and label; probabilities computed with math instead of numpy, equal to ~1e-12."""
         cols, factors = self._found(self._analyzer.tokens(data))
-        jll = [
-            _dot(row, cols, factors) + intercept
-            for row, intercept in zip(self._rows, self._intercept)
-        ]
-        top = max(jll)
-        log_norm = top + math.log(sum(math.exp(j - top) for j in jll))
         log_odds = None
-        if self._weights is not None:
+        if self._weights is not None:  # two classes: the posteriors follow from the log-odds
             log_odds = _dot(self._weights, cols, factors) + self.bias
+            log_posterior = log_posterior_two(log_odds, self.labels.index(self.positive))
+        else:
+            jll = [
+                _dot(row, cols, factors) + intercept
+                for row, intercept in zip(self._rows, self._intercept)
+            ]
+            top = max(jll)
+            log_norm = top + math.log(sum(math.exp(j - top) for j in jll))
+            log_posterior = [j - log_norm for j in jll]
         return prediction(
             message_id,
             self.labels,
-            [j - log_norm for j in jll],
+            log_posterior,
             log_odds,
             positive=self.positive,
             cutoffs=self.cutoffs,

@@ -179,6 +179,30 @@ def test_posteriors_sum_to_one_and_log_odds_do_not_saturate():
     assert log_odds[0] != log_odds[1]
 
 
+@pytest.mark.parametrize("model_name", ["multinomial", "bernoulli"])
+def test_two_class_posteriors_from_the_log_odds_are_the_log_sum_exp_ones(model_name):
+    X, y, terms = random_counts(11)
+    model = fit(X, y, terms, settings(model=model_name))
+    sc = model.scorer
+    jll = nb.joint_log_likelihood(X, sc.coef, sc.intercept, binary=sc.binary)
+    log_post, log_odds = predict_matrix(model, X)
+    np.testing.assert_allclose(log_post, nb.log_posterior(jll), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(log_odds, jll[:, 1] - jll[:, 0], rtol=1e-12, atol=1e-9)
+
+
+@hypothesis_settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.floats(-2000, 2000, allow_nan=False), min_size=1, max_size=20),
+    st.integers(0, 1),
+)
+def test_two_class_posteriors_in_math_are_numpys_to_the_bit(log_odds, positive):
+    from nbspam.decision import log_posterior_two
+
+    batch = nb.log_posterior_two(np.array(log_odds), positive)
+    assert batch.tolist() == [log_posterior_two(s, positive) for s in log_odds]
+    assert np.all(np.abs(np.exp(batch).sum(axis=1) - 1) < 1e-15)
+
+
 def test_training_in_two_batches_equals_training_at_once():
     X, y, terms = random_counts(5)
     whole = nb.class_counts(X, np.array([y_ == "spam" for y_ in y], np.int64), 2)
