@@ -46,3 +46,24 @@ def test_tokenizing_with_two_jobs_equals_one(messages):
     two = tokenize_all(messages, tokenizer, jobs=2)
     assert one.terms == two.terms and one.ids == two.ids
     assert (one.X != two.X).nnz == 0
+
+
+def test_counting_workers_import_neither_numpy_nor_scipy():
+    """Workers count in plain Python, so that training can import numpy beside them: run
+    in this process (one job), counting leaves numpy and scipy unimported."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from nbspam.config import build_settings\n"
+        "from nbspam.counting import LabelledCounts\n"
+        "from nbspam.messages import Problems, read_labelled\n"
+        f"messages = read_labelled([{str(SAMPLE / 'train')!r}], Problems())\n"
+        "counted = LabelledCounts(messages, build_settings({}).tokenizer, jobs=1)\n"
+        "total = sum(len(counts.sizes) for _, counts in counted)\n"
+        "print(total, len(counted.seen), sorted(m for m in ('numpy', 'scipy') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    n = len(list(read_labelled([str(SAMPLE / "train")], Problems())))
+    assert out.stdout.split() == [str(n), str(n), "[]"]
