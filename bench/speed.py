@@ -58,7 +58,10 @@ QUICK_MESSAGES = 300
 # - tree_peak_mb: the largest sum, over the command and all its descendants, of their
 #   proportional set sizes (PSS: pages shared between processes, as after a fork, are
 #   split between them), sampled every 50 ms. This counts worker processes.
-# CPU seconds are user + system time of the command and the processes it waited for.
+# CPU seconds are user + system time of the command and the processes it waited for. The
+# sampling itself takes CPU from the cores the command runs on (sampler_cpu_seconds), which
+# would slow a command using every core more than a single-threaded one: it walks the
+# command's process tree through /proc/PID/task/*/children rather than reading all of /proc.
 MEASURE = r"""
 import json, os, sys, threading, time
 stdin, stdout, stderr, *argv = sys.argv[1:]
@@ -72,21 +75,23 @@ finished = threading.Event()
 tree_peak_kb = 0
 
 
+def children(pid):  # from /proc/PID/task/*/children: no scan of all of /proc
+    found = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as f:
+            found += [int(child) for child in f.read().split()]
+    return found
+
+
 def descendants(root):
-    parents = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as f:
-                    stat = f.read()
-                parents[int(entry)] = int(stat[stat.rindex(b")") + 2 :].split()[1])
-            except (OSError, ValueError):
-                pass
     found, todo = [], [root]
     while todo:
         pid = todo.pop()
         found.append(pid)
-        todo += [child for child, parent in parents.items() if parent == pid]
+        try:
+            todo += children(pid)
+        except (OSError, ValueError):
+            pass
     return found
 
 
@@ -115,12 +120,14 @@ _, status, usage = os.wait4(pid, 0)
 seconds = time.perf_counter() - start
 finished.set()
 sampler.join()
+own = os.times()
 print(json.dumps({
     "seconds": seconds,
     "status": os.waitstatus_to_exitcode(status),
     "cpu_seconds": usage.ru_utime + usage.ru_stime,
     "peak_mb": usage.ru_maxrss / 1024,
     "tree_peak_mb": tree_peak_kb / 1024,
+    "sampler_cpu_seconds": own.user + own.system,
 }))
 """
 
