@@ -5,12 +5,17 @@ from __future__ import annotations
 import fnmatch
 import functools
 import re
+from itertools import chain, repeat
 
 from .config import TokenizerConfig
 from .mailparse import ParsedMail, decode_bytes, looks_like_mail, parse_mail
 from .tokenizer import Tokenizer
 
 ADDRESS_HEADERS = ("from", "reply-to", "to", "cc", "return-path")
+# Header values whose tokens each Analyzer remembers, per kind: a mailbox repeats them
+# (its owner's address, list headers, Received lines once their date and queue id are gone:
+# 8,235 distinct in the 32,585 of the SpamAssassin corpus).
+HEADER_CACHE = 4096
 
 
 class Analyzer:
@@ -34,6 +39,8 @@ class Analyzer:
         patterns = "|".join(fnmatch.translate(h) for h in config.ignore_headers) or "(?!)"
         self._ignored = functools.lru_cache(maxsize=4096)(re.compile(patterns).match)
         self._value_headers = frozenset(config.value_headers)
+        self._address = functools.lru_cache(maxsize=HEADER_CACHE)(self._address_tokens)
+        self._value = functools.lru_cache(maxsize=HEADER_CACHE)(self._one_value_tokens)
 
     def tokens(self, data: bytes | str) -> list[str]:
         """All tokens of one message, in a deterministic order."""
@@ -60,7 +67,7 @@ class Analyzer:
         if cfg.address_tokens:
             for name, value in headers:
                 if name in ADDRESS_HEADERS:
-                    out.extend(self._address_tokens(name, value))
+                    out.extend(self._address(name, value))
         if cfg.header_tokens:
             values: dict[str, list[str]] = {}
             for name, value in headers:
@@ -78,7 +85,7 @@ class Analyzer:
             out.append("nbspam:truncated")
         return out
 
-    def _address_tokens(self, name: str, value: str) -> list[str]:
+    def _address_tokens(self, name: str, value: str) -> tuple[str, ...]:
         """``name:addr:<address>`` and ``name:domain:<domain>`` for each e-mail address in
         the value, ``name:<word>`` for the other words (display names, comments), or
         ``name:none`` if there is nothing.
@@ -90,7 +97,7 @@ class Analyzer:
         bracketed = _ANGLE_ADDRESS.findall(value)
         if not bracketed:
             words, addresses = self.split(value)
-            return self._tagged(name, words, addresses) or [f"{name}:none"]
+            return self._tagged(name, words, addresses) or (f"{name}:none",)
         words, shown = self.split(_ANGLE_ADDRESS.sub(" ", value))
         words.extend(shown)  # addresses in display names and comments count as words
         addresses = []
@@ -100,10 +107,10 @@ class Analyzer:
                 addresses.append(text)
             else:
                 words.extend(self.words(text))
-        return self._tagged(name, words, addresses) or [f"{name}:none"]
+        return self._tagged(name, words, addresses) or (f"{name}:none",)
 
     @staticmethod
-    def _tagged(name: str, words: list[str], addresses: list[str]) -> list[str]:
+    def _tagged(name: str, words: list[str], addresses: list[str]) -> tuple[str, ...]:
         out = list(map(f"{name}:".__add__, words))
         for address in addresses:
             if "@" in address and "://" not in address:
@@ -112,16 +119,25 @@ class Analyzer:
                 out.append(f"{name}:domain:{address.rpartition('@')[2]}")
             else:
                 out.append(f"{name}:{address}")
-        return out
+        return tuple(out)
 
     def _value_tokens(self, name: str, values: list[str]) -> list[str]:
-        """Tokens of the values of every header called ``name``, tokenized as one text."""
+        """Tokens of the values of every header called ``name``.
+
+        With word n-grams they are tokenized as one text; otherwise value by value, each
+        remembered (the same tokens, in another order).
+        """
         if name == "message-id":
             domains = (value.strip().strip("<>").rpartition("@")[2] for value in values)
             return [f"message-id:@{d.lower()}" if d else "message-id:none" for d in domains]
         if name == "received":  # hosts, addresses and software; the date and queue id are noise
             values = [_RECEIVED_ID.sub(" ", value.rpartition(";")[0] or value) for value in values]
-        return list(map(f"{name}:".__add__, self.words("\n".join(values))))
+        if self.config.ngrams > 1:  # n-grams run on from one value to the next
+            return list(map(f"{name}:".__add__, self.words("\n".join(values))))
+        return list(chain.from_iterable(map(self._value, repeat(name), values)))
+
+    def _one_value_tokens(self, name: str, value: str) -> tuple[str, ...]:
+        return tuple(map(f"{name}:".__add__, self.words(value)))
 
 
 def _host_tokens(urls: list[str]) -> list[str]:

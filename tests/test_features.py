@@ -161,3 +161,26 @@ def test_a_received_host_ending_in_id_is_kept():
     tokens = counts(raw)
     assert tokens["received:mail.example.co.id"] == 2 and tokens["received:192.0.2.1"] == 1
     assert tokens["received:abc123"] == 0 and tokens["received:2024"] == 0
+
+
+@pytest.mark.parametrize("ngrams", [1, 2])
+def test_header_values_remembered_give_the_tokens_of_their_text(ngrams):
+    """Header values are tokenized one by one and remembered; the tokens are those of all
+    the values as one text, the first time and from memory, with n-grams across values."""
+    analyzer = Analyzer(TokenizerConfig(ngrams=ngrams))
+    values = [
+        "from relay.example.net by mx.example.org with ESMTP for <ann@example.org>",
+        "from client (HELO " + "x" * 60 + ") by relay.example.net",  # a skip: token
+        "from relay.example.net by mx.example.org with ESMTP for <ann@example.org>",
+    ]
+    joined = ["received:" + t for t in analyzer.words("\n".join(values))]
+    first = analyzer._value_tokens("received", values)
+    again = analyzer._value_tokens("received", values)
+    assert Counter(first) == Counter(again) == Counter(joined)
+    assert "received:skip:x 60" in first and "received:ann@example.org" in first
+    if ngrams > 1:
+        assert first == joined and "received:for from" in first  # across two values
+    else:
+        assert analyzer._value.cache_info().hits == 4  # the repeated value, then all three
+    raw = b"To: Ann <ann@example.org>\nSubject: a\n\nbody\n"
+    assert analyzer.tokens(raw) == analyzer.tokens(raw)  # remembered tokens are not changed
