@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from nbspam import htmltext
 from nbspam.htmltext import (
-    _WIDE,
+    _WIDE_SPACE,
     _finish,
     fast_html_to_text,
     fast_path_verified,
@@ -285,8 +285,8 @@ def test_line_normalisation_is_the_plain_rule(text):
     assert _finish(text, []) == ("\n".join(line for line in lines if line), ())
 
 
-def test_wide_code_points_are_those_that_are_not_white_space():
-    wide = re.compile(f"[{_WIDE}]*")
+def test_wide_white_space_is_what_str_isspace_says_above_ascii():
+    wide = re.compile(f"[^\\x00-\\x7f{_WIDE_SPACE}]*")
     code_points = [chr(c) for c in range(0x80, sys.maxunicode + 1)]
     assert wide.fullmatch("".join(c for c in code_points if not c.isspace()))
     assert not any(wide.fullmatch(c) for c in code_points if c.isspace())
