@@ -142,21 +142,23 @@ class Analyzer:
 
 def _host_tokens(urls: list[str]) -> list[str]:
     """``url:<host>`` and ``url:<last two labels>`` for each URL or www. address."""
-    out = []
-    for url in urls:
-        if url.startswith("www."):
-            url = "http://" + url
-        try:
-            host = (_hostname(url) or "").rstrip(".")
-        except ValueError:
-            continue
-        if not host:
-            continue
-        out.append("url:" + host)
-        labels = host.split(".")
-        if len(labels) > 2 and not host.replace(".", "").isdigit():
-            out.append("url:" + ".".join(labels[-2:]))
-    return out
+    return list(chain.from_iterable(map(_url_host_tokens, urls)))
+
+
+@functools.lru_cache(maxsize=HEADER_CACHE)  # links repeat: footers, images, trackers
+def _url_host_tokens(url: str) -> tuple[str, ...]:
+    if url.startswith("www."):
+        url = "http://" + url
+    try:
+        host = (_hostname(url) or "").rstrip(".")
+    except ValueError:
+        return ()
+    if not host:
+        return ()
+    labels = host.split(".")
+    if len(labels) > 2 and not host.replace(".", "").isdigit():
+        return ("url:" + host, "url:" + ".".join(labels[-2:]))
+    return ("url:" + host,)
 
 
 # The queue id of a Received header ("id 4F2A1B3C"), unique to one message: the word "id"
