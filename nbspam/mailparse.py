@@ -9,6 +9,7 @@ import functools
 import itertools
 import re
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from .htmltext import html_to_text
@@ -390,6 +391,7 @@ _HEADER_BLOCK = re.compile(rb"(?:" + _FIELD_PATTERN + rb")*")
 # (ASCII with 8-bit bytes as surrogate escapes); the value as compat32 keeps it: blanks after
 # the colon dropped, the line breaks of continuation lines kept.
 _FIELD = re.compile(r"^([\x21-\x39\x3b-\x7e]+):[ \t]*([^\n]*(?:\n[ \t][^\n]*)*)", re.MULTILINE)
+_LINE_FIELD = re.compile(r"^([^:\n]*):?([^\n]*)", re.MULTILINE)
 # The same for the three MIME fields only, whatever the case of their names.
 _MIME_FIELD = re.compile(
     r"(content-(?:type|transfer-encoding|disposition)):[ \t]*([^\n]*(?:\n[ \t][^\n]*)*)",
@@ -442,14 +444,15 @@ def _headers(block: str) -> tuple[tuple[str, str], ...]:
     """
     if block.isascii() and "=?" not in block:
         unfolded = block.replace("\r", "").replace("\n ", " ").replace("\n\t", "\t")
-        lines = unfolded.split("\n")  # not splitlines(), which also splits at \f, \x1c...
-        if not lines[-1]:
-            lines.pop()  # after the final line break
-        headers = []
-        for line in lines:
-            name, _, value = line.partition(":")
-            headers.append((name.lower(), value.strip()))
-        return tuple(headers)
+        if not unfolded:
+            return ()
+        # each line's name (to the first colon, or the whole line) and value; lines end at
+        # \n only, as split("\n") ends them (not splitlines(), which also ends them at \f...)
+        fields = _LINE_FIELD.findall(unfolded)
+        if unfolded.endswith("\n"):
+            fields.pop()  # the empty line after the final line break
+        names = map(str.lower, map(itemgetter(0), fields))
+        return tuple(zip(names, map(str.strip, map(itemgetter(1), fields))))
     return tuple((name.lower(), _decode_header(value)) for name, value in _FIELD.findall(block))
 
 

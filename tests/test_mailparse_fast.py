@@ -638,3 +638,19 @@ def test_quote_and_unquote_are_the_email_package_ones(text):
     from nbspam.mailparse import _quote, _unquote
 
     assert _quote(text) == quote(text) and _unquote(text) == unquote(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab:\n\r\t =?\x0c")), max_size=40))
+def test_header_lines_are_split_as_a_loop_over_lines_splits_them(block):
+    """_headers splits plain ASCII blocks with one pattern; the rule it follows is this loop."""
+    from nbspam.mailparse import _headers
+
+    if "=?" in block:
+        return
+    unfolded = block.replace("\r", "").replace("\n ", " ").replace("\n\t", "\t")
+    lines = unfolded.split("\n")
+    if not lines[-1]:
+        lines.pop()
+    expected = tuple((n.lower(), v.strip()) for n, _, v in (line.partition(":") for line in lines))
+    assert _headers(block) == expected
