@@ -16,8 +16,9 @@ ADDRESS_HEADERS = ("from", "reply-to", "to", "cc", "return-path")
 # (its owner's address, list headers, Received lines once their date and queue id are gone:
 # 8,235 distinct in the 32,585 of the SpamAssassin corpus). Most repeats are near each
 # other: over half of that corpus, 512 entries find 78% of the Received and list values
-# again, 4,096 entries 80%; each entry holds some ten tokens.
+# again, 4,096 entries 80%; each entry holds some ten tokens. Longer values are not kept.
 HEADER_CACHE = 512
+CACHED_VALUE_LENGTH = 1000
 
 
 class Analyzer:
@@ -69,7 +70,8 @@ class Analyzer:
         if cfg.address_tokens:
             for name, value in headers:
                 if name in ADDRESS_HEADERS:
-                    out.extend(self._address(name, value))
+                    long = len(value) > CACHED_VALUE_LENGTH
+                    out.extend((self._address_tokens if long else self._address)(name, value))
         if cfg.header_tokens:
             values: dict[str, list[str]] = {}
             for name, value in headers:
@@ -136,7 +138,12 @@ class Analyzer:
             values = [_RECEIVED_ID.sub(" ", value.rpartition(";")[0] or value) for value in values]
         if self.config.ngrams > 1:  # n-grams run on from one value to the next
             return list(map(f"{name}:".__add__, self.words("\n".join(values))))
-        return list(chain.from_iterable(map(self._value, repeat(name), values)))
+        return list(chain.from_iterable(map(self._one_value, repeat(name), values)))
+
+    def _one_value(self, name: str, value: str) -> tuple[str, ...]:
+        if len(value) > CACHED_VALUE_LENGTH:
+            return self._one_value_tokens(name, value)
+        return self._value(name, value)
 
     def _one_value_tokens(self, name: str, value: str) -> tuple[str, ...]:
         return tuple(map(f"{name}:".__add__, self.words(value)))

@@ -184,3 +184,9 @@ def test_header_values_remembered_give_the_tokens_of_their_text(ngrams):
         assert analyzer._value.cache_info().hits == 4  # the repeated value, then all three
     raw = b"To: Ann <ann@example.org>\nSubject: a\n\nbody\n"
     assert analyzer.tokens(raw) == analyzer.tokens(raw)  # remembered tokens are not changed
+    kept = analyzer._value.cache_info().currsize
+    long = ["from " + "relay " * 200 + "by mx.example.org"]  # too long to be remembered
+    assert Counter(analyzer._value_tokens("received", long)) == Counter(
+        "received:" + t for t in analyzer.words(long[0])
+    )
+    assert analyzer._value.cache_info().currsize == kept
