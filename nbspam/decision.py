@@ -73,8 +73,6 @@ def log_posterior_two(log_odds: float, positive: int) -> list[float]:
 
 def _softplus(z: float) -> float:
     """log(1 + e^z) without overflow, the way numpy.logaddexp(0.0, z) computes it."""
-    if z == 0.0:
-        return math.log(2.0)
     if z < 0.0:
         return math.log1p(math.exp(z))
     return z + math.log1p(math.exp(-z))

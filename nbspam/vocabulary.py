@@ -119,21 +119,9 @@ def stack_sorted(
         order = sorted_order(terms)
     rank = np.empty(len(order), np.int64)
     rank[order] = np.arange(len(order))
-    index_type = np.int32 if len(terms) < 2**31 else np.int64
-    sizes = [np.diff(b.indptr) for b in blocks]
-    indptr = np.concatenate([[0], np.cumsum(np.concatenate(sizes))]) if blocks else np.zeros(1)
-    if indptr[-1] >= 2**31:
-        index_type = np.int64
-    X = sp.csr_matrix(
-        (
-            np.concatenate([b.data for b in blocks]) if blocks else np.zeros(0, np.int64),
-            rank[np.concatenate([b.indices for b in blocks])].astype(index_type)
-            if blocks
-            else np.zeros(0, index_type),
-            indptr.astype(index_type),
-        ),
-        shape=(sum(b.shape[0] for b in blocks), len(terms)),
-    )
+    X = _stack(blocks, len(terms))
+    # scipy stores the indices as int32 where they fit, half the memory of int64
+    X = sp.csr_matrix((X.data, rank[X.indices], X.indptr), shape=X.shape)
     X.sort_indices()
     return X, [terms[i] for i in order.tolist()]
 
