@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nbspam.errors import InputError
 from nbspam.messages import Message, Problems, read_labelled, read_messages
@@ -219,6 +221,19 @@ def test_unreadable_file_and_folder_are_reported_and_skipped():
         "rows.tsv: permission denied",
     ]
     assert problems.skipped == 3
+
+
+def test_a_dangling_link_is_reported_and_a_large_file_read_whole():
+    from nbspam.messages import _READ_SIZE
+
+    big = b"Subject: big\n\n" + b"x" * (2 * _READ_SIZE + 7)  # read in three parts
+    write("mail/a.eml", big)
+    write("mail/c.eml", b"C")
+    os.symlink("nowhere.eml", "mail/b.eml")
+    problems, lines = collector()
+    got = list(read_messages(["mail"], problems))
+    assert triples(got) == [("mail/a.eml", big, None), ("mail/c.eml", b"C", None)]
+    assert lines == ["mail/b.eml: no such file or directory"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -735,3 +750,13 @@ def test_digest_ignores_own_headers_with_crlf_too():
     filtered = b"X-Nbspam-Status: ham; log_odds=-3\r\n" + plain
     assert message_digest(filtered) == message_digest(plain)
     assert message_digest(plain) != message_digest(plain.replace(b"X-Nbspam-Status: spam\r\n", b""))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from([b"\n", b"\r", b"\r\n", b"a", b": ", b"\n\n", b"\r\n\r\n"])))
+def test_header_end_is_the_first_blank_line_of_either_kind(parts):
+    from nbspam.messages import _header_end
+
+    data = b"".join(parts)
+    found = [i for i in (data.find(b"\n\n"), data.find(b"\r\n\r\n")) if i >= 0]
+    assert _header_end(data) == min(found, default=-1)
