@@ -33,13 +33,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import metrics
+from . import naive_bayes as nb
 from .config import Settings, TokenizerConfig
 from .counting import count_chunks
 from .decision import UNSURE, verdict
 from .errors import ConfigError, InputError
 from .mailparse import looks_like_mail, skip_mbox_line
 from .messages import Message
-from .model import Model, fit, predict_matrix
+from .model import Model, from_counts, predict_matrix
 from .parallel import CHUNK, chunks
 from .vocabulary import TermIndex, renumber, stack_sorted
 
@@ -400,8 +401,11 @@ def score_split(
         raise InputError("no messages to evaluate: every message is for training")
     models: dict[int, Model] = {}
     clock = time.perf_counter()
+    classes = sorted(set(data.labels))
+    y = np.searchsorted(np.array(classes, dtype=object), labels).astype(np.int64)
+    totals = nb.class_counts(data.X, y, len(classes))
     for k in test_folds:
-        models[k] = _fit_rows(data, labels, np.flatnonzero(fold != k), settings)
+        models[k] = _fit_without(data, y, fold == k, classes, totals, settings)
         _check_test_labels(set(labels[fold == k]), models[k].labels)
     seconds["train"] = time.perf_counter() - clock
     first = models[test_folds[0]]
@@ -449,9 +453,28 @@ def score_split(
     )
 
 
-def _fit_rows(data: Tokenized, labels: np.ndarray, rows: np.ndarray, settings: Settings) -> Model:
-    """The model of the given training rows."""
-    return fit(data.X[rows], list(labels[rows]), data.terms, settings, sorted_terms=True)
+def _fit_without(
+    data: Tokenized,
+    y: np.ndarray,
+    held_out: np.ndarray,
+    classes: list[str],
+    totals: tuple[np.ndarray, ...],
+    settings: Settings,
+) -> Model:
+    """The model of every row but the held-out ones (mask (n,)), from counts.
+
+    The counts of the training rows are the ``totals`` of all rows (`naive_bayes.class_counts`,
+    rows labelled ``classes[y]``) less those of the held-out rows: integers, so the model is
+    exactly the one fitted on the training rows, and only the held-out rows are counted
+    again. A class with no training row is left out, as a fit on those rows would leave it.
+    """
+    part = nb.class_counts(data.X[held_out], y[held_out], len(classes))
+    counts = [total - held for total, held in zip(totals, part)]
+    keep = np.flatnonzero(counts[0] > 0)
+    if keep.size < len(classes):
+        counts = [c[keep] for c in counts]
+    labels = [classes[c] for c in keep.tolist()]
+    return from_counts(labels, data.terms, *counts, settings, sorted_terms=True)
 
 
 def _predict_rows(
