@@ -32,11 +32,15 @@ _COUNTS = ("class_count", "term_count", "doc_count", "seen_labels")
 
 def save_model(model: Model, path: str | os.PathLike[str]) -> None:
     """Write ``model`` to ``path`` atomically (see `container.write`)."""
-    encoded = [term.encode("utf-8") for term in model.terms]
-    offsets = np.zeros(len(encoded) + 1, np.uint64)
-    np.cumsum([len(t) + 1 for t in encoded], out=offsets[1:])
+    # the terms as UTF-8 lines (no term holds a line break), encoded in one call; term i
+    # is blob[offsets[i] : offsets[i + 1] - 1]
+    blob = np.frombuffer("\n".join(model.terms).encode("utf-8"), np.uint8)
+    offsets = np.zeros(len(model.terms) + 1, np.uint64)
+    if model.terms:
+        offsets[1:-1] = np.flatnonzero(blob == ord("\n")) + 1
+        offsets[-1] = blob.size + 1
     arrays = {
-        "terms": np.frombuffer(b"\n".join(encoded), np.uint8),
+        "terms": blob,
         "term_offsets": offsets.astype("<u4" if offsets[-1] < 2**32 else "<u8"),
     }
     # counts as 32-bit integers when they fit: a smaller file is quicker to read and check
