@@ -43,11 +43,11 @@ def count_tokens(token_lists: Iterable[Sequence[str]]) -> Counts:
     counters = [Counter(tokens) for tokens in token_lists]
     terms = list(dict.fromkeys(chain.from_iterable(counters)))
     column = dict(zip(terms, range(len(terms))))
-    return Counts(
+    return Counts(  # arrays made from lists: twice as fast as from iterators
         terms,
-        array("i", map(column.__getitem__, chain.from_iterable(counters))),
-        array("i", chain.from_iterable([c.values() for c in counters])),
-        array("i", map(len, counters)),
+        array("i", list(map(column.__getitem__, chain.from_iterable(counters)))),
+        array("i", list(chain.from_iterable([c.values() for c in counters]))),
+        array("i", list(map(len, counters))),
     )
 
 
