@@ -107,7 +107,7 @@ class Analyzer:
         addresses = []
         for text in bracketed:
             text = text.strip()
-            if "@" in text and not any(c.isspace() for c in text):
+            if "@" in text and len(text.split()) == 1:  # one word: no blank inside
                 addresses.append(text)
             else:
                 words.extend(self.words(text))
