@@ -295,19 +295,20 @@ def _is_maildir(folder: str) -> bool:
 
 
 def _read_bytes(path: str) -> bytes:
-    """The bytes of a file by plain system calls: for a small message about a third less
-    time than ``open().read()``, which also makes a buffer and asks for the terminal mode."""
+    """The bytes of a file by plain system calls: for a small message about a quarter less
+    time than ``open().read()``, which also makes a buffer and asks for the terminal mode.
+
+    A regular file is read at once into a buffer of its size (so a large mbox is held once,
+    not twice); what a pipe or a growing file gives beyond that is read until its end.
+    """
     fd = os.open(path, os.O_RDONLY)
     try:
-        parts = []
-        while part := os.read(fd, _READ_SIZE):
-            parts.append(part)
+        parts = [os.read(fd, os.fstat(fd).st_size + 1)]
+        while parts[-1]:
+            parts.append(os.read(fd, 1 << 16))
     finally:
         os.close(fd)
-    return parts[0] if len(parts) == 1 else b"".join(parts)
-
-
-_READ_SIZE = 1 << 16  # below malloc's mmap threshold: no mapping made and unmade per read
+    return parts[0] if len(parts) <= 2 else b"".join(parts)
 
 
 def _listdir(folder: str, problems: Problems) -> list[str]:

@@ -10,6 +10,7 @@ import io
 import json
 import os
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -224,9 +225,7 @@ def test_unreadable_file_and_folder_are_reported_and_skipped():
 
 
 def test_a_dangling_link_is_reported_and_a_large_file_read_whole():
-    from nbspam.messages import _READ_SIZE
-
-    big = b"Subject: big\n\n" + b"x" * (2 * _READ_SIZE + 7)  # read in three parts
+    big = b"Subject: big\n\n" + b"x" * (3 << 16)
     write("mail/a.eml", big)
     write("mail/c.eml", b"C")
     os.symlink("nowhere.eml", "mail/b.eml")
@@ -234,6 +233,18 @@ def test_a_dangling_link_is_reported_and_a_large_file_read_whole():
     got = list(read_messages(["mail"], problems))
     assert triples(got) == [("mail/a.eml", big, None), ("mail/c.eml", b"C", None)]
     assert lines == ["mail/b.eml: no such file or directory"]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_a_named_pipe_is_read_to_its_end(tmp_path):
+    pipe = tmp_path / "piped.eml"
+    os.mkfifo(pipe)
+    data = b"Subject: piped\n\n" + b"y" * (3 << 16)  # several reads: a pipe has no size
+    writer = threading.Thread(target=pipe.write_bytes, args=(data,))
+    writer.start()
+    got = list(read_messages([str(pipe)], Problems()))
+    writer.join()
+    assert [(m.id, m.data) for m in got] == [(str(pipe), data)]
 
 
 # --------------------------------------------------------------------------------------------
