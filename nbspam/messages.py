@@ -152,18 +152,26 @@ def _read_path(path: str, problems: Problems, *, tables: bool) -> Iterator[Messa
 
 
 def _read_file(path: str, problems: Problems) -> Iterator[Message]:
-    """One message, or every message of an mbox (by suffix, or by a second separator)."""
+    """One message, or every message of an mbox (by suffix, or by a second separator).
+
+    An mbox is read a message at a time, never held whole: a file named .mbox is not read
+    here at all (only opened, so that what cannot be read is reported as for any file).
+    """
+    mbox = path.lower().endswith(".mbox")
     try:
-        data = _read_bytes(path)
+        if mbox:
+            os.close(os.open(path, os.O_RDONLY))
+        else:
+            data = _read_bytes(path)
     except OSError as exc:
         problems.skip(path, _reason(exc))
         return
-    if path.lower().endswith(".mbox") or (
-        data.startswith(b"From ") and _MBOX_SEPARATOR.search(data)
-    ):
-        yield from _read_mbox(path, problems)
-    else:
-        yield Message(path, data)
+    if not mbox:
+        if not (data.startswith(b"From ") and _MBOX_SEPARATOR.search(data)):
+            yield Message(path, data)
+            return
+        del data  # an mbox after all: not kept while its messages are read
+    yield from _read_mbox(path, problems)
 
 
 def _read_mbox(path: str, problems: Problems) -> Iterator[Message]:

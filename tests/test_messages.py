@@ -400,6 +400,21 @@ def test_mbox_by_suffix_gives_each_message_its_own_bytes():
     assert lines == []
 
 
+def test_mbox_by_suffix_is_read_a_message_at_a_time_and_reported_as_any_file(monkeypatch):
+    import nbspam.messages
+
+    write("box.mbox", MBOX)
+
+    def whole(path):  # an mbox of tens of thousands of messages must not be held at once
+        raise AssertionError(f"{path} read whole")
+
+    monkeypatch.setattr(nbspam.messages, "_read_bytes", whole)
+    problems, lines = collector()
+    got = list(read_messages(["box.mbox", "gone.mbox"], problems))
+    assert [m.data for m in got] == MBOX_MESSAGES
+    assert lines == ["gone.mbox: no such file or directory"]
+
+
 def test_mbox_without_suffix_is_found_by_a_second_separator():
     write("inbox", MBOX)
     write("mail/saved", MBOX)
