@@ -8,16 +8,15 @@ through `Problems` as ``identifier: reason`` and the stream goes on.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import hashlib
-import io
 import json
 import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import BinaryIO
 
 from .errors import InputError
@@ -230,34 +229,57 @@ def _read_folder(root: str, problems: Problems) -> Iterator[Message]:
 
 
 def _read_table(path: str, problems: Problems) -> Iterator[Message]:
-    """Rows of a TSV, CSV or JSON Lines table as messages with text data."""
+    """Rows of a TSV, CSV or JSON Lines table as messages with text data.
+
+    The table is read a line at a time, never held whole. Line ends are read as universal
+    newlines (CRLF and CR end a row too). A table that stops being valid UTF-8 gives the
+    rows before the line with the bad bytes, then is reported.
+    """
+    lower = path.lower()
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")
+        with open(path, "rb") as f:
+            lines = _text_lines(f)
+            if lower.endswith(".tsv"):
+                rows = _tsv_rows(lines)
+            elif lower.endswith(".csv"):
+                rows = _csv_rows(lines, path, problems)
+            else:
+                rows = _jsonl_rows(lines, path, problems)
+            for line, row_id, label, body in rows:
+                yield Message(row_id or f"{path}#{line}", body, label or None)
     except (OSError, UnicodeDecodeError) as exc:
         problems.skip(path, _reason(exc))
-        return
-    lower = path.lower()
-    if lower.endswith(".tsv"):
-        rows = _tsv_rows(text)
-    elif lower.endswith(".csv"):
-        rows = _csv_rows(text, path, problems)
-    else:
-        rows = _jsonl_rows(text, path, problems)
-    for line, row_id, label, body in rows:
-        yield Message(row_id or f"{path}#{line}", body, label or None)
 
 
-def _tsv_rows(text: str) -> Iterator[tuple[int, str | None, str | None, str]]:
-    for line, row in enumerate(text.split("\n"), start=1):
+def _text_lines(f: BinaryIO) -> Iterator[str]:
+    """The lines of a UTF-8 file (a byte order mark dropped), each ending in "\\n" as in
+    universal newlines mode, decoded one at a time: bad bytes end the table at their line."""
+    for number, raw in enumerate(f):
+        text = (raw.removeprefix(codecs.BOM_UTF8) if number == 0 else raw).decode("utf-8")
+        if "\r" in text:  # CR ends a line too, alone or before LF
+            *rows, text = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+            yield from (row + "\n" for row in rows)
+        if text:
+            yield text
+
+
+def _lines(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
+    """(line number from 1, the line without its line end)."""
+    for number, line in enumerate(lines, start=1):
+        yield number, line[:-1] if line.endswith("\n") else line
+
+
+def _tsv_rows(lines: Iterable[str]) -> Iterator[tuple[int, str | None, str | None, str]]:
+    for line, row in _lines(lines):
         if row.strip():
             label, sep, body = row.partition("\t")
             yield (line, None, label.strip(), body) if sep else (line, None, None, row)
 
 
 def _csv_rows(
-    text: str, path: str, problems: Problems
+    lines: Iterable[str], path: str, problems: Problems
 ) -> Iterator[tuple[int, str | None, str | None, str]]:
-    reader = csv.DictReader(io.StringIO(text, newline=""))
+    reader = csv.DictReader(lines)
     if reader.fieldnames is None:
         return
     reader.fieldnames = [name.strip().lower() for name in reader.fieldnames]
@@ -276,9 +298,9 @@ def _csv_rows(
 
 
 def _jsonl_rows(
-    text: str, path: str, problems: Problems
+    lines: Iterable[str], path: str, problems: Problems
 ) -> Iterator[tuple[int, str | None, str | None, str]]:
-    for line, row in enumerate(text.split("\n"), start=1):
+    for line, row in _lines(lines):
         if not row.strip():
             continue
         try:

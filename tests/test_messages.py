@@ -520,6 +520,29 @@ def test_table_that_is_not_utf8_is_reported():
     assert problems.skipped == 1
 
 
+def test_a_table_is_read_a_line_at_a_time_and_bad_bytes_end_it():
+    good = "".join(f'{{"label": "ham", "text": "row {n}"}}\n' for n in range(1, 5001))
+    write("rows.jsonl", good.encode() + b'{"label": "spam", "text": "\xff"}\n')
+    problems, lines = collector()
+    got = list(read_labelled(["rows.jsonl"], problems))
+    assert len(got) == 5000 and got[-1].data == "row 5000"  # the rows before the bad bytes
+    assert len(lines) == 1 and lines[0].startswith("rows.jsonl: 'utf-8' codec can't decode")
+
+
+def test_table_line_ends_cr_lf_and_crlf_all_end_a_row():
+    write("rows.tsv", b"spam\tone\rham\ttwo\r\nham\tthree\n")
+    write("rows.csv", b'label,text\r\nspam,"multi\r\nline"\r\nham,plain\r\n')
+    problems, lines = collector()
+    assert triples(list(read_labelled(["rows.tsv", "rows.csv"], problems))) == [
+        ("rows.tsv#1", "one", "spam"),
+        ("rows.tsv#2", "two", "ham"),
+        ("rows.tsv#3", "three", "ham"),
+        ("rows.csv#2", "multi\nline", "spam"),
+        ("rows.csv#4", "plain", "ham"),
+    ]
+    assert lines == []
+
+
 CSV = (
     'label,text,id\nspam,"line one\nline two, with a comma",\nham,hello,\n\nham,"say ""hi""",h-7\n'
 )
@@ -786,3 +809,23 @@ def test_header_end_is_the_first_blank_line_of_either_kind(parts):
     data = b"".join(parts)
     found = [i for i in (data.find(b"\n\n"), data.find(b"\r\n\r\n")) if i >= 0]
     assert _header_end(data) == min(found, default=-1)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.sampled_from(["a", "\t", "\n", "\r", "\r\n", '"', ",", "\x85", "\u2028", "é"])),
+    st.booleans(),
+)
+def test_table_lines_are_those_of_the_whole_text_in_universal_newlines(parts, bom):
+    import io
+
+    from nbspam.messages import _text_lines
+
+    text = "".join(parts)
+    data = (b"\xef\xbb\xbf" if bom else b"") + text.encode("utf-8")
+    # what reading the whole file in text mode gives: CRLF and CR become LF, the BOM goes
+    whole = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig").read()
+    *rows, last = whole.split("\n")
+    assert list(_text_lines(io.BytesIO(data))) == [r + "\n" for r in rows] + (
+        [last] if last else []
+    )
