@@ -153,8 +153,9 @@ def _read_path(path: str, problems: Problems, *, tables: bool) -> Iterator[Messa
 def _read_file(path: str, problems: Problems) -> Iterator[Message]:
     """One message, or every message of an mbox (by suffix, or by a second separator).
 
-    An mbox is read a message at a time, never held whole: a file named .mbox is not read
-    here at all (only opened, so that what cannot be read is reported as for any file).
+    An mbox's messages are read one at a time. A file named .mbox is only opened here (so
+    that what cannot be read is reported as for any file); any other file is read whole to
+    see whether it is one, and those bytes are dropped before an mbox's messages are read.
     """
     mbox = path.lower().endswith(".mbox")
     try:
@@ -328,7 +329,7 @@ def _read_bytes(path: str) -> bytes:
     """The bytes of a file by plain system calls: for a small message about a quarter less
     time than ``open().read()``, which also makes a buffer and asks for the terminal mode.
 
-    A regular file is read at once into a buffer of its size (so a large mbox is held once,
+    A regular file is read at once into a buffer of its size (so a large file is held once,
     not twice); what a pipe or a growing file gives beyond that is read until its end.
     """
     fd = os.open(path, os.O_RDONLY)
