@@ -226,7 +226,7 @@ _TRAIN_OPTIONS = [
     click.option(
         "--calibrate/--no-calibrate",
         default=None,
-        help="Two-class models: fit cutoffs and a calibration by internal cross-validation (keeps the count rows in memory). [default: --calibrate]",
+        help="Two-class models: fit cutoffs and a calibration by internal cross-validation (of at most 10,000 messages' count rows, a sample of more). [default: --calibrate]",
     ),
     click.option(
         "--target-fpr",

@@ -77,6 +77,14 @@ class Tokenized(NamedTuple):
     terms: list[str]
 
 
+class Totals(NamedTuple):
+    """The counts of a set of messages (`naive_bayes.class_counts`: class_count,
+    term_count, doc_count over sorted terms) and their labels, in the counts' order."""
+
+    classes: list[str]
+    counts: tuple[np.ndarray, ...]
+
+
 @dataclass(frozen=True, eq=False)
 class Scores:
     """Out-of-sample scores of every evaluated message.
@@ -241,11 +249,13 @@ def cross_validate_matrix(
     seed: int = 42,
     tokenize_seconds: float | None = None,
     decision_rules: bool = True,
+    totals: Totals | None = None,
 ) -> Scores:
     """`cross_validate` on messages already tokenized by `tokenize_all`.
 
     Without ``decision_rules`` only the out-of-fold scores are computed (what `train` needs
-    to choose its cutoffs and calibration), not each fold's own decision rule.
+    to choose its cutoffs and calibration), not each fold's own decision rule. ``totals``
+    as for `score_split`.
     """
     if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
         raise ConfigError(f"--folds must be a whole number of at least 2, not {folds!r}")
@@ -264,6 +274,7 @@ def cross_validate_matrix(
         protocol=protocol,
         tokenize_seconds=tokenize_seconds,
         decision_rules=decision_rules,
+        totals=totals,
     )
 
 
@@ -387,11 +398,14 @@ def score_split(
     protocol: dict[str, Any],
     tokenize_seconds: float | None = None,
     decision_rules: bool = True,
+    totals: Totals | None = None,
 ) -> Scores:
     """Score each test fold k (``fold == k``) with a model fitted on all other rows.
 
     Rows with ``fold == -1`` are only ever trained on. For two-class models each test fold
     also gets the decision rule `train` would fit on its training part (`decision_rule`).
+    ``totals``, the counts of a larger set of messages that holds these rows, make each
+    fold's model the one of all those messages but the fold's.
     """
     fold = np.asarray(fold, dtype=np.int64)
     labels = np.array(data.labels, dtype=object)
@@ -399,26 +413,35 @@ def score_split(
     test_folds = sorted(int(k) for k in np.unique(fold[fold >= 0]))
     if not test_folds:
         raise InputError("no messages to evaluate: every message is for training")
-    models: dict[int, Model] = {}
     clock = time.perf_counter()
-    classes = sorted(set(data.labels))
-    y = np.searchsorted(np.array(classes, dtype=object), labels).astype(np.int64)
-    totals = nb.class_counts(data.X, y, len(classes))
-    for k in test_folds:
-        models[k] = _fit_without(data, y, fold == k, classes, totals, settings)
-        _check_test_labels(set(labels[fold == k]), models[k].labels)
-    seconds["train"] = time.perf_counter() - clock
-    first = models[test_folds[0]]
-    classes = first.labels
-    log_post = np.full((len(labels), len(classes)), np.nan)
-    log_odds = np.full(len(labels), np.nan) if first.is_binary else None
-    clock = time.perf_counter()
-    for k, model in models.items():
+    if totals is None:
+        classes = sorted(set(data.labels))
+        y = np.searchsorted(np.array(classes, dtype=object), labels).astype(np.int64)
+        counts = nb.class_counts(data.X, y, len(classes))
+    else:
+        order = sorted(range(len(totals.classes)), key=totals.classes.__getitem__)
+        classes = [totals.classes[c] for c in order]
+        y = np.searchsorted(np.array(classes, dtype=object), labels).astype(np.int64)
+        counts = tuple(c[order] for c in totals.counts)
+    seconds["train"], seconds["score"] = time.perf_counter() - clock, 0.0
+    first: Model | None = None
+    for k in test_folds:  # one fold's model at a time: each is the size of the whole model
+        clock = time.perf_counter()
+        model = _fit_without(data, y, fold == k, classes, counts, settings)
+        _check_test_labels(set(labels[fold == k]), model.labels)
+        fitted = time.perf_counter()
+        seconds["train"] += fitted - clock
+        if first is None:
+            first = model
+            log_post = np.full((len(labels), len(model.labels)), np.nan)
+            log_odds = np.full(len(labels), np.nan) if model.is_binary else None
         rows = np.flatnonzero(fold == k)
         log_post[rows], odds = _predict_rows(model, data.X, rows)
         if log_odds is not None:
             log_odds[rows] = odds
-    seconds["score"] = time.perf_counter() - clock
+        seconds["score"] += time.perf_counter() - fitted
+    assert first is not None
+    classes = first.labels
     calibrated = verdicts = None
     rules: dict[int, Rule] = {}
     if first.is_binary and decision_rules:
@@ -539,20 +562,22 @@ def write_scores(scores: Scores, path: str) -> None:
             out.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
-def decision_rule(data: Tokenized, settings: Settings) -> Rule:
+def decision_rule(data: Tokenized, settings: Settings, totals: Totals | None = None) -> Rule:
     """The cutoffs and calibration `train` stores, from an internal cross-validation.
 
     Every message gets a log-odds from a model of the other folds (stratified, ``folds``
-    of the settings, fewer when a class has fewer messages, seed 42). The Platt calibration
-    is fitted on those; the cutoffs are the ones given in the settings, else those for
-    ``target_fpr``, else those of least cost. Without two folds' worth of messages in each
-    class, only given cutoffs are returned.
+    of the settings, fewer when a class has fewer messages, seed 42), or with ``totals``
+    (of all the messages these are a sample of) from a model of all the messages but its
+    fold. The Platt calibration is fitted on those; the cutoffs are the ones given in the
+    settings, else those for ``target_fpr``, else those of least cost. Without two folds'
+    worth of messages in each class, only given cutoffs are returned.
     """
     cfg = settings.train
-    folds = min(cfg.folds, min(Counter(data.labels).values()))
-    if folds < 2:
+    counts = Counter(data.labels)
+    folds = min(cfg.folds, min(counts.values()))
+    if folds < 2 or len(counts) < 2:
         return Rule(cfg.cutoffs, None)
-    scores = cross_validate_matrix(data, settings, folds=folds, decision_rules=False)
+    scores = cross_validate_matrix(data, settings, folds=folds, decision_rules=False, totals=totals)
     cutoffs = cfg.cutoffs or choose_cutoffs(
         scores,
         target_fpr=cfg.target_fpr,

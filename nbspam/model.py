@@ -209,20 +209,63 @@ def from_counts(
     return model
 
 
+CV_ROWS = 10_000
+"""The most messages whose count rows training keeps for its internal cross-validation."""
+
+
 @dataclass
 class Rows:
-    """Count rows kept while training: one matrix per chunk, columns numbered as ``terms``
-    (in order of first appearance), and the label of each row."""
+    """Count rows kept while training, for the internal cross-validation: of every message
+    while there are at most ``limit``, then a systematic sample (every ``stride``-th message
+    of the stream, the stride doubling whenever the sample outgrows the limit), so that
+    memory does not grow with the number of messages. One matrix per chunk, columns
+    numbered as ``terms`` (in order of first appearance), and the label of each row; the
+    sample is the same for any number of jobs.
 
-    chunks: list[sp.csr_matrix] = field(default_factory=list)
-    labels: list[str] = field(default_factory=list)
+    ``totals`` are the counts of all the messages, ``classes`` their labels in its order:
+    the cross-validation fits each fold's model on all the messages but that fold's.
+    """
+
+    limit: int = CV_ROWS
+    chunks: list[tuple[sp.csr_matrix, list[str], np.ndarray]] = field(default_factory=list)
+    """(rows, their labels, their numbers in the stream) of each chunk."""
+    seen: int = 0
+    stride: int = 1
     terms: list[str] = field(default_factory=list)
     order: np.ndarray | None = None
     """The permutation that sorts ``terms``, once known."""
+    classes: list[str] = field(default_factory=list)
+    totals: tuple[np.ndarray, ...] = ()
+    """class_count (C,), term_count and doc_count (C, d) over the sorted terms."""
+
+    @property
+    def labels(self) -> list[str]:
+        return [label for _, labels, _ in self.chunks for label in labels]
+
+    def add(self, X: sp.csr_matrix, labels: Sequence[str]) -> None:
+        """Keep the rows of a chunk that the sample takes (as int32: half the memory)."""
+        numbers = np.arange(self.seen, self.seen + X.shape[0])
+        self.seen += X.shape[0]
+        X = sp.csr_matrix(
+            (X.data.astype(np.int32), X.indices.astype(np.int32), X.indptr.astype(np.int32)),
+            shape=X.shape,
+        )
+        self.chunks.append(self._taken(X, list(labels), numbers))
+        while sum(len(labels) for _, labels, _ in self.chunks) > self.limit:
+            self.stride *= 2
+            self.chunks = [self._taken(*chunk) for chunk in self.chunks]
+
+    def _taken(
+        self, X: sp.csr_matrix, labels: list[str], numbers: np.ndarray
+    ) -> tuple[sp.csr_matrix, list[str], np.ndarray]:
+        keep = numbers % self.stride == 0
+        if keep.all():
+            return X, labels, numbers
+        return X[keep], [label for label, k in zip(labels, keep.tolist()) if k], numbers[keep]
 
     def matrix(self) -> tuple[sp.csr_matrix, list[str]]:
         """(X (n, d) over the sorted terms, the sorted terms)."""
-        return stack_sorted(self.chunks, self.terms, self.order)
+        return stack_sorted([X for X, _, _ in self.chunks], self.terms, self.order)
 
 
 def train(
@@ -247,35 +290,27 @@ def fit_counted(counted: LabelledCounts, settings: Settings, *, rows: Rows | Non
     """Train a model on the counts of labelled messages.
 
     Each chunk's counts are folded into per-class totals (`naive_bayes.class_counts`) and
-    dropped, unless ``rows`` is given, which then keeps them.
+    dropped, unless ``rows`` is given, which then keeps them (or its sample of them) and the
+    totals.
     """
     counts = CountTable()
     for labels, chunk in counted:
         X = counts.add_counts(chunk, labels)
-        if rows is not None:  # kept as int32: half the memory of int64 rows
-            rows.chunks.append(
-                sp.csr_matrix(
-                    (
-                        X.data.astype(np.int32),
-                        X.indices.astype(np.int32),
-                        X.indptr.astype(np.int32),
-                    ),
-                    shape=X.shape,
-                )
-            )
-            rows.labels.extend(labels)
+        if rows is not None:
+            rows.add(X, labels)
     if not counts.labels:
         raise TrainingError("no messages to train on")
     labels, terms, class_count, term_count, doc_count = counts.totals()
     order = sorted_order(terms)
-    if rows is not None:
-        rows.terms, rows.order = terms, order
     info = {
         "created": _now(),
         "seconds": round(time.perf_counter() - counted.started, 3),
         "duplicates": counted.duplicates,
     }
     sorted_counts = (class_count, term_count[:, order], doc_count[:, order])
+    if rows is not None:
+        rows.terms, rows.order = terms, order
+        rows.classes, rows.totals = labels, sorted_counts
     return from_counts(
         labels,
         _pick(terms, order),

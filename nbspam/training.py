@@ -24,18 +24,19 @@ def train(
 ) -> Model:
     """Train a model; for two classes also fit its cutoffs and Platt calibration.
 
-    With ``calibrate`` (the default) the messages' count rows are kept and
-    `evaluate.decision_rule` gives the cutoffs and calibration from an internal
-    cross-validation. Without it only cutoffs given in the settings are set, and training
-    streams with memory bounded by the model.
+    With ``calibrate`` (the default) the count rows of the messages (of a sample of at most
+    `model.CV_ROWS` of them) are kept, and `evaluate.decision_rule` gives the cutoffs and
+    calibration from an internal cross-validation of them, each fold scored by a model of
+    all the other messages. Without it only cutoffs given in the settings are set. Either
+    way memory is bounded by the model, not by the number of messages.
     """
     counted = LabelledCounts(messages, settings.tokenizer, progress=progress, jobs=jobs)
     # The workers are tokenizing: numpy and scipy are imported now, beside them, not before.
     from . import evaluate
-    from .model import Rows, fit_counted
+    from .model import CV_ROWS, Rows, fit_counted
 
     cfg = settings.train
-    rows = Rows() if cfg.calibrate else None
+    rows = Rows(CV_ROWS) if cfg.calibrate else None
     model = fit_counted(counted, settings, rows=rows)
     if not model.is_binary:
         return model
@@ -43,5 +44,6 @@ def train(
         return dataclasses.replace(model, cutoffs=cfg.cutoffs)
     X, terms = rows.matrix()
     ids = [str(i) for i in range(X.shape[0])]
-    rule = evaluate.decision_rule(evaluate.Tokenized(ids, rows.labels, X, terms), settings)
+    data = evaluate.Tokenized(ids, rows.labels, X, terms)
+    rule = evaluate.decision_rule(data, settings, evaluate.Totals(rows.classes, rows.totals))
     return dataclasses.replace(model, cutoffs=rule.cutoffs, calibration=rule.calibration)

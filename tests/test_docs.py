@@ -31,3 +31,10 @@ def test_exit_status_table_matches_the_code():
     section = README.split("### Exit status", 1)[1].split("\n#", 1)[0]
     rows = re.findall(r"^\| (\d) \|", section, flags=re.MULTILINE)
     assert [int(r) for r in rows] == [EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_SKIPPED]
+
+
+def test_the_cross_validation_row_limit_is_the_one_documented():
+    from nbspam.model import CV_ROWS
+
+    option = next(p for p in cli.commands["train"].params if "--calibrate" in p.opts)
+    assert f"{CV_ROWS:,} messages" in README and f"{CV_ROWS:,} messages" in option.help

@@ -174,6 +174,48 @@ def test_cross_validate_is_stratified_deterministic_and_scores_each_message_once
         np.testing.assert_allclose(scores.log_odds[scores.fold == k], expected, rtol=1e-12)
 
 
+def test_training_keeps_rows_of_a_sample_and_scores_it_with_models_of_all_the_rest(
+    monkeypatch,
+):
+    import nbspam.model
+    from nbspam.evaluate import score_split
+    from nbspam.training import train as train_with_rule
+
+    messages = sorted(small_corpus(), key=lambda m: m.label)  # 13 ham, then 8 spam
+    monkeypatch.setattr(nbspam.model, "CV_ROWS", 12)
+    model = train_with_rule(messages, SETTINGS)
+    # 21 messages, at most 12 rows kept: every second one, 7 ham and 4 spam, in 4 folds;
+    # each fold is scored by the model of the 17 or 18 messages outside it
+    data = tokenize_all(messages, SETTINGS.tokenizer)
+    sample = np.arange(0, 21, 2)
+    labels = np.array(data.labels, dtype=object)[sample]
+    fold = np.full(21, -1)
+    fold[sample] = metrics.stratified_folds(labels, 4, 42)
+    scores = score_split(data, fold, SETTINGS, protocol={}, decision_rules=False)
+    assert scores.evaluated.sum() == 11
+    cfg = SETTINGS.train
+    expected = choose_cutoffs(
+        scores, cost_fp=cfg.cost_fp, cost_fn=cfg.cost_fn, cost_unsure=cfg.cost_unsure
+    )
+    assert model.cutoffs == expected and model.calibration == calibrate(scores)
+    # the model itself is fitted on every message
+    np.testing.assert_array_equal(model.class_count, [13, 8])
+
+
+def test_rows_keep_every_stride_th_message_within_their_limit():
+    import scipy.sparse as sp
+
+    from nbspam.model import Rows
+
+    rows = Rows(limit=5)
+    for start, n in ((0, 4), (4, 4), (8, 3)):
+        X = sp.csr_matrix(np.arange(start, start + n, dtype=np.int64).reshape(-1, 1) + 1)
+        rows.add(X, [f"m{i}" for i in range(start, start + n)])
+    # 11 messages: every second is 6, over the limit, so every fourth
+    assert (rows.stride, rows.labels) == (4, ["m0", "m4", "m8"])
+    assert np.concatenate([X.toarray() for X, _, _ in rows.chunks]).ravel().tolist() == [1, 5, 9]
+
+
 def test_cross_validate_refuses_bad_fold_counts():
     messages = small_corpus()
     with pytest.raises(InputError, match="label 'spam' has 8 message.*fewer than the 9 folds"):
