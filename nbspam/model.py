@@ -254,6 +254,7 @@ class Rows:
         while sum(len(labels) for _, labels, _ in self.chunks) > self.limit:
             self.stride *= 2
             self.chunks = [self._taken(*chunk) for chunk in self.chunks]
+        self.chunks = [chunk for chunk in self.chunks if chunk[1]]  # none left empty
 
     def _taken(
         self, X: sp.csr_matrix, labels: list[str], numbers: np.ndarray

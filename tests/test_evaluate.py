@@ -208,12 +208,13 @@ def test_rows_keep_every_stride_th_message_within_their_limit():
     from nbspam.model import Rows
 
     rows = Rows(limit=5)
-    for start, n in ((0, 4), (4, 4), (8, 3)):
+    for start, n in ((0, 4), (4, 4), (8, 3), (11, 2), (13, 3)):
         X = sp.csr_matrix(np.arange(start, start + n, dtype=np.int64).reshape(-1, 1) + 1)
         rows.add(X, [f"m{i}" for i in range(start, start + n)])
-    # 11 messages: every second is 6, over the limit, so every fourth
-    assert (rows.stride, rows.labels) == (4, ["m0", "m4", "m8"])
-    assert np.concatenate([X.toarray() for X, _, _ in rows.chunks]).ravel().tolist() == [1, 5, 9]
+    # 16 messages: every second is 8, over the limit, so every fourth; the last chunk
+    # (13 to 15) gives none and is not kept
+    assert (rows.stride, rows.labels) == (4, ["m0", "m4", "m8", "m12"])
+    assert [X.toarray().ravel().tolist() for X, _, _ in rows.chunks] == [[1], [5], [9], [13]]
 
 
 def test_cross_validate_refuses_bad_fold_counts():
