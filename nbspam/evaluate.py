@@ -414,14 +414,12 @@ def score_split(
     if not test_folds:
         raise InputError("no messages to evaluate: every message is for training")
     clock = time.perf_counter()
+    classes = sorted(set(data.labels) if totals is None else totals.classes)
+    y = np.searchsorted(np.array(classes, dtype=object), labels).astype(np.int64)
     if totals is None:
-        classes = sorted(set(data.labels))
-        y = np.searchsorted(np.array(classes, dtype=object), labels).astype(np.int64)
         counts = nb.class_counts(data.X, y, len(classes))
-    else:
-        order = sorted(range(len(totals.classes)), key=totals.classes.__getitem__)
-        classes = [totals.classes[c] for c in order]
-        y = np.searchsorted(np.array(classes, dtype=object), labels).astype(np.int64)
+    else:  # the totals' classes in sorted order
+        order = [totals.classes.index(c) for c in classes]
         counts = tuple(c[order] for c in totals.counts)
     seconds["train"], seconds["score"] = time.perf_counter() - clock, 0.0
     first: Model | None = None
