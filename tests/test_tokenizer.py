@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from nbspam import tokenizer as tokenizer_module
 from nbspam.config import TokenizerConfig
 from nbspam.errors import ConfigError
 from nbspam.tokenizer import (
@@ -183,3 +185,57 @@ def test_split_gives_the_addresses_apart():
     words_, addresses = tokenizer.split(text)
     assert addresses == ["bob@example.com", "https://example.org/x"]
     assert words_ + addresses == tokenizer.words(text)
+
+
+_PIECES = st.sampled_from(
+    [
+        " ",
+        "\n",
+        "\t",
+        "\r",
+        "\v",
+        "\x1c",
+        "\x85",
+        "\u2028",
+        "é",
+        "Ä",
+        "東京",
+        "$",
+        "€",
+        "a",
+        "Z",
+        "9",
+        "it's",
+        "x-y",
+        "a.b",
+        "@",
+        "://",
+        "www.",
+        "http",
+        "https://",
+        ".com",
+        "<",
+        "ab",
+        "ﬁ",
+    ]
+)
+
+
+def _addresses_chunk_by_chunk(text: str) -> list[str]:
+    """The addresses of `_take_addresses` as it documents them: each chunk between the
+    blanks " \\n\\t\\r" that holds a mark is searched on its own."""
+    pattern = _ASCII_ADDRESS_RE if text.isascii() else _UNICODE.address
+    found = []
+    for chunk in re.findall("[^ \n\t\r]+", text):
+        if any(mark in chunk for mark in ("@", "://", "www.")):
+            found += [
+                m.rstrip(".") if "@" in m and "/" not in m else m.rstrip(".,;:!?)'\"*")
+                for m in pattern.findall(chunk)
+            ]
+    return found
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_PIECES, max_size=40).map("".join))
+def test_addresses_are_searched_chunk_by_chunk(text):
+    assert tokenizer_module._take_addresses(text)[1] == _addresses_chunk_by_chunk(text)
