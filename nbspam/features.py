@@ -50,16 +50,16 @@ class Analyzer:
         mode = self.config.mail
         if isinstance(data, str):
             if mode != "always":
-                return self.words(data)
+                return self.words(data, in_order=False)
             data = data.encode("utf-8", "surrogateescape")
         if mode == "never" or (mode == "auto" and not looks_like_mail(data)):
-            return self.words(decode_bytes(data))
+            return self.words(decode_bytes(data), in_order=False)
         return self.mail_tokens(parse_mail(data, max_body_chars=self.config.max_body_chars))
 
     def mail_tokens(self, mail: ParsedMail) -> list[str]:
         """Tokens of a parsed message: body words, then the tagged tokens."""
         cfg = self.config
-        out, addresses = self.split(mail.body)
+        out, addresses = self.split(mail.body, in_order=False)
         out.extend(addresses)
         subject = self.words(mail.subject)
         out.extend(map("subject:".__add__, subject) if cfg.subject_tokens else subject)

@@ -40,6 +40,9 @@ _ASCII_ADDRESS_RE = re.compile(
     r"|[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+"
 )
 _ASCII_WORD_RE = re.compile(r"\$?[A-Za-z0-9]+(?:['._\-][A-Za-z0-9]+)*")
+# The four characters `str.split` takes as blanks and a web address may hold (\s of the
+# patterns above does not match them).
+_ASCII_SEPARATORS = re.compile("[\x1c-\x1f]")
 _BLANK = re.compile("[ \n\t\r]")  # what ends the chunk around an address
 
 
@@ -117,23 +120,40 @@ class Tokenizer:
             short = string.ascii_letters + string.digits if config.min_length == 2 else ""
             self._drop = self._stop | frozenset(short)
 
-    def words(self, text: str) -> list[str]:
+    def words(self, text: str, *, in_order: bool = True) -> list[str]:
         """Tokens of ``text``: words and CJK bigrams, word n-grams, then web and e-mail
         addresses (kept whole, in no n-gram).
 
         Words shorter than ``min_length`` and stop words are dropped; words longer than
         ``max_length`` become a SpamBayes-style ``skip:<first letter> <length rounded down to
-        10>`` token (or are dropped when ``long_words`` is 'drop').
+        10>`` token (or are dropped when ``long_words`` is 'drop'). ``in_order``: as `split`.
         """
-        out, addresses = self.split(text)
+        out, addresses = self.split(text, in_order=in_order)
         out.extend(addresses)
         return out
 
-    def split(self, text: str) -> tuple[list[str], list[str]]:
+    def split(self, text: str, *, in_order: bool = True) -> tuple[list[str], list[str]]:
         """(words, CJK bigrams and n-grams; web and e-mail addresses) of ``text``, the two
-        lists `words` joins."""
+        lists `words` joins, each in text order.
+
+        With ``in_order`` False, for counting, a text that is partly ASCII may give the same
+        tokens in another order, sooner: no word or address holds a blank, so the chunks
+        between blanks are scanned in two groups, the ASCII ones by the quicker patterns.
+        (Word n-grams need the order: with them, the text is scanned in order.)
+        """
+        text = normalize_text(text, self.config)
+        if in_order or text.isascii() or self.config.ngrams > 1 or _ASCII_SEPARATORS.search(text):
+            return self._split(text)
+        chunks = text.split()
+        out, addresses = self._split(" ".join(filter(str.isascii, chunks)))
+        more, more_addresses = self._split(" ".join(filterfalse(str.isascii, chunks)))
+        out.extend(more)
+        addresses.extend(more_addresses)
+        return out, addresses
+
+    def _split(self, text: str) -> tuple[list[str], list[str]]:
+        """`split` of normalised text, in text order."""
         cfg = self.config
-        text = normalize_text(text, cfg)
         addresses: list[str] = []
         if "@" in text or "://" in text or "www." in text:
             text, addresses = _take_addresses(text)

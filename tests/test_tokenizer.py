@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from nbspam import tokenizer as tokenizer_module
@@ -219,6 +219,17 @@ _PIECES = st.sampled_from(
         "ﬁ",
     ]
 )
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_PIECES, max_size=30).map("".join))
+@example("é https://x\x1cyz")  # str.split() splits there; a web address does not end
+def test_tokens_out_of_order_are_those_in_order(text):
+    tokenizer = Tokenizer(TokenizerConfig(stop_words=("it's",)))
+    words_, addresses = tokenizer.split(text, in_order=False)
+    in_order = tokenizer.split(text)
+    assert sorted(words_) == sorted(in_order[0])
+    assert sorted(addresses) == sorted(in_order[1])
 
 
 def _addresses_chunk_by_chunk(text: str) -> list[str]:
