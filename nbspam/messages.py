@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -213,12 +214,15 @@ def _read_folder(root: str, problems: Problems) -> Iterator[Message]:
             return
         seen.add((st.st_dev, st.st_ino))
         # a Maildir's messages are in cur/ and new/; beside them lie the mail server's files
-        entries = ["cur", "new"] if _is_maildir(folder) else sorted(_listdir(folder, problems))
-        for entry in entries:
-            if entry.startswith("."):
+        if _is_maildir(folder):
+            entries = [("cur", True), ("new", True)]
+        else:
+            entries = sorted(_folder_entries(folder, problems))
+        for name, is_folder in entries:
+            if name.startswith("."):
                 continue
-            path = os.path.join(folder, entry)
-            if os.path.isdir(path):
+            path = os.path.join(folder, name)
+            if is_folder:
                 yield from walk(path)
             else:
                 yield from _read_file(path, problems)
@@ -329,17 +333,42 @@ def _read_bytes(path: str) -> bytes:
     """The bytes of a file by plain system calls: for a small message about a quarter less
     time than ``open().read()``, which also makes a buffer and asks for the terminal mode.
 
-    A regular file is read at once into a buffer of its size (so a large file is held once,
-    not twice); what a pipe or a growing file gives beyond that is read until its end.
+    A regular file is read at once into a buffer of its size + 1 (so a large file is held
+    once, not twice); when that read comes back short, it has reached the file's end. What a
+    pipe or a growing file gives beyond that is read until its end.
     """
     fd = os.open(path, os.O_RDONLY)
     try:
-        parts = [os.read(fd, os.fstat(fd).st_size + 1)]
+        info = os.fstat(fd)
+        parts = [os.read(fd, info.st_size + 1)]
+        if len(parts[0]) <= info.st_size and stat.S_ISREG(info.st_mode):
+            return parts[0]  # a short read of a regular file: its end
         while parts[-1]:
             parts.append(os.read(fd, 1 << 16))
     finally:
         os.close(fd)
     return parts[0] if len(parts) <= 2 else b"".join(parts)
+
+
+def _folder_entries(folder: str, problems: Problems) -> list[tuple[str, bool]]:
+    """(name, whether it is a folder, as `os.path.isdir` says) of each entry of ``folder``.
+
+    The file system's directory listing tells a file from a folder, so most entries cost no
+    `stat` call (symbolic links do: they are followed).
+    """
+    try:
+        with os.scandir(folder) as entries:
+            return [(entry.name, _is_folder(entry)) for entry in entries]
+    except OSError as exc:
+        problems.skip(folder, _reason(exc))
+        return []
+
+
+def _is_folder(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:  # as os.path.isdir: what cannot be looked at is no folder
+        return False
 
 
 def _listdir(folder: str, problems: Problems) -> list[str]:
