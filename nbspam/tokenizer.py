@@ -201,7 +201,7 @@ class Tokenizer:
 def _take_addresses(text: str) -> tuple[str, list[str]]:
     """(text with its web and e-mail addresses blanked out, the addresses in text order).
 
-    Only the chunks between the blanks " \n\t\r" that hold an "@", "://" or "www." are
+    Only the chunks between the blanks " \\n\\t\\r" that hold an "@", "://" or "www." are
     searched. Each chunk's ends are looked for no further than the previous chunk and the
     next blank: a long text with many links takes time in proportion to its length.
     """
