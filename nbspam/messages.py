@@ -334,15 +334,16 @@ def _read_bytes(path: str) -> bytes:
     time than ``open().read()``, which also makes a buffer and asks for the terminal mode.
 
     A regular file is read at once into a buffer of its size + 1 (so a large file is held
-    once, not twice); when that read comes back short, it has reached the file's end. What a
-    pipe or a growing file gives beyond that is read until its end.
+    once, not twice); when that read gives exactly its size, it has reached the file's end.
+    Anything else is read on until a read gives nothing: a pipe, a file that grew or shrank,
+    or one larger than a single read returns (about 2 GiB on Linux).
     """
     fd = os.open(path, os.O_RDONLY)
     try:
         info = os.fstat(fd)
         parts = [os.read(fd, info.st_size + 1)]
-        if len(parts[0]) <= info.st_size and stat.S_ISREG(info.st_mode):
-            return parts[0]  # a short read of a regular file: its end
+        if len(parts[0]) == info.st_size and stat.S_ISREG(info.st_mode):
+            return parts[0]  # a regular file that ended where its size said
         while parts[-1]:
             parts.append(os.read(fd, 1 << 16))
     finally:

@@ -235,6 +235,16 @@ def test_a_dangling_link_is_reported_and_a_large_file_read_whole():
     assert lines == ["mail/b.eml: no such file or directory"]
 
 
+def test_a_file_is_read_to_its_end_when_one_read_returns_less(monkeypatch):
+    # Linux returns at most about 2 GiB from one read: a larger file takes several
+    data = b"Subject: long\n\n" + b"z" * 100
+    write("mail/a.eml", data)
+    real_read = os.read
+    monkeypatch.setattr(os, "read", lambda fd, n: real_read(fd, min(n, 64)))
+    got = list(read_messages(["mail"], Problems()))
+    assert triples(got) == [("mail/a.eml", data, None)]
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
 def test_a_named_pipe_is_read_to_its_end(tmp_path):
     pipe = tmp_path / "piped.eml"
