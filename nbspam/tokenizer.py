@@ -165,8 +165,12 @@ class Tokenizer:
                 if self._drop is not None and not long:  # a filter without a Python loop
                     return list(filterfalse(self._drop.__contains__, tokens)), addresses
                 out = [t for t in tokens if low <= len(t) <= high and t not in stop]
-                if long and cfg.long_words == "skip":
-                    out.extend(f"skip:{t[0]} {len(t) // 10 * 10}" for t in tokens if len(t) > high)
+                if long and cfg.long_words == "skip":  # stop words give none, as in _special
+                    out.extend(
+                        f"skip:{t[0]} {len(t) // 10 * 10}"
+                        for t in tokens
+                        if len(t) > high and t not in stop
+                    )
                 return out, addresses
         else:
             tokens = _UNICODE.word.findall(text)

@@ -217,36 +217,60 @@ _PIECES = st.sampled_from(
         "<",
         "ab",
         "ﬁ",
+        "themselves",
+        "Übung",
     ]
 )
 
 
+_CONFIGS = st.builds(
+    TokenizerConfig,
+    min_length=st.sampled_from([1, 2, 3]),
+    max_length=st.sampled_from([4, 8, 30]),
+    long_words=st.sampled_from(["skip", "drop"]),
+    stop_words=st.sampled_from([(), ("it's", "themselves")]),
+    ngrams=st.sampled_from([1, 2]),
+)
+
+
 @settings(max_examples=500, deadline=None)
-@given(st.lists(_PIECES, max_size=30).map("".join))
-@example("é https://x\x1cyz")  # str.split() splits there; a web address does not end
-def test_tokens_out_of_order_are_those_in_order(text):
-    tokenizer = Tokenizer(TokenizerConfig(stop_words=("it's",)))
+@given(st.lists(_PIECES, max_size=30).map("".join), _CONFIGS)
+@example("é https://x\x1cyz", TokenizerConfig())  # str.split() splits there; a URL does not
+@example("café au lait", TokenizerConfig(ngrams=2))  # n-grams need the text's order
+@example("café themselves", TokenizerConfig(max_length=8, stop_words=("themselves",)))
+def test_tokens_out_of_order_are_those_in_order(text, config):
+    tokenizer = Tokenizer(config)
     words_, addresses = tokenizer.split(text, in_order=False)
     in_order = tokenizer.split(text)
     assert sorted(words_) == sorted(in_order[0])
     assert sorted(addresses) == sorted(in_order[1])
 
 
-def _addresses_chunk_by_chunk(text: str) -> list[str]:
-    """The addresses of `_take_addresses` as it documents them: each chunk between the
-    blanks " \\n\\t\\r" that holds a mark is searched on its own."""
+def test_a_long_stop_word_is_dropped_as_any_stop_word():
+    settings = {"max_length": 8, "stop_words": ("themselves",)}
+    assert words("Themselves rule", **settings) == ["rule"]
+    assert words("Übung themselves rule", **settings) == ["übung", "rule"]
+    assert words("Themselves rule", max_length=8) == ["rule", "skip:t 10"]
+
+
+def _take_chunk_by_chunk(text: str) -> tuple[str, list[str]]:
+    """`_take_addresses` as it documents itself: each chunk between the blanks " \\n\\t\\r"
+    that holds a mark is searched on its own, and each address found becomes one blank."""
     pattern = _ASCII_ADDRESS_RE if text.isascii() else _UNICODE.address
-    found = []
-    for chunk in re.findall("[^ \n\t\r]+", text):
-        if any(mark in chunk for mark in ("@", "://", "www.")):
-            found += [
-                m.rstrip(".") if "@" in m and "/" not in m else m.rstrip(".,;:!?)'\"*")
-                for m in pattern.findall(chunk)
-            ]
-    return found
+    spans = []
+    for chunk in re.finditer("[^ \n\t\r]+", text):
+        if any(mark in chunk.group() for mark in ("@", "://", "www.")):
+            spans += [m.span() for m in pattern.finditer(text, *chunk.span())]
+    ends = [0] + [end for _, end in spans]
+    starts = [start for start, _ in spans] + [len(text)]
+    found = [text[start:end] for start, end in spans]
+    return " ".join(text[a:b] for a, b in zip(ends, starts)), [
+        m.rstrip(".") if "@" in m and "/" not in m else m.rstrip(".,;:!?)'\"*") for m in found
+    ]
 
 
 @settings(max_examples=500, deadline=None)
 @given(st.lists(_PIECES, max_size=40).map("".join))
+@example("a@a.com\rwww.a.com")  # a carriage return ends a chunk too
 def test_addresses_are_searched_chunk_by_chunk(text):
-    assert tokenizer_module._take_addresses(text)[1] == _addresses_chunk_by_chunk(text)
+    assert tokenizer_module._take_addresses(text) == _take_chunk_by_chunk(text)
