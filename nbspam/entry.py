@@ -8,11 +8,51 @@ and served by the numpy-free scorer; everything else goes to the click commands 
 
 from __future__ import annotations
 
+import atexit
+import os
 import sys
+
+_STATUS: list[int] = []  # the exit status that main() ended with
 
 
 def main() -> None:
     """Entry point of the ``nbspam`` command and ``python -m nbspam``."""
+    atexit.register(_leave_quickly)  # registered first, so it runs after all the others
+    try:
+        _main()
+    except SystemExit as stop:
+        _STATUS.append(_exit_status(stop.code))
+        raise
+    _STATUS.append(0)
+
+
+def _leave_quickly() -> None:
+    """Flush the output and end the process without the interpreter's teardown.
+
+    The teardown frees every object one by one: with numpy and scipy loaded it takes about
+    0.08 s, an eighth of training on short texts, and 20 ms of scoring one message. Nothing
+    of nbspam's waits for it: files are closed and renamed in place, worker processes are
+    gone, and the other exit functions have run by now (they run in reverse order of
+    registration). Where the output cannot be flushed, the usual exit reports it.
+    """
+    if not _STATUS:
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed pipe or stream
+        return
+    os._exit(_STATUS[-1])
+
+
+def _exit_status(code: object) -> int:
+    """The status of sys.exit(code), as the interpreter makes it."""
+    if code is None:
+        return 0
+    return code if isinstance(code, int) else 1
+
+
+def _main() -> None:
     try:
         status = _one_message(sys.argv[1:])
     except BrokenPipeError:
@@ -33,8 +73,6 @@ _BROKEN_PIPE_STATUS = {"filter": 3}
 
 def _quiet_stdout() -> None:
     """Point stdout at /dev/null, so that flushing at exit raises nothing more."""
-    import os
-
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
 

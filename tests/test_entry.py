@@ -1,0 +1,72 @@
+"""The nbspam command as a process: its exit status and output, without the teardown."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nbspam.config import build_settings
+from nbspam.messages import Problems, read_labelled
+from nbspam.model import train
+from nbspam.modelfile import save_model
+
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
+
+# Runs the command as `python -m nbspam ARGS...` does, with an object that says so on
+# stderr when the interpreter's teardown frees it.
+PROBE = """
+import runpy, sys
+class Teardown:
+    def __del__(self):
+        sys.stderr.write("teardown\\n")
+kept = Teardown()
+sys.argv = ["nbspam", *sys.argv[1:]]
+runpy.run_module("nbspam", run_name="__main__")
+"""
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory) -> str:
+    messages = list(read_labelled([str(SAMPLE / "train")], Problems()))
+    path = tmp_path_factory.mktemp("entry") / "m.nbm"
+    save_model(train(messages, build_settings({"cutoffs": "-5,5"})), path)
+    return str(path)
+
+
+def run(*args: str, stdin: bytes = b"", probe: str = PROBE) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", probe, *args], input=stdin, capture_output=True, check=False
+    )
+
+
+def test_the_probe_sees_a_teardown():
+    result = run(probe=PROBE.replace('runpy.run_module("nbspam", run_name="__main__")', ""))
+    assert result.stderr == b"teardown\n"
+
+
+def test_a_batch_is_printed_whole_with_status_0_and_no_teardown(model_path):
+    files = sorted((SAMPLE / "new").iterdir())
+    result = run("predict", "-m", model_path, "-f", "tsv", str(SAMPLE / "new"))
+    assert (result.returncode, result.stderr) == (0, b"")
+    lines = result.stdout.decode().splitlines()
+    assert [line.split("\t")[0] for line in lines[1:]] == [str(f) for f in files]
+
+
+def test_one_message_on_stdin_has_status_0_and_no_teardown(model_path):
+    message = (SAMPLE / "new" / "002.eml").read_bytes()
+    result = run("predict", "-m", model_path, stdin=message)
+    assert (result.returncode, result.stderr) == (0, b"")
+    assert result.stdout.decode().startswith("-: ")
+
+
+@pytest.mark.parametrize(
+    "args, status",
+    [(["predict", "-m", "missing.nbm", "x"], 1), (["train"], 2), (["no-such-command"], 2)],
+)
+def test_errors_keep_their_status_and_message_without_teardown(args, status):
+    result = run(*args)
+    assert result.returncode == status
+    assert b"Error: " in result.stderr and b"teardown" not in result.stderr
