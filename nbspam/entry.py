@@ -33,7 +33,8 @@ def _leave_quickly() -> None:
     0.08 s, an eighth of training on short texts, and 20 ms of scoring one message. Nothing
     of nbspam's waits for it: files are closed and renamed in place, worker processes are
     gone, and the other exit functions have run by now (they run in reverse order of
-    registration). Where the output cannot be flushed, the usual exit reports it.
+    registration), but for any registered before main() started (a coverage tool's, say).
+    Where the output cannot be flushed, the usual exit reports it.
     """
     if not _STATUS:
         return
