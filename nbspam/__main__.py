@@ -1,6 +1,6 @@
 """python -m nbspam: the same as the nbspam command."""
 
-from .entry import main
+from .entry import run
 
 if __name__ == "__main__":
-    main()
+    run()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -36,9 +37,16 @@ def model_path(tmp_path_factory) -> str:
     return str(path)
 
 
-def run(*args: str, stdin: bytes = b"", probe: str = PROBE) -> subprocess.CompletedProcess:
+def run(
+    *args: str, stdin: bytes = b"", probe: str = PROBE, **options
+) -> subprocess.CompletedProcess:
+    options.setdefault("stdout", subprocess.PIPE)
     return subprocess.run(
-        [sys.executable, "-c", probe, *args], input=stdin, capture_output=True, check=False
+        [sys.executable, "-c", probe, *args],
+        input=stdin,
+        stderr=subprocess.PIPE,
+        check=False,
+        **options,
     )
 
 
@@ -70,3 +78,37 @@ def test_errors_keep_their_status_and_message_without_teardown(args, status):
     result = run(*args)
     assert result.returncode == status
     assert b"Error: " in result.stderr and b"teardown" not in result.stderr
+
+
+def test_a_closed_stdout_gives_no_error_at_exit(model_path):
+    # Python starts with sys.stdout None when descriptor 1 is closed
+    result = run(
+        "predict",
+        "-m",
+        model_path,
+        str(SAMPLE / "new"),
+        stdout=None,
+        preexec_fn=lambda: os.close(1),
+    )
+    assert (result.returncode, result.stderr) == (0, b"")
+
+
+# A program that runs the command inside itself, then goes on and exits its own way.
+HOST = """
+import atexit, sys
+from nbspam.entry import main
+atexit.register(lambda: sys.stderr.write("the host's exit function\\n"))
+sys.argv = ["nbspam", "--version"]
+try:
+    main()
+except SystemExit as stop:
+    print("nbspam ended with", stop.code)
+sys.exit(5)
+"""
+
+
+def test_a_program_that_calls_main_keeps_its_own_exit():
+    result = run(probe=HOST)
+    assert result.returncode == 5
+    assert result.stdout.decode().splitlines()[-1] == "nbspam ended with 0"
+    assert result.stderr == b"the host's exit function\n"
