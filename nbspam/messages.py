@@ -129,17 +129,16 @@ def read_labelled(specs: Iterable[str], problems: Problems) -> Iterator[Message]
 def _read_label_folders(root: str, problems: Problems) -> Iterator[Message]:
     if _is_maildir(root):
         raise InputError(f"{root} is a Maildir, which has no labels: give LABEL={root}")
-    entries = sorted(e for e in _listdir(root, problems) if not e.startswith("."))
-    stray = [e for e in entries if not os.path.isdir(os.path.join(root, e))]
+    entries = sorted(e for e in _folder_entries(root, problems) if not e[0].startswith("."))
+    stray = [name for name, is_folder in entries if not is_folder]
     if stray:
         problems.note(
             f"{len(stray)} file(s) directly in {root} ignored (only files in label folders "
             f"count): {', '.join(stray[:3])}{' ...' if len(stray) > 3 else ''}"
         )
-    for entry in entries:
-        if entry not in stray:
-            for message in _read_path(os.path.join(root, entry), problems, tables=False):
-                yield Message(message.id, message.data, entry)
+    for label in (name for name, is_folder in entries if is_folder):
+        for message in _read_path(os.path.join(root, label), problems, tables=False):
+            yield Message(message.id, message.data, label)
 
 
 def _read_path(path: str, problems: Problems, *, tables: bool) -> Iterator[Message]:
@@ -370,14 +369,6 @@ def _is_folder(entry: os.DirEntry) -> bool:
         return entry.is_dir()
     except OSError:  # as os.path.isdir: what cannot be looked at is no folder
         return False
-
-
-def _listdir(folder: str, problems: Problems) -> list[str]:
-    try:
-        return os.listdir(folder)
-    except OSError as exc:
-        problems.skip(folder, _reason(exc))
-        return []
 
 
 def _reason(exc: BaseException) -> str:
