@@ -153,7 +153,7 @@ def test_deterministic_across_processes():
     st.lists(
         st.one_of(
             st.characters(max_codepoint=127),
-            st.sampled_from(["@", "://", "www.", "http", ".com", "a.b", "x-y"]),
+            st.sampled_from(["@", "://", "www.", "http", ".com", "a.b", "x-y", "$", "$$1", "$.5"]),
         ),
         max_size=40,
     ).map("".join)
