@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections import Counter
 from urllib.parse import urlsplit
 
@@ -11,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nbspam.config import TokenizerConfig
-from nbspam.features import Analyzer, _hostname
+from nbspam.features import _RECEIVED_ID, Analyzer, _hostname
 
 MAIL = b"""\
 Received: from relay.example.net by mx.example.org with ESMTP id 4F2A1B3C;
@@ -161,6 +162,15 @@ def test_a_received_host_ending_in_id_is_kept():
     tokens = counts(raw)
     assert tokens["received:mail.example.co.id"] == 2 and tokens["received:192.0.2.1"] == 1
     assert tokens["received:abc123"] == 0 and tokens["received:2024"] == 0
+
+
+@settings(max_examples=500)
+@given(st.text(alphabet="iIdD\u0130\u0131\u212a (\t\n;x-", max_size=16))
+def test_the_received_queue_id_pattern_is_its_plain_form(text):
+    """The queue-id pattern, written to start with a character class, removes what the
+    plain pattern does: the word "id" in any case after a blank or "(", and the word after."""
+    plain = re.compile(r"(?<![^\s(])id\s+\S+", re.IGNORECASE)
+    assert _RECEIVED_ID.sub(" ", text) == plain.sub(" ", text)
 
 
 @pytest.mark.parametrize("ngrams", [1, 2])
