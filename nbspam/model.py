@@ -19,7 +19,14 @@ from .decision import UNSURE, Prediction, prediction  # noqa: F401  (UNSURE: re-
 from .errors import TrainingError
 from .messages import Message
 from .parallel import CHUNK, chunks
-from .vocabulary import TermIndex, count_rows, renumber, select_terms, sorted_order, stack_sorted
+from .vocabulary import (
+    TermIndex,
+    count_rows,
+    renumber,
+    select_terms,
+    sorted_order,
+    stack_in_order,
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -219,8 +226,8 @@ class Rows:
     while there are at most ``limit``, then a systematic sample (every ``stride``-th message
     of the stream, the stride doubling whenever the sample outgrows the limit), so that
     memory does not grow with the number of messages. One matrix per chunk, columns
-    numbered as ``terms`` (in order of first appearance), and the label of each row; the
-    sample is the same for any number of jobs.
+    numbered in order of first appearance, and the label of each row; the sample is the
+    same for any number of jobs.
 
     ``totals`` are the counts of all the messages, ``classes`` their labels in its order:
     the cross-validation fits each fold's model on all the messages but that fold's.
@@ -231,9 +238,10 @@ class Rows:
     """(rows, their labels, their numbers in the stream) of each chunk."""
     seen: int = 0
     stride: int = 1
-    terms: list[str] = field(default_factory=list)
+    terms: tuple[str, ...] = ()
+    """The terms sorted by code point, once known."""
     order: np.ndarray | None = None
-    """The permutation that sorts ``terms``, once known."""
+    """The permutation that sorts the terms of the columns into ``terms``, once known."""
     classes: list[str] = field(default_factory=list)
     totals: tuple[np.ndarray, ...] = ()
     """class_count (C,), term_count and doc_count (C, d) over the sorted terms."""
@@ -266,7 +274,7 @@ class Rows:
 
     def matrix(self) -> tuple[sp.csr_matrix, list[str]]:
         """(X (n, d) over the sorted terms, the sorted terms)."""
-        return stack_sorted([X for X, _, _ in self.chunks], self.terms, self.order)
+        return stack_in_order([X for X, _, _ in self.chunks], self.order), list(self.terms)
 
 
 def train(
@@ -308,13 +316,14 @@ def fit_counted(counted: LabelledCounts, settings: Settings, *, rows: Rows | Non
         "seconds": round(time.perf_counter() - counted.started, 3),
         "duplicates": counted.duplicates,
     }
+    sorted_terms = _pick(terms, order)
     sorted_counts = (class_count, term_count[:, order], doc_count[:, order])
     if rows is not None:
-        rows.terms, rows.order = terms, order
+        rows.terms, rows.order = sorted_terms, order
         rows.classes, rows.totals = labels, sorted_counts
     return from_counts(
         labels,
-        _pick(terms, order),
+        sorted_terms,
         *sorted_counts,
         settings,
         info,

@@ -114,18 +114,24 @@ def stack_sorted(
     it knew), with the columns reordered so that the terms are sorted by code point.
 
     Returns (X (n, d), the sorted terms). ``order``, the permutation that sorts the terms
-    (`sorted_order`), saves sorting them again. The columns are renamed through its inverse
-    and each row's indices sorted, which is cheaper than a column selection.
+    (`sorted_order`), saves sorting them again.
     """
     if order is None:
         order = sorted_order(terms)
+    return stack_in_order(blocks, order), [terms[i] for i in order.tolist()]
+
+
+def stack_in_order(blocks: Sequence[sp.csr_matrix], order: np.ndarray) -> sp.csr_matrix:
+    """Blocks of count rows over the first columns of an index of len(order) terms, stacked
+    with column j holding term order[j]. The columns are renamed through the inverse of
+    ``order`` and each row's indices sorted, which is cheaper than a column selection."""
     rank = np.empty(len(order), np.int64)
     rank[order] = np.arange(len(order))
-    X = _stack(blocks, len(terms))
+    X = _stack(blocks, len(order))
     # scipy stores the indices as int32 where they fit, half the memory of int64
     X = sp.csr_matrix((X.data, rank[X.indices], X.indptr), shape=X.shape)
     X.sort_indices()
-    return X, [terms[i] for i in order.tolist()]
+    return X
 
 
 def sorted_order(terms: Sequence[str]) -> np.ndarray:
