@@ -567,28 +567,42 @@ def _walk(root: str, skipped: set[Any], problems: Problems) -> Iterator[MessageF
         seen.add(key)
         if _is_maildir(folder):
             for sub in ("cur", "new"):
-                for path in _entries(os.path.join(folder, sub), problems):
-                    if os.path.isfile(path):
+                for path, _, is_file in _entries(os.path.join(folder, sub), problems):
+                    if is_file:
                         yield MessageFile(path, sub)
             return
         sub = _maildir_sub(folder)
-        for path in _entries(folder, problems):
-            if os.path.isdir(path):
+        for path, is_folder, is_file in _entries(folder, problems):
+            if is_folder:
                 yield from walk(path)
-            elif os.path.isfile(path):
+            elif is_file:
                 yield MessageFile(path, sub)
 
     yield from walk(root)
 
 
-def _entries(folder: str, problems: Problems) -> list[str]:
-    """The paths in ``folder`` in sorted order, hidden names left out."""
+def _entries(folder: str, problems: Problems) -> list[tuple[str, bool, bool]]:
+    """(path, whether it is a folder, whether it is a file, as `os.path.isdir` and
+    `os.path.isfile` say) of each entry of ``folder`` in sorted order, hidden names left
+    out. The directory listing tells most entries apart without a `stat` call; symbolic
+    links are followed, and a FIFO, a socket or a dangling link is neither."""
     try:
-        names = sorted(os.listdir(folder))
+        with os.scandir(folder) as entries:
+            found = [(e.name, *_kind(e)) for e in entries if not e.name.startswith(".")]
     except OSError as exc:
         problems.skip(folder, _reason(exc))
         return []
-    return [os.path.join(folder, name) for name in names if not name.startswith(".")]
+    return [
+        (os.path.join(folder, name), is_folder, is_file)
+        for name, is_folder, is_file in sorted(found)
+    ]
+
+
+def _kind(entry: os.DirEntry) -> tuple[bool, bool]:
+    try:
+        return entry.is_dir(), entry.is_file()
+    except OSError:  # as os.path.isdir and isfile: what cannot be looked at is neither
+        return False, False
 
 
 def _folder_key(folder: str) -> tuple[int, int] | None:

@@ -32,6 +32,7 @@ from nbspam.filtering import (
     filter_single,
     status_value,
 )
+from nbspam.filtering import message_files as filter_files
 from nbspam.lock import LockError, model_lock
 from nbspam.messages import Message, Problems, message_digest, read_messages
 from nbspam.model import score
@@ -304,6 +305,37 @@ def message_files(*roots: Path) -> list[Path]:
             dirnames[:] = [d for d in dirnames if d != "tmp" and not d.startswith(".")]
             found += [Path(dirpath, f) for f in filenames if not f.startswith(".")]
     return found
+
+
+def test_the_files_to_filter_are_told_apart_as_isdir_and_isfile_tell_them(tmp_path):
+    """Folders are walked (links to them too), files are filtered (links to them too);
+    hidden names, FIFOs and dangling links are neither, in a folder as in a Maildir."""
+    plain, maildir, elsewhere = tmp_path / "plain", tmp_path / "Maildir", tmp_path / "elsewhere"
+    for folder in (plain / "sub", maildir / "cur", maildir / "new", maildir / "tmp", elsewhere):
+        folder.mkdir(parents=True)
+    for path in (plain / "b", plain / "sub" / "c", plain / ".hidden", elsewhere / "d"):
+        path.write_bytes(b"Subject: x\n\nbody\n")
+    for folder in (plain, maildir / "cur"):
+        (folder / "a-link").symlink_to(plain / "b")
+        (folder / "broken").symlink_to(tmp_path / "nowhere")
+        os.mkfifo(folder / "fifo")
+    (plain / "linked").symlink_to(elsewhere)
+    (maildir / "cur" / "folder").mkdir()
+    (maildir / "new" / "m").write_bytes(b"Subject: y\n\nbody\n")
+    problems = Problems()
+    found = [
+        (Path(f.path).relative_to(tmp_path), f.sub)
+        for f in filter_files([str(plain), str(maildir)], problems)
+    ]
+    assert found == [
+        (Path("plain/a-link"), None),
+        (Path("plain/b"), None),
+        (Path("plain/linked/d"), None),
+        (Path("plain/sub/c"), None),
+        (Path("Maildir/cur/a-link"), "cur"),
+        (Path("Maildir/new/m"), "new"),
+    ]
+    assert problems.skipped == 0
 
 
 def digests(*roots: Path) -> Counter:
