@@ -37,7 +37,7 @@ from . import __version__
 from .decision import UNSURE, Prediction
 from .errors import NbspamError
 from .lock import DEFAULT_TIMEOUT, model_lock
-from .messages import Message, Problems, message_digest, read_messages
+from .messages import Message, Problems, folder_entries, message_digest, read_messages
 
 if TYPE_CHECKING:  # the one-message path must not import numpy
     from .quick import ModelScorer, QuickModel
@@ -582,27 +582,12 @@ def _walk(root: str, skipped: set[Any], problems: Problems) -> Iterator[MessageF
 
 
 def _entries(folder: str, problems: Problems) -> list[tuple[str, bool, bool]]:
-    """(path, whether it is a folder, whether it is a file, as `os.path.isdir` and
-    `os.path.isfile` say) of each entry of ``folder`` in sorted order, hidden names left
-    out. The directory listing tells most entries apart without a `stat` call; symbolic
-    links are followed, and a FIFO, a socket or a dangling link is neither."""
-    try:
-        with os.scandir(folder) as entries:
-            found = [(e.name, *_kind(e)) for e in entries if not e.name.startswith(".")]
-    except OSError as exc:
-        problems.skip(folder, _reason(exc))
-        return []
+    """(path, whether it is a folder, whether it is a file) of each entry of ``folder``
+    (`messages.folder_entries`), in sorted order, hidden names left out."""
+    entries = sorted(e for e in folder_entries(folder, problems) if not e[0].startswith("."))
     return [
-        (os.path.join(folder, name), is_folder, is_file)
-        for name, is_folder, is_file in sorted(found)
+        (os.path.join(folder, name), is_folder, is_file) for name, is_folder, is_file in entries
     ]
-
-
-def _kind(entry: os.DirEntry) -> tuple[bool, bool]:
-    try:
-        return entry.is_dir(), entry.is_file()
-    except OSError:  # as os.path.isdir and isfile: what cannot be looked at is neither
-        return False, False
 
 
 def _folder_key(folder: str) -> tuple[int, int] | None:

@@ -129,14 +129,14 @@ def read_labelled(specs: Iterable[str], problems: Problems) -> Iterator[Message]
 def _read_label_folders(root: str, problems: Problems) -> Iterator[Message]:
     if _is_maildir(root):
         raise InputError(f"{root} is a Maildir, which has no labels: give LABEL={root}")
-    entries = sorted(e for e in _folder_entries(root, problems) if not e[0].startswith("."))
-    stray = [name for name, is_folder in entries if not is_folder]
+    entries = sorted(e for e in folder_entries(root, problems) if not e[0].startswith("."))
+    stray = [name for name, is_folder, _ in entries if not is_folder]
     if stray:
         problems.note(
             f"{len(stray)} file(s) directly in {root} ignored (only files in label folders "
             f"count): {', '.join(stray[:3])}{' ...' if len(stray) > 3 else ''}"
         )
-    for label in (name for name, is_folder in entries if is_folder):
+    for label in (name for name, is_folder, _ in entries if is_folder):
         for message in _read_path(os.path.join(root, label), problems, tables=False):
             yield Message(message.id, message.data, label)
 
@@ -214,10 +214,10 @@ def _read_folder(root: str, problems: Problems) -> Iterator[Message]:
         seen.add((st.st_dev, st.st_ino))
         # a Maildir's messages are in cur/ and new/; beside them lie the mail server's files
         if _is_maildir(folder):
-            entries = [("cur", True), ("new", True)]
+            entries = [("cur", True, False), ("new", True, False)]
         else:
-            entries = sorted(_folder_entries(folder, problems))
-        for name, is_folder in entries:
+            entries = sorted(folder_entries(folder, problems))
+        for name, is_folder, _ in entries:
             if name.startswith("."):
                 continue
             path = os.path.join(folder, name)
@@ -350,25 +350,28 @@ def _read_bytes(path: str) -> bytes:
     return parts[0] if len(parts) <= 2 else b"".join(parts)
 
 
-def _folder_entries(folder: str, problems: Problems) -> list[tuple[str, bool]]:
-    """(name, whether it is a folder, as `os.path.isdir` says) of each entry of ``folder``.
+def folder_entries(folder: str, problems: Problems) -> list[tuple[str, bool, bool]]:
+    """(name, whether it is a folder, whether it is a file, as `os.path.isdir` and
+    `os.path.isfile` say) of each entry of ``folder``, in no order; a folder that cannot be
+    listed is reported.
 
     The file system's directory listing tells a file from a folder, so most entries cost no
-    `stat` call (symbolic links do: they are followed).
+    `stat` call (symbolic links do: they are followed). A FIFO, a socket or a dangling link
+    is neither a folder nor a file.
     """
     try:
         with os.scandir(folder) as entries:
-            return [(entry.name, _is_folder(entry)) for entry in entries]
+            return [(entry.name, *_kind(entry)) for entry in entries]
     except OSError as exc:
         problems.skip(folder, _reason(exc))
         return []
 
 
-def _is_folder(entry: os.DirEntry) -> bool:
+def _kind(entry: os.DirEntry) -> tuple[bool, bool]:
     try:
-        return entry.is_dir()
-    except OSError:  # as os.path.isdir: what cannot be looked at is no folder
-        return False
+        return entry.is_dir(), entry.is_file()
+    except OSError:  # as os.path.isdir and isfile: what cannot be looked at is neither
+        return False, False
 
 
 def _reason(exc: BaseException) -> str:
