@@ -309,7 +309,8 @@ def message_files(*roots: Path) -> list[Path]:
 
 def test_the_files_to_filter_are_told_apart_as_isdir_and_isfile_tell_them(tmp_path):
     """Folders are walked (links to them too), files are filtered (links to them too);
-    hidden names, FIFOs and dangling links are neither, in a folder as in a Maildir."""
+    hidden names, FIFOs and dangling links are neither, in a folder as in a Maildir, whose
+    tmp/ is left out."""
     plain, maildir, elsewhere = tmp_path / "plain", tmp_path / "Maildir", tmp_path / "elsewhere"
     for folder in (plain / "sub", maildir / "cur", maildir / "new", maildir / "tmp", elsewhere):
         folder.mkdir(parents=True)
@@ -322,6 +323,7 @@ def test_the_files_to_filter_are_told_apart_as_isdir_and_isfile_tell_them(tmp_pa
     (plain / "linked").symlink_to(elsewhere)
     (maildir / "cur" / "folder").mkdir()
     (maildir / "new" / "m").write_bytes(b"Subject: y\n\nbody\n")
+    (maildir / "tmp" / "t").write_bytes(b"Subject: being delivered\n\nbody\n")
     problems = Problems()
     found = [
         (Path(f.path).relative_to(tmp_path), f.sub)
