@@ -425,8 +425,8 @@ def score(
     """Predictions for a stream of messages, scored a chunk at a time (by ``jobs`` workers)."""
     parts = ((part, [m.data for m in part]) for part in chunks(messages, chunk))
     for part, counted in count_chunks(parts, model.tokenizer, jobs):
+        # a row's indices in the order its terms first appear: the scoring table sums in it
         X = renumber(counted, model.scorer.index, grow=False)
-        X.sort_indices()  # sums in column order, as the scoring table's: the same log-odds
         log_post, log_odds = predict_matrix(model, X)
         for i, message in enumerate(part):
             yield prediction(

@@ -2,10 +2,11 @@
 
 A process that scores messages pays for every import, and scoring needs no matrices: each
 message is a short sum of weights. This path reads the file's scoring table as memory
-views and sums the same weights in the same order as `model.score`, so the log-odds are
-the same to the last bit. One message (a mail filter started per delivery) looks its
-terms up by binary search in the sorted UTF-8 vocabulary; a batch first builds a
-dictionary of the vocabulary and is scored by forked worker processes that share it.
+views and sums the same weights in the same order as `model.score` (the order in which the
+message's terms first appear), so the log-odds are the same to the last bit. One message
+(a mail filter started per delivery) looks its terms up by binary search in the sorted
+UTF-8 vocabulary; a batch first builds a dictionary term -> weight and is scored by forked
+worker processes that share it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import math
 import operator
 import os
 import sys
-from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import repeat
@@ -59,27 +59,23 @@ class QuickModel:
             box.view("score_weights").cast("d") if self.positive else None
         )
         self._analyzer = Analyzer(self.tokenizer)
-        self._columns: dict[str, int] | None = None
+        self._tables: list[dict[str, float]] | None = None
+
+    def _vectors(self) -> list[Sequence[float]]:
+        """The weight vectors a score sums: the log-odds weights of a two-class model, else
+        each class's row of coef."""
+        return self._rows if self._weights is None else [self._weights]
 
     def build_index(self) -> None:
-        """Build a dictionary term -> column, and lists of the weights (quicker to index
-        than memory views), for scoring many messages."""
-        if self._columns is None:
+        """Build, for each weight vector a score sums, a dictionary term -> weight, for
+        scoring many messages: one lookup a term, no column in between."""
+        if self._tables is None:
             terms = self._terms.decode("utf-8").split("\n") if self._size else []
-            self._columns = dict(zip(terms, range(self._size)))
-            if self._weights is None:
-                self._rows = [list(row) for row in self._rows]
-            else:  # two classes: only the log-odds weights are read
-                self._weights = list(self._weights)
+            self._tables = [dict(zip(terms, vector)) for vector in self._vectors()]
 
     def column(self, term: str) -> int | None:
-        """The column of ``term`` in the sorted vocabulary; None if absent.
-
-        Without `build_index`, by binary search: UTF-8 byte order is code-point order, the
-        order the vocabulary is sorted in.
-        """
-        if self._columns is not None:
-            return self._columns.get(term)
+        """The column of ``term`` in the sorted vocabulary, None if absent, by binary search:
+        UTF-8 byte order is code-point order, the order the vocabulary is sorted in."""
         key = term.encode("utf-8")
         terms, offsets = self._terms, self._offsets
         low, high = 0, self._size
@@ -109,16 +105,16 @@ class QuickModel:
     def predict(self, message_id: str, data: bytes | str) -> Prediction:
         """The prediction `model.score` gives for this message: the same log-odds, verdict
         and label; probabilities computed with math instead of numpy, equal to ~1e-12."""
-        cols, factors = self._found(self._analyzer.tokens(data))
+        tokens = self._analyzer.tokens(data)
+        # the distinct terms in order of first appearance, with their counts (or presence)
+        terms = dict.fromkeys(tokens, 1) if self.binary else Counter(tokens)
+        sums = self._sums(terms)
         log_odds = None
         if self._weights is not None:  # two classes: the posteriors follow from the log-odds
-            log_odds = _dot(self._weights, cols, factors) + self.bias
+            log_odds = sums[0] + self.bias
             log_posterior = log_posterior_two(log_odds, self.labels.index(self.positive))
         else:
-            jll = [
-                _dot(row, cols, factors) + intercept
-                for row, intercept in zip(self._rows, self._intercept)
-            ]
+            jll = [total + intercept for total, intercept in zip(sums, self._intercept)]
             top = max(jll)
             log_norm = top + math.log(sum(math.exp(j - top) for j in jll))
             log_posterior = [j - log_norm for j in jll]
@@ -132,32 +128,27 @@ class QuickModel:
             calibration=self.calibration,
         )
 
-    def _found(self, tokens: list[str]) -> tuple[list[int], list[int] | None]:
-        """(the sorted columns of the known terms among the tokens, their counts, or None
-        for a model that counts presence)."""
-        if self.binary:
-            cols = sorted(self._columns_of(set(tokens)))
-            return cols[bisect_right(cols, -1) :], None
-        counts = Counter(tokens)
-        pairs = sorted(zip(self._columns_of(counts), counts.values()))
-        pairs = pairs[bisect_right(pairs, (-1, math.inf)) :]
-        return [col for col, _ in pairs], [n for _, n in pairs]
-
-    def _columns_of(self, terms: Iterable[str]) -> Iterable[int]:
-        """The column of each term, -1 for a term not in the vocabulary."""
-        if self._columns is not None:
-            return map(self._columns.get, terms, repeat(-1))
-        return (-1 if (col := self.column(term)) is None else col for term in terms)
+    def _sums(self, terms: dict[str, int]) -> list[float]:
+        """For each weight vector, the sum over the terms of count x weight (presence:
+        weight), added in the order of ``terms``. A term the model lacks adds 0.0, which
+        changes no sum (a sum that starts at +0.0 never becomes -0.0)."""
+        factors = None if self.binary else terms.values()
+        if self._tables is not None:
+            return [_dot(map(table.get, terms, repeat(0.0)), factors) for table in self._tables]
+        cols = list(map(self.column, terms))
+        return [
+            _dot((0.0 if col is None else vector[col] for col in cols), factors)
+            for vector in self._vectors()
+        ]
 
 
-def _dot(values: Sequence[float], cols: list[int], factors: list[int] | None) -> float:
-    """sum over k of factors[k] * values[cols[k]] (factors 1 when None), added one by one in
-    the order given, as the batch scorer's sparse product adds them: the same float to the
-    last bit (sum() of floats is compensated in newer Pythons, so it is not used)."""
-    picked = map(values.__getitem__, cols)
+def _dot(weights: Iterable[float], factors: Iterable[int] | None) -> float:
+    """sum over k of factors[k] * weights[k] (factors 1 when None), added one by one in the
+    order given, as the batch scorer's sparse product adds them: the same float to the last
+    bit (sum() of floats is compensated in newer Pythons, so it is not used)."""
     if factors is not None:
-        picked = map(operator.mul, factors, picked)
-    return functools.reduce(operator.add, picked, 0.0)
+        weights = map(operator.mul, factors, weights)
+    return functools.reduce(operator.add, weights, 0.0)
 
 
 def _predict_chunk(quick: QuickModel, work: list[tuple[str, bytes | str]]) -> list[Prediction]:

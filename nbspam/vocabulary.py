@@ -55,16 +55,16 @@ def count_rows(
 
     With ``grow`` new terms get new columns of ``index``, in order of first appearance;
     without, unknown terms are ignored. Returns a CSR matrix of shape (n_documents,
-    len(index)) with int64 counts and sorted indices. Documents are counted a few hundred at
-    a time (`counting.count_tokens`), so the token lists may be a stream.
+    len(index)) with int64 counts; a row's indices are in the order its terms first appear,
+    the order in which `model.score` and the scoring table sum weights. Documents are
+    counted a few hundred at a time (`counting.count_tokens`), so the token lists may be a
+    stream.
     """
     blocks = []
     it = iter(token_lists)
     while batch := list(islice(it, _ROWS_AT_ONCE)):
         blocks.append(renumber(count_tokens(batch), index, grow=grow))
-    X = _stack(blocks, len(index))
-    X.sort_indices()
-    return X
+    return _stack(blocks, len(index))
 
 
 def renumber(counted: Counts, index: TermIndex, *, grow: bool) -> sp.csr_matrix:

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from nbspam.config import build_settings
+from nbspam.explain import explain_message
+from nbspam.features import Analyzer
 from nbspam.messages import Problems, read_labelled, read_messages
 from nbspam.model import score, train
 from nbspam.modelfile import save_model
@@ -46,6 +48,17 @@ def test_quick_equals_batch(saved):
         assert (one.calibrated is None) == (batch.calibrated is None)
         assert one.calibrated == batch.calibrated
         _assert_same_probabilities(one, batch)
+
+
+def test_explain_gives_the_log_odds_predict_gives(saved):
+    model, path = saved
+    if not model.is_binary:
+        pytest.skip("with more classes predict reports no log-odds")
+    quick = load_quick(path)
+    analyzer = Analyzer(model.tokenizer)
+    for message in read_messages([str(SAMPLE)], Problems()):
+        explained = explain_message(model, message.id, analyzer.tokens(message.data))
+        assert explained.log_odds == quick.predict(message.id, message.data).log_odds
 
 
 def _assert_same_probabilities(one, batch):

@@ -82,16 +82,20 @@ def test_count_rows_equals_one_counter_per_document(docs, known):
     index = TermIndex(["dd", "a"][: known % 3])
     start = list(index.terms)
     X = count_rows(iter(docs), index)
-    assert X.shape == (len(docs), len(index)) and X.has_sorted_indices
-    for row, doc in zip(X.toarray(), docs):
-        assert {index.terms[j]: int(n) for j, n in enumerate(row) if n} == Counter(doc)
+    assert X.shape == (len(docs), len(index))
+    for i, doc in enumerate(docs):  # each row's terms in the order they first appear
+        assert _row_items(X, i, index.terms) == list(Counter(doc).items())
     fixed = TermIndex(start)
     Y = count_rows(docs, fixed, grow=False)
     assert fixed.terms == start and Y.shape == (len(docs), len(start))
-    for row, doc in zip(Y.toarray(), docs):
-        assert {start[j]: int(n) for j, n in enumerate(row) if n} == Counter(
-            t for t in doc if t in start
-        )
+    for i, doc in enumerate(docs):
+        assert _row_items(Y, i, start) == list(Counter(t for t in doc if t in start).items())
+
+
+def _row_items(X, i, terms):
+    """[(term, count)] of row i of a CSR matrix, in the order its indices are stored."""
+    span = slice(X.indptr[i], X.indptr[i + 1])
+    return [(terms[j], int(n)) for j, n in zip(X.indices[span], X.data[span])]
 
 
 def test_stack_sorted_equals_stacking_then_selecting_sorted_columns():
