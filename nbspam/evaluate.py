@@ -30,7 +30,6 @@ from itertools import chain
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
-import scipy.sparse as sp
 
 from . import metrics
 from . import naive_bayes as nb
@@ -42,6 +41,7 @@ from .mailparse import looks_like_mail, skip_mbox_line
 from .messages import Message
 from .model import Model, from_counts, predict_matrix
 from .parallel import CHUNK, chunks
+from .sparse import sp
 from .vocabulary import TermIndex, renumber, stack_sorted
 
 Progress = Callable[[int], None]

@@ -10,7 +10,6 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from . import naive_bayes as nb
 from .config import Settings, TokenizerConfig, TrainConfig
@@ -19,6 +18,7 @@ from .decision import UNSURE, Prediction, prediction  # noqa: F401  (UNSURE: re-
 from .errors import TrainingError
 from .messages import Message
 from .parallel import CHUNK, chunks
+from .sparse import sp
 from .vocabulary import (
     TermIndex,
     count_rows,

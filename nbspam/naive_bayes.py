@@ -13,7 +13,8 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
+
+from .sparse import sp
 
 #: Smallest smoothing used when alpha = 0 would put log(0) into a score (as scikit-learn does).
 ALPHA_FLOOR = 1e-10

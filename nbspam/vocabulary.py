@@ -7,9 +7,9 @@ from collections.abc import Iterable, Sequence
 from itertools import islice, repeat
 
 import numpy as np
-import scipy.sparse as sp
 
 from .counting import Counts, count_tokens
+from .sparse import sp
 
 
 class TermIndex:

@@ -1,0 +1,34 @@
+"""scipy.sparse for nbspam's modules (``from .sparse import sp``), imported without the
+numpy submodules it never uses.
+
+scipy 1.17 bundles array-api-compat, whose numpy namespace is a copy of every name that
+``dir(numpy)`` lists, each taken with ``hasattr``. numpy lists its submodules before it has
+loaded them and loads one on first access, so importing scipy.sparse also imports
+numpy.f2py, numpy.testing, numpy.ma, numpy.polynomial and more: about 70 ms, twice what
+scipy.sparse itself takes, in every command that trains, evaluates or explains. While
+scipy.sparse is imported here, ``dir(numpy)`` lists only what numpy has loaded; afterwards
+it lists everything again, and the submodules still load on first use.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+import numpy as np
+
+
+def _import_sparse() -> ModuleType:
+    saved = {name: np.__dict__[name] for name in ("__all__", "__dir__") if name in np.__dict__}
+    loaded = np.__dict__.__contains__
+    if "__all__" in saved:  # what `from numpy import *` takes
+        np.__all__ = list(filter(loaded, saved["__all__"]))
+    if "__dir__" in saved:  # numpy's module-level __dir__ (PEP 562)
+        np.__dir__ = lambda: list(filter(loaded, saved["__dir__"]()))
+    try:
+        import scipy.sparse
+    finally:
+        np.__dict__.update(saved)
+    return scipy.sparse
+
+
+sp = _import_sparse()
