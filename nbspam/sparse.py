@@ -1,13 +1,14 @@
 """scipy.sparse for nbspam's modules (``from .sparse import sp``), imported without the
 numpy submodules it never uses.
 
-scipy 1.17 bundles array-api-compat, whose numpy namespace is a copy of every name that
-``dir(numpy)`` lists, each taken with ``hasattr``. numpy lists its submodules before it has
-loaded them and loads one on first access, so importing scipy.sparse also imports
-numpy.f2py, numpy.testing, numpy.ma, numpy.polynomial and more: about 70 ms, twice what
-scipy.sparse itself takes, in every command that trains, evaluates or explains. While
-scipy.sparse is imported here, ``dir(numpy)`` lists only what numpy has loaded; afterwards
-it lists everything again, and the submodules still load on first use.
+scipy 1.17 bundles array-api-compat, which makes its numpy namespace with ``from numpy
+import *`` and with ``hasattr`` on every name ``dir(numpy)`` lists. numpy lists its
+submodules in both (``__all__`` and ``dir``) before it has loaded them, and loads one on
+first access, so importing scipy.sparse would also import numpy.f2py, numpy.testing, numpy.ma,
+numpy.polynomial and more: about 70 ms, twice what scipy.sparse itself takes, in every
+command that trains, evaluates or explains. While scipy.sparse is imported here, numpy's
+``__all__`` and ``dir(numpy)`` list only what numpy has loaded; then both are put back,
+and the submodules still load on first use.
 """
 
 from __future__ import annotations
