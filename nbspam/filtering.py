@@ -584,9 +584,9 @@ def _walk(root: str, skipped: set[Any], problems: Problems) -> Iterator[MessageF
 def _entries(folder: str, problems: Problems) -> list[tuple[str, bool, bool]]:
     """(path, whether it is a folder, whether it is a file) of each entry of ``folder``
     (`messages.folder_entries`), in sorted order, hidden names left out."""
-    entries = sorted(e for e in folder_entries(folder, problems) if not e[0].startswith("."))
     return [
-        (os.path.join(folder, name), is_folder, is_file) for name, is_folder, is_file in entries
+        (os.path.join(folder, name), is_folder, is_file)
+        for name, is_folder, is_file in folder_entries(folder, problems)
     ]
 
 

@@ -129,7 +129,7 @@ def read_labelled(specs: Iterable[str], problems: Problems) -> Iterator[Message]
 def _read_label_folders(root: str, problems: Problems) -> Iterator[Message]:
     if _is_maildir(root):
         raise InputError(f"{root} is a Maildir, which has no labels: give LABEL={root}")
-    entries = sorted(e for e in folder_entries(root, problems) if not e[0].startswith("."))
+    entries = folder_entries(root, problems)
     stray = [name for name, is_folder, _ in entries if not is_folder]
     if stray:
         problems.note(
@@ -216,10 +216,8 @@ def _read_folder(root: str, problems: Problems) -> Iterator[Message]:
         if _is_maildir(folder):
             entries = [("cur", True, False), ("new", True, False)]
         else:
-            entries = sorted(folder_entries(folder, problems))
+            entries = folder_entries(folder, problems)
         for name, is_folder, _ in entries:
-            if name.startswith("."):
-                continue
             path = os.path.join(folder, name)
             if is_folder:
                 yield from walk(path)
@@ -352,8 +350,8 @@ def _read_bytes(path: str) -> bytes:
 
 def folder_entries(folder: str, problems: Problems) -> list[tuple[str, bool, bool]]:
     """(name, whether it is a folder, whether it is a file, as `os.path.isdir` and
-    `os.path.isfile` say) of each entry of ``folder``, in no order; a folder that cannot be
-    listed is reported.
+    `os.path.isfile` say) of each entry of ``folder`` in sorted order, hidden names left
+    out; a folder that cannot be listed is reported.
 
     The file system's directory listing tells a file from a folder, so most entries cost no
     `stat` call (symbolic links do: they are followed). A FIFO, a socket or a dangling link
@@ -361,10 +359,11 @@ def folder_entries(folder: str, problems: Problems) -> list[tuple[str, bool, boo
     """
     try:
         with os.scandir(folder) as entries:
-            return [(entry.name, *_kind(entry)) for entry in entries]
+            found = [(e.name, *_kind(e)) for e in entries if not e.name.startswith(".")]
     except OSError as exc:
         problems.skip(folder, _reason(exc))
         return []
+    return sorted(found)
 
 
 def _kind(entry: os.DirEntry) -> tuple[bool, bool]:
