@@ -70,8 +70,8 @@ def count_rows(
 def renumber(counted: Counts, index: TermIndex, *, grow: bool) -> sp.csr_matrix:
     """The counts of a chunk (over its own terms) as CSR rows (n, len(index)) over the
     columns of ``index``, with int64 counts. A row's indices are in the order its terms
-    first appear, not sorted: sums and products do not need it, and `stack_sorted` sorts
-    once after renaming the columns.
+    first appear, not sorted: sums and products do not need it, and summing in that order
+    gives the scoring table's sums to the bit.
 
     With ``grow`` new terms get new columns (in the order of ``counted.terms``); without,
     the counts of terms ``index`` lacks are dropped.
@@ -124,14 +124,14 @@ def stack_sorted(
 def stack_in_order(blocks: Sequence[sp.csr_matrix], order: np.ndarray) -> sp.csr_matrix:
     """Blocks of count rows over the first columns of an index of len(order) terms, stacked
     with column j holding term order[j]. The columns are renamed through the inverse of
-    ``order`` and each row's indices sorted, which is cheaper than a column selection."""
+    ``order``, which is cheaper than a column selection; each row keeps its indices in the
+    order of its blocks (for `renumber`'s rows, the order in which its terms first appear),
+    so that a product sums a row in the order `model.score` and the scoring table do."""
     rank = np.empty(len(order), np.int64)
     rank[order] = np.arange(len(order))
     X = _stack(blocks, len(order))
     # scipy stores the indices as int32 where they fit, half the memory of int64
-    X = sp.csr_matrix((X.data, rank[X.indices], X.indptr), shape=X.shape)
-    X.sort_indices()
-    return X
+    return sp.csr_matrix((X.data, rank[X.indices], X.indptr), shape=X.shape)
 
 
 def sorted_order(terms: Sequence[str]) -> np.ndarray:

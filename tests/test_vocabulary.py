@@ -98,7 +98,7 @@ def _row_items(X, i, terms):
     return [(terms[j], int(n)) for j, n in zip(X.indices[span], X.data[span])]
 
 
-def test_stack_sorted_equals_stacking_then_selecting_sorted_columns():
+def test_stack_sorted_equals_stacking_then_selecting_sorted_columns_in_the_same_row_order():
     index = TermIndex()
     blocks = [  # rows as training keeps them: indices in order of first appearance
         renumber(count_tokens(docs), index, grow=True)
@@ -115,8 +115,10 @@ def test_stack_sorted_equals_stacking_then_selecting_sorted_columns():
     expected = np.vstack(wide)[:, order]
     for known in (None, sorted_order(terms)):
         X, sorted_terms = stack_sorted(blocks, terms, known)
-        assert sorted_terms == sorted(terms) and X.has_sorted_indices
+        assert sorted_terms == sorted(terms)
         np.testing.assert_array_equal(X.toarray(), expected)
+        # each row keeps its terms in the order they first appear, as predict sums them
+        assert _row_items(X, 2, sorted_terms) == [("zucchini", 1), ("apple", 1), ("banana", 2)]
 
 
 def test_columns_adds_new_terms_in_one_step_and_refuses_repeats():
