@@ -13,7 +13,6 @@ where html.parser's source is one it was checked against (`fast_path_verified`).
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import re
 from collections.abc import Callable, Iterable
@@ -68,6 +67,8 @@ def fast_path_verified() -> bool:
     Reads the two source files beside the standard library's ``os`` module, without
     importing html.parser; where they are missing or differ, html.parser alone is used.
     """
+    import hashlib  # here, on the first HTML: loading it (and OpenSSL) costs a cold start 3-10 ms
+
     stdlib = os.path.dirname(os.__file__)
     digest = hashlib.sha256()
     try:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import codecs
 import csv
-import hashlib
 import json
 import os
 import re
@@ -49,6 +48,8 @@ def message_digest(data: bytes | str) -> bytes:
     head = data if end < 0 else data[: end + 1]
     if b"x-nbspam-" in head.lower():
         data = _OWN_HEADER.sub(b"", head) + data[len(head) :]
+    import hashlib  # here: loading it (and OpenSSL) costs 3-10 ms that scoring does not need
+
     return hashlib.blake2b(data, digest_size=16).digest()
 
 

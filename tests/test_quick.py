@@ -98,6 +98,25 @@ def test_one_message_on_stdin_imports_neither_numpy_nor_scipy(saved):
     assert out[1] == "[]"
 
 
+def test_one_message_without_html_does_not_load_hashlib(saved):
+    # hashlib loads OpenSSL, 3-10 ms of a cold start: only HTML (the check of html.parser's
+    # source) and training (message digests) need it
+    _, path = saved
+    probe = (
+        "import sys, runpy\n"
+        f"sys.argv = ['nbspam', 'predict', '-m', {str(path)!r}]\n"
+        "try:\n    runpy.run_module('nbspam', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "print('hashlib' in sys.modules)\n"
+    )
+    for name, loaded in (("001.eml", "False"), ("002.eml", "True")):  # plain text, HTML
+        message = (SAMPLE / "new" / name).read_bytes()
+        out = subprocess.run(
+            [sys.executable, "-c", probe], input=message, capture_output=True, check=True
+        ).stdout.decode()
+        assert out.splitlines()[-1] == loaded, name
+
+
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_batch_of_the_scoring_table_equals_the_model(saved, jobs):
     model, path = saved
