@@ -23,9 +23,6 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import timezone
-from email.parser import BytesHeaderParser
-from email.policy import compat32
-from email.utils import parsedate_to_datetime
 from itertools import chain
 from typing import Any, Literal, NamedTuple
 
@@ -169,7 +166,6 @@ def tokenize_all(
 
 
 _BLANK_LINE = re.compile(rb"\r?\n\r?\n")
-_HEADER_PARSER = BytesHeaderParser(policy=compat32)
 
 
 def message_time(data: bytes | str, mail: str = "auto") -> float | None:
@@ -185,8 +181,12 @@ def message_time(data: bytes | str, mail: str = "auto") -> float | None:
         data = data.encode("utf-8", "surrogateescape")
     if mail == "never" or (mail == "auto" and not looks_like_mail(data)):
         return None
+    from email.parser import BytesHeaderParser  # only chronological splits read dates
+    from email.policy import compat32
+    from email.utils import parsedate_to_datetime
+
     head = _BLANK_LINE.split(skip_mbox_line(data), maxsplit=1)[0]
-    value = _HEADER_PARSER.parsebytes(head + b"\n\n").get("date")
+    value = BytesHeaderParser(policy=compat32).parsebytes(head + b"\n\n").get("date")
     if not isinstance(value, str):
         return None
     try:
