@@ -108,16 +108,15 @@ def _stack(blocks: Sequence[sp.csr_matrix], width: int) -> sp.csr_matrix:
 
 
 def stack_sorted(
-    blocks: Sequence[sp.csr_matrix], terms: Sequence[str], order: np.ndarray | None = None
+    blocks: Sequence[sp.csr_matrix], terms: Sequence[str]
 ) -> tuple[sp.csr_matrix, list[str]]:
     """Stack blocks of count rows over ``terms`` (a block may have fewer columns: the terms
     it knew), with the columns reordered so that the terms are sorted by code point.
 
-    Returns (X (n, d), the sorted terms). ``order``, the permutation that sorts the terms
-    (`sorted_order`), saves sorting them again.
+    Returns (X (n, d), the sorted terms). Where the permutation that sorts the terms is
+    already known, `stack_in_order` does the same without sorting them again.
     """
-    if order is None:
-        order = sorted_order(terms)
+    order = sorted_order(terms)
     return stack_in_order(blocks, order), [terms[i] for i in order.tolist()]
 
 

@@ -16,6 +16,7 @@ from nbspam.vocabulary import (
     renumber,
     select_terms,
     sorted_order,
+    stack_in_order,
     stack_sorted,
 )
 
@@ -113,9 +114,9 @@ def test_stack_sorted_equals_stacking_then_selecting_sorted_columns_in_the_same_
     wide = [np.pad(b.toarray(), [(0, 0), (0, len(terms) - b.shape[1])]) for b in blocks]
     order = np.argsort(terms)
     expected = np.vstack(wide)[:, order]
-    for known in (None, sorted_order(terms)):
-        X, sorted_terms = stack_sorted(blocks, terms, known)
-        assert sorted_terms == sorted(terms)
+    stacked, sorted_terms = stack_sorted(blocks, terms)
+    assert sorted_terms == sorted(terms)
+    for X in (stacked, stack_in_order(blocks, sorted_order(terms))):
         np.testing.assert_array_equal(X.toarray(), expected)
         # each row keeps its terms in the order they first appear, as predict sums them
         assert _row_items(X, 2, sorted_terms) == [("zucchini", 1), ("apple", 1), ("banana", 2)]
