@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import errno
+import io
 import os
 import sys
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import click
 
 from . import __version__
 from .config import EVENT_MODELS, MAIL_MODES, TrainConfig, build_settings, load_yaml
-from .errors import EXIT_SKIPPED, NbspamError
+from .entry import output_error
+from .errors import EXIT_INTERRUPTED, EXIT_SKIPPED, NbspamError
 
 EXIT_STATUS_HELP = """\b
 Exit status: 0 success; 1 an error in the input or the model (one line
@@ -30,7 +33,10 @@ class CommandError(click.ClickException):
 
 
 class Group(click.Group):
-    """Turns every expected failure of the library into one line and an exit status."""
+    """The one boundary where failures become one line on stderr and an exit status: the
+    library's errors, failed system calls (a full disk, say), Ctrl-C (status 130) and, as
+    'internal error', anything unexpected. A reader of the output that went away (EPIPE)
+    is left to click, which stops quietly."""
 
     def invoke(self, ctx: click.Context) -> Any:
         with warnings.catch_warnings():
@@ -39,6 +45,37 @@ class Group(click.Group):
                 return super().invoke(ctx)
             except NbspamError as error:
                 raise CommandError(error) from None
+            except KeyboardInterrupt:
+                _interrupted()
+            except OSError as error:
+                if error.errno == errno.EPIPE:
+                    raise
+                raise CommandError(NbspamError(output_error(error))) from None
+            except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit):
+                raise
+            except Exception as error:  # a defect: still one line, the details on request
+                if os.environ.get("NBSPAM_TRACEBACK"):
+                    raise
+                raise CommandError(
+                    NbspamError(f"internal error: {error!r} (set NBSPAM_TRACEBACK=1 to see where)")
+                ) from None
+
+
+def emit(line: str) -> None:
+    """One line of data on stdout. A write that fails (a full disk, a closed stdout) is one
+    error line naming the output; a reader that went away (EPIPE) is left to click."""
+    try:
+        click.echo(line)
+    except OSError as error:
+        if error.errno == errno.EPIPE:
+            raise
+        raise NbspamError(output_error(error, stdout=True)) from None
+
+
+def _interrupted() -> None:
+    """Ctrl-C: one line and status 130, as Unix tools end; files are never half-written."""
+    click.echo("Error: interrupted", err=True)
+    sys.exit(EXIT_INTERRUPTED)
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
@@ -94,10 +131,9 @@ class Reporter:
         """Clear the progress line, say how many inputs were skipped; return the exit status."""
         self._clear()
         skipped = self.problems.skipped
-        if skipped:
-            click.echo(f"{skipped} input(s) skipped, see above", err=True)
-            return EXIT_SKIPPED
-        return 0
+        if skipped > 1:  # one skip is its own line; more get a count
+            click.echo(f"{skipped} inputs skipped, see above", err=True)
+        return EXIT_SKIPPED if skipped else 0
 
 
 def model_option(f):
@@ -111,16 +147,35 @@ def model_option(f):
     )(f)
 
 
-def format_option(f):
+class FormatChoice(click.Choice):
+    """The --format of a command: names shared by all commands (text for people; json,
+    jsonl, tsv and markdown for programs and documents), and old names still accepted for
+    one release, unlisted."""
+
+    def __init__(self, choices: list[str], *, aliases: dict[str, str] | None = None) -> None:
+        super().__init__(choices)
+        self.aliases = aliases or {}
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        return super().convert(self.aliases.get(value, value), param, ctx)
+
+
+def format_option(choices: list[str], help: str, *, aliases: dict[str, str] | None = None):
+    """-f/--format with these choices, text the default."""
     return click.option(
         "-f",
         "--format",
         "fmt",
-        type=click.Choice(["text", "jsonl", "tsv"]),
+        type=FormatChoice(choices, aliases=aliases),
         default="text",
         show_default=True,
-        help="Output format: text for people, jsonl or tsv for programs.",
-    )(f)
+        help=help,
+    )
+
+
+MESSAGE_FORMATS = format_option(
+    ["text", "jsonl", "tsv"], "Output format: text for people, jsonl or tsv for programs."
+)
 
 
 def default_jobs() -> int:
@@ -358,6 +413,33 @@ def train_summary(model, output: str) -> str:
     return "\n".join(lines)
 
 
+def check_writable(path: str, option: str) -> None:
+    """Refuse an output file that could not be written: its folder is missing or not
+    writable, or it is a folder or not writable itself."""
+    folder = os.path.dirname(path) or "."
+    if os.path.isdir(path):
+        raise NbspamError(f"{option} {path}: is a folder, give a file name")
+    if not os.path.isdir(folder):
+        raise NbspamError(f"{option} {path}: no such folder {folder}")
+    if not os.access(path if os.path.exists(path) else folder, os.W_OK):
+        raise NbspamError(f"{option} {path}: permission denied")
+
+
+def read_inputs(paths: Iterable[str], problems) -> Iterator:
+    """The messages of each PATH in turn (`messages.read_messages`); a PATH that holds none
+    (an empty folder, say) is reported as skipped, so the command ends with status 3."""
+    from .messages import read_messages
+
+    for path in paths:
+        before = problems.skipped
+        found = False
+        for message in read_messages([path], problems):
+            found = True
+            yield message
+        if not found and problems.skipped == before:
+            problems.skip(path, "no messages found")
+
+
 def _paths(paths: tuple[str, ...], files_from, null: bool) -> Iterator[str]:
     """PATH arguments, then those of --files-from; none at all means stdin."""
     if not paths and files_from is None:
@@ -380,7 +462,7 @@ def _listed(files_from, null: bool) -> Iterator[str]:
 @model_option
 @click.argument("paths", nargs=-1, metavar="[PATH]...")
 @files_from_options
-@format_option
+@MESSAGE_FORMATS
 @jobs_option
 def predict(
     model_path: str, paths: tuple[str, ...], files_from, null: bool, fmt: str, jobs: int
@@ -408,15 +490,14 @@ def predict(
         if predict_stdin(model_path, fmt):
             return
 
-    from .messages import read_messages
     from .quick import load_scorer
 
     report = Reporter("scored")
     scorer = load_scorer(model_path)
-    messages = read_messages(_paths(paths, files_from, null), report.problems)
+    messages = read_inputs(_paths(paths, files_from, null), report.problems)
     results = scorer.predict_messages(messages, jobs=jobs)
     for line in render.predictions(results, scorer.labels, fmt):
-        click.echo(line)
+        emit(line)
         report.progress(1)
     sys.exit(report.finish())
 
@@ -436,7 +517,7 @@ def predict(
     help="More than two classes: compare with this class (default: the runner-up).",
 )
 @files_from_options
-@format_option
+@MESSAGE_FORMATS
 def explain(
     model_path: str,
     paths: tuple[str, ...],
@@ -462,7 +543,6 @@ def explain(
     from . import explain as ex
     from . import render
     from .features import Analyzer
-    from .messages import read_messages
     from .modelfile import load_model
 
     model = load_model(model_path)
@@ -471,14 +551,14 @@ def explain(
     if not paths and files_from is None:
         groups = ex.top_terms(model, top or 20, against=against)
         for line in render.top_terms(groups, model.labels, ex.count_kind(model), fmt):
-            click.echo(line)
+            emit(line)
         return
     analyzer = Analyzer(model.tokenizer)
     report = Reporter("explained")
-    for message in read_messages(_paths(paths, files_from, null), report.problems):
+    for message in read_inputs(_paths(paths, files_from, null), report.problems):
         e = ex.explain_message(model, message.id, analyzer.tokens(message.data), against=against)
         for line in render.message_explanation(e, fmt, top):
-            click.echo(line)
+            emit(line)
     sys.exit(report.finish())
 
 
@@ -508,14 +588,10 @@ def explain(
     metavar="FRACTION",
     help="Instead: train on the oldest messages (by Date header, else input order) and score the newest FRACTION.",
 )
-@click.option(
-    "-f",
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "json", "markdown"]),
-    default="table",
-    show_default=True,
-    help="Report format.",
+@format_option(
+    ["text", "json", "markdown"],
+    "Report format: text for people, json for programs, markdown for documents.",
+    aliases={"table": "text"},
 )
 @click.option(
     "--scores",
@@ -563,6 +639,14 @@ def evaluate(
     from .messages import read_labelled
 
     settings = settings_from(config_file, options)
+    # what would fail after the cross-validation fails before it
+    for option, path in (("--scores", scores_file), ("--plot", plot)):
+        if path:
+            check_writable(path, option)
+    if plot:
+        from .plot import check_plot
+
+        check_plot(plot)
     report = Reporter("read")
     messages = read_labelled(data, report.problems)
     if test_data:
@@ -582,7 +666,7 @@ def evaluate(
         )
     status = report.finish()
     for line in ev.render_report(ev.report(scores, cutoffs=None, calibration=None), fmt):
-        click.echo(line)
+        emit(line)
     if scores_file:
         ev.write_scores(scores, scores_file)
     if plot:
@@ -673,7 +757,7 @@ def filter_mail(
     """Classify mail unattended: one message on stdin, or Maildirs and folders.
 
     Without PATH, one message is read from stdin and written to stdout unchanged but for
-    one added header, "X-Nbspam-Status: spam; log_odds=+12.345; probability=0.9731;
+    one added header, "X-Nbspam-Status: spam; log_odds=+12.345; calibrated=0.9731;
     version=...", for procmail, maildrop or Sieve to act on. If anything fails the message
     still comes out unchanged, with one line "Error: ..." on stderr.
 
@@ -716,7 +800,7 @@ def filter_mail(
     scorer = load_scorer(model_path)
     report = Reporter("filtered")
     moves = {"spam": move_spam, "unsure": move_unsure, "ham": move_ham}
-    with report_writer(report_path, stdout=click.echo) as write:
+    with report_writer(report_path, stdout=emit) as write:
         summary = filter_folders(
             scorer,
             paths,
@@ -770,11 +854,10 @@ def learn(
       nbspam learn -m spam.nbm --label spam missed-spam.eml
       nbspam learn -m spam.nbm --label ham ~/Maildir/.Ham/cur
     """
-    from .messages import read_messages
     from .update import learn as learn_messages
 
     report = Reporter("learned")
-    messages = read_messages(_paths(paths, files_from, null), report.problems)
+    messages = read_inputs(_paths(paths, files_from, null), report.problems)
 
     def change(model):
         if label not in model.labels and not new_label:
@@ -808,11 +891,10 @@ def forget(model_path: str, paths: tuple[str, ...], files_from, null: bool) -> N
     Example:
       nbspam forget -m spam.nbm wrongly-learned.eml
     """
-    from .messages import read_messages
     from .update import forget as forget_messages
 
     report = Reporter("forgot")
-    messages = read_messages(_paths(paths, files_from, null), report.problems)
+    messages = read_inputs(_paths(paths, files_from, null), report.problems)
     _, change = update_model(model_path, lambda m: forget_messages(m, messages))
     for name in change.unknown:
         report.problems.skip(name, "not learned by this model, nothing to forget")
@@ -861,15 +943,7 @@ def merge(models: tuple[str, ...], output: str) -> None:
 
 @cli.command()
 @model_option
-@click.option(
-    "-f",
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="text for people, json for programs.",
-)
+@format_option(["text", "json"], "Output format: text for people, json for programs.")
 def info(model_path: str, fmt: str) -> None:
     """Show what is in a model: labels, counts, vocabulary, settings, history.
 
@@ -899,7 +973,7 @@ def info(model_path: str, fmt: str) -> None:
         "history": model.info,
     }
     if fmt == "json":
-        click.echo(json.dumps(summary, ensure_ascii=False, indent=2))
+        emit(json.dumps(summary, ensure_ascii=False, indent=2))
         return
     train_cfg = header["train"]
     lines = [
@@ -937,9 +1011,12 @@ def info(model_path: str, fmt: str) -> None:
         + f", {len(tok['stop_words'])} stop words"
     )
     for line in lines:
-        click.echo(line)
+        emit(line)
 
 
 def main() -> None:
     """Entry point of the ``nbspam`` command and ``python -m nbspam``."""
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        # a file name that is not UTF-8 is written as its own bytes, as ls and find do
+        sys.stdout.reconfigure(errors="surrogateescape")
     cli(prog_name="nbspam")

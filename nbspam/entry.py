@@ -9,8 +9,12 @@ and served by the numpy-free scorer; everything else goes to the click commands 
 from __future__ import annotations
 
 import atexit
+import errno
+import io
 import os
 import sys
+
+from .errors import EXIT_INTERRUPTED, os_error_message
 
 _STATUS: list[int] = []  # the exit status that the command ended with
 
@@ -38,17 +42,20 @@ def _leave_quickly() -> None:
     Nothing of nbspam's waits for the teardown: files are closed and renamed in place,
     worker processes are gone, and the other exit functions have run by now (they run in
     reverse order of registration), but for any registered before `run` started (a coverage
-    tool's, say). Where the output cannot be flushed, the usual exit reports it.
+    tool's, say). Output that cannot be written (a full disk) is one line on stderr and
+    status 1; a reader that went away ends the process quietly, as it ran.
     """
     if not _STATUS:
         return
+    status = _STATUS[-1]
     try:
-        for stream in (sys.stdout, sys.stderr):
-            if stream is not None:  # None where the descriptor was closed at start
-                stream.flush()
-    except (OSError, ValueError):  # a closed pipe or stream
-        return
-    os._exit(_STATUS[-1])
+        flush_output()
+    except BrokenPipeError:
+        pass
+    except OSError as exc:
+        print(f"Error: {output_error(exc)}", file=sys.stderr)
+        status = status or 1
+    os._exit(status)
 
 
 def _exit_status(code: object) -> int:
@@ -60,11 +67,24 @@ def _exit_status(code: object) -> int:
 
 def main() -> None:
     """The nbspam command on ``sys.argv``; ends with SystemExit, as click commands do."""
+    args = sys.argv[1:]
+    if sys.stdout is None:  # started with its standard output closed
+        sys.stdout = ClosedOutput()
+    # the error status of a command: for filter --exit-status, 3 (its 1 would read as "ham")
+    failed = 3 if args[:1] == ["filter"] and "--exit-status" in args else 1
     try:
-        status = _one_message(sys.argv[1:])
-    except BrokenPipeError:
+        status = _one_message(args)
+        if status is not None:
+            sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away (``nbspam predict ... | head``)
         _quiet_stdout()
-        sys.exit(_BROKEN_PIPE_STATUS.get(sys.argv[1:2][0] if sys.argv[1:] else "", 1))
+        sys.exit(failed)
+    except KeyboardInterrupt:
+        print("Error: interrupted", file=sys.stderr)
+        sys.exit(EXIT_INTERRUPTED)
+    except OSError as exc:  # one message read, scored and printed: it can only be stdout
+        print(f"Error: {output_error(exc, stdout=exc.filename is None)}", file=sys.stderr)
+        sys.exit(failed)
     if status is None:
         from .cli import main as cli_main
 
@@ -73,15 +93,56 @@ def main() -> None:
         sys.exit(status)
 
 
-# The reader of the output went away (``nbspam predict ... | head``): status 1, as click
-# gives; for filter, the error status of --exit-status (its 1 would read as "ham").
-_BROKEN_PIPE_STATUS = {"filter": 3}
+class ClosedOutput(io.TextIOBase):
+    """Standard output for a process started without one: writing to it fails with one
+    clear error, and commands that write nothing there run as usual."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "standard output is closed")
+
+    @property
+    def buffer(self) -> ClosedOutput:
+        return self
+
+
+def flush_output() -> None:
+    """Flush stdout and stderr (either may be None, where its descriptor was closed)."""
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            stream.flush()
+
+
+def output_error(exc: OSError, *, stdout: bool = False) -> str:
+    """The line for a failed system call. Where it was a write to stdout (``stdout``, or
+    stdout cannot be flushed), stdout is pointed at /dev/null, so that nothing more fails
+    at exit, and the line names it."""
+    if stdout or (exc.filename is None and _stdout_failed()):
+        _quiet_stdout()
+        return "cannot write output: " + os_error_message(exc)
+    return os_error_message(exc)
+
+
+def _stdout_failed() -> bool:
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        return True
+    return isinstance(sys.stdout, ClosedOutput)
 
 
 def _quiet_stdout() -> None:
     """Point stdout at /dev/null, so that flushing at exit raises nothing more."""
+    if isinstance(sys.stdout, ClosedOutput):
+        return
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
+    try:
+        sys.stdout.flush()  # what was buffered goes to /dev/null now
+    except OSError:
+        pass
 
 
 def _one_message(args: list[str]) -> int | None:

@@ -6,6 +6,7 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_SKIPPED = 3
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
 
 
 class NbspamError(Exception):
@@ -33,3 +34,11 @@ class ModelFileError(NbspamError):
 
 class TrainingError(NbspamError):
     """The data cannot give a model (no messages, one class, no terms left)."""
+
+
+def os_error_message(exc: OSError) -> str:
+    """One line for a failed system call: ``FILE: reason``, or the reason alone where the
+    call named no file, as the system says it, in lower case."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    reason = reason[:1].lower() + reason[1:]
+    return reason if exc.filename is None else f"{exc.filename}: {reason}"

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import timezone
 from itertools import chain
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, TextIO
 
 import numpy as np
 
@@ -33,17 +33,18 @@ from . import naive_bayes as nb
 from .config import Settings, TokenizerConfig
 from .counting import count_chunks
 from .decision import UNSURE, verdict
-from .errors import ConfigError, InputError
+from .errors import ConfigError, InputError, NbspamError, os_error_message
 from .mailparse import looks_like_mail, skip_mbox_line
 from .messages import Message
 from .model import Model, from_counts, predict_matrix
 from .parallel import CHUNK, chunks
+from .render import json_line
 from .sparse import sp
 from .vocabulary import TermIndex, renumber, stack_sorted
 
 Progress = Callable[[int], None]
-ReportFormat = Literal["table", "json", "markdown"]
-REPORT_FORMATS: tuple[str, ...] = ("table", "json", "markdown")
+ReportFormat = Literal["text", "json", "markdown"]
+REPORT_FORMATS: tuple[str, ...] = ("text", "json", "markdown")
 
 #: False-positive rates at which the report gives the best spam recall.
 RECALL_FPRS: tuple[float, ...] = (0.001, 0.01)
@@ -542,23 +543,30 @@ def typical_cutoffs(scores: Scores) -> tuple[float, float] | None:
 def write_scores(scores: Scores, path: str) -> None:
     """Each evaluated message's out-of-sample scores as JSON Lines: id, label, fold, log_odds,
     verdict, calibrated (two classes) or probabilities (more)."""
-    with open(path, "w", encoding="utf-8") as out:
-        for i in np.flatnonzero(scores.evaluated):
-            record: dict[str, Any] = {
-                "path": scores.ids[i],
-                "label": scores.labels[i],
-                "fold": int(scores.fold[i]),
-            }
-            if scores.log_odds is not None:
-                record["log_odds"] = float(scores.log_odds[i])
-                if scores.verdicts is not None:
-                    record["verdict"] = scores.verdicts[i]
-                if scores.calibrated is not None and not np.isnan(scores.calibrated[i]):
-                    record["calibrated"] = float(scores.calibrated[i])
-            else:
-                probs = np.exp(scores.log_posterior[i])
-                record["probabilities"] = dict(zip(scores.classes, map(float, probs)))
-            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    try:
+        with open(path, "w", encoding="utf-8") as out:
+            _write_score_lines(scores, out)
+    except OSError as exc:
+        raise NbspamError(f"cannot write scores {path}: {os_error_message(exc)}") from None
+
+
+def _write_score_lines(scores: Scores, out: TextIO) -> None:
+    for i in np.flatnonzero(scores.evaluated):
+        record: dict[str, Any] = {
+            "path": scores.ids[i],
+            "label": scores.labels[i],
+            "fold": int(scores.fold[i]),
+        }
+        if scores.log_odds is not None:
+            record["log_odds"] = float(scores.log_odds[i])
+            if scores.verdicts is not None:
+                record["verdict"] = scores.verdicts[i]
+            if scores.calibrated is not None and not np.isnan(scores.calibrated[i]):
+                record["calibrated"] = float(scores.calibrated[i])
+        else:
+            probs = np.exp(scores.log_posterior[i])
+            record["probabilities"] = dict(zip(scores.classes, map(float, probs)))
+        out.write(json_line(record) + "\n")
 
 
 def decision_rule(data: Tokenized, settings: Settings, totals: Totals | None = None) -> Rule:

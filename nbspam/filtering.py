@@ -1,7 +1,7 @@
 """Filtering mail unattended: a verdict header on one message, or mail folders sorted by verdict.
 
 One message (`filter_single`): the message comes out byte for byte as it went in, with one
-header line ``X-Nbspam-Status: <verdict>; log_odds=<+n.nnn>; probability=<p>; version=<v>``
+header line ``X-Nbspam-Status: <verdict>; log_odds=<+n.nnn>; calibrated=<p>; version=<v>``
 added as its first header (after an mbox ``From `` line). The header is left out of the
 message's digest (`messages.message_digest`), so a filtered message is still the message
 `learn` and `forget` know. This path is scored by `quick` where the model file allows, so a
@@ -20,10 +20,10 @@ the next run recognises the copy by its digest and finishes the move.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import re
 import shutil
+import stat
 import sys
 import tempfile
 import time
@@ -38,6 +38,7 @@ from .decision import UNSURE, Prediction
 from .errors import NbspamError
 from .lock import DEFAULT_TIMEOUT, model_lock
 from .messages import Message, Problems, folder_entries, message_digest, read_messages
+from .render import json_line
 
 if TYPE_CHECKING:  # the one-message path must not import numpy
     from .quick import ModelScorer, QuickModel
@@ -64,7 +65,9 @@ def status_value(prediction: Prediction) -> str:
     (left out when the model has no calibration) and the nbspam version."""
     parts = [_one_line(prediction.verdict or ""), f"log_odds={prediction.log_odds:+.3f}"]
     if prediction.calibrated is not None:
-        parts.append(f"probability={prediction.calibrated:.4f}")
+        calibrated = f"{prediction.calibrated:.4f}"
+        # probability= is the old name of calibrated=, kept for one release
+        parts += [f"calibrated={calibrated}", f"probability={calibrated}"]
     parts.append(f"version={__version__}")
     return "; ".join(parts)
 
@@ -211,10 +214,17 @@ class FilterState:
     @staticmethod
     def _load(path: str) -> set[bytes]:
         try:
-            with open(path, "rb") as f:
-                lines = f.read().split(b"\n")
+            # not blocking on a FIFO, and refusing a device (/dev/zero never ends)
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         except FileNotFoundError:
             return set()
+        except OSError as exc:
+            raise FilterError(f"cannot read state file {path}: {_reason(exc)}") from None
+        try:
+            with os.fdopen(fd, "rb") as f:
+                if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                    raise FilterError(f"state file {path} is not a regular file")
+                lines = f.read().split(b"\n")
         except OSError as exc:
             raise FilterError(f"cannot read state file {path}: {_reason(exc)}") from None
         digests = set()
@@ -792,6 +802,8 @@ class _Run:
                 "path": path,
                 "verdict": prediction.verdict if prediction else None,
                 "log_odds": prediction.log_odds if prediction else None,
+                "calibrated": prediction.calibrated if prediction else None,
+                # the old name of "calibrated", kept for one release
                 "probability": prediction.calibrated if prediction else None,
                 "action": action,
                 "destination": where,
@@ -835,11 +847,18 @@ def report_writer(path: str | None, *, stdout: Callable[[str], None]) -> Iterato
         yield None
         return
     if path == "-":
-        yield lambda record: stdout(json.dumps(record, ensure_ascii=False))
+        yield lambda record: stdout(json_line(record))
         return
     try:
-        out = open(path, "a", encoding="utf-8", buffering=1)
+        out = open(path, "ab", buffering=0)  # a line a write: nothing is left to flush
     except OSError as exc:
         raise FilterError(f"cannot write report {path}: {_reason(exc)}") from None
+
+    def write(record: dict[str, Any]) -> None:
+        try:
+            out.write(json_line(record).encode() + b"\n")
+        except OSError as exc:
+            raise FilterError(f"cannot write report {path}: {_reason(exc)}") from None
+
     with out:
-        yield lambda record: out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        yield write

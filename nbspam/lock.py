@@ -32,7 +32,7 @@ def model_lock(path: str | os.PathLike[str], *, timeout: float = DEFAULT_TIMEOUT
     try:
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
     except OSError as exc:
-        raise LockError(f"cannot create lock file {lock_path}: {exc.strerror or exc}") from None
+        raise LockError(f"cannot create lock file {lock_path}: {_reason(exc)}") from None
     try:
         deadline = time.monotonic() + timeout
         while True:
@@ -49,8 +49,16 @@ def model_lock(path: str | os.PathLike[str], *, timeout: float = DEFAULT_TIMEOUT
                 time.sleep(0.02)
         # the pid first, then cut the rest: a waiting process never reads an empty file
         pid = f"{os.getpid()}\n".encode()
-        os.pwrite(fd, pid, 0)
-        os.ftruncate(fd, len(pid))
+        try:
+            os.pwrite(fd, pid, 0)
+            os.ftruncate(fd, len(pid))
+        except OSError as exc:  # a full disk: nothing is written, the model is untouched
+            raise LockError(f"cannot write lock file {lock_path}: {_reason(exc)}") from None
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock
+
+
+def _reason(exc: OSError) -> str:
+    reason = exc.strerror or str(exc)
+    return reason[:1].lower() + reason[1:]

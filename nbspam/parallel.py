@@ -11,6 +11,7 @@ for the results (numpy, scipy) while they work.
 from __future__ import annotations
 
 import multiprocessing
+import signal
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain, islice
@@ -75,6 +76,9 @@ def _in_order(
 
 
 def _set_context(context: Any) -> None:
+    # Ctrl-C reaches every process of the terminal's group: the main process alone answers
+    # it (it ends the workers), so a worker does not print a traceback of its own
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _CONTEXT.append(context)
 
 

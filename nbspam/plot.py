@@ -34,6 +34,16 @@ def plot_format(path: str) -> str:
     return PLOT_SUFFIXES[suffix]
 
 
+def check_plot(path: str) -> None:
+    """Refuse (PlotError) a plot that could not be drawn, before the work it would show:
+    a path of no known image format, or no matplotlib."""
+    plot_format(path)
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        raise PlotError(f"--plot needs matplotlib: {INSTALL_HINT}")
+
+
 def plot_evaluation(
     scores: Scores, path: str, *, cutoffs: tuple[float, float] | None = None
 ) -> None:

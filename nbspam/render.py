@@ -1,8 +1,15 @@
-"""Output: predictions and explanations as text, JSON Lines or TSV, one line at a time."""
+"""Output: predictions and explanations as text, JSON Lines or TSV, one line at a time.
+
+Names that are not valid UTF-8 (file names are bytes on Unix) reach nbspam as strings with
+lone surrogates (Python's surrogateescape), and every format gives them back exactly:
+text output writes the name's own bytes, as ls and find do; JSON writes each such character
+as a ``\\uDCxx`` escape (`json_line`); TSV escapes it as ``\\xNN`` (`tsv_cell`).
+"""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Literal
 
@@ -36,9 +43,15 @@ def predictions(items: Iterable[Prediction], labels: Sequence[str], fmt: Format)
             }
             if p.log_odds is not None:
                 record.update(log_odds=p.log_odds, verdict=p.verdict, calibrated=p.calibrated)
-            yield json.dumps(record, ensure_ascii=False)
+            yield json_line(record)
         elif fmt == "tsv":
-            cells = [_cell(p.id), p.label, repr(prob), _number(p.log_odds), p.verdict or ""]
+            cells = [
+                tsv_cell(p.id),
+                tsv_cell(p.label),
+                repr(prob),
+                _number(p.log_odds),
+                p.verdict or "",
+            ]
             cells += [_number(p.calibrated), *map(repr, p.probabilities)]
             yield "\t".join(cells)
         elif p.log_odds is None:
@@ -65,22 +78,21 @@ def top_terms(
             yield "  " + "  ".join([f"{'weight':>9}", *[f"{x:>9.9}" for x in labels], "term"])
         for t in group.terms:
             if fmt == "jsonl":
-                yield json.dumps(
+                yield json_line(
                     {
                         "toward": group.toward,
                         "against": group.against,
                         "term": t.term,
                         "weight": t.weight,
                         kind: dict(zip(labels, t.counts)),
-                    },
-                    ensure_ascii=False,
+                    }
                 )
             elif fmt == "tsv":
                 yield "\t".join(
                     [
-                        group.toward,
-                        group.against,
-                        _cell(t.term),
+                        tsv_cell(group.toward),
+                        tsv_cell(group.against),
+                        tsv_cell(t.term),
                         repr(t.weight),
                         *map(str, t.counts),
                     ]
@@ -96,7 +108,7 @@ def message_explanation(e: MessageExplanation, fmt: Format, top: int | None) -> 
     """One message's log-odds split into bias and word contributions, largest first."""
     shown = e.contributions if top is None else e.contributions[:top]
     if fmt == "jsonl":
-        yield json.dumps(
+        yield json_line(
             {
                 "path": e.id,
                 "label": e.label,
@@ -114,16 +126,21 @@ def message_explanation(e: MessageExplanation, fmt: Format, top: int | None) -> 
                     }
                     for c in shown
                 ],
-            },
-            ensure_ascii=False,
+            }
         )
         return
     if fmt == "tsv":
         yield "\t".join(["path", "term", "count", "weight", "contribution"])
-        yield "\t".join([_cell(e.id), "(bias)", "", "", repr(e.bias)])
+        yield "\t".join([tsv_cell(e.id), "(bias)", "", "", repr(e.bias)])
         for c in shown:
             yield "\t".join(
-                [_cell(e.id), _cell(c.term), str(c.count), repr(c.weight), repr(c.contribution)]
+                [
+                    tsv_cell(e.id),
+                    tsv_cell(c.term),
+                    str(c.count),
+                    repr(c.weight),
+                    repr(c.contribution),
+                ]
             )
         return
     yield f"{e.id}: {e.label} (log-odds {e.positive} vs {e.negative}: {e.log_odds:+.4f})"
@@ -148,6 +165,32 @@ def _number(value: float | None) -> str:
     return "" if value is None else repr(value)
 
 
-def _cell(text: str) -> str:
-    """A TSV cell: tabs and line breaks would break the row, so they become spaces."""
-    return text.replace("\t", " ").replace("\n", " ").replace("\r", " ")
+def json_line(value: object, **options: object) -> str:
+    """``json.dumps(value, ensure_ascii=False)``, but lone surrogates (a file name's bytes
+    that are not UTF-8) written as ``\\udcxx`` escapes: the line is valid UTF-8, and
+    ``os.fsencode(json.loads(line)["path"])`` gives back the name's bytes."""
+    text = json.dumps(value, ensure_ascii=False, **options)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def tsv_cell(text: str) -> str:
+    """A TSV cell, escaped as PostgreSQL's text format and Linear TSV do: backslash, tab,
+    line feed and carriage return as ``\\\\``, ``\\t``, ``\\n``, ``\\r``; a byte of a name
+    that is not UTF-8 as ``\\xNN``, any other lone surrogate as ``\\uXXXX``."""
+    return _TSV_SPECIAL.sub(_tsv_escape, text)
+
+
+_TSV_SPECIAL = re.compile("[\\\\\t\n\r\ud800-\udfff]")
+_TSV_ESCAPES = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _tsv_escape(match: re.Match[str]) -> str:
+    char = match.group()
+    escape = _TSV_ESCAPES.get(char)
+    if escape is not None:
+        return escape
+    code = ord(char)
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"

@@ -80,17 +80,53 @@ def test_errors_keep_their_status_and_message_without_teardown(args, status):
     assert b"Error: " in result.stderr and b"teardown" not in result.stderr
 
 
-def test_a_closed_stdout_gives_no_error_at_exit(model_path):
+@pytest.mark.parametrize("stdin", [False, True], ids=["batch", "one message"])
+def test_a_closed_stdout_is_one_error_line(model_path, stdin):
     # Python starts with sys.stdout None when descriptor 1 is closed
+    paths = [] if stdin else [str(SAMPLE / "new")]
     result = run(
         "predict",
         "-m",
         model_path,
-        str(SAMPLE / "new"),
+        *paths,
+        stdin=(SAMPLE / "new" / "001.eml").read_bytes() if stdin else b"",
         stdout=None,
         preexec_fn=lambda: os.close(1),
     )
-    assert (result.returncode, result.stderr) == (0, b"")
+    assert result.returncode == 1
+    assert result.stderr == b"Error: cannot write output: standard output is closed\n"
+
+
+@pytest.mark.parametrize("stdin", [False, True], ids=["batch", "one message"])
+def test_a_full_disk_under_stdout_is_one_error_line(model_path, stdin):
+    paths = [] if stdin else [str(SAMPLE / "new")]
+    with open("/dev/full", "wb") as full:
+        result = run(
+            "predict",
+            "-m",
+            model_path,
+            *paths,
+            stdin=(SAMPLE / "new" / "001.eml").read_bytes() if stdin else b"",
+            stdout=full,
+        )
+    assert result.returncode == 1
+    assert result.stderr == b"Error: cannot write output: no space left on device\n"
+
+
+def test_a_command_that_writes_nothing_to_stdout_runs_with_it_closed(model_path, tmp_path):
+    copy = tmp_path / "m.nbm"
+    copy.write_bytes(Path(model_path).read_bytes())
+    result = run(
+        "learn",
+        "-m",
+        str(copy),
+        "-l",
+        "ham",
+        str(SAMPLE / "new" / "001.eml"),
+        stdout=None,
+        preexec_fn=lambda: os.close(1),
+    )
+    assert result.returncode == 0, result.stderr
 
 
 # A program that runs the command inside itself, then goes on and exits its own way.

@@ -490,7 +490,7 @@ Timings
 
 
 def test_render_table_exact(hand_report):
-    assert list(render_report(hand_report, "table")) == TABLE.split("\n")
+    assert list(render_report(hand_report, "text")) == TABLE.split("\n")
 
 
 MULTI_CLASS_MARKDOWN = """\

@@ -166,7 +166,7 @@ def test_the_status_value():
         "-", "ham", (0.9, 0.1), log_odds=-2.0, verdict="unsure", calibrated=0.25
     )
     assert status_value(calibrated) == (
-        f"unsure; log_odds=-2.000; probability=0.2500; version={__version__}"
+        f"unsure; log_odds=-2.000; calibrated=0.2500; probability=0.2500; version={__version__}"
     )
 
 
@@ -398,10 +398,12 @@ def test_messages_are_moved_by_verdict_keeping_new_cur_and_flags(model, maildir,
             "path",
             "verdict",
             "log_odds",
+            "calibrated",
             "probability",
             "action",
             "destination",
         }
+        assert record["probability"] == record["calibrated"]  # the old name, for one release
         assert record["verdict"] == verdicts[record["path"]]
         if record["action"] == "moved":
             assert Path(record["destination"]).is_file()

@@ -63,7 +63,7 @@ def test_predict_scores_or_reports_every_input(model, tmp_path):
     assert any(
         line.startswith(f"{tmp_path / 'bad' / 'loop'}: folder already read") for line in reported
     )
-    assert reported[-1] == "2 input(s) skipped, see above"
+    assert reported[-1] == "2 inputs skipped, see above"
 
 
 def test_train_reads_bad_messages_and_accounts_for_them(tmp_path):

@@ -1,0 +1,284 @@
+"""Failures at the edges of a command: Ctrl-C, full disks, unwritable outputs, names that are
+not UTF-8, inputs that hold nothing. Each ends in one line on stderr and a documented exit
+status, and loses nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from nbspam.cli import cli
+
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
+FULL = "/dev/full"
+needs_dev_full = pytest.mark.skipif(not os.path.exists(FULL), reason="no /dev/full here")
+
+
+def run(runner: CliRunner, *args):
+    return runner.invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+@pytest.fixture
+def model(runner, tmp_path) -> Path:
+    path = tmp_path / "m.nbm"
+    result = run(runner, "train", SAMPLE / "train", "-o", path, "--cutoffs=-5,5")
+    assert result.exit_code == 0, result.stderr
+    return path
+
+
+def nbspam(*args, **options) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "nbspam", *map(str, args)],
+        stdout=options.pop("stdout", subprocess.PIPE),
+        stderr=subprocess.PIPE,
+        check=False,
+        **options,
+    )
+
+
+# -- Ctrl-C ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    """6,000 messages of 300 random words: a few seconds of work for two workers."""
+    root = tmp_path_factory.mktemp("corpus")
+    rng = random.Random(1)
+    words = ["".join(rng.choices("abcdefghij", k=6)) for _ in range(3000)]
+    for label in ("ham", "spam"):
+        (root / label).mkdir()
+        for i in range(3000):
+            text = " ".join(rng.choices(words, k=300))
+            (root / label / f"{i}.txt").write_text(f"Subject: {i}\n\n{text}")
+    return root
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["train", "predict"])
+def test_ctrl_c_ends_with_one_line_and_status_130(corpus, model, tmp_path, command):
+    output = tmp_path / "new.nbm"
+    args = {
+        "train": ["train", corpus, "-o", output],
+        "predict": ["predict", "-m", model, corpus],
+    }[command]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "nbspam", *map(str, args), "--jobs", "2"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # its own process group, as a terminal's job
+    )
+    time.sleep(0.8)  # the workers are busy by now
+    os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C sends: to the whole group
+    _, stderr = process.communicate(timeout=60)
+    assert (process.returncode, stderr) == (130, b"Error: interrupted\n")
+    assert not output.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [model.name, model.name + ".lock"]
+
+
+# -- full disks and outputs that cannot be written ----------------------------------------------
+
+
+@needs_dev_full
+def test_a_lock_file_on_a_full_disk_is_one_line_and_the_model_is_untouched(runner, model):
+    before = model.read_bytes()
+    lock = Path(f"{model}.lock")
+    lock.unlink()
+    lock.symlink_to(FULL)
+    result = run(runner, "learn", "-m", model, "-l", "ham", SAMPLE / "new" / "001.eml")
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: cannot write lock file {lock}: no space left on device\n"
+    assert model.read_bytes() == before
+
+
+@needs_dev_full
+@pytest.mark.parametrize(
+    "option, message",
+    [
+        ("--report", "cannot write report {path}: no space left on device"),
+        ("--state", "state file {path} is not a regular file"),
+    ],
+)
+def test_filter_records_on_a_device_are_one_line(runner, model, tmp_path, option, message):
+    folder = tmp_path / "mail"
+    folder.mkdir()
+    (folder / "1.eml").write_bytes((SAMPLE / "new" / "001.eml").read_bytes())
+    result = run(runner, "filter", "-m", model, folder, option, FULL)
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: {message.format(path=FULL)}\n"
+    assert (folder / "1.eml").is_file()
+
+
+@pytest.mark.parametrize("where", ["open", "write"])
+def test_a_state_file_on_a_full_disk_is_one_line(runner, model, tmp_path, monkeypatch, where):
+    import errno
+
+    import nbspam.filtering
+
+    folder = tmp_path / "mail"
+    folder.mkdir()
+    (folder / "1.eml").write_bytes((SAMPLE / "new" / "001.eml").read_bytes())
+    state = tmp_path / "state"
+    state.write_bytes(b"half a line")  # opening it writes the line end a crash cut short
+    real_write = os.write
+
+    def full(fd, data):
+        if os.fstat(fd).st_ino == state.stat().st_ino:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_write(fd, data)
+
+    if where == "write":
+        state.write_bytes(b"")
+    monkeypatch.setattr(nbspam.filtering.os, "write", full)
+    result = run(runner, "filter", "-m", model, folder, "--state", state)
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: cannot write state file {state}: no space left on device\n"
+    assert (folder / "1.eml").is_file()
+
+
+@needs_dev_full
+def test_evaluate_scores_on_a_full_disk_are_one_line(runner):
+    result = run(runner, "evaluate", SAMPLE / "train", "--folds", "2", "--scores", FULL)
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: cannot write scores {FULL}: no space left on device\n"
+
+
+@pytest.mark.parametrize(
+    "option, name, message",
+    [
+        ("--scores", "missing/s.jsonl", "--scores {path}: no such folder {folder}"),
+        ("--plot", "missing/p.svg", "--plot {path}: no such folder {folder}"),
+        (
+            "--plot",
+            "p.pdf",
+            "cannot tell the image format of {path}: give a file ending in .png or .svg",
+        ),
+    ],
+)
+def test_evaluate_refuses_an_output_it_could_not_write_before_the_work(
+    runner, tmp_path, monkeypatch, option, name, message
+):
+    import nbspam.evaluate
+
+    def never(*args, **kwargs):
+        raise AssertionError("the cross-validation ran")
+
+    monkeypatch.setattr(nbspam.evaluate, "cross_validate", never)
+    path = tmp_path / name
+    result = run(runner, "evaluate", SAMPLE / "train", option, path)
+    assert result.exit_code == 1
+    expected = message.format(path=path, folder=path.parent)
+    assert result.stderr == f"Error: {expected}\n"
+
+
+def test_evaluate_without_matplotlib_says_so_before_the_work(runner, tmp_path, monkeypatch):
+    import importlib.util
+
+    import nbspam.evaluate
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "matplotlib" else real(name, *a),
+    )
+    monkeypatch.setattr(nbspam.evaluate, "cross_validate", None)  # never reached
+    result = run(runner, "evaluate", SAMPLE / "train", "--plot", tmp_path / "p.svg")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: --plot needs matplotlib: pip install")
+
+
+def test_an_unexpected_failure_is_one_line(runner, model, monkeypatch):
+    import nbspam.render
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("a defect")
+
+    monkeypatch.setattr(nbspam.render, "predictions", broken)
+    monkeypatch.delenv("NBSPAM_TRACEBACK", raising=False)
+    result = run(runner, "predict", "-m", model, SAMPLE / "new")
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "Error: internal error: ZeroDivisionError('a defect') "
+        "(set NBSPAM_TRACEBACK=1 to see where)\n"
+    )
+
+
+# -- inputs that hold nothing --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["predict", "explain", "forget"])
+def test_an_empty_folder_is_reported_with_status_3(runner, model, tmp_path, command):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = run(runner, command, "-m", model, empty, SAMPLE / "new" / "001.eml")
+    assert result.exit_code == 3
+    assert result.stderr.splitlines()[0] == f"{empty}: no messages found"
+
+
+# -- names that are not UTF-8 --------------------------------------------------------------------
+
+
+@pytest.fixture
+def odd_names(tmp_path) -> tuple[Path, bytes]:
+    """A folder with one message whose name holds a byte that is not UTF-8, a tab and a
+    backslash."""
+    folder = tmp_path / "odd"
+    folder.mkdir()
+    name = os.fsencode(folder) + b"/a\xff\tb\\c.eml"
+    with open(name, "wb") as f:
+        f.write((SAMPLE / "new" / "001.eml").read_bytes())
+    return folder, name
+
+
+def test_a_name_that_is_not_utf8_round_trips_through_jsonl(model, odd_names):
+    folder, name = odd_names
+    result = nbspam("predict", "-m", model, folder, "-f", "jsonl")
+    assert result.returncode == 0, result.stderr
+    line = result.stdout.decode("utf-8")  # valid UTF-8
+    assert os.fsencode(json.loads(line)["path"]) == name
+
+
+def test_a_name_that_is_not_utf8_round_trips_through_tsv(model, odd_names):
+    folder, name = odd_names
+    result = nbspam("predict", "-m", model, folder, "-f", "tsv")
+    assert result.returncode == 0, result.stderr
+    rows = result.stdout.decode("utf-8").splitlines()
+    assert len(rows) == 2  # the header and one message: the tab did not split the row
+    cell = rows[1].split("\t")[0]
+    assert cell == os.fsdecode(folder) + "/a\\xff\\tb\\\\c.eml"
+    unescaped = cell.encode().decode("unicode_escape").encode("latin-1")
+    assert unescaped == name
+
+
+def test_a_name_that_is_not_utf8_is_written_as_its_bytes_in_text(model, odd_names):
+    folder, name = odd_names
+    result = nbspam("predict", "-m", model, folder)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(name + b": ")
+
+
+# -- one name per meaning ----------------------------------------------------------------------
+
+
+def test_evaluate_text_format_and_its_old_name(runner):
+    text = run(runner, "evaluate", SAMPLE / "train", "--folds", "2", "-f", "text")
+    old = run(runner, "evaluate", SAMPLE / "train", "--folds", "2", "-f", "table")
+    assert text.exit_code == old.exit_code == 0
+    same = [line for line in text.stdout.splitlines() if not line.endswith(" s")]  # times
+    assert same == [line for line in old.stdout.splitlines() if not line.endswith(" s")]
+    help_text = run(runner, "evaluate", "--help").stdout
+    assert "[text|json|markdown]" in help_text and "table|" not in help_text
