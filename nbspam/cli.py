@@ -224,10 +224,18 @@ def train_options(f):
 
 _TRAIN_OPTIONS = [
     click.option(
-        "--model",
+        "--event-model",
         "event_model",
         type=click.Choice(EVENT_MODELS),
         help=f"Event model: multinomial counts words, bernoulli their presence and absence. [default: {_DEFAULT_TRAIN.model}]",
+    ),
+    # the old spelling, kept unlisted: --model names the model file on every other command
+    click.option(
+        "--model",
+        "old_event_model",
+        type=click.Choice(EVENT_MODELS),
+        hidden=True,
+        help="The old spelling of --event-model.",
     ),
     click.option(
         "--alpha",
@@ -341,7 +349,7 @@ def train(
     \b
     Example:
       nbspam train sample_data/train -o spam.nbm
-      nbspam train spam=spam.mbox ham=~/Maildir -o spam.nbm --model bernoulli
+      nbspam train spam=spam.mbox ham=~/Maildir -o spam.nbm --event-model bernoulli
       nbspam train sms.tsv -o sms.nbm -c configs/bernoulli.yaml
     """
     from .lock import model_lock
@@ -368,8 +376,9 @@ def settings_from(config_file: str | None, options: dict[str, Any]):
     """Settings from the YAML file (if any), overridden by the options given."""
     values = load_yaml(config_file) if config_file else {}
     flags = {k: v for k, v in options.items() if v is not None}
-    if "event_model" in flags:
-        flags["model"] = flags.pop("event_model")
+    old_spelling = flags.pop("old_event_model", None)
+    if old_spelling is not None:
+        flags.setdefault("event_model", old_spelling)
     return resolve_settings({**values, **flags}, source=config_file or "options")
 
 

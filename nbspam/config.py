@@ -156,7 +156,9 @@ def build_settings(values: dict[str, Any], *, source: str = "settings") -> Setti
 
     Unknown keys, wrong types and out-of-range values raise `ConfigError` naming the key.
     """
-    unknown = sorted(set(values) - KNOWN_KEYS)
+    # event_model is the name of the option (--event-model); model, its old name, stays
+    values = {("model" if key == "event_model" else key): v for key, v in values.items()}
+    unknown = sorted(set(values) - KNOWN_KEYS - {"event_model"})
     if unknown:
         known = ", ".join(sorted(KNOWN_KEYS))
         raise ConfigError(f"unknown setting {unknown[0]!r} in {source}; known settings: {known}")

@@ -785,9 +785,11 @@ def _cutoff_outcome(
     if not ham_cut <= spam_cut:
         raise ConfigError(f"the ham cutoff {ham_cut:g} is above the spam cutoff {spam_cut:g}")
     positive, negative = scores.positive, scores.negative
-    decided = np.where(odds < ham_cut, negative, np.where(odds >= spam_cut, positive, UNSURE))
+    # the rule predict and filter apply (`decision.verdict`), so the report counts what they do
+    cut = (ham_cut, spam_cut)
+    decided = np.array([verdict(o, cut, positive, negative) for o in odds.tolist()], object)
     return {"ham_cutoff": _number(ham_cut), "spam_cutoff": _number(spam_cut)} | _outcome(
-        decided.astype(object), y, scores
+        decided, y, scores
     )
 
 

@@ -166,6 +166,24 @@ def test_not_a_model_is_one_line_error(runner, data):
     assert result.stderr == f"Error: {data / 'ham' / '0.txt'} is not an nbspam model file\n"
 
 
+@pytest.mark.parametrize("option", ["--event-model", "--model"])
+def test_the_event_model_option_and_its_old_spelling(runner, data, tmp_path, option):
+    path = tmp_path / "m.nbm"
+    result = run(runner, "train", data, "-o", path, option, "bernoulli")
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.startswith("trained a bernoulli model")
+    help_text = run(runner, "train", "--help").stdout
+    assert "--event-model" in help_text and "--model " not in help_text
+
+
+def test_the_event_model_in_a_config_file(runner, data, tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_text("event-model: bernoulli\n")
+    result = run(runner, "train", data, "-o", tmp_path / "m.nbm", "-c", config)
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.startswith("trained a bernoulli model")
+
+
 def test_usage_errors_exit_2(runner, data, tmp_path):
     assert run(runner, "train", data).exit_code == 2  # no -o
     assert run(runner, "train", data, "-o", tmp_path / "m", "--model", "gauss").exit_code == 2

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from nbspam.cli import cli
-from nbspam.errors import EXIT_ERROR, EXIT_OK, EXIT_SKIPPED, EXIT_USAGE
+from nbspam.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_SKIPPED, EXIT_USAGE
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
 
@@ -29,8 +29,9 @@ def test_every_train_option_is_in_the_readme():
 
 def test_exit_status_table_matches_the_code():
     section = README.split("### Exit status", 1)[1].split("\n#", 1)[0]
-    rows = re.findall(r"^\| (\d) \|", section, flags=re.MULTILINE)
-    assert [int(r) for r in rows] == [EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_SKIPPED]
+    rows = re.findall(r"^\| (\d+) \|", section, flags=re.MULTILINE)
+    expected = [EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_SKIPPED, EXIT_INTERRUPTED]
+    assert [int(r) for r in rows] == expected
 
 
 def test_the_cross_validation_row_limit_is_the_one_documented():

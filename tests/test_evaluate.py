@@ -11,6 +11,7 @@ import pytest
 
 from nbspam import metrics
 from nbspam.config import build_settings
+from nbspam.decision import verdict
 from nbspam.errors import ConfigError, InputError
 from nbspam.evaluate import (
     Scores,
@@ -618,3 +619,21 @@ def test_calibration_improves_held_out_log_loss_on_spamassassin(spamassassin_mat
     assert calibrated["brier"] < raw["brier"]
     assert r["ranking"]["roc_auc"] > 0.995
     assert r["cutoffs"]["false_positives"] <= 0.002 * r["counts"]["by_class"]["ham"]["evaluated"]
+
+
+def test_cutoffs_decide_as_predict_does_at_exactly_zero():
+    # a log-odds of exactly 0 is ham for predict and filter (decision.verdict); the report
+    # must count what they do, at cutoffs (0, 0) and at cutoffs that touch the score
+    odds = [-1.0, 0.0, 0.0, 2.0]
+    labels = ["ham", "ham", "spam", "spam"]
+    scores = binary_scores(odds, labels)
+    for cutoffs in [(0.0, 0.0), (-1.0, 2.0), (0.0, 2.0)]:
+        cut = report(scores, cutoffs=cutoffs, calibration=None)["cutoffs"]
+        decided = [verdict(o, cutoffs, "spam", "ham") for o in odds]
+        false_positives = sum(d == "spam" and y == "ham" for d, y in zip(decided, labels))
+        false_negatives = sum(d == "ham" and y == "spam" for d, y in zip(decided, labels))
+        assert (cut["false_positives"], cut["false_negatives"]) == (
+            false_positives,
+            false_negatives,
+        ), cutoffs
+        assert cut["unsure"] == decided.count("unsure")
