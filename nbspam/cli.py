@@ -646,6 +646,8 @@ def evaluate(
     """
     from . import evaluate as ev
     from .messages import read_labelled
+    from .render import render_report
+    from .report import report as evaluation_report
 
     settings = settings_from(config_file, options)
     # what would fail after the cross-validation fails before it
@@ -656,25 +658,25 @@ def evaluate(
         from .plot import check_plot
 
         check_plot(plot)
-    report = Reporter("read")
-    messages = read_labelled(data, report.problems)
+    talk = Reporter("read")
+    messages = read_labelled(data, talk.problems)
     if test_data:
-        tests = read_labelled(test_data, report.problems)
-        scores = ev.holdout(messages, tests, settings, report.progress, jobs=jobs)
+        tests = read_labelled(test_data, talk.problems)
+        scores = ev.holdout(messages, tests, settings, talk.progress, jobs=jobs)
     elif chronological:
         scores = ev.chronological(
             messages,
             settings,
             test_fraction=chronological,
-            progress=report.progress,
+            progress=talk.progress,
             jobs=jobs,
         )
     else:
         scores = ev.cross_validate(
-            messages, settings, folds=cv_folds, seed=seed, progress=report.progress, jobs=jobs
+            messages, settings, folds=cv_folds, seed=seed, progress=talk.progress, jobs=jobs
         )
-    status = report.finish()
-    for line in ev.render_report(ev.report(scores, cutoffs=None, calibration=None), fmt):
+    status = talk.finish()
+    for line in render_report(evaluation_report(scores, cutoffs=None, calibration=None), fmt):
         emit(line)
     if scores_file:
         ev.write_scores(scores, scores_file)

@@ -1,4 +1,5 @@
-"""From a score to what predict prints: the verdict by cutoffs and a calibrated probability.
+"""From a score to what predict prints: the one rule of verdicts by cutoffs, and a calibrated
+probability.
 
 Standard library only: both the batch scorer (`model`) and the one-message scorer (`quick`)
 use it.
@@ -8,8 +9,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 UNSURE = "unsure"
+
+
+class Rule(NamedTuple):
+    """A two-class model's decision rule: (ham, spam) cutoffs on the log-odds, Platt (a, b).
+
+    Either is None when the training messages were too few for an internal cross-validation.
+    """
+
+    cutoffs: tuple[float, float] | None
+    calibration: tuple[float, float] | None
 
 
 @dataclass(frozen=True)

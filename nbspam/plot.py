@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from . import metrics
+from .crossval import Scores
 from .errors import NbspamError
-from .evaluate import Scores
 
 PLOT_SUFFIXES: dict[str, str] = {".png": "png", ".svg": "svg"}
 INSTALL_HINT = "pip install 'nbspam[plot]' (or pip install matplotlib)"

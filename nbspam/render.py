@@ -1,4 +1,5 @@
-"""Output: predictions and explanations as text, JSON Lines or TSV, one line at a time.
+"""Output: predictions and explanations as text, JSON Lines or TSV, one line at a time; the
+evaluation report as text, JSON or Markdown.
 
 Names that are not valid UTF-8 (file names are bytes on Unix) reach nbspam as strings with
 lone surrogates (Python's surrogateescape), and every format gives them back exactly:
@@ -11,7 +12,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 from .decision import Prediction
 
@@ -19,6 +21,8 @@ if TYPE_CHECKING:  # explain needs numpy; rendering a prediction must not
     from .explain import ClassTerms, MessageExplanation
 
 Format = Literal["text", "jsonl", "tsv"]
+ReportFormat = Literal["text", "json", "markdown"]
+REPORT_FORMATS: tuple[str, ...] = ("text", "json", "markdown")
 
 
 def predictions(items: Iterable[Prediction], labels: Sequence[str], fmt: Format) -> Iterator[str]:
@@ -194,3 +198,221 @@ def _tsv_escape(match: re.Match[str]) -> str:
         return escape
     code = ord(char)
     return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+
+# -- the evaluation report ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Table:
+    """A table of text cells: the first column is aligned left, the others right."""
+
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+_Block = str | _Table
+_Section = tuple[str, list[_Block]]
+
+
+def render_report(report: dict[str, Any], fmt: ReportFormat) -> Iterator[str]:
+    """The report as lines: an aligned plain-text table, JSON, or Markdown."""
+    if fmt == "json":
+        yield from json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False).splitlines()
+        return
+    if fmt not in REPORT_FORMATS:
+        raise ValueError(f"unknown report format {fmt!r}")
+    layout = _markdown_section if fmt == "markdown" else _text_section
+    for i, section in enumerate(_sections(report)):
+        if i:
+            yield ""
+        yield from layout(section)
+
+
+def _text_section(section: _Section) -> Iterator[str]:
+    title, blocks = section
+    yield title
+    for block in blocks:
+        if isinstance(block, _Table):
+            yield from ("  " + line for line in _aligned(block))
+        else:
+            yield "  " + block
+
+
+def _aligned(table: _Table) -> Iterator[str]:
+    rows = [table.header, *table.rows]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(table.header))]
+    for row in rows:
+        cells = [
+            cell.ljust(w) if i == 0 else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        ]
+        yield "  ".join(cells).rstrip()
+
+
+def _markdown_section(section: _Section) -> Iterator[str]:
+    title, blocks = section
+    yield f"## {title}"
+    for block in blocks:
+        yield ""
+        if isinstance(block, _Table):
+            yield _markdown_row(block.header)
+            yield "|" + "|".join([":---", *["---:"] * (len(block.header) - 1)]) + "|"
+            yield from (_markdown_row(row) for row in block.rows)
+        else:
+            yield block
+
+
+def _markdown_row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+
+def _sections(report: dict[str, Any]) -> list[_Section]:
+    """The report's content, format-neutral: titled sections of lines and tables."""
+    sections = [_overview(report), _classification_section(report), _confusion_section(report)]
+    if report["positive"] is not None:
+        sections.append(_ranking_section(report))
+        if report["cutoffs"] is not None:
+            sections.append(_cutoff_section(report))
+        if report["calibration"] is not None:
+            sections.append(_calibration_section(report))
+    if report["seconds"]:
+        times = ", ".join(f"{stage} {s:.1f} s" for stage, s in report["seconds"].items())
+        sections.append(("Timings", [times]))
+    return sections
+
+
+def _overview(report: dict[str, Any]) -> _Section:
+    counts = report["counts"]
+    by_class = counts["by_class"]
+    evaluated = ", ".join(f"{c} {v['evaluated']:,}" for c, v in by_class.items())
+    lines = [
+        report["protocol"].get("description", "evaluation"),
+        f"{counts['evaluated']:,} of {counts['messages']:,} messages evaluated: {evaluated}",
+    ]
+    if counts["evaluated"] < counts["messages"]:
+        trained = ", ".join(f"{c} {v['train_only']:,}" for c, v in by_class.items())
+        lines.append(f"used only for training: {trained}")
+    return "Evaluation", lines
+
+
+def _classification_section(report: dict[str, Any]) -> _Section:
+    header = ("class", "precision", "recall", "F1", "support")
+    rows = [
+        (c, f"{m['precision']:.4f}", f"{m['recall']:.4f}", f"{m['f1']:.4f}", f"{m['support']:,}")
+        for c, m in report["per_class"].items()
+    ]
+    macro = report["macro"]
+    total = sum(m["support"] for m in report["per_class"].values())
+    rows.append(
+        (
+            "macro average",
+            f"{macro['precision']:.4f}",
+            f"{macro['recall']:.4f}",
+            f"{macro['f1']:.4f}",
+            f"{total:,}",
+        )
+    )
+    summary = f"accuracy {report['accuracy']:.4f}, Matthews correlation {report['mcc']:.4f}"
+    return f"Classification ({report['decision']})", [_Table(header, tuple(rows)), summary]
+
+
+def _confusion_table(confusion: dict[str, Any]) -> _Table:
+    header = ("true \\ predicted", *confusion["predicted"])
+    rows = tuple(
+        (label, *(f"{n:,}" for n in row))
+        for label, row in zip(confusion["true"], confusion["matrix"], strict=True)
+    )
+    return _Table(header, rows)
+
+
+def _confusion_section(report: dict[str, Any]) -> _Section:
+    return "Confusion matrix (rows: true label, columns: predicted)", [
+        _confusion_table(report["confusion"])
+    ]
+
+
+def _ranking_section(report: dict[str, Any]) -> _Section:
+    ranking = report["ranking"]
+    title = "Ranking by log-odds"
+    if ranking is None:
+        return title, ["ROC metrics need messages of both classes among the evaluated ones"]
+    line = f"ROC AUC {ranking['roc_auc']:.6f}, (1-ROCA)% {ranking['one_minus_roca_percent']:.4f}"
+    header = ("false-positive rate", f"{report['positive']} recall", "log-odds cutoff")
+    rows = tuple(
+        (f"{100 * r['max_fpr']:g}%", f"{r['recall']:.4f}", _cut(r["threshold"]))
+        for r in ranking["recall_at_fpr"]
+    )
+    return title, [line, _Table(header, rows)]
+
+
+def _cut(value: float | str) -> str:
+    """A log-odds cutoff for people: signed, three decimals, or +inf / -inf."""
+    if isinstance(value, str):
+        return value if value.startswith("-") else "+" + value
+    return f"{value:+.3f}"
+
+
+def _cutoff_section(report: dict[str, Any]) -> _Section:
+    cut = report["cutoffs"]
+    positive = report["positive"]
+    negative = next(c for c in report["classes"] if c != positive)
+    if "per_fold" in cut:
+        pairs = [
+            "none"
+            if rule["ham_cutoff"] is None
+            else f"{_cut(rule['ham_cutoff'])}..{_cut(rule['spam_cutoff'])}"
+            for rule in cut["per_fold"].values()
+        ]
+        line = (
+            f"each fold's own cutoffs, as train fits them on the fold's training part: "
+            f"{negative} below, {positive} from, unsure between (log-odds): {', '.join(pairs)}"
+        )
+    else:
+        line = (
+            f"{negative} below {_cut(cut['ham_cutoff'])}, {positive} from "
+            f"{_cut(cut['spam_cutoff'])} (log-odds), unsure between"
+        )
+    outcome = (
+        f"false positives {cut['false_positives']:,}, false negatives "
+        f"{cut['false_negatives']:,}, unsure {cut['unsure']:,} ({cut['unsure_rate']:.2%})"
+    )
+    return "Cutoffs", [line, _confusion_table(cut["confusion"]), outcome]
+
+
+def _calibration_section(report: dict[str, Any]) -> _Section:
+    cal = report["calibration"]
+    positive = report["positive"]
+    blocks: list[_Block] = []
+    if cal["platt"] is not None:
+        blocks.append(
+            f"Platt: P({positive}) = 1 / (1 + exp(-(a log-odds + b))), "
+            f"a = {cal['platt']['a']:.6g}, b = {cal['platt']['b']:.6g}"
+        )
+    kinds = [("raw posterior", cal["raw"])]
+    if cal["calibrated"] is not None:
+        blocks.append(f"calibrated: {cal['calibrated_by']}")
+        kinds.append(("calibrated", cal["calibrated"]))
+    blocks.append(
+        _Table(
+            ("probability", "Brier", "log loss"),
+            tuple((name, f"{q['brier']:.5f}", f"{q['log_loss']:.5f}") for name, q in kinds),
+        )
+    )
+    header = [f"P({positive})"]
+    for name, _ in kinds:
+        short = name.split()[0]
+        header += [f"{short} n", f"{short} mean", f"{short} observed"]
+    rows = []
+    for i, first in enumerate(kinds[0][1]["reliability"]):
+        row = [f"{first['lower']:.1f}-{first['upper']:.1f}"]
+        for _, quality in kinds:
+            b = quality["reliability"][i]
+            row += [f"{b['count']:,}", _mean(b["mean_predicted"]), _mean(b["fraction_positive"])]
+        rows.append(tuple(row))
+    blocks.append(_Table(tuple(header), tuple(rows)))
+    return "Calibration", blocks
+
+
+def _mean(value: float | None) -> str:
+    return "" if value is None else f"{value:.3f}"

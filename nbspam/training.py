@@ -25,14 +25,15 @@ def train(
     """Train a model; for two classes also fit its cutoffs and Platt calibration.
 
     With ``calibrate`` (the default) the count rows of the messages (of a sample of at most
-    `model.CV_ROWS` of them) are kept, and `evaluate.decision_rule` gives the cutoffs and
+    `model.CV_ROWS` of them) are kept, and `calibration.decision_rule` gives the cutoffs and
     calibration from an internal cross-validation of them, each fold scored by a model of
     all the other messages. Without it only cutoffs given in the settings are set. Either
     way memory is bounded by the model, not by the number of messages.
     """
     counted = LabelledCounts(messages, settings.tokenizer, progress=progress, jobs=jobs)
     # The workers are tokenizing: numpy and scipy are imported now, beside them, not before.
-    from . import evaluate
+    from .calibration import decision_rule
+    from .crossval import Tokenized, Totals
     from .model import CV_ROWS, Rows, fit_counted
 
     cfg = settings.train
@@ -44,6 +45,6 @@ def train(
         return dataclasses.replace(model, cutoffs=cfg.cutoffs)
     X, terms = rows.matrix()
     ids = [str(i) for i in range(X.shape[0])]
-    data = evaluate.Tokenized(ids, rows.labels, X, terms)
-    rule = evaluate.decision_rule(data, settings, evaluate.Totals(rows.classes, rows.totals))
+    data = Tokenized(ids, rows.labels, X, terms)
+    rule = decision_rule(data, settings, Totals(rows.classes, rows.totals))
     return dataclasses.replace(model, cutoffs=rule.cutoffs, calibration=rule.calibration)

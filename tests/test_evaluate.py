@@ -10,26 +10,24 @@ import numpy as np
 import pytest
 
 from nbspam import metrics
+from nbspam.calibration import calibrate, choose_cutoffs
 from nbspam.config import build_settings
+from nbspam.crossval import Scores, Tokenized, cross_validate_matrix
 from nbspam.decision import verdict
 from nbspam.errors import ConfigError, InputError
 from nbspam.evaluate import (
-    Scores,
-    Tokenized,
-    calibrate,
-    choose_cutoffs,
     chronological,
     chronological_order,
     cross_validate,
-    cross_validate_matrix,
     holdout,
     message_time,
-    render_report,
-    report,
     tokenize_all,
+    with_decision_rules,
 )
 from nbspam.messages import Message
 from nbspam.model import score, train
+from nbspam.render import render_report
+from nbspam.report import report
 
 SETTINGS = build_settings({})
 
@@ -180,7 +178,7 @@ def test_training_keeps_rows_of_a_sample_and_scores_it_with_models_of_all_the_re
     monkeypatch,
 ):
     import nbspam.model
-    from nbspam.evaluate import score_split
+    from nbspam.crossval import score_split
     from nbspam.training import train as train_with_rule
 
     messages = sorted(small_corpus(), key=lambda m: m.label)  # 13 ham, then 8 spam
@@ -193,7 +191,7 @@ def test_training_keeps_rows_of_a_sample_and_scores_it_with_models_of_all_the_re
     labels = np.array(data.labels, dtype=object)[sample]
     fold = np.full(21, -1)
     fold[sample] = metrics.stratified_folds(labels, 4, 42)
-    scores = score_split(data, fold, SETTINGS, protocol={}, decision_rules=False)
+    scores = score_split(data, fold, SETTINGS, protocol={})
     assert scores.evaluated.sum() == 11
     cfg = SETTINGS.train
     expected = choose_cutoffs(
@@ -611,7 +609,9 @@ def test_plot_without_matplotlib_says_how_to_install(tmp_path, monkeypatch):
 def test_calibration_improves_held_out_log_loss_on_spamassassin(spamassassin_matrix):
     X, labels, terms = spamassassin_matrix  # tokenized once per session (tests/conftest.py)
     data = Tokenized([str(i) for i in range(len(labels))], labels, X, terms)
-    scores = cross_validate_matrix(data, SETTINGS, folds=5, seed=42)
+    scores = with_decision_rules(
+        cross_validate_matrix(data, SETTINGS, folds=5, seed=42), data, SETTINGS
+    )
     assert scores.evaluated.all() and np.isfinite(scores.calibrated).all()
     r = report(scores, cutoffs=choose_cutoffs(scores), calibration=calibrate(scores))
     raw, calibrated = r["calibration"]["raw"], r["calibration"]["calibrated"]

@@ -1,0 +1,243 @@
+"""Out-of-fold scores: every message scored by a model fitted without it.
+
+Messages come as count rows (`Tokenized`). Each fold's model is fitted from counts (the
+totals less the fold's rows), so it is exactly the model `train` would fit on the other
+rows. `evaluate` builds its splits on this, and `calibration` the internal
+cross-validation that chooses a model's cutoffs and calibration.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from . import metrics
+from . import naive_bayes as nb
+from .config import Settings
+from .decision import Rule
+from .errors import ConfigError, InputError
+from .model import Model, from_counts, predict_matrix
+from .sparse import sp
+
+
+class Tokenized(NamedTuple):
+    """Labelled messages as count rows: ids (n,), labels (n,), X (n, d), terms (d,) sorted."""
+
+    ids: list[str]
+    labels: list[str]
+    X: sp.csr_matrix
+    terms: list[str]
+
+
+class Totals(NamedTuple):
+    """The counts of a set of messages (`naive_bayes.class_counts`: class_count,
+    term_count, doc_count over sorted terms) and their labels, in the counts' order."""
+
+    classes: list[str]
+    counts: tuple[np.ndarray, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Scores:
+    """Out-of-sample scores of every evaluated message.
+
+    Rows are the messages in input order. ``fold`` (n,) is the test fold that scored each
+    message, -1 for a message used only for training (its score rows are NaN).
+    ``log_posterior`` (n, C) has its columns in ``classes`` order; ``log_odds`` (n,) is
+    log P(positive | x) - log P(negative | x) for two-class models, else None.
+    For two-class models each test fold k gets the decision rule `train` would fit on its
+    training part (``rules[k]``: cutoffs and Platt calibration from an internal
+    cross-validation of that part alone, `decision_rule`); ``verdicts`` (n,) and
+    ``calibrated`` (n,) are what `predict` with that model would print. ``protocol``
+    describes the split; ``seconds`` the time spent per stage.
+    """
+
+    ids: tuple[str, ...]
+    labels: tuple[str, ...]
+    classes: tuple[str, ...]
+    log_posterior: np.ndarray
+    log_odds: np.ndarray | None
+    positive: str | None
+    fold: np.ndarray
+    seconds: dict[str, float]
+    calibrated: np.ndarray | None = None
+    protocol: dict[str, Any] = field(default_factory=dict)
+    verdicts: np.ndarray | None = None
+    rules: dict[int, Rule] = field(default_factory=dict)
+
+    @property
+    def evaluated(self) -> np.ndarray:
+        """Boolean mask (n,) of the messages that were scored by a model not trained on them."""
+        return self.fold >= 0
+
+    @property
+    def negative(self) -> str | None:
+        """The other class of a two-class model."""
+        if self.positive is None:
+            return None
+        return next(c for c in self.classes if c != self.positive)
+
+
+def cross_validate_matrix(
+    data: Tokenized,
+    settings: Settings,
+    *,
+    folds: int = 5,
+    seed: int = 42,
+    tokenize_seconds: float | None = None,
+    totals: Totals | None = None,
+) -> Scores:
+    """Stratified k-fold cross-validation of tokenized messages: each scored by the model
+    of the other folds.
+
+    Folds come from `metrics.stratified_folds` (labels, ``folds``, ``seed``), so they depend
+    only on the labels in input order. Raises InputError when a label has fewer messages
+    than folds. ``totals`` as for `score_split`.
+    """
+    if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
+        raise ConfigError(f"--folds must be a whole number of at least 2, not {folds!r}")
+    _check_labels(data.labels, folds)
+    fold = metrics.stratified_folds(np.array(data.labels, dtype=object), folds, seed)
+    protocol = {
+        "method": "cross-validation",
+        "folds": folds,
+        "seed": seed,
+        "description": f"stratified {folds}-fold cross-validation (seed {seed})",
+    }
+    return score_split(
+        data,
+        fold,
+        settings,
+        protocol=protocol,
+        tokenize_seconds=tokenize_seconds,
+        totals=totals,
+    )
+
+
+def _check_labels(labels: Sequence[str], folds: int) -> None:
+    """InputError unless there are two labels or more, each with at least ``folds`` messages."""
+    counts = Counter(labels)
+    if len(counts) < 2:
+        raise InputError(
+            f"need messages of at least two labels to evaluate, found only {sorted(counts)}"
+        )
+    for label, count in sorted(counts.items()):
+        if count < folds:
+            raise InputError(
+                f"label {label!r} has {count} message(s), fewer than the {folds} folds: "
+                f"use fewer --folds or more data"
+            )
+
+
+def score_split(
+    data: Tokenized,
+    fold: np.ndarray,
+    settings: Settings,
+    *,
+    protocol: dict[str, Any],
+    tokenize_seconds: float | None = None,
+    totals: Totals | None = None,
+) -> Scores:
+    """Score each test fold k (``fold == k``) with a model fitted on all other rows.
+
+    Rows with ``fold == -1`` are only ever trained on. ``totals``, the counts of a larger set of messages that holds these rows, make each
+    fold's model the one of all those messages but the fold's.
+    """
+    fold = np.asarray(fold, dtype=np.int64)
+    labels = np.array(data.labels, dtype=object)
+    seconds = {} if tokenize_seconds is None else {"tokenize": tokenize_seconds}
+    # not np.unique: numpy 2's imports numpy.ma on first use, 7 ms of training's serial end
+    test_folds = sorted(set(fold[fold >= 0].tolist()))
+    if not test_folds:
+        raise InputError("no messages to evaluate: every message is for training")
+    clock = time.perf_counter()
+    classes = sorted(set(data.labels) if totals is None else totals.classes)
+    y = np.searchsorted(np.array(classes, dtype=object), labels).astype(np.int64)
+    if totals is None:
+        counts = nb.class_counts(data.X, y, len(classes))
+    else:  # the totals' classes in sorted order
+        order = [totals.classes.index(c) for c in classes]
+        counts = tuple(c[order] for c in totals.counts)
+    seconds["train"], seconds["score"] = time.perf_counter() - clock, 0.0
+    first: Model | None = None
+    for k in test_folds:  # one fold's model at a time: each is the size of the whole model
+        clock = time.perf_counter()
+        model = _fit_without(data, y, fold == k, classes, counts, settings)
+        _check_test_labels(set(labels[fold == k]), model.labels)
+        fitted = time.perf_counter()
+        seconds["train"] += fitted - clock
+        if first is None:
+            first = model
+            log_post = np.full((len(labels), len(model.labels)), np.nan)
+            log_odds = np.full(len(labels), np.nan) if model.is_binary else None
+        rows = np.flatnonzero(fold == k)
+        log_post[rows], odds = _predict_rows(model, data.X, rows)
+        if log_odds is not None:
+            log_odds[rows] = odds
+        seconds["score"] += time.perf_counter() - fitted
+    assert first is not None
+    classes = first.labels
+    return Scores(
+        ids=tuple(data.ids),
+        labels=tuple(data.labels),
+        classes=classes,
+        log_posterior=log_post,
+        log_odds=log_odds,
+        positive=first.train.positive if first.is_binary else None,
+        fold=fold,
+        seconds=seconds,
+        protocol=protocol,
+    )
+
+
+def _fit_without(
+    data: Tokenized,
+    y: np.ndarray,
+    held_out: np.ndarray,
+    classes: list[str],
+    totals: tuple[np.ndarray, ...],
+    settings: Settings,
+) -> Model:
+    """The model of every row but the held-out ones (mask (n,)), from counts.
+
+    The counts of the training rows are the ``totals`` of all rows (`naive_bayes.class_counts`,
+    rows labelled ``classes[y]``) less those of the held-out rows: integers, so the model is
+    exactly the one fitted on the training rows, and only the held-out rows are counted
+    again. A class with no training row is left out, as a fit on those rows would leave it.
+    """
+    part = nb.class_counts(data.X[held_out], y[held_out], len(classes))
+    counts = [total - held for total, held in zip(totals, part)]
+    keep = np.flatnonzero(counts[0] > 0)
+    if keep.size < len(classes):
+        counts = [c[keep] for c in counts]
+    labels = [classes[c] for c in keep.tolist()]
+    return from_counts(labels, data.terms, *counts, settings, sorted_terms=True)
+
+
+def _predict_rows(
+    model: Model, X: sp.csr_matrix, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """(log posteriors, log-odds or None) of the given rows of the full count matrix."""
+    return predict_matrix(model, X[rows][:, model.scorer.kept])
+
+
+def _check_test_labels(test_labels: set[str], model_labels: Sequence[str]) -> None:
+    """InputError when the test rows have labels the model was not trained on."""
+    unknown = sorted(test_labels - set(model_labels))
+    if unknown:
+        raise InputError(
+            f"the test messages have label(s) {unknown} that the training messages lack "
+            f"(training labels: {list(model_labels)})"
+        )
+
+
+def subset(data: Tokenized, rows: np.ndarray) -> Tokenized:
+    """The given rows of ``data``."""
+    return Tokenized(
+        [data.ids[i] for i in rows], [data.labels[i] for i in rows], data.X[rows], data.terms
+    )
