@@ -368,7 +368,10 @@ def train(
     with model_lock(output):
         save_model(model, output)
     status = report.finish()
-    click.echo(train_summary(model, output), err=True)
+    from .render import train_summary
+
+    for line in train_summary(model, output, os.path.getsize(output)):
+        click.echo(line, err=True)
     sys.exit(status)
 
 
@@ -393,33 +396,6 @@ def resolve_settings(values: dict[str, Any], *, source: str):
     return dataclasses.replace(
         settings, tokenizer=dataclasses.replace(settings.tokenizer, stop_words=words)
     )
-
-
-def train_summary(model, output: str) -> str:
-    counts = ", ".join(f"{label} {n:,}" for label, n in zip(model.labels, model.class_count))
-    total = int(model.class_count.sum())
-    kept = model.scorer.kept.size
-    size = os.path.getsize(output)
-    lines = [
-        f"trained a {model.train.model} model on {total:,} messages ({counts}) "
-        f"in {model.info['seconds']:.1f} s",
-        f"vocabulary: {kept:,} terms kept of {len(model.terms):,} seen "
-        f"(min-count {model.train.min_count})",
-    ]
-    if model.info.get("duplicates"):
-        lines.append(f"{model.info['duplicates']:,} repeated message(s) counted once")
-    if model.is_binary:
-        lines.append(f"positive class: {model.train.positive} (log-odds > 0 point to it)")
-        if model.cutoffs is not None:
-            ham_cut, spam_cut = model.cutoffs
-            lines.append(
-                f"cutoffs: {model.labels[model.negative_index]} below {ham_cut:+.3f}, "
-                f"{model.train.positive} from {spam_cut:+.3f} log-odds, unsure between"
-            )
-        if model.calibration is not None:
-            lines.append("calibration: Platt scaling fitted by internal cross-validation")
-    lines.append(f"wrote {output} ({size / 1e6:.1f} MB)")
-    return "\n".join(lines)
 
 
 def check_writable(path: str, option: str) -> None:
@@ -963,65 +939,10 @@ def info(model_path: str, fmt: str) -> None:
       nbspam info -m spam.nbm
       nbspam info -m spam.nbm -f json | jq .settings.train.alpha
     """
-    import json
-
     from .modelfile import load_model, read_header
+    from .render import model_info
 
-    header = read_header(model_path)
-    model = load_model(model_path)
-    summary = {
-        "path": model_path,
-        "format_version": header["format_version"],
-        "nbspam_version": header["nbspam_version"],
-        "labels": {label: int(n) for label, n in zip(model.labels, model.class_count)},
-        "positive": model.train.positive,
-        "messages": int(model.class_count.sum()),
-        "terms_seen": len(model.terms),
-        "terms_kept": int(model.scorer.kept.size),
-        "settings": {"train": header["train"], "tokenizer": header["tokenizer"]},
-        "cutoffs": header.get("cutoffs"),
-        "calibration": header.get("calibration"),
-        "history": model.info,
-    }
-    if fmt == "json":
-        emit(json.dumps(summary, ensure_ascii=False, indent=2))
-        return
-    train_cfg = header["train"]
-    lines = [
-        f"model:      {model_path} (format {summary['format_version']}, "
-        f"written by nbspam {summary['nbspam_version']})",
-        "labels:     "
-        + ", ".join(f"{k} {v:,}" for k, v in summary["labels"].items())
-        + (f" (positive: {model.train.positive})" if model.is_binary else ""),
-        f"vocabulary: {summary['terms_kept']:,} terms kept of {summary['terms_seen']:,} seen",
-        f"settings:   {train_cfg['model']}{' on word presence' if train_cfg['binary'] and train_cfg['model'] == 'multinomial' else ''}, "
-        f"alpha {train_cfg['alpha']:g}, prior {train_cfg['prior']}, min-count {train_cfg['min_count']}",
-    ]
-    if model.is_binary:
-        negative = model.labels[model.negative_index]
-        lines.append(
-            "cutoffs:    none (the Bayes decision, no unsure band)"
-            if model.cutoffs is None
-            else f"cutoffs:    {negative} below {model.cutoffs[0]:+.3f}, {model.train.positive} "
-            f"from {model.cutoffs[1]:+.3f} log-odds, unsure between"
-        )
-        if model.calibration is not None:
-            a, b = model.calibration
-            lines.append(
-                f"calibrated: P({model.train.positive}) = 1 / (1 + exp(-({a:.5g} log-odds {b:+.5g})))"
-            )
-    lines += [f"{key + ':':<11} {value}" for key, value in model.info.items()]
-    tok = header["tokenizer"]
-    lines.append(
-        "tokenizer:  "
-        + ", ".join(
-            f"{k} {v}"
-            for k, v in tok.items()
-            if k not in ("stop_words", "value_headers", "ignore_headers")
-        )
-        + f", {len(tok['stop_words'])} stop words"
-    )
-    for line in lines:
+    for line in model_info(model_path, read_header(model_path), load_model(model_path), fmt):
         emit(line)
 
 
