@@ -9,12 +9,13 @@ import numpy as np
 
 from . import metrics
 from .config import Settings
-from .crossval import Scores, Tokenized, Totals, cross_validate_matrix
+from .counts import ClassCounts
+from .crossval import Scores, Tokenized, cross_validate_matrix
 from .decision import Rule
 from .errors import InputError
 
 
-def decision_rule(data: Tokenized, settings: Settings, totals: Totals | None = None) -> Rule:
+def decision_rule(data: Tokenized, settings: Settings, totals: ClassCounts | None = None) -> Rule:
     """The cutoffs and calibration `train` stores, from an internal cross-validation.
 
     Every message gets a log-odds from a model of the other folds (stratified, ``folds``

@@ -19,6 +19,7 @@ import numpy as np
 from . import metrics
 from . import naive_bayes as nb
 from .config import Settings
+from .counts import ClassCounts
 from .decision import Rule
 from .errors import ConfigError, InputError
 from .model import Model, from_counts, predict_matrix
@@ -32,14 +33,6 @@ class Tokenized(NamedTuple):
     labels: list[str]
     X: sp.csr_matrix
     terms: list[str]
-
-
-class Totals(NamedTuple):
-    """The counts of a set of messages (`naive_bayes.class_counts`: class_count,
-    term_count, doc_count over sorted terms) and their labels, in the counts' order."""
-
-    classes: list[str]
-    counts: tuple[np.ndarray, ...]
 
 
 @dataclass(frozen=True, eq=False)
@@ -90,7 +83,7 @@ def cross_validate_matrix(
     folds: int = 5,
     seed: int = 42,
     tokenize_seconds: float | None = None,
-    totals: Totals | None = None,
+    totals: ClassCounts | None = None,
 ) -> Scores:
     """Stratified k-fold cross-validation of tokenized messages: each scored by the model
     of the other folds.
@@ -141,7 +134,7 @@ def score_split(
     *,
     protocol: dict[str, Any],
     tokenize_seconds: float | None = None,
-    totals: Totals | None = None,
+    totals: ClassCounts | None = None,
 ) -> Scores:
     """Score each test fold k (``fold == k``) with a model fitted on all other rows.
 
@@ -156,18 +149,19 @@ def score_split(
     if not test_folds:
         raise InputError("no messages to evaluate: every message is for training")
     clock = time.perf_counter()
-    classes = sorted(set(data.labels) if totals is None else totals.classes)
+    classes = sorted(set(data.labels) if totals is None else totals.labels)
     y = np.searchsorted(np.array(classes, dtype=object), labels).astype(np.int64)
     if totals is None:
-        counts = nb.class_counts(data.X, y, len(classes))
-    else:  # the totals' classes in sorted order
-        order = [totals.classes.index(c) for c in classes]
-        counts = tuple(c[order] for c in totals.counts)
+        counts = ClassCounts(
+            tuple(classes), tuple(data.terms), *nb.class_counts(data.X, y, len(classes))
+        )
+    else:  # the totals' labels in sorted order
+        counts = totals.in_order([totals.labels.index(c) for c in classes])
     seconds["train"], seconds["score"] = time.perf_counter() - clock, 0.0
     first: Model | None = None
     for k in test_folds:  # one fold's model at a time: each is the size of the whole model
         clock = time.perf_counter()
-        model = _fit_without(data, y, fold == k, classes, counts, settings)
+        model = _fit_without(data, y, fold == k, counts, settings)
         _check_test_labels(set(labels[fold == k]), model.labels)
         fitted = time.perf_counter()
         seconds["train"] += fitted - clock
@@ -199,24 +193,20 @@ def _fit_without(
     data: Tokenized,
     y: np.ndarray,
     held_out: np.ndarray,
-    classes: list[str],
-    totals: tuple[np.ndarray, ...],
+    totals: ClassCounts,
     settings: Settings,
 ) -> Model:
     """The model of every row but the held-out ones (mask (n,)), from counts.
 
-    The counts of the training rows are the ``totals`` of all rows (`naive_bayes.class_counts`,
-    rows labelled ``classes[y]``) less those of the held-out rows: integers, so the model is
+    The counts of the training rows are the ``totals`` of all rows (rows labelled
+    ``totals.labels[y]``) less those of the held-out rows: integers, so the model is
     exactly the one fitted on the training rows, and only the held-out rows are counted
     again. A class with no training row is left out, as a fit on those rows would leave it.
     """
-    part = nb.class_counts(data.X[held_out], y[held_out], len(classes))
-    counts = [total - held for total, held in zip(totals, part)]
-    keep = np.flatnonzero(counts[0] > 0)
-    if keep.size < len(classes):
-        counts = [c[keep] for c in counts]
-    labels = [classes[c] for c in keep.tolist()]
-    return from_counts(labels, data.terms, *counts, settings, sorted_terms=True)
+    held = nb.class_counts(data.X[held_out], y[held_out], len(totals.labels))
+    whole = (totals.class_count, totals.term_count, totals.doc_count)
+    rest = ClassCounts(totals.labels, totals.terms, *(t - h for t, h in zip(whole, held)))
+    return from_counts(rest.without_empty_classes(), settings, sorted_terms=True)
 
 
 def _predict_rows(

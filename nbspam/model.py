@@ -14,6 +14,7 @@ import numpy as np
 from . import naive_bayes as nb
 from .config import Settings, TokenizerConfig, TrainConfig
 from .counting import Counts, LabelledCounts, count_chunk, count_chunks
+from .counts import ClassCounts
 from .decision import UNSURE, Prediction, prediction  # noqa: F401  (UNSURE: re-exported)
 from .errors import TrainingError
 from .messages import Message
@@ -57,6 +58,13 @@ class Model:
     cutoffs: tuple[float, float] | None = None
     calibration: tuple[float, float] | None = None
     info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def counts(self) -> ClassCounts:
+        """The model's counts as one value, to add to and subtract from."""
+        return ClassCounts(
+            self.labels, self.terms, self.class_count, self.term_count, self.doc_count
+        )
 
     @property
     def is_binary(self) -> bool:
@@ -151,19 +159,15 @@ def prior_weights(prior: Any, labels: Sequence[str]) -> np.ndarray | None:
 
 
 def from_counts(
-    labels: Sequence[str],
-    terms: Sequence[str],
-    class_count: np.ndarray,
-    term_count: np.ndarray,
-    doc_count: np.ndarray,
+    counts: ClassCounts,
     settings: Settings,
     info: dict[str, Any] | None = None,
     seen: dict[bytes, str] | None = None,
     *,
     sorted_terms: bool = False,
 ) -> Model:
-    """Build a Model from counts in any label and term order (they are sorted here, unless
-    ``sorted_terms`` says they already are).
+    """Build a Model from counts in any label and term order (they are sorted here; the
+    terms not if ``sorted_terms`` says they already are).
 
     ``seen`` maps the digest of every message counted to its label.
 
@@ -171,18 +175,9 @@ def from_counts(
     of a two-class model (``train.positive``, else the label 'spam', else the label that
     sorts last) and that the prior fits the labels.
     """
-    label_order = sorted(range(len(labels)), key=labels.__getitem__)
-    labels = tuple(labels[i] for i in label_order)
-    if sorted_terms:
-        terms = tuple(terms)
-        counts = [np.ascontiguousarray(c[label_order]) for c in (term_count, doc_count)]
-    else:
-        term_order = sorted_order(terms)
-        terms = _pick(terms, term_order)
-        counts = [
-            np.ascontiguousarray(c[label_order][:, term_order]) for c in (term_count, doc_count)
-        ]
-    class_count = np.ascontiguousarray(class_count[label_order])
+    label_order = sorted(range(len(counts.labels)), key=counts.labels.__getitem__)
+    counts = counts.in_order(label_order, None if sorted_terms else sorted_order(counts.terms))
+    labels = counts.labels
     if len(labels) < 2:
         raise TrainingError(
             f"need messages of at least two labels to train, found only {list(labels)}"
@@ -198,10 +193,10 @@ def from_counts(
     digests = sorted((seen or {}).items())
     model = Model(
         labels=labels,
-        terms=terms,
-        class_count=class_count,
-        term_count=counts[0],
-        doc_count=counts[1],
+        terms=counts.terms,
+        class_count=counts.class_count,
+        term_count=counts.term_count,
+        doc_count=counts.doc_count,
         tokenizer=settings.tokenizer,
         train=train_cfg,
         seen_digests=np.frombuffer(b"".join(d for d, _ in digests), np.uint8).reshape(-1, 16),
@@ -229,8 +224,8 @@ class Rows:
     numbered in order of first appearance, and the label of each row; the sample is the
     same for any number of jobs.
 
-    ``totals`` are the counts of all the messages, ``classes`` their labels in its order:
-    the cross-validation fits each fold's model on all the messages but that fold's.
+    ``totals`` are the counts of all the messages: the cross-validation fits each fold's
+    model on all the messages but that fold's.
     """
 
     limit: int = CV_ROWS
@@ -242,9 +237,8 @@ class Rows:
     """The terms sorted by code point, once known."""
     order: np.ndarray | None = None
     """The permutation that sorts the terms of the columns into ``terms``, once known."""
-    classes: list[str] = field(default_factory=list)
-    totals: tuple[np.ndarray, ...] = ()
-    """class_count (C,), term_count and doc_count (C, d) over the sorted terms."""
+    totals: ClassCounts | None = None
+    """The counts of all the messages, over the sorted terms, once known."""
 
     @property
     def labels(self) -> list[str]:
@@ -309,27 +303,17 @@ def fit_counted(counted: LabelledCounts, settings: Settings, *, rows: Rows | Non
             rows.add(X, labels)
     if not counts.labels:
         raise TrainingError("no messages to train on")
-    labels, terms, class_count, term_count, doc_count = counts.totals()
-    order = sorted_order(terms)
+    total = counts.totals()
+    order = sorted_order(total.terms)
     info = {
         "created": _now(),
         "seconds": round(time.perf_counter() - counted.started, 3),
         "duplicates": counted.duplicates,
     }
-    sorted_terms = _pick(terms, order)
-    sorted_counts = (class_count, term_count[:, order], doc_count[:, order])
+    total = total.in_order(terms=order)
     if rows is not None:
-        rows.terms, rows.order = sorted_terms, order
-        rows.classes, rows.totals = labels, sorted_counts
-    return from_counts(
-        labels,
-        sorted_terms,
-        *sorted_counts,
-        settings,
-        info,
-        counted.seen,
-        sorted_terms=True,
-    )
+        rows.terms, rows.order, rows.totals = total.terms, order, total
+    return from_counts(total, settings, info, counted.seen, sorted_terms=True)
 
 
 class CountTable:
@@ -359,11 +343,11 @@ class CountTable:
         self._totals = [_grow(total, p.shape) + p for total, p in zip(self._totals, part)]
         return X
 
-    def totals(self) -> tuple[list[str], list[str], np.ndarray, np.ndarray, np.ndarray]:
-        """(labels, terms, class_count, term_count, doc_count), padded to the final sizes."""
+    def totals(self) -> ClassCounts:
+        """The counts of all the chunks, labels and terms in order of arrival."""
         shape_c, shape_cd = (len(self.labels),), (len(self.labels), len(self.index))
         cc, tc, dc = (_grow(t, s) for t, s in zip(self._totals, (shape_c, shape_cd, shape_cd)))
-        return list(self.labels), self.index.terms, cc, tc, dc
+        return ClassCounts(tuple(self.labels), tuple(self.index.terms), cc, tc, dc)
 
 
 def _now() -> str:
@@ -391,7 +375,9 @@ def fit(
     labels = sorted(set(y))
     y_idx = np.searchsorted(np.array(labels, dtype=object), np.array(y, dtype=object))
     counts = nb.class_counts(X, y_idx.astype(np.int64), len(labels))
-    return from_counts(labels, terms, *counts, settings, sorted_terms=sorted_terms)
+    return from_counts(
+        ClassCounts(tuple(labels), tuple(terms), *counts), settings, sorted_terms=sorted_terms
+    )
 
 
 def transform(model: Model, token_lists: Iterable[Sequence[str]]) -> sp.csr_matrix:

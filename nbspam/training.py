@@ -33,7 +33,7 @@ def train(
     counted = LabelledCounts(messages, settings.tokenizer, progress=progress, jobs=jobs)
     # The workers are tokenizing: numpy and scipy are imported now, beside them, not before.
     from .calibration import decision_rule
-    from .crossval import Tokenized, Totals
+    from .crossval import Tokenized
     from .model import CV_ROWS, Rows, fit_counted
 
     cfg = settings.train
@@ -46,5 +46,5 @@ def train(
     X, terms = rows.matrix()
     ids = [str(i) for i in range(X.shape[0])]
     data = Tokenized(ids, rows.labels, X, terms)
-    rule = decision_rule(data, settings, Totals(rows.classes, rows.totals))
+    rule = decision_rule(data, settings, rows.totals)
     return dataclasses.replace(model, cutoffs=rule.cutoffs, calibration=rule.calibration)

@@ -12,9 +12,8 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from .config import Settings
+from .counts import ClassCounts
 from .errors import NbspamError, TrainingError
 from .messages import Message, message_digest
 from .model import CountTable, Model, _now, from_counts
@@ -92,7 +91,7 @@ def merge(models: Sequence[Model]) -> Model:
                 diff = _first_difference(getattr(first, part), getattr(other, part))
                 raise NbspamError(f"cannot merge models with different settings: {diff}")
     seen: dict[bytes, str] = {}
-    total = None
+    total: ClassCounts | None = None
     for model in models:
         for digest, label in seen_map(model).items():
             if digest in seen:
@@ -101,11 +100,10 @@ def merge(models: Sequence[Model]) -> Model:
                     "twice); train the parts on disjoint sets of messages"
                 )
             seen[digest] = label
-        counts = (model.labels, model.terms, model.class_count, model.term_count, model.doc_count)
-        total = counts if total is None else _add(total, counts, 1)
+        total = model.counts if total is None else total.plus(model.counts)
     settings = Settings(tokenizer=first.tokenizer, train=first.train)
     info = {"created": _now(), "merged": len(models)}
-    return from_counts(*_pruned(*total), settings, info, seen)
+    return from_counts(total.pruned(), settings, info, seen)
 
 
 def _apply(
@@ -114,53 +112,22 @@ def _apply(
     """The model with the counts of ``plus`` added and those of ``minus`` subtracted."""
     if not plus and not minus:
         return model
-    total = (model.labels, model.terms, model.class_count, model.term_count, model.doc_count)
+    total = model.counts
     for messages, sign in ((plus, 1), (minus, -1)):
         if messages:
             table = CountTable()
             table.add(messages, model.tokenizer)
-            total = _add(total, table.totals(), sign)
-    if any((array < 0).any() for array in total[2:]):
+            total = total.plus(table.totals(), sign)
+    if total.is_negative():
         raise TrainingError(
             "forgetting these messages would make counts negative: they were learned by a "
             "version of nbspam that tokenized them differently; retrain the model"
         )
     settings = Settings(tokenizer=model.tokenizer, train=model.train)
     info = {**model.info, "updated": _now()}
-    updated = from_counts(*_pruned(*total), settings, info, seen)
+    updated = from_counts(total.pruned(), settings, info, seen)
     # the cutoffs and calibration were fitted when the model was trained; they stay
     return dataclasses.replace(updated, cutoffs=model.cutoffs, calibration=model.calibration)
-
-
-def _add(a, b, sign: int):
-    """(labels, terms, class_count, term_count, doc_count) of a + sign * b, over the union of
-    their labels and terms."""
-    labels = sorted(set(a[0]) | set(b[0]))
-    terms = sorted(set(a[1]) | set(b[1]))
-    where = {t: i for i, t in enumerate(terms)}
-    out = [np.zeros(len(labels), np.int64), np.zeros((len(labels), len(terms)), np.int64)]
-    out.append(out[1].copy())
-    for (lab, trm, cc, tc, dc), s in ((a, 1), (b, sign)):
-        rows = np.array([labels.index(x) for x in lab], np.int64)
-        cols = np.array([where[t] for t in trm], np.int64)
-        out[0][rows] += s * np.asarray(cc)
-        if cols.size:
-            out[1][np.ix_(rows, cols)] += s * np.asarray(tc)
-            out[2][np.ix_(rows, cols)] += s * np.asarray(dc)
-    return labels, terms, *out
-
-
-def _pruned(labels, terms, class_count, term_count, doc_count):
-    """Drop labels with no messages and terms no message contains any more."""
-    rows = np.flatnonzero(class_count > 0)
-    cols = np.flatnonzero(doc_count.sum(axis=0) > 0)
-    return (
-        [labels[i] for i in rows],
-        [terms[j] for j in cols],
-        class_count[rows],
-        term_count[np.ix_(rows, cols)],
-        doc_count[np.ix_(rows, cols)],
-    )
 
 
 def _first_difference(a, b) -> str:

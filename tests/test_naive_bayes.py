@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from nbspam import naive_bayes as nb
 from nbspam.config import build_settings
+from nbspam.counts import ClassCounts
 from nbspam.explain import explain_message
 from nbspam.model import fit, from_counts, predict_matrix, transform
 from nbspam.modelfile import load_model, save_model
@@ -278,14 +279,14 @@ def test_one_class_is_refused():
     with pytest.raises(TrainingError, match="at least two labels"):
         fit(X, ["ham"] * X.shape[0], terms, settings())
     with pytest.raises(TrainingError, match="no terms survive --min-count 1000"):
-        from_counts(
-            ["a", "b"],
-            ["x"],
+        counts = ClassCounts(
+            ("a", "b"),
+            ("x",),
             np.array([1, 1]),
             np.ones((2, 1), np.int64),
             np.ones((2, 1), np.int64),
-            settings(min_count=1000),
         )
+        from_counts(counts, settings(min_count=1000))
 
 
 @pytest.mark.corpus
