@@ -836,6 +836,6 @@ def test_table_lines_are_those_of_the_whole_text_in_universal_newlines(parts, bo
     # what reading the whole file in text mode gives: CRLF and CR become LF, the BOM goes
     whole = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig").read()
     *rows, last = whole.split("\n")
-    assert list(_text_lines(io.BytesIO(data))) == [r + "\n" for r in rows] + (
+    assert list(_text_lines(io.BytesIO(data), "t.tsv", Problems())) == [r + "\n" for r in rows] + (
         [last] if last else []
     )
