@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -17,8 +18,8 @@ from nbspam.messages import MAX_MESSAGE_BYTES
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 MiB = 1 << 20
-# The command's own memory (Python, numpy, the model) is well under this; the old code held
-# a 200 MB input whole, several times over.
+# The command's own peak memory (Python, numpy, the model, 8 MiB of input a few times) is
+# well under this; the old code held a 200 MB input whole, several times over.
 MAX_RSS = 150 * MiB
 
 
@@ -30,50 +31,67 @@ def model_path(tmp_path_factory) -> str:
     return str(path)
 
 
+# Runs `nbspam ARGS...` (argv[2:]) and writes its peak memory (VmHWM) to the file argv[1]
+# as it ends. The kernel's ru_maxrss of a child would count the parent's memory at the fork.
+PEAK = """
+import atexit, os, runpy, sys
+out = sys.argv[1]
+def record():
+    with open("/proc/self/status") as status, open(out, "w") as f:
+        f.write(next(line for line in status if line.startswith("VmHWM:")))
+real_exit = os._exit
+def _exit(code):
+    record()
+    real_exit(code)
+os._exit = _exit
+atexit.register(record)
+sys.argv = ["nbspam", *sys.argv[2:]]
+runpy.run_module("nbspam", run_name="__main__")
+"""
+
+
 def run_measured(
     args: list[str], *, feed=None, timeout: float = 60
 ) -> tuple[int, bytes, bytes, int]:
     """Run nbspam with ``feed`` (bytes, or a callable that writes to the pipe until it breaks)
-    on stdin; (exit status, stdout, stderr, max RSS in bytes)."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "nbspam", *args],
-        stdin=subprocess.PIPE if feed is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    writer = None
-    if feed is not None:
-        data = feed if isinstance(feed, bytes) else None
+    on stdin; (exit status, stdout, stderr, peak memory in bytes)."""
+    with tempfile.TemporaryDirectory() as folder:
+        peak = os.path.join(folder, "peak")
+        process = subprocess.Popen(
+            [sys.executable, "-c", PEAK, peak, *args],
+            stdin=subprocess.PIPE if feed is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        if feed is not None:
 
-        def write() -> None:
-            try:
-                if data is not None:
-                    process.stdin.write(data)
-                else:
-                    feed(process.stdin)
-                process.stdin.close()
-            except (BrokenPipeError, ValueError, OSError):
-                pass
+            def write() -> None:
+                try:
+                    if isinstance(feed, bytes):
+                        process.stdin.write(feed)
+                    else:
+                        feed(process.stdin)
+                    process.stdin.close()
+                except (BrokenPipeError, ValueError, OSError):
+                    pass
 
-        writer = threading.Thread(target=write, daemon=True)
-        writer.start()
-    chunks: dict[str, list[bytes]] = {"out": [], "err": []}
-    readers = [
-        threading.Thread(target=lambda s=s, k=k: chunks[k].append(s.read()), daemon=True)
-        for s, k in ((process.stdout, "out"), (process.stderr, "err"))
-    ]
-    for reader in readers:
-        reader.start()
-    for reader in readers:
-        reader.join(timeout)
-    if any(reader.is_alive() for reader in readers):
-        process.kill()
-        pytest.fail(f"still running after {timeout} s")
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if writer is not None:
-        writer.join(5)
-    return process.returncode, chunks["out"][0], chunks["err"][0], usage.ru_maxrss * 1024
+            threading.Thread(target=write, daemon=True).start()
+        output: dict[str, bytes] = {}
+        readers = [
+            threading.Thread(target=lambda s=s, k=k: output.update({k: s.read()}), daemon=True)
+            for s, k in ((process.stdout, "out"), (process.stderr, "err"))
+        ]
+        for reader in readers:
+            reader.start()
+        for reader in readers:
+            reader.join(timeout)
+        if any(reader.is_alive() for reader in readers):
+            process.kill()
+            pytest.fail(f"still running after {timeout} s")
+        status = process.wait(timeout)
+        with open(peak) as f:
+            kib = int(f.read().split()[1])
+    return status, output["out"], output["err"], kib * 1024
 
 
 def endless(block: bytes):
