@@ -21,7 +21,8 @@ from .errors import EXIT_INTERRUPTED, EXIT_SKIPPED, NbspamError
 EXIT_STATUS_HELP = """\b
 Exit status: 0 success; 1 an error in the input or the model (one line
 "Error: ..." on stderr); 2 a usage error; 3 done, but some inputs could not
-be read and were skipped (each reported as "PATH: reason" on stderr)."""
+be read, held no message or were binary data, and were skipped (each
+reported as "PATH: reason" on stderr); 130 interrupted (Ctrl-C)."""
 
 
 class CommandError(click.ClickException):

@@ -50,11 +50,25 @@ class Analyzer:
         mode = self.config.mail
         if isinstance(data, str):
             if mode != "always":
-                return self.words(data, in_order=False)
+                return self.text_tokens(data)
             data = data.encode("utf-8", "surrogateescape")
         if mode == "never" or (mode == "auto" and not looks_like_mail(data)):
-            return self.words(decode_bytes(data), in_order=False)
+            return self.text_tokens(data)
         return self.mail_tokens(parse_mail(data, max_body_chars=self.config.max_body_chars))
+
+    def text_tokens(self, data: bytes | str) -> list[str]:
+        """The words of plain text (bytes are decoded), of its first ``max_body_chars``
+        characters as for a mail body; a longer text also gets ``nbspam:truncated``."""
+        limit = self.config.max_body_chars
+        if isinstance(data, bytes):
+            # no character is longer than 4 bytes: this many bytes hold the first limit
+            cut = len(data) > 4 * limit
+            data = decode_bytes(data[: 4 * limit] if cut else data, complete=not cut)
+        if len(data) <= limit:
+            return self.words(data, in_order=False)
+        out = self.words(data[:limit], in_order=False)
+        out.append("nbspam:truncated")
+        return out
 
     def mail_tokens(self, mail: ParsedMail) -> list[str]:
         """Tokens of a parsed message: body words, then the tagged tokens."""

@@ -35,9 +35,18 @@ from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .decision import UNSURE, Prediction
-from .errors import NbspamError
+from .errors import InputError, NbspamError
 from .lock import DEFAULT_TIMEOUT, model_lock
-from .messages import Message, Problems, folder_entries, message_digest, read_messages
+from .messages import (
+    BINARY,
+    MAX_MESSAGE_BYTES,
+    Message,
+    Problems,
+    folder_entries,
+    is_binary,
+    message_digest,
+    read_messages,
+)
 from .render import json_line
 
 if TYPE_CHECKING:  # the one-message path must not import numpy
@@ -144,19 +153,27 @@ FILTER_EXIT = {"spam": 0, "ham": 1, "unsure": 2, "error": 3}
 def filter_stdin(model_path: str, *, exit_status: bool, misuse: str | None = None) -> int:
     """Pass the message on stdin to stdout with its verdict header; return the exit status.
 
-    Whatever fails (a bad model, a bug, a broken installation), the original bytes still
-    go to stdout unchanged and the reason to stderr as one line ``Error: ...``. ``misuse``
-    is such a reason found before (an option that needs folders).
+    Whatever fails (a bad model, a bug, a broken installation, binary data), the original
+    bytes still go to stdout unchanged and the reason to stderr as one line ``Error: ...``.
+    ``misuse`` is such a reason found before (an option that needs folders).
+
+    Only the first `MAX_MESSAGE_BYTES` are read before the verdict, and scored (a note says
+    so); the rest of a longer message is passed on after them a piece at a time.
     """
-    data = sys.stdin.buffer.read()
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    data = stdin.read(MAX_MESSAGE_BYTES + 1)
     output, kind, error = data, None, misuse
     if error is None:
         try:
             output, kind = filter_single(model_path, data)
         except Exception as exc:  # whatever it is, the message must come out
             output, error = data, _one_line_error(exc)
-    sys.stdout.buffer.write(output)
-    sys.stdout.buffer.flush()
+    stdout.write(output)
+    if len(data) > MAX_MESSAGE_BYTES:
+        shutil.copyfileobj(stdin, stdout, 1 << 16)
+        if error is None:
+            print(f"note: -: scored the first {MAX_MESSAGE_BYTES >> 20} MiB", file=sys.stderr)
+    stdout.flush()
     if error is not None:
         print(f"Error: {error}", file=sys.stderr)
         return FILTER_EXIT["error"] if exit_status else NbspamError.exit_code
@@ -172,10 +189,12 @@ def filter_single(model_path: str, data: bytes) -> tuple[bytes, str]:
     """(the message with its verdict header, 'spam' / 'ham' / 'unsure') for one message.
 
     Scored from the model file's scoring table without numpy where the file has one, else
-    by the batch scorer: the same verdict either way. Raises on any failure; the caller
-    then passes ``data`` on unchanged.
+    by the batch scorer: the same verdict either way; on its first `MAX_MESSAGE_BYTES`.
+    Raises on any failure (binary data too); the caller then passes ``data`` on unchanged.
     """
-    prediction, positive = _predict_one(model_path, data)
+    if is_binary(data):
+        raise InputError(f"{BINARY}: passed on unscored")
+    prediction, positive = _predict_one(model_path, data[:MAX_MESSAGE_BYTES])
     return add_status_header(data, status_value(prediction)), verdict_kind(
         prediction.verdict, positive
     )

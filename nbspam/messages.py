@@ -4,6 +4,10 @@ Every message keeps a stable identifier: the path as given (below a folder, join
 ``PATH#N`` for the N-th message of an mbox (from 1), ``PATH#LINE`` for a table row (or the
 row's own ``id``), and ``-`` for standard input. A source that cannot be read is reported
 through `Problems` as ``identifier: reason`` and the stream goes on.
+
+Whatever the input, at most `MAX_MESSAGE_BYTES` of a message are read and kept (a cut is
+noted), an mbox is read a message at a time, and binary data (`is_binary`) is reported
+instead of scored: memory stays bounded whatever the bytes.
 """
 
 from __future__ import annotations
@@ -23,6 +27,13 @@ from .errors import InputError
 
 LINK_AGAIN = "a symbolic link loop or a second link to it"
 TABLE_SUFFIXES = (".tsv", ".csv", ".jsonl", ".ndjson")
+# The most of one message that is read: a longer one is scored on its first bytes, which
+# hold its headers and text (the mail parser itself looks at no more than ~4.3 MB of them
+# with the default max-body-chars, so this cut changes no score of theirs).
+MAX_MESSAGE_BYTES = 8 << 20
+# Binary data, as grep and git tell it: a NUL byte among the first bytes.
+BINARY_SNIFF_BYTES = 8 << 10
+BINARY = "binary data, not a message"
 # A second mbox separator: a blank line, then "From <sender> <weekday> <month> ..."
 _MBOX_SEPARATOR = re.compile(rb"\n\r?\nFrom \S+\s+[A-Z][a-z]{2} [A-Z][a-z]{2} ")
 
@@ -91,10 +102,51 @@ def read_messages(
     rows can carry a label."""
     for path in paths:
         if path == "-":
-            stream = stdin if stdin is not None else sys.stdin.buffer
-            yield Message("-", stream.read())
+            message = read_stdin(problems, stdin)
+            if message is not None:
+                yield message
         else:
             yield from _read_path(path, problems, tables=True)
+
+
+def read_stdin(problems: Problems, stdin: BinaryIO | None = None) -> Message | None:
+    """The message on standard input, its first `MAX_MESSAGE_BYTES` (reading stops there:
+    the rest is never read); None, reported, for binary data."""
+    stream = stdin if stdin is not None else sys.stdin.buffer
+    return checked_message("-", stream.read(MAX_MESSAGE_BYTES + 1), problems)
+
+
+def is_binary(data: bytes) -> bool:
+    """Binary data, not a message: a NUL byte in the first `BINARY_SNIFF_BYTES` (the rule of
+    grep and git), unless the data starts as mail does (a header block), as broken mail with
+    NUL bytes in it can."""
+    if b"\0" not in data[:BINARY_SNIFF_BYTES]:
+        return False
+    from .mailparse import looks_like_mail
+
+    return not looks_like_mail(data)
+
+
+def checked_message(
+    where: str, data: bytes, problems: Problems, size: int | None = None
+) -> Message | None:
+    """The message ``where`` of these bytes, cut to `MAX_MESSAGE_BYTES` (noted), or None
+    (reported as skipped) if they are binary. ``size`` is the whole message's length where
+    known; more bytes than the cap are enough to tell that it was cut."""
+    if is_binary(data):
+        problems.skip(where, BINARY)
+        return None
+    if len(data) > MAX_MESSAGE_BYTES:
+        problems.note(f"{where}: {cut_text(size)}")
+        data = data[:MAX_MESSAGE_BYTES]
+    return Message(where, data)
+
+
+def cut_text(size: int | None) -> str:
+    """What a note says of a message cut to `MAX_MESSAGE_BYTES` of ``size`` bytes (None: not
+    known, as on a pipe)."""
+    whole = f"{size / (1 << 20):,.1f} MiB" if size is not None else "a longer message"
+    return f"read the first {MAX_MESSAGE_BYTES >> 20} MiB of {whole}, the rest left out"
 
 
 def read_labelled(specs: Iterable[str], problems: Problems) -> Iterator[Message]:
@@ -152,11 +204,13 @@ def _read_path(path: str, problems: Problems, *, tables: bool) -> Iterator[Messa
 
 
 def _read_file(path: str, problems: Problems) -> Iterator[Message]:
-    """One message, or every message of an mbox (by suffix, or by a second separator).
+    """One message, or every message of an mbox (by suffix, or by its first line and a
+    second separator, or, past `MAX_MESSAGE_BYTES`, by its first line alone).
 
-    An mbox's messages are read one at a time. A file named .mbox is only opened here (so
-    that what cannot be read is reported as for any file); any other file is read whole to
-    see whether it is one, and those bytes are dropped before an mbox's messages are read.
+    An mbox's messages are read one at a time (`mbox_messages`). A file named .mbox is only
+    opened here (so that what cannot be read is reported as for any file); any other file
+    is read up to the cap to see whether it is one, and those bytes are dropped before an
+    mbox's messages are read.
     """
     mbox = path.lower().endswith(".mbox")
     try:
@@ -168,30 +222,217 @@ def _read_file(path: str, problems: Problems) -> Iterator[Message]:
         problems.skip(path, _reason(exc))
         return
     if not mbox:
-        if not (data.startswith(b"From ") and _MBOX_SEPARATOR.search(data)):
-            yield Message(path, data)
+        longer = len(data) > MAX_MESSAGE_BYTES
+        if not (data.startswith(b"From ") and (longer or _MBOX_SEPARATOR.search(data))):
+            message = checked_message(path, data, problems, _size(path) if longer else None)
+            if message is not None:
+                yield message
             return
         del data  # an mbox after all: not kept while its messages are read
-    yield from _read_mbox(path, problems)
-
-
-def _read_mbox(path: str, problems: Problems) -> Iterator[Message]:
-    import mailbox  # with the email package it imports: 15 ms that folders of files do not need
-
     try:
-        box = mailbox.mbox(path, create=False)
-        keys = box.keys()
-    except (OSError, mailbox.Error) as exc:
+        with open(path, "rb") as f:
+            for number, (data, size) in enumerate(mbox_messages(f), start=1):
+                message = checked_message(f"{path}#{number}", data, problems, size)
+                if message is not None:
+                    yield message
+    except OSError as exc:
         problems.skip(path, f"cannot read as an mbox: {_reason(exc)}")
-        return
+
+
+def _size(path: str) -> int | None:
     try:
-        for number, key in enumerate(keys, start=1):
-            try:
-                yield Message(f"{path}#{number}", box.get_bytes(key))
-            except (OSError, KeyError, mailbox.Error) as exc:
-                problems.skip(f"{path}#{number}", _reason(exc))
-    finally:
-        box.close()
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_size if stat.S_ISREG(info.st_mode) else None
+
+
+# -- mbox -------------------------------------------------------------------------------------
+
+_BLOCK = 1 << 20  # an mbox is read this much at a time
+_LOOKAHEAD = 4096  # more than a match of _SEPARATOR can span
+# A "From " line after a blank line starts a message if it looks like a separator, which
+# ends in a date with the time of day: "From alice@example.com Mon Jan  1 00:00:00 2024".
+# Such a line after a blank line (LF or CRLF), found by its literal start "From ": bounded,
+# so that it is decided within the bytes kept from one block to the next.
+_SEPARATOR = re.compile(
+    rb"From (?:(?<=\n\nFrom )|(?<=\n\r\nFrom ))\S{1,1000}[ \t][^\n]{0,2000}?\d:\d\d"
+)
+_CONTENT_LENGTH = re.compile(rb"^content-length[ \t]*:[ \t]*(\d{1,18})[ \t]*\r?$", re.I | re.M)
+
+
+class _Kept:
+    """The bytes of one message as they are read: the first `MAX_MESSAGE_BYTES` + 1 kept,
+    all counted."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.kept = 0
+        self.size = 0
+
+    def add(self, piece: bytes) -> None:
+        self.size += len(piece)
+        room = MAX_MESSAGE_BYTES + 1 - self.kept
+        if room > 0 and piece:
+            piece = piece[:room]
+            self.parts.append(piece)
+            self.kept += len(piece)
+
+    def data(self) -> bytes:
+        return b"".join(self.parts)
+
+
+class _Window:
+    """A file read forward a block at a time. ``buf[pos]`` is the last byte dealt with (a
+    line end at the start of a message), the bytes after it those still to read."""
+
+    def __init__(self, f: BinaryIO) -> None:
+        self.f = f
+        self.buf = b"\n"
+        self.pos = 0
+        self.eof = False
+
+    def more(self) -> bool:
+        """Read the next block onto ``buf`` (dropping what was dealt with); False at the end
+        of the file."""
+        block = b"" if self.eof else self.f.read(_BLOCK)
+        self.eof = not block
+        self.buf = self.buf[self.pos :] + block
+        self.pos = 0
+        return not self.eof
+
+    def fill(self, n: int) -> None:
+        """Read until ``buf`` holds ``n`` bytes after ``pos`` or the file ends."""
+        while len(self.buf) - self.pos <= n and self.more():
+            pass
+
+    def take(self, end: int, message: _Kept) -> None:
+        """Add the bytes after ``pos`` up to ``end`` to the message; ``end - 1`` becomes
+        ``pos``."""
+        message.add(self.buf[self.pos + 1 : end])
+        self.pos = end - 1
+
+    def past_line(self) -> None:
+        """Drop the line that starts after ``pos`` (a From line, maybe a long one)."""
+        while True:
+            end = self.buf.find(b"\n", self.pos + 1)
+            if end >= 0:
+                self.pos = end
+                return
+            self.buf, self.pos = b"\n", 0
+            if not self.more():
+                return
+
+    def header_end(self) -> int:
+        """Where the header block after ``pos`` ends (after its blank line), or -1."""
+        lf = self.buf.find(b"\n\n", self.pos)
+        crlf = self.buf.find(b"\n\r\n", self.pos, None if lf < 0 else lf)
+        return crlf + 3 if crlf >= 0 else lf + 2 if lf >= 0 else -1
+
+
+def mbox_messages(f: BinaryIO) -> Iterator[tuple[bytes, int]]:
+    """(the first `MAX_MESSAGE_BYTES` + 1 bytes, the whole length) of each message of an mbox,
+    read a block at a time, never whole.
+
+    A message is what follows its ``From `` line up to the blank line before the next one
+    (the ``From `` line and that blank line are left out, as the standard library's
+    `mailbox.mbox` gives it; ``>From `` quoting is left as it is). A ``From `` line starts a
+    message at the start of the file, or after a blank line if it looks like a separator
+    (a sender, then a date with a time of day); any other is a line of the message (mboxo
+    left it unquoted). Where the headers give a Content-Length whose end lands on the end of
+    the file or on a blank line and a ``From `` line (mboxcl2), the body is that many bytes,
+    whatever lines it holds. Text before the first ``From `` line is a message too.
+    """
+    w = _Window(f)
+    w.fill(6)
+    started = w.buf.startswith(b"\nFrom ")
+    if started:
+        w.past_line()
+    while True:
+        message = _Kept()
+        body, length = _content_length(w)
+        if length is not None and _length_fits(f, w, body + length):
+            ended = _body_of_length(w, body, length, message)
+        else:
+            ended = _body_to_separator(w, message)
+        if started or message.size:
+            yield message.data(), message.size
+        if not ended:
+            return
+        w.past_line()
+        started = True
+
+
+def _content_length(w: _Window) -> tuple[int, int | None]:
+    """(where the body starts in ``buf``, the Content-Length of the headers) if the headers
+    end in a blank line within `MAX_MESSAGE_BYTES`; (-1, None) if not."""
+    end = w.header_end()
+    while end < 0 and not w.eof and len(w.buf) - w.pos <= MAX_MESSAGE_BYTES:
+        w.more()
+        end = w.header_end()
+    if end < 0:
+        return -1, None
+    found = _CONTENT_LENGTH.search(w.buf, w.pos + 1, end)
+    return end, int(found.group(1)) if found else None
+
+
+def _length_fits(f: BinaryIO, w: _Window, end: int) -> bool:
+    """Whether ``buf[end]`` (past what was read) is the end of the file or where a blank
+    line and a ``From `` line begin."""
+    try:
+        here = f.tell()
+        target = here - len(w.buf) + end
+        size = f.seek(0, os.SEEK_END)
+        f.seek(min(target, size) - 1)
+        after = f.read(9) if target <= size else None
+        f.seek(here)
+    except (OSError, ValueError):  # a pipe has no length to check
+        return False
+    if after is None or not after.startswith(b"\n"):  # the body ends its last line
+        return False
+    after = after[1:]
+    return after in (b"", b"\n", b"\r\n") or after.startswith((b"\nFrom ", b"\r\nFrom "))
+
+
+def _body_of_length(w: _Window, body: int, length: int, message: _Kept) -> bool:
+    """Read the headers and a body of ``length`` bytes from ``body``, then the blank line
+    after it; True if a From line follows, False at the end of the file."""
+    w.take(body, message)
+    while len(w.buf) - w.pos - 1 < length:
+        length -= len(w.buf) - w.pos - 1
+        w.take(len(w.buf), message)
+        if not w.more():
+            return False
+    w.take(w.pos + 1 + length, message)
+    w.fill(8)
+    for blank in (b"\n", b"\r\n"):
+        if w.buf.startswith(blank + b"From ", w.pos + 1):
+            if blank == b"\r\n":  # kept, as mailbox.mbox keeps it: only LF is its blank line
+                message.add(blank)
+            w.pos += len(blank)
+            return True
+    return _body_to_separator(w, message)  # the file changed since: read on as mboxo
+
+
+def _body_to_separator(w: _Window, message: _Kept) -> bool:
+    """Read the message on to the blank line before the next separator; True if one was
+    found (its From line then after ``pos``), False at the end of the file."""
+    while True:
+        found = _SEPARATOR.search(w.buf, w.pos + 1)
+        if found is not None:
+            start = found.start()  # an LF blank line is left out, a CRLF one kept (as mailbox)
+            lf = w.buf[start - 2 : start] == b"\n\n"
+            message.add(w.buf[w.pos + 1 : start - 1 if lf else start])
+            w.pos = start - 1
+            return True
+        if w.eof:  # a last blank line is left out, as mailbox.mbox leaves it out
+            message.add(w.buf[w.pos + 1 : -1 if w.buf.endswith(b"\n\n") else None])
+            return False
+        # a separator that starts in the last bytes read may need the next ones to be seen
+        keep = len(w.buf) - _LOOKAHEAD
+        if keep > w.pos + 1:
+            w.take(keep, message)
+        w.more()
 
 
 def _read_folder(root: str, problems: Problems) -> Iterator[Message]:
@@ -241,7 +482,7 @@ def _read_table(path: str, problems: Problems) -> Iterator[Message]:
     lower = path.lower()
     try:
         with open(path, "rb") as f:
-            lines = _text_lines(f)
+            lines = _text_lines(f, path, problems)
             if lower.endswith(".tsv"):
                 rows = _tsv_rows(lines)
             elif lower.endswith(".csv"):
@@ -252,18 +493,44 @@ def _read_table(path: str, problems: Problems) -> Iterator[Message]:
                 yield Message(row_id or f"{path}#{line}", body, label or None)
     except (OSError, UnicodeDecodeError) as exc:
         problems.skip(path, _reason(exc))
+    except csv.Error as exc:  # a quoted field that runs on past the cap
+        problems.skip(path, f"not a valid CSV table: {exc}")
 
 
-def _text_lines(f: BinaryIO) -> Iterator[str]:
+def _text_lines(f: BinaryIO, path: str, problems: Problems) -> Iterator[str]:
     """The lines of a UTF-8 file (a byte order mark dropped), each ending in "\\n" as in
-    universal newlines mode, decoded one at a time: bad bytes end the table at their line."""
-    for number, raw in enumerate(f):
+    universal newlines mode, decoded one at a time: bad bytes end the table at their line.
+
+    A line longer than `MAX_MESSAGE_BYTES` is not read into memory: it is reported as a
+    skipped row and given as an empty line (which every table reader passes over)."""
+    number = 0  # lines given so far
+    while raw := f.readline(MAX_MESSAGE_BYTES + 1):
+        if len(raw) > MAX_MESSAGE_BYTES and not raw.endswith(b"\n"):
+            size = len(raw) + _skip_line(f)
+            problems.skip(
+                f"{path}#{number + 1}",
+                f"a row of {size / (1 << 20):,.1f} MiB, "
+                f"longer than {MAX_MESSAGE_BYTES >> 20} MiB: not read",
+            )
+            raw = b"\n"
         text = (raw.removeprefix(codecs.BOM_UTF8) if number == 0 else raw).decode("utf-8")
         if "\r" in text:  # CR ends a line too, alone or before LF
             *rows, text = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+            number += len(rows)
             yield from (row + "\n" for row in rows)
         if text:
+            number += 1
             yield text
+
+
+def _skip_line(f: BinaryIO) -> int:
+    """Read past the rest of a line, a piece at a time; return how many bytes it had."""
+    size = 0
+    while piece := f.readline(_BLOCK):
+        size += len(piece)
+        if piece.endswith(b"\n"):
+            break
+    return size
 
 
 def _lines(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
@@ -282,6 +549,7 @@ def _tsv_rows(lines: Iterable[str]) -> Iterator[tuple[int, str | None, str | Non
 def _csv_rows(
     lines: Iterable[str], path: str, problems: Problems
 ) -> Iterator[tuple[int, str | None, str | None, str]]:
+    csv.field_size_limit(max(csv.field_size_limit(), MAX_MESSAGE_BYTES))  # default: 128 KiB
     reader = csv.DictReader(lines)
     if reader.fieldnames is None:
         return
@@ -328,22 +596,25 @@ def _is_maildir(folder: str) -> bool:
 
 
 def _read_bytes(path: str) -> bytes:
-    """The bytes of a file by plain system calls: for a small message about a quarter less
-    time than ``open().read()``, which also makes a buffer and asks for the terminal mode.
+    """The first `MAX_MESSAGE_BYTES` + 1 bytes of a file (all of a smaller one) by plain
+    system calls: for a small message about a quarter less time than ``open().read()``,
+    which also makes a buffer and asks for the terminal mode.
 
-    A regular file is read at once into a buffer of its size + 1 (so a large file is held
-    once, not twice); when that read gives exactly its size, it has reached the file's end.
-    Anything else is read on until a read gives nothing: a pipe, a file that grew or shrank,
-    or one larger than a single read returns (about 2 GiB on Linux).
+    A regular file is read at once into a buffer of its size + 1 (capped); when that read
+    gives exactly its size, it has reached the file's end. Anything else is read on until a
+    read gives nothing or the cap is passed: a pipe, a file that grew or shrank.
     """
+    limit = MAX_MESSAGE_BYTES + 1
     fd = os.open(path, os.O_RDONLY)
     try:
         info = os.fstat(fd)
-        parts = [os.read(fd, info.st_size + 1)]
+        parts = [os.read(fd, min(info.st_size + 1, limit))]
         if len(parts[0]) == info.st_size and stat.S_ISREG(info.st_mode):
             return parts[0]  # a regular file that ended where its size said
-        while parts[-1]:
-            parts.append(os.read(fd, 1 << 16))
+        got = len(parts[0])
+        while parts[-1] and got < limit:
+            parts.append(os.read(fd, min(1 << 16, limit - got)))
+            got += len(parts[-1])
     finally:
         os.close(fd)
     return parts[0] if len(parts) <= 2 else b"".join(parts)

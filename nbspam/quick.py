@@ -204,13 +204,23 @@ def _pair(value: list[float] | None) -> tuple[float, float] | None:
 
 def predict_stdin(model_path: str, fmt: str) -> bool:
     """Score the one message on stdin and print it as `predict` does; False (nothing read,
-    nothing printed) where this path cannot be used and the full scorer must."""
+    nothing printed) where this path cannot be used and the full scorer must.
+
+    As `predict` reads it: its first `messages.MAX_MESSAGE_BYTES` (a note says if there was
+    more); binary data is reported on stderr and ends the command with status 3.
+    """
+    from .errors import EXIT_SKIPPED
+    from .messages import Problems, read_stdin
     from .render import predictions
 
     quick = load_quick(model_path)
     if quick is None:
         return False
-    result = quick.predict("-", sys.stdin.buffer.read())
+    problems = Problems(functools.partial(print, file=sys.stderr))
+    message = read_stdin(problems)
+    if message is None:  # reported, as one skipped input is: one line
+        raise SystemExit(EXIT_SKIPPED)
+    result = quick.predict("-", message.data)
     for line in predictions([result], quick.labels, fmt):  # type: ignore[arg-type]
         print(line)
     return True

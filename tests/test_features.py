@@ -200,3 +200,14 @@ def test_header_values_remembered_give_the_tokens_of_their_text(ngrams):
         "received:" + t for t in analyzer.words(long[0])
     )
     assert analyzer._value.cache_info().currsize == kept
+
+
+@pytest.mark.parametrize("as_bytes", [False, True])
+def test_plain_text_is_cut_at_max_body_chars_as_a_mail_body_is(as_bytes):
+    config = TokenizerConfig(max_body_chars=1000)
+    text = "free money now " * 1000  # 15,000 characters
+    tokens = Analyzer(config).tokens(text.encode() if as_bytes else text)
+    assert tokens[-1] == "nbspam:truncated"
+    assert tokens.count("free") == 1000 // 15 + 1
+    short = Analyzer(config).tokens("free money now")
+    assert "nbspam:truncated" not in short

@@ -456,6 +456,135 @@ def test_single_message_starting_with_a_from_line_is_one_message():
     assert lines == []
 
 
+def test_a_body_from_line_without_a_blank_line_before_it_does_not_split():
+    # mboxo writers leave such lines unquoted; the mailbox module split there
+    box = (
+        b"From alice@example.com Mon Jan  1 00:00:00 2024\n"
+        b"Subject: one\n\nfirst line\n"
+        b"From bob@example.com Tue Jan  2 00:00:00 2024 is what the log said\n"
+        b"\n"
+        b"From carol@example.com Wed Jan  3 00:00:00 2024\n"
+        b"Subject: two\n\nsecond body\n"
+    )
+    write("box.mbox", box)
+    problems, lines = collector()
+    got = list(read_messages(["box.mbox"], problems))
+    assert triples(got) == [
+        (
+            "box.mbox#1",
+            b"Subject: one\n\nfirst line\n"
+            b"From bob@example.com Tue Jan  2 00:00:00 2024 is what the log said\n",
+            None,
+        ),
+        ("box.mbox#2", b"Subject: two\n\nsecond body\n", None),
+    ]
+    assert lines == []
+
+
+def test_a_body_from_line_after_a_blank_line_splits_only_if_it_looks_like_a_separator():
+    # without Content-Length this is ambiguous: a sender and a time of day decide
+    box = (
+        b"From alice@example.com Mon Jan  1 00:00:00 2024\n"
+        b"Subject: one\n\nDear friend,\n\nFrom the desk of the director: you won.\n"
+        b"\n"
+        b"From bob@example.com Tue Jan  2 10:00:00 2024\n"
+        b"Subject: two\n\nsecond body\n"
+    )
+    write("box.mbox", box)
+    got = list(read_messages(["box.mbox"], Problems()))
+    assert [m.data for m in got] == [
+        b"Subject: one\n\nDear friend,\n\nFrom the desk of the director: you won.\n",
+        b"Subject: two\n\nsecond body\n",
+    ]
+
+
+MBOXCL2_BODY = b"quoted mail follows\n\nFrom bob@example.com Tue Jan  2 10:00:00 2024\nhi\n"
+
+
+@pytest.mark.parametrize("last", [False, True])
+def test_a_content_length_that_lands_on_a_separator_keeps_the_body_whole(last):
+    first = (
+        b"Subject: one\nContent-Length: " + str(len(MBOXCL2_BODY)).encode() + b"\n\n" + MBOXCL2_BODY
+    )
+    second = b"Subject: two\n\nsecond body\n"
+    separator = b"From alice@example.com Mon Jan  1 00:00:00 2024\n"
+    box = separator + first + b"\n" + separator + second
+    if last:  # the Content-Length body ends the file
+        box = separator + second + b"\n" + separator + first
+    write("box.mbox", box)
+    problems, lines = collector()
+    got = [m.data for m in read_messages(["box.mbox"], problems)]
+    assert got == ([second, first] if last else [first, second])
+    assert lines == []
+
+
+def test_a_content_length_that_lands_elsewhere_is_not_trusted():
+    first = b"Subject: one\nContent-Length: 5\n\n" + MBOXCL2_BODY
+    separator = b"From alice@example.com Mon Jan  1 00:00:00 2024\n"
+    write("box.mbox", separator + first)
+    got = [m.data for m in read_messages(["box.mbox"], Problems())]
+    assert got == [
+        b"Subject: one\nContent-Length: 5\n\nquoted mail follows\n",
+        b"hi\n",
+    ]
+
+
+def test_text_before_the_first_separator_of_an_mbox_is_kept():
+    write("box.mbox", b"Subject: stray\n\nno separator\n\n" + MBOX)
+    got = [m.data for m in read_messages(["box.mbox"], Problems())]
+    assert got == [b"Subject: stray\n\nno separator\n", *MBOX_MESSAGES]
+
+
+def test_an_mbox_message_longer_than_the_cap_is_cut_and_noted(monkeypatch):
+    import nbspam.messages
+
+    monkeypatch.setattr(nbspam.messages, "MAX_MESSAGE_BYTES", 1 << 20)
+    long = b"Subject: long\n\n" + b"x" * (2 << 20) + b"\n"
+    write("box.mbox", b"From a Mon Jan  1 00:00:00 2024\n" + long + b"\n" + MBOX)
+    problems, lines = collector()
+    got = [m.data for m in read_messages(["box.mbox"], problems)]
+    assert got == [long[: 1 << 20], *MBOX_MESSAGES]
+    assert lines == ["note: box.mbox#1: read the first 1 MiB of 2.0 MiB, the rest left out"]
+
+
+def test_a_message_file_is_read_up_to_the_cap(monkeypatch):
+    import nbspam.messages
+
+    monkeypatch.setattr(nbspam.messages, "MAX_MESSAGE_BYTES", 3 << 20)
+    data = b"Subject: big\n\n" + b"y" * (5 << 20)
+    write("big.eml", data)
+    reads: list[int] = []
+    real_read = os.read
+    monkeypatch.setattr(os, "read", lambda fd, n: reads.append(n) or real_read(fd, n))
+    problems, lines = collector()
+    assert triples(list(read_messages(["big.eml"], problems))) == [
+        ("big.eml", data[: 3 << 20], None)
+    ]
+    assert sum(reads) <= (3 << 20) + 1
+    assert lines == ["note: big.eml: read the first 3 MiB of 5.0 MiB, the rest left out"]
+    assert problems.skipped == 0
+
+
+def test_binary_files_are_reported_and_mail_with_nul_bytes_is_not():
+    write("mail/a.eml", b"Subject: a\n\nbody")
+    write("mail/image.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    write("mail/nul.eml", b"From: a@b.example\nSubject: x\n\n\x00\x00 junk")
+    write("mail/late-nul.txt", b"words " * 2000 + b"\x00")  # past the first 8 KiB: text
+    problems, lines = collector()
+    got = ids(list(read_messages(["mail"], problems)))
+    assert got == ["mail/a.eml", "mail/late-nul.txt", "mail/nul.eml"]
+    assert lines == ["mail/image.png: binary data, not a message"]
+    assert problems.skipped == 1
+
+
+def test_a_binary_labelled_file_is_reported_for_training():
+    write("data/spam/a.eml", b"Subject: a\n\nbody")
+    write("data/spam/b.bin", bytes(range(256)))
+    problems, lines = collector()
+    assert ids(list(read_labelled(["data"], problems))) == ["data/spam/a.eml"]
+    assert lines == ["data/spam/b.bin: binary data, not a message"]
+
+
 def test_mbox_with_a_label():
     write("box.mbox", MBOX)
     problems, _ = collector()
@@ -537,6 +666,27 @@ def test_a_table_is_read_a_line_at_a_time_and_bad_bytes_end_it():
     got = list(read_labelled(["rows.jsonl"], problems))
     assert len(got) == 5000 and got[-1].data == "row 5000"  # the rows before the bad bytes
     assert len(lines) == 1 and lines[0].startswith("rows.jsonl: 'utf-8' codec can't decode")
+
+
+def test_a_table_row_longer_than_the_cap_is_skipped_unread(monkeypatch):
+    import nbspam.messages
+
+    monkeypatch.setattr(nbspam.messages, "MAX_MESSAGE_BYTES", 1 << 20)
+    write("rows.tsv", "spam\tbuy\n" + "ham\t" + "x" * (3 << 20) + "\nham\tsee you\n")
+    problems, lines = collector()
+    got = list(read_messages(["rows.tsv"], problems))
+    assert triples(got) == [("rows.tsv#1", "buy", "spam"), ("rows.tsv#3", "see you", "ham")]
+    assert lines == ["rows.tsv#2: a row of 3.0 MiB, longer than 1 MiB: not read"]
+    assert problems.skipped == 1
+
+
+def test_a_csv_field_longer_than_128_kib_is_read():
+    text = "x" * 300_000
+    write("rows.csv", f'label,text\nspam,"{text}"\nham,hello\n')
+    problems, lines = collector()
+    got = list(read_messages(["rows.csv"], problems))
+    assert triples(got) == [("rows.csv#2", text, "spam"), ("rows.csv#3", "hello", "ham")]
+    assert lines == []
 
 
 def test_table_line_ends_cr_lf_and_crlf_all_end_a_row():
@@ -775,6 +925,27 @@ def test_stdin_is_one_message():
     assert lines == []
 
 
+def test_stdin_is_read_up_to_the_cap_and_no_further(monkeypatch):
+    import nbspam.messages
+
+    monkeypatch.setattr(nbspam.messages, "MAX_MESSAGE_BYTES", 1 << 20)
+    data = b"Subject: x\n\n" + b"z" * (2 << 20)
+    stream = io.BytesIO(data)
+    problems, lines = collector()
+    got = list(read_messages(["-"], problems, stdin=stream))
+    assert triples(got) == [("-", data[: 1 << 20], None)]
+    assert stream.tell() == (1 << 20) + 1  # the rest is never read
+    assert lines == ["note: -: read the first 1 MiB of a longer message, the rest left out"]
+
+
+def test_binary_stdin_is_reported():
+    problems, lines = collector()
+    got = list(read_messages(["-"], problems, stdin=io.BytesIO(b"\x00\x01\x02" * 10)))
+    assert got == []
+    assert lines == ["-: binary data, not a message"]
+    assert problems.skipped == 1
+
+
 def test_stdin_among_files_keeps_its_place():
     write("a", b"A")
     write("b", b"B")
@@ -836,6 +1007,6 @@ def test_table_lines_are_those_of_the_whole_text_in_universal_newlines(parts, bo
     # what reading the whole file in text mode gives: CRLF and CR become LF, the BOM goes
     whole = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig").read()
     *rows, last = whole.split("\n")
-    assert list(_text_lines(io.BytesIO(data))) == [r + "\n" for r in rows] + (
+    assert list(_text_lines(io.BytesIO(data), "t.tsv", Problems())) == [r + "\n" for r in rows] + (
         [last] if last else []
     )
