@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import TYPE_CHECKING
 
-from .htmltext import MAX_HTML_CHARS, html_to_text
+from .htmltext import html_to_text
 
 if TYPE_CHECKING:  # the email package is imported only for the mail the fast path leaves
     from email.message import Message
@@ -37,8 +37,7 @@ class ParsedMail:
     """(content type, lower-cased file-name extension or '') of every non-body part and of
     every part with a file name."""
     truncated: bool
-    """True if body text was cut because of ``max_body_chars``, or an HTML part was longer
-    than the ``MAX_HTML_CHARS`` that are read of it."""
+    """True if body text was cut because of ``max_body_chars``."""
     defects: int
     """Number of defects the email package reported (1 if the message could not be parsed)."""
 
@@ -297,13 +296,12 @@ def _extension(filename: str) -> str:
 
 def _payload_text(
     payload: bytes, ctype: str, charset: str, complete: bool
-) -> tuple[str, tuple[str, ...], bool]:
-    """The visible text and link targets of a decoded text/plain or text/html payload, and
-    whether HTML past ``MAX_HTML_CHARS`` was left unread."""
+) -> tuple[str, tuple[str, ...]]:
+    """The visible text and link targets of a decoded text/plain or text/html payload."""
     text = decode_bytes(payload, charset, complete=complete)
     if ctype == "text/html":
-        return (*html_to_text(text), len(text) > MAX_HTML_CHARS)
-    return text.replace("\r\n", "\n").replace("\r", "\n"), (), False
+        return html_to_text(text)
+    return text.replace("\r\n", "\n").replace("\r", "\n"), ()
 
 
 # A leaf part for _assemble: content type, charset, file name, whether it is body text, and
@@ -330,9 +328,8 @@ def _assemble(
         if body.full:
             body.truncated = body.truncated or (bool(payload) and not payload.isspace())
             continue
-        text, part_links, cut = _payload_text(payload, ctype, charset, complete)
+        text, part_links = _payload_text(payload, ctype, charset, complete)
         body.add(text)
-        body.truncated = body.truncated or cut
         links.extend(part_links)
     return ParsedMail(
         headers=headers,

@@ -112,12 +112,25 @@ def test_html_text_keeps_words_around_broken_tags():
     assert links == ("x",)
 
 
-def test_only_the_first_max_html_chars_are_read():
+def test_past_max_html_chars_the_text_is_read_without_parsing():
     filler = "<p>word</p>" * (MAX_HTML_CHARS // 11 + 1)
-    html = filler + "<p>late</p><a href=late.example>x</a>"
-    text, links = html_to_text(html)
-    assert text.split("\n")[-1] == "word" and "late" not in text and links == ()
-    assert html_to_text(html[:MAX_HTML_CHARS]) == (text, links)
+    rest = (
+        "<p>late &amp; <b>bold</b></p><script>var hidden</script><!-- unseen -->"
+        "<a href=late.example>end</a><STYLE>p {}</style"
+    )
+    text, links = html_to_text(filler + rest)
+    # the rest loses its links, not its words: every tag there ends a line
+    assert text.split("\n")[-4:] == ["word", "late &", "bold", "end"]
+    assert "hidden" not in text and "unseen" not in text and "p {}" not in text
+    assert links == ()
+    head, _ = html_to_text(filler)
+    assert text.startswith(head)
+
+
+def test_past_max_html_chars_an_unclosed_script_hides_the_rest():
+    filler = "<p>word</p>" * (MAX_HTML_CHARS // 11 + 1)
+    text, _ = html_to_text(filler + "<p>seen</p><script>never " + "x " * 1000)
+    assert text.endswith("seen") and "never" not in text
 
 
 @settings(max_examples=300, deadline=None)
