@@ -782,7 +782,8 @@ def filter_mail(
         sys.exit(filter_stdin(model_path, exit_status=exit_status, misuse=misuse))
     if exit_status:
         raise click.UsageError("--exit-status is for one message on stdin (no PATH)")
-    from .filtering import default_state_path, filter_folders, report_writer
+    from .filtering import filter_folders, report_writer
+    from .mailstore import default_state_path
     from .quick import load_scorer
 
     scorer = load_scorer(model_path)

@@ -17,7 +17,8 @@ from typing import NamedTuple, TypeVar
 
 from .config import TokenizerConfig
 from .features import Analyzer
-from .messages import Message, message_digest
+from .headers import message_digest
+from .messages import Message
 from .parallel import chunks, imap_ordered
 
 T = TypeVar("T")

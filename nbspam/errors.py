@@ -36,9 +36,20 @@ class TrainingError(NbspamError):
     """The data cannot give a model (no messages, one class, no terms left)."""
 
 
+class FilterError(NbspamError):
+    """Mail cannot be filtered as asked: a multi-class model, an mbox, an unusable folder."""
+
+
 def os_error_message(exc: OSError) -> str:
     """One line for a failed system call: ``FILE: reason``, or the reason alone where the
-    call named no file, as the system says it, in lower case."""
-    reason = exc.strerror or str(exc) or type(exc).__name__
-    reason = reason[:1].lower() + reason[1:]
+    call named no file."""
+    reason = os_reason(exc)
     return reason if exc.filename is None else f"{exc.filename}: {reason}"
+
+
+def os_reason(exc: BaseException) -> str:
+    """Why a system call failed, as the system says it, in lower case ("no such file or
+    directory"); for any other exception, its text."""
+    reason = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
+    reason = reason or type(exc).__name__
+    return reason[:1].lower() + reason[1:]

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import timezone
 from itertools import chain
 from typing import Any, TextIO
 
@@ -29,7 +27,7 @@ from .counting import count_chunks
 from .crossval import Scores, Tokenized, cross_validate_matrix, score_split, subset
 from .decision import verdict
 from .errors import ConfigError, InputError, NbspamError, os_error_message
-from .mailparse import looks_like_mail, skip_mbox_line
+from .headers import message_time
 from .messages import Message
 from .parallel import CHUNK, chunks
 from .render import json_line
@@ -83,42 +81,6 @@ def tokenize_all(
         raise InputError("no messages to evaluate")
     X, terms = stack_sorted(blocks, index.terms)
     return Tokenized(ids, labels, X, terms)
-
-
-_BLANK_LINE = re.compile(rb"\r?\n\r?\n")
-
-
-def message_time(data: bytes | str, mail: str = "auto") -> float | None:
-    """Seconds since the epoch of a mail's Date header; None for text or a missing/bad Date.
-
-    ``mail`` is the tokenizer's setting, read as the tokenizer reads it: 'never' takes
-    nothing for mail, 'auto' only bytes that look like mail, 'always' everything. A Date
-    without a time zone is taken as UTC.
-    """
-    if isinstance(data, str):
-        if mail != "always":
-            return None
-        data = data.encode("utf-8", "surrogateescape")
-    if mail == "never" or (mail == "auto" and not looks_like_mail(data)):
-        return None
-    from email.parser import BytesHeaderParser  # only chronological splits read dates
-    from email.policy import compat32
-    from email.utils import parsedate_to_datetime
-
-    head = _BLANK_LINE.split(skip_mbox_line(data), maxsplit=1)[0]
-    value = BytesHeaderParser(policy=compat32).parsebytes(head + b"\n\n").get("date")
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    try:
-        return moment.timestamp()
-    except (OverflowError, OSError, ValueError):
-        return None
 
 
 def chronological_order(times: Sequence[float | None]) -> np.ndarray:

@@ -19,24 +19,29 @@ the next run recognises the copy by its digest and finishes the move.
 
 from __future__ import annotations
 
-import errno
 import os
-import re
 import shutil
-import stat
 import sys
-import tempfile
-import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from . import __version__
 from .decision import UNSURE, Prediction
-from .errors import InputError, NbspamError
+from .errors import FilterError, InputError, NbspamError, os_reason
+from .headers import add_status_header, message_digest, status_value
 from .lock import DEFAULT_TIMEOUT, model_lock
+from .mailstore import (
+    Destination,
+    FilterState,
+    find_copy,
+    finish_move,
+    holds,
+    move_message,
+    open_destination,
+    remove_leftovers,
+)
 from .messages import (
     BINARY,
     MAX_MESSAGE_BYTES,
@@ -44,7 +49,7 @@ from .messages import (
     Problems,
     folder_entries,
     is_binary,
-    message_digest,
+    is_maildir,
     read_messages,
 )
 from .render import json_line
@@ -52,81 +57,8 @@ from .render import json_line
 if TYPE_CHECKING:  # the one-message path must not import numpy
     from .quick import ModelScorer, QuickModel
 
-STATUS_HEADER = b"X-Nbspam-Status"
 SPAM, HAM = "spam", "ham"
 KINDS = (SPAM, UNSURE, HAM)
-TMP_PREFIX = ".nbspam-tmp."
-STATE_SUFFIX = ".state"
-_STATUS_LINE = re.compile(rb"x-nbspam-status[ \t]*:", re.IGNORECASE)
-# hard links are not supported here: fall back to a rename after checking the name is free
-_NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EMLINK}
-
-
-class FilterError(NbspamError):
-    """Mail cannot be filtered as asked: a multi-class model, an mbox, an unusable folder."""
-
-
-# -- the verdict header ---------------------------------------------------------------------
-
-
-def status_value(prediction: Prediction) -> str:
-    """The value of the X-Nbspam-Status header: verdict, log-odds, calibrated probability
-    (left out when the model has no calibration) and the nbspam version."""
-    parts = [_one_line(prediction.verdict or ""), f"log_odds={prediction.log_odds:+.3f}"]
-    if prediction.calibrated is not None:
-        calibrated = f"{prediction.calibrated:.4f}"
-        # probability= is the old name of calibrated=, kept for one release
-        parts += [f"calibrated={calibrated}", f"probability={calibrated}"]
-    parts.append(f"version={__version__}")
-    return "; ".join(parts)
-
-
-def add_status_header(data: bytes, value: str) -> bytes:
-    """``data`` with ``X-Nbspam-Status: value`` as its first header line, every other byte as
-    it was, except that an X-Nbspam-Status header already there is taken out.
-
-    The line goes after an mbox ``From `` line if the message starts with one, and ends as
-    the message's first line does (CRLF or LF).
-    """
-    start = _headers_start(data)
-    first = data.find(b"\n")
-    eol = b"\r\n" if first > 0 and data[first - 1 : first] == b"\r" else b"\n"
-    line = STATUS_HEADER + b": " + value.encode("utf-8") + eol
-    return data[:start] + line + _without_status_header(data[start:])
-
-
-def _headers_start(data: bytes) -> int:
-    """Where the header lines begin: after an mbox ``From `` line, else at 0."""
-    if data.startswith(b"From "):
-        end = data.find(b"\n")
-        if end >= 0:
-            return end + 1
-    return 0
-
-
-def _without_status_header(data: bytes) -> bytes:
-    """``data`` less every X-Nbspam-Status header (with its continuation lines) found before
-    the first blank line."""
-    kept: list[bytes] = []
-    pos, dropping = 0, False
-    while pos < len(data):
-        end = data.find(b"\n", pos)
-        end = len(data) if end < 0 else end + 1
-        line = data[pos:end]
-        if line in (b"\n", b"\r\n"):
-            break
-        if not (dropping and line[:1] in (b" ", b"\t")):
-            dropping = _STATUS_LINE.match(line) is not None
-        if not dropping:
-            kept.append(line)
-        pos = end
-    return b"".join(kept) + data[pos:]
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.splitlines())
-
-
 # -- verdicts ---------------------------------------------------------------------------------
 
 
@@ -209,346 +141,6 @@ def _predict_one(model_path: str, data: bytes) -> tuple[Prediction, str | None]:
     return scorer.predict("-", data), scorer.positive
 
 
-# -- the state record -------------------------------------------------------------------------
-
-
-def default_state_path(model_path: str) -> str:
-    """The state file used when none is given: ``MODEL.state`` beside the model."""
-    return model_path + STATE_SUFFIX
-
-
-class FilterState:
-    """The messages filtered before, as lines ``<hex digest>\\t<verdict>\\t<time>``.
-
-    A line is appended and flushed to disk as each message is handled, so a run killed at
-    any point loses at most the line of the message it was handling. Lines that cannot be
-    read (a line cut short by a crash) are ignored: their message is handled again.
-    """
-
-    def __init__(self, path: str, *, write: bool) -> None:
-        self.path = path
-        self.digests = self._load(path)
-        self._fd = self._open(path) if write else None
-
-    @staticmethod
-    def _load(path: str) -> set[bytes]:
-        try:
-            # not blocking on a FIFO, and refusing a device (/dev/zero never ends)
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        except FileNotFoundError:
-            return set()
-        except OSError as exc:
-            raise FilterError(f"cannot read state file {path}: {_reason(exc)}") from None
-        try:
-            with os.fdopen(fd, "rb") as f:
-                if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                    raise FilterError(f"state file {path} is not a regular file")
-                lines = f.read().split(b"\n")
-        except OSError as exc:
-            raise FilterError(f"cannot read state file {path}: {_reason(exc)}") from None
-        digests = set()
-        for line in lines:
-            field = line.split(b"\t", 1)[0]
-            if len(field) == 32:
-                try:
-                    digests.add(bytes.fromhex(field.decode("ascii")))
-                except (UnicodeDecodeError, ValueError):
-                    continue
-        return digests
-
-    @staticmethod
-    def _open(path: str) -> int:
-        try:
-            new = not os.path.exists(path)
-            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
-            size = os.fstat(fd).st_size
-            if size and os.pread(fd, 1, size - 1) != b"\n":
-                os.write(fd, b"\n")  # end a line a crash cut short
-        except OSError as exc:
-            raise FilterError(f"cannot write state file {path}: {_reason(exc)}") from None
-        if new:
-            _fsync_dir(os.path.dirname(path) or ".")
-        return fd
-
-    def __contains__(self, digest: bytes) -> bool:
-        return digest in self.digests
-
-    def record(self, digest: bytes, verdict: str) -> None:
-        """Note a message as handled: in memory, and in the file if writing."""
-        self.digests.add(digest)
-        if self._fd is None:
-            return
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        line = f"{digest.hex()}\t{_one_line(verdict)}\t{stamp}\n".encode()
-        try:
-            os.write(self._fd, line)
-            os.fsync(self._fd)
-        except OSError as exc:
-            raise FilterError(f"cannot write state file {self.path}: {_reason(exc)}") from None
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-
-# -- destinations and moves -------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Destination:
-    """Where messages of one verdict go: a Maildir, or a plain folder."""
-
-    root: str
-    maildir: bool
-
-    def folder_for(self, sub: str | None) -> str:
-        """The folder a message goes to: a Maildir's ``new/`` or ``cur/`` as it came from
-        (``new/`` for a plain file), or the plain folder itself."""
-        return os.path.join(self.root, sub or "new") if self.maildir else self.root
-
-    @property
-    def tmp(self) -> str:
-        """Where copies are written before they are renamed into place."""
-        return os.path.join(self.root, "tmp") if self.maildir else self.root
-
-
-def open_destination(path: str, *, create: bool) -> Destination:
-    """The destination at ``path``: an existing folder that is not a Maildir is used as it
-    is; otherwise a Maildir, whose ``cur/ new/ tmp/`` are created if ``create``."""
-    if os.path.isdir(path) and not _is_maildir(path):
-        return Destination(path, maildir=False)
-    if os.path.exists(path) and not os.path.isdir(path):
-        raise FilterError(f"{path} is not a folder: cannot move messages there")
-    if create:
-        try:
-            for sub in ("cur", "new", "tmp"):
-                os.makedirs(os.path.join(path, sub), mode=0o700, exist_ok=True)
-        except OSError as exc:
-            raise FilterError(f"cannot create Maildir {path}: {_reason(exc)}") from None
-    return Destination(path, maildir=True)
-
-
-def move_message(source: str, sub: str | None, destination: Destination, digest: bytes) -> str:
-    """Move the message file ``source`` into ``destination``; return its new path.
-
-    ``sub`` is 'new' or 'cur' for a file of a Maildir, None for a plain file. The file keeps
-    its name (with a Maildir's ``:2,`` flags); a name taken by another message gets a tag from
-    the digest, and a name holding this very message (by digest) is where it already is, so
-    the source is only unlinked. Nothing is ever overwritten.
-    """
-    folder = destination.folder_for(sub)
-    for target in _target_names(folder, os.path.basename(source), digest, sub is None):
-        if _place(source, target, destination.tmp, digest):
-            return target
-    raise AssertionError("unreachable: there are always more names")
-
-
-def find_copy(
-    source: str, sub: str | None, digest: bytes, destinations: Iterable[Destination]
-) -> str | None:
-    """A copy of the message ``source`` that an interrupted run already put in one of the
-    destinations (under its own name, or its tagged name), or None."""
-    name = os.path.basename(source)
-    for destination in destinations:
-        folder = destination.folder_for(sub)
-        for target in _target_names(folder, name, digest, sub is None, limit=2):
-            if os.path.lexists(target) and not _same_path(source, target):
-                if _same_message(source, target, digest):
-                    return target
-    return None
-
-
-def finish_move(source: str) -> None:
-    """Unlink ``source`` now that its copy is safely at the destination."""
-    _unlink_durably(source)
-
-
-def holds(destination: Destination, source: str, sub: str | None) -> bool:
-    """True if ``source`` already lies in the folder it would be moved to."""
-    try:
-        return os.path.samefile(os.path.dirname(source), destination.folder_for(sub))
-    except OSError:
-        return False
-
-
-def remove_leftovers(destination: Destination) -> None:
-    """Delete partial copies that a killed run left in the destination's temporary folder."""
-    try:
-        names = os.listdir(destination.tmp)
-    except OSError:
-        return
-    for name in names:
-        if name.startswith(TMP_PREFIX) and not _alive(name[len(TMP_PREFIX) :].split(".")[0]):
-            try:
-                os.unlink(os.path.join(destination.tmp, name))
-            except OSError:
-                pass
-
-
-def _alive(pid_text: str) -> bool:
-    """True if the process that wrote a temporary file may still be running."""
-    if not pid_text.isdigit() or int(pid_text) == os.getpid():
-        return False
-    try:
-        os.kill(int(pid_text), 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
-
-
-def _target_names(
-    folder: str, name: str, digest: bytes, plain: bool, limit: int | None = None
-) -> Iterator[str]:
-    """Names to try in turn: the name itself, then with a tag from the digest before a
-    Maildir's ``:2,`` info (or a plain file's extension), then numbered."""
-    if ":" in name:
-        base, rest = name.split(":", 1)
-        rest = ":" + rest
-    elif plain:
-        base, rest = os.path.splitext(name)
-    else:
-        base, rest = name, ""
-    tag = digest.hex()[:12]
-    yield os.path.join(folder, name)
-    n = 1
-    while limit is None or n < limit:
-        suffix = tag if n == 1 else f"{tag}-{n}"
-        yield os.path.join(folder, f"{base}.{suffix}{rest}")
-        n += 1
-
-
-def _place(source: str, target: str, tmp_folder: str, digest: bytes) -> bool:
-    """Put the message at ``target`` and unlink ``source``; False if ``target`` is taken by
-    another message."""
-    if os.path.lexists(target):
-        return _drop_duplicate(source, target, digest)
-    try:
-        _put(source, target)
-    except FileExistsError:
-        return _drop_duplicate(source, target, digest)
-    except OSError as exc:
-        if exc.errno != errno.EXDEV:
-            raise
-        return _copy_across(source, target, tmp_folder, digest)
-    return True
-
-
-def _put(source: str, target: str) -> None:
-    """Give the file ``source`` the name ``target`` (same file system), never overwriting
-    (FileExistsError), each folder flushed to disk once its change is made."""
-    try:
-        os.link(source, target)
-    except OSError as exc:
-        if exc.errno not in _NO_LINKS:
-            raise
-        if os.path.lexists(target):
-            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), target) from None
-        os.rename(source, target)
-        _fsync_dir(os.path.dirname(target))
-        _fsync_dir(os.path.dirname(source))
-        return
-    _fsync_dir(os.path.dirname(target))
-    _unlink_or_undo(source, target)
-
-
-def _unlink_or_undo(source: str, target: str) -> None:
-    """Unlink ``source`` now that ``target`` holds the message. If another program renamed
-    or deleted ``source`` meanwhile (a mail server moving it from new/ to cur/), take
-    ``target`` away again, so the message is not in two places, and fail."""
-    try:
-        _unlink_durably(source)
-    except FileNotFoundError:
-        _unlink_durably(target)
-        raise
-
-
-def _copy_across(source: str, target: str, tmp_folder: str, digest: bytes) -> bool:
-    """Move to another file system: copy into ``tmp_folder``, flush, rename into place, then
-    unlink the source."""
-    tmp = _durable_copy(source, tmp_folder)
-    try:
-        _put(tmp, target)
-    except FileExistsError:
-        os.unlink(tmp)
-        return _drop_duplicate(source, target, digest)
-    except BaseException:
-        _unlink_quietly(tmp)
-        raise
-    _unlink_or_undo(source, target)
-    return True
-
-
-def _durable_copy(source: str, folder: str) -> str:
-    """A copy of ``source`` (bytes, mode and times) under a temporary name in ``folder``,
-    flushed to disk."""
-    fd, tmp = tempfile.mkstemp(prefix=f"{TMP_PREFIX}{os.getpid()}.", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as out, open(source, "rb") as src:
-            shutil.copyfileobj(src, out)
-            out.flush()
-            shutil.copystat(source, tmp)  # Maildir readers take the arrival time from mtime
-            os.fsync(out.fileno())
-        _fsync_dir(folder)
-    except BaseException:
-        _unlink_quietly(tmp)
-        raise
-    return tmp
-
-
-def _drop_duplicate(source: str, target: str, digest: bytes) -> bool:
-    """If ``target`` holds this message already, unlink ``source`` (unless it is ``target``
-    itself) and say True; otherwise False."""
-    if _same_path(source, target):
-        return True
-    if not _same_message(source, target, digest):
-        return False
-    _unlink_durably(source)
-    return True
-
-
-def _same_message(source: str, target: str, digest: bytes) -> bool:
-    try:
-        if os.path.samefile(source, target):
-            return True
-        with open(target, "rb") as f:
-            return message_digest(f.read()) == digest
-    except OSError:
-        return False
-
-
-def _same_path(a: str, b: str) -> bool:
-    return os.path.realpath(a) == os.path.realpath(b)
-
-
-def _unlink_durably(path: str) -> None:
-    os.unlink(path)
-    _fsync_dir(os.path.dirname(path))
-
-
-def _unlink_quietly(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
-
-
-def _fsync_dir(folder: str) -> None:
-    """Flush a folder's entries to disk (where the file system allows it)."""
-    try:
-        fd = os.open(folder or ".", os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 # -- finding the messages ---------------------------------------------------------------------
 
 
@@ -594,7 +186,7 @@ def _walk(root: str, skipped: set[Any], problems: Problems) -> Iterator[MessageF
         if key is None or key in seen or (folder != root and key in skipped):
             return
         seen.add(key)
-        if _is_maildir(folder):
+        if is_maildir(folder):
             for sub in ("cur", "new"):
                 for path, _, is_file in _entries(os.path.join(folder, sub), problems):
                     if is_file:
@@ -631,11 +223,7 @@ def _maildir_sub(folder: str) -> str | None:
     """'new' or 'cur' if ``folder`` is that part of a Maildir, else None."""
     name = os.path.basename(os.path.normpath(folder))
     parent = os.path.dirname(os.path.normpath(folder))
-    return name if name in ("new", "cur") and _is_maildir(parent or ".") else None
-
-
-def _is_maildir(folder: str) -> bool:
-    return os.path.isdir(os.path.join(folder, "cur")) and os.path.isdir(os.path.join(folder, "new"))
+    return name if name in ("new", "cur") and is_maildir(parent or ".") else None
 
 
 def _holds_several(path: str) -> bool:
@@ -788,7 +376,7 @@ class _Run:
         except OSError as exc:  # left where it is, not recorded: the next run tries again
             self.summary.errors += 1
             to = f" to {destination.root}" if destination else ""
-            self.problems.parent.skip(file.path, f"not moved{to}: {_reason(exc)}")
+            self.problems.parent.skip(file.path, f"not moved{to}: {os_reason(exc)}")
             self._record(file.path, prediction, "error", None)
             return
         if action == "kept":
@@ -851,12 +439,6 @@ class _ReportedProblems(Problems):
         self.parent.note(text)
 
 
-def _reason(exc: OSError) -> str:
-    if exc.strerror:
-        return exc.strerror[:1].lower() + exc.strerror[1:]
-    return str(exc) or type(exc).__name__
-
-
 @contextmanager
 def report_writer(path: str | None, *, stdout: Callable[[str], None]) -> Iterator[Report | None]:
     """A `Report` writing each record as a JSON line: appended to the file ``path`` (flushed
@@ -871,13 +453,13 @@ def report_writer(path: str | None, *, stdout: Callable[[str], None]) -> Iterato
     try:
         out = open(path, "ab", buffering=0)  # a line a write: nothing is left to flush
     except OSError as exc:
-        raise FilterError(f"cannot write report {path}: {_reason(exc)}") from None
+        raise FilterError(f"cannot write report {path}: {os_reason(exc)}") from None
 
     def write(record: dict[str, Any]) -> None:
         try:
             out.write(json_line(record).encode() + b"\n")
         except OSError as exc:
-            raise FilterError(f"cannot write report {path}: {_reason(exc)}") from None
+            raise FilterError(f"cannot write report {path}: {os_reason(exc)}") from None
 
     with out:
         yield write

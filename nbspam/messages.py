@@ -47,38 +47,6 @@ class Message:
     label: str | None = None
 
 
-def message_digest(data: bytes | str) -> bytes:
-    """16-byte BLAKE2b digest identifying a message by its content.
-
-    Header lines nbspam adds itself (``X-Nbspam-*``) are left out, so a message that passed
-    through `nbspam filter` has the digest it had before.
-    """
-    if isinstance(data, str):
-        data = data.encode("utf-8", "surrogateescape")
-    end = _header_end(data)
-    head = data if end < 0 else data[: end + 1]
-    if b"x-nbspam-" in head.lower():
-        data = _OWN_HEADER.sub(b"", head) + data[len(head) :]
-    import hashlib  # here: loading it (and OpenSSL) costs 3-10 ms that scoring does not need
-
-    return hashlib.blake2b(data, digest_size=16).digest()
-
-
-def _header_end(data: bytes) -> int:
-    """Where the header ends: the first blank line ("\\n\\n" or "\\r\\n\\r\\n"), or -1.
-
-    The CRLF form is looked for only before the first "\\n\\n", so a message with LF line
-    ends is not read to its end twice.
-    """
-    end = data.find(b"\n\n")
-    # a "\r\n\r\n" before ``end`` runs one byte into it at most, as in "\r\n\r\n\n"
-    crlf = data.find(b"\r\n\r\n", 0, len(data) if end < 0 else end + 1)
-    return end if crlf < 0 else crlf
-
-
-_OWN_HEADER = re.compile(rb"(?im)^x-nbspam-[^:\n]*:[^\n]*\n(?:[ \t][^\n]*\n)*")
-
-
 class Problems:
     """Collects what was skipped (``id: reason``) and notes; ``report`` sees each as it comes."""
 
@@ -180,7 +148,7 @@ def read_labelled(specs: Iterable[str], problems: Problems) -> Iterator[Message]
 
 
 def _read_label_folders(root: str, problems: Problems) -> Iterator[Message]:
-    if _is_maildir(root):
+    if is_maildir(root):
         raise InputError(f"{root} is a Maildir, which has no labels: give LABEL={root}")
     entries = folder_entries(root, problems)
     stray = [name for name, is_folder, _ in entries if not is_folder]
@@ -455,7 +423,7 @@ def _read_folder(root: str, problems: Problems) -> Iterator[Message]:
             return
         seen.add((st.st_dev, st.st_ino))
         # a Maildir's messages are in cur/ and new/; beside them lie the mail server's files
-        if _is_maildir(folder):
+        if is_maildir(folder):
             entries = [("cur", True, False), ("new", True, False)]
         else:
             entries = folder_entries(folder, problems)
@@ -591,7 +559,8 @@ def _jsonl_rows(
         )
 
 
-def _is_maildir(folder: str) -> bool:
+def is_maildir(folder: str) -> bool:
+    """Whether ``folder`` is a Maildir: it has both ``cur/`` and ``new/``."""
     return os.path.isdir(os.path.join(folder, "cur")) and os.path.isdir(os.path.join(folder, "new"))
 
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from .config import Settings
 from .counts import ClassCounts
 from .errors import NbspamError, TrainingError
-from .messages import Message, message_digest
+from .headers import message_digest
+from .messages import Message
 from .model import CountTable, Model, _now, from_counts
 
 

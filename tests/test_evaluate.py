@@ -20,10 +20,10 @@ from nbspam.evaluate import (
     chronological_order,
     cross_validate,
     holdout,
-    message_time,
     tokenize_all,
     with_decision_rules,
 )
+from nbspam.headers import message_time
 from nbspam.messages import Message
 from nbspam.model import score, train
 from nbspam.render import render_report

@@ -126,7 +126,7 @@ def test_filter_records_on_a_device_are_one_line(runner, model, tmp_path, option
 def test_a_state_file_on_a_full_disk_is_one_line(runner, model, tmp_path, monkeypatch, where):
     import errno
 
-    import nbspam.filtering
+    import nbspam.mailstore
 
     folder = tmp_path / "mail"
     folder.mkdir()
@@ -142,7 +142,7 @@ def test_a_state_file_on_a_full_disk_is_one_line(runner, model, tmp_path, monkey
 
     if where == "write":
         state.write_bytes(b"")
-    monkeypatch.setattr(nbspam.filtering.os, "write", full)
+    monkeypatch.setattr(nbspam.mailstore.os, "write", full)
     result = run(runner, "filter", "-m", model, folder, "--state", state)
     assert result.exit_code == 1
     assert result.stderr == f"Error: cannot write state file {state}: no space left on device\n"

@@ -974,7 +974,7 @@ def test_a_maildir_gives_only_cur_and_new(tmp_path):
 
 
 def test_digest_ignores_own_headers_with_crlf_too():
-    from nbspam.messages import message_digest
+    from nbspam.headers import message_digest
 
     plain = b"Subject: a\r\n\r\nX-Nbspam-Status: spam\r\nbody\r\n"
     filtered = b"X-Nbspam-Status: ham; log_odds=-3\r\n" + plain
@@ -985,7 +985,7 @@ def test_digest_ignores_own_headers_with_crlf_too():
 @settings(max_examples=500, deadline=None)
 @given(st.lists(st.sampled_from([b"\n", b"\r", b"\r\n", b"a", b": ", b"\n\n", b"\r\n\r\n"])))
 def test_header_end_is_the_first_blank_line_of_either_kind(parts):
-    from nbspam.messages import _header_end
+    from nbspam.headers import header_end as _header_end
 
     data = b"".join(parts)
     found = [i for i in (data.find(b"\n\n"), data.find(b"\r\n\r\n")) if i >= 0]
