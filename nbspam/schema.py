@@ -3,10 +3,13 @@
 A file with a valid checksum may still have been made by hand, so nothing in it is trusted:
 reading ends in something that can be scored and updated, or in one `ModelFileError`
 ``MODEL is not a valid nbspam model: <what>``. `read` checks the whole header, each array's
-type and shape, and the scoring table's values, at a cost small beside reading the file, so
-that scoring one message (`quick`, without numpy) relies on nothing unchecked; the checks
-that take a pass over the vocabulary or the counts are `terms`, made where the vocabulary is
-decoded anyway, and `check_counts` (numpy), made where a full Model is built.
+type and shape, and the values one message is scored with, at a cost small beside reading
+the file, so that scoring one message (`quick`, without numpy) can neither fail nor stall
+and sums only finite weights. The checks that take a pass over the whole vocabulary or the
+counts are made where those are used: `terms` where the vocabulary is decoded (a batch, a
+full Model), `check_counts` (numpy) where a full Model is built. (Scoring one message looks
+terms up by binary search and does not decode the vocabulary: in a crafted file with terms
+out of order, a lookup can only miss.)
 
 Standard library only.
 """
@@ -14,6 +17,7 @@ Standard library only.
 from __future__ import annotations
 
 import math
+import operator
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -104,15 +108,14 @@ def terms(path: str | os.PathLike[str], box: ModelFile) -> list[str]:
     found = text.split("\n") if text else []
     if len(found) != len(box.values("term_offsets")) - 1:
         raise container.invalid(path, "the terms do not match their offsets")
-    if found[:1] == [""] or not all(map(str.__lt__, found, found[1:])):  # C loops, no Python
+    if found[:1] == [""] or not all(map(operator.lt, found, found[1:])):  # C loops, no Python
         raise container.invalid(path, "the terms are not sorted, unique and non-empty")
     return found
 
 
 def check_counts(path: str | os.PathLike[str], box: ModelFile) -> None:
     """The checks a full Model needs beyond `read`, one vectorised pass each: counts
-    non-negative, learned messages' labels in range, term offsets where the terms are, and
-    the whole scoring table finite."""
+    non-negative, term offsets where the terms are, and the whole scoring table finite."""
     import numpy as np
 
     def array(name: str) -> Any:
@@ -122,9 +125,6 @@ def check_counts(path: str | os.PathLike[str], box: ModelFile) -> None:
     for name in ("class_count", "term_count", "doc_count"):
         if array(name).size and array(name).min() < 0:
             raise container.invalid(path, f"{name} has a negative count")
-    seen = array("seen_labels")
-    if seen.size and (seen.min() < 0 or seen.max() >= len(box.labels)):
-        raise container.invalid(path, "seen_labels has a label index out of range")
     blob, offsets = array("terms"), array("term_offsets")
     if offsets.size > 2 and not np.array_equal(np.flatnonzero(blob == 10) + 1, offsets[1:-1]):
         raise container.invalid(path, "the term offsets do not match the terms")
@@ -177,7 +177,7 @@ def _labels(labels: Any) -> tuple[str, ...]:
         raise ValueError(f"labels must be a list of 2 to {MAX_LABELS} labels")
     if not all(isinstance(label, str) and 0 < len(label) <= MAX_LABEL_CHARS for label in labels):
         raise ValueError(f"every label must be text of 1 to {MAX_LABEL_CHARS} characters")
-    if not all(map(str.__lt__, labels, labels[1:])):
+    if not all(map(operator.lt, labels, labels[1:])):
         raise ValueError("the labels are not sorted and unique")
     return tuple(labels)
 
@@ -237,11 +237,15 @@ def _check_score(score: Any, train: TrainConfig, binary: bool) -> None:
 
 def _check_values(box: ModelFile, binary: bool) -> None:
     """The values one message is scored with: the ends of the term offsets (binary search
-    stays inside the terms), and the weights it sums, finite (one C loop each)."""
+    stays inside the terms), and the weights it sums, finite (one C loop each); and the
+    labels of the messages learned, in range (a loop as long as there are messages)."""
     offsets = box.values("term_offsets")
     size = len(box.view("terms"))
     if offsets[0] != 0 or offsets[-1] != (size + 1 if len(offsets) > 1 else 0):
         raise ValueError("the term offsets do not span the terms")
+    seen = box.values("seen_labels")
+    if seen and (min(seen) < 0 or max(seen) >= len(box.labels)):
+        raise ValueError("seen_labels has a label index out of range")
     if box.has_scoring_table:
         for name in ("score_weights",) if binary else ("score_coef", "score_intercept"):
             if not math.isfinite(sum(box.values(name))):
