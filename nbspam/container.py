@@ -96,8 +96,13 @@ def read(path: str | os.PathLike[str]) -> Container:
     except OSError as exc:
         raise ModelFileError(f"cannot read model file {path}: {exc.strerror or exc}") from None
     try:
+        stats = os.fstat(fd)
+        if not stat.S_ISREG(stats.st_mode):
+            os.close(fd)
+            kind = _kind(stats.st_mode)
+            raise ModelFileError(f"cannot read model file {path}: {kind}, not a regular file")
         with os.fdopen(fd, "rb", buffering=0) as f:
-            return _read(path, f)
+            return _read(path, f, stats.st_size)
     except OSError as exc:
         raise ModelFileError(f"cannot read model file {path}: {exc.strerror or exc}") from None
 
@@ -107,11 +112,7 @@ def invalid(path: str | os.PathLike[str], what: str) -> ModelFileError:
     return ModelFileError(f"{path} is not a valid nbspam model: {what}")
 
 
-def _read(path: str | os.PathLike[str], f: Any) -> Container:
-    mode = os.fstat(f.fileno()).st_mode
-    if not stat.S_ISREG(mode):
-        raise ModelFileError(f"cannot read model file {path}: {_kind(mode)}, not a regular file")
-    size = os.fstat(f.fileno()).st_size
+def _read(path: str | os.PathLike[str], f: Any, size: int) -> Container:
     prefix = f.read(_PREFIX.size)
     if len(prefix) < _PREFIX.size or not prefix.startswith(MAGIC):
         raise ModelFileError(f"{path} is not an nbspam model file")

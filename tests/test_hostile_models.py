@@ -6,7 +6,11 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
+import resource
+import stat
 import struct
+import subprocess
 import sys
 import zlib
 from pathlib import Path
@@ -228,7 +232,8 @@ def one_message(args: list[str], monkeypatch, capsysbinary) -> tuple[int, bytes,
 
 
 def refused(lines: list[str], path: Path) -> bool:
-    return len(lines) == 1 and lines[0].startswith(f"Error: {path} ")
+    """One line, the error about the model at ``path``."""
+    return len(lines) == 1 and lines[0].startswith("Error: ") and f" {path}" in lines[0]
 
 
 def test_crafted_models_are_refused_in_one_line(hostile, monkeypatch, capsysbinary, tmp_path):
@@ -253,3 +258,117 @@ def test_crafted_models_are_refused_in_one_line(hostile, monkeypatch, capsysbina
         assert (result.exit_code, result.stdout) == (1, ""), args[0]
         assert refused(result.stderr.splitlines(), path), (args[0], result.stderr)
     assert path.read_bytes() == before  # learn changed nothing
+
+
+# -- special files as models -------------------------------------------------------------
+
+
+def nbspam(*args, stdin: bytes = MESSAGE) -> subprocess.CompletedProcess:
+    """`python -m nbspam ARGS` in a child process with 1 GB of memory, killed (failing the
+    test) after 60 s."""
+    return subprocess.run(
+        [sys.executable, "-m", "nbspam", *map(str, args)],
+        input=stdin,
+        capture_output=True,
+        timeout=60,
+        check=False,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_DATA, (2**30, 2**30)),
+    )
+
+
+@pytest.fixture(params=["fifo", "folder", "/dev/zero", "/dev/urandom", "sparse 2 GB"])
+def special(request, original, tmp_path) -> Path:
+    if request.param.startswith("/dev/"):
+        return Path(request.param)
+    path = tmp_path / "special.nbm"
+    if request.param == "fifo":
+        os.mkfifo(path)
+    elif request.param == "folder":
+        path.mkdir()
+    else:  # a model file followed by 2 GB of holes: refused without reading them
+        path.write_bytes(original)
+        os.truncate(path, 2**31)
+    return path
+
+
+def test_special_files_as_models_are_refused_quickly_in_one_line(special, tmp_path):
+    message = tmp_path / "message.eml"
+    message.write_bytes(MESSAGE)
+    for args in (
+        ["predict", "-m", special],
+        ["predict", "-m", special, message],
+        ["info", "-m", special],
+        ["learn", "-m", special, "--label", "spam", message],
+    ):
+        result = nbspam(*args)
+        assert (result.returncode, result.stdout) == (1, b""), args
+        assert refused(result.stderr.decode().splitlines(), special), result.stderr
+    result = nbspam("filter", "-m", special)
+    assert (result.returncode, result.stdout) == (1, MESSAGE)
+    assert len(result.stderr.splitlines()) == 1
+    if special.is_relative_to(tmp_path):  # learn locked a regular file, and wrote nothing
+        names = {p.name for p in tmp_path.iterdir()} - {"special.nbm.lock"}
+        assert names == {"message.eml", "special.nbm"}
+        assert special.is_fifo() or special.is_dir() or special.stat().st_size == 2**31
+
+
+# -- writing models ----------------------------------------------------------------------
+
+
+def invoke(*args) -> object:
+    return CliRunner().invoke(cli, [str(arg) for arg in args])
+
+
+def messages_learned(path: Path) -> int:
+    return json.loads(invoke("info", "-m", path, "-f", "json").stdout)["messages"]
+
+
+def test_writing_through_a_symbolic_link_updates_its_target(tmp_path):
+    (tmp_path / "shared").mkdir()
+    target = tmp_path / "shared" / "model.nbm"
+    link = tmp_path / "link.nbm"
+    link.symlink_to(target)  # dangling until trained
+    assert invoke("train", SAMPLE / "train", "-o", link).exit_code == 0
+    assert link.is_symlink() and target.is_file()
+    before = messages_learned(target)
+    message = tmp_path / "new.eml"
+    message.write_bytes(b"Subject: hello\n\nsomething new to learn\n")
+    assert invoke("learn", "-m", link, "--label", "ham", message).exit_code == 0
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert messages_learned(target) == before + 1
+    # the lock and any temporary file go beside the target, where another link's writer looks
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.nbm", "new.eml", "shared"]
+    assert sorted(p.name for p in target.parent.iterdir()) == ["model.nbm", "model.nbm.lock"]
+
+
+def device(path: Path, minor: int) -> Path:
+    """A character device node like /dev/null (minor 3) or /dev/full (7), made at ``path``
+    so that a failure cannot harm the real ones."""
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, minor))
+    except PermissionError:
+        pytest.skip("making a device node needs root")
+    return path
+
+
+@pytest.mark.parametrize("kind", ["null", "full", "fifo", "folder", "link to null"])
+def test_writing_refuses_what_is_not_a_regular_file(kind, tmp_path):
+    path = tmp_path / "out"
+    if kind in ("null", "full"):
+        device(path, 3 if kind == "null" else 7)
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    else:
+        device(tmp_path / "null", 3)
+        (tmp_path / "out").symlink_to(tmp_path / "null")
+    names = sorted(p.name for p in tmp_path.iterdir())
+    mode = path.stat().st_mode
+    result = invoke("train", SAMPLE / "train", "-o", path)
+    assert result.exit_code == 1
+    (line,) = result.stderr.splitlines()[-1:]
+    assert line.startswith(f"Error: cannot write {path}: it is a ")
+    assert line.endswith(", not a regular file")
+    assert path.stat().st_mode == mode  # still what it was, nothing made beside it
+    assert sorted(p.name for p in tmp_path.iterdir()) == names
