@@ -127,11 +127,15 @@ def _read(path: str | os.PathLike[str], f: Any, size: int) -> Container:
     if head_len > MAX_HEADER:
         raise invalid(path, f"a header of {head_len:,} bytes (at most {MAX_HEADER:,})")
     head = f.read(head_len)
+    if len(head) < head_len:
+        raise ModelFileError(f"{path} is truncated")
     try:
         header = json.loads(head, parse_constant=_no_constant)
     except (ValueError, RecursionError):  # RecursionError: nested too deep
         raise invalid(path, "the header is not JSON") from None
-    if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
+    if not isinstance(header, dict):
+        raise invalid(path, "the header is not a JSON object")
+    if header.get("format") != FORMAT_NAME:
         raise ModelFileError(f"{path} is not an nbspam model file")
     start = _aligned(_PREFIX.size + head_len)
     try:

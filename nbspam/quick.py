@@ -35,7 +35,7 @@ SCORE_CHUNK = 64  # messages scored as one piece of work: small, so that workers
 class QuickModel:
     """The scoring table of a model file: enough to score messages, nothing to train."""
 
-    def __init__(self, box: schema.ModelFile, path: str | os.PathLike[str] = "") -> None:
+    def __init__(self, box: schema.ModelFile, path: str | os.PathLike[str]) -> None:
         header = box.header
         self.path = path
         self.labels: tuple[str, ...] = box.labels

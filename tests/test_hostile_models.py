@@ -372,3 +372,12 @@ def test_writing_refuses_what_is_not_a_regular_file(kind, tmp_path):
     assert line.endswith(", not a regular file")
     assert path.stat().st_mode == mode  # still what it was, nothing made beside it
     assert sorted(p.name for p in tmp_path.iterdir()) == names
+
+
+def test_training_refuses_labels_that_a_model_file_cannot_hold(tmp_path):
+    table = tmp_path / "long.tsv"
+    table.write_text(f"ham\thello there\n{'s' * 1001}\tbuy now\n")
+    result = invoke("train", table, "-o", tmp_path / "m.nbm")
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[-1].startswith("Error: a label must have 1 to 1,000 ")
+    assert not (tmp_path / "m.nbm").exists()
