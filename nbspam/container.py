@@ -147,15 +147,15 @@ def _read(path: str | os.PathLike[str], f: Any, size: int) -> Container:
         raise ModelFileError(f"{path} is truncated")
     if size > expected:
         raise invalid(path, f"{size - expected:,} bytes more than its header describes")
-    data = bytearray(expected)
-    whole = memoryview(data)
-    whole[: len(prefix) + head_len] = prefix + head
-    done = len(prefix) + head_len
-    while done < expected:
-        got = f.readinto(whole[done:])
-        if not got:
+    f.seek(0)
+    parts, left = [], expected
+    while left:  # one read, but where the system gives less (2 GB at most on Linux)
+        part = f.read(left)
+        if not part:
             raise ModelFileError(f"{path} is truncated")
-        done += got
+        parts.append(part)
+        left -= len(part)
+    whole = memoryview(parts[0] if len(parts) == 1 else b"".join(parts))
     if zlib.crc32(whole[:-_DIGEST]) != struct.unpack("<I", whole[-_DIGEST:])[0]:
         raise ModelFileError(f"{path} is corrupt (checksum mismatch)")
     views = {
