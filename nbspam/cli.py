@@ -143,7 +143,7 @@ def model_option(f):
         "--model",
         "model_path",
         required=True,
-        type=click.Path(dir_okay=False),
+        type=click.Path(),  # a folder, like any special file, is refused in one line
         help="Model file written by 'nbspam train'.",
     )(f)
 
@@ -325,7 +325,7 @@ _TRAIN_OPTIONS = [
     "-o",
     "--output",
     required=True,
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
     help="Where to write the model file (replaced atomically).",
 )
 @files_from_options
@@ -893,12 +893,12 @@ def forget(model_path: str, paths: tuple[str, ...], files_from, null: bool) -> N
 
 
 @cli.command()
-@click.argument("models", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("models", nargs=-1, required=True, type=click.Path())
 @click.option(
     "-o",
     "--output",
     required=True,
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
     help="Where to write the merged model (replaced atomically).",
 )
 def merge(models: tuple[str, ...], output: str) -> None:

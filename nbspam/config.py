@@ -121,6 +121,12 @@ class Settings:
     stop_words: str = "english"
 
 
+#: Upper bounds of settings whose cost grows with their value (n-grams of length n make
+#: n - 1 more terms of each word), also what a model file may hold.
+MAX_NGRAMS = 5
+MAX_TOKEN_LENGTH = 10_000
+MAX_FOLDS = 100
+
 _TOKENIZER_KEYS = {f.name for f in fields(TokenizerConfig)} - {"stop_words"}
 _TRAIN_KEYS = {f.name for f in fields(TrainConfig)}
 KNOWN_KEYS: frozenset[str] = frozenset(_TOKENIZER_KEYS | _TRAIN_KEYS | {"stop_words"})
@@ -175,13 +181,14 @@ def build_settings(values: dict[str, Any], *, source: str = "settings") -> Setti
 
 def _check(key: str, value: Any) -> Any:
     """Return ``value`` converted to the type of setting ``key``, or raise ConfigError."""
-    ints = {
-        "min_length": 1,
-        "max_length": 1,
-        "ngrams": 1,
-        "min_count": 1,
-        "max_body_chars": 1,
-        "folds": 2,
+    ints = {  # the least and the greatest value (None: no bound)
+        "min_length": (1, MAX_TOKEN_LENGTH),
+        "max_length": (1, MAX_TOKEN_LENGTH),
+        "ngrams": (1, MAX_NGRAMS),
+        "min_count": (1, None),
+        "max_body_chars": (1, None),
+        "folds": (2, MAX_FOLDS),
+        "max_features": (1, None),
     }
     bools = {
         "normalize",
@@ -199,12 +206,14 @@ def _check(key: str, value: Any) -> Any:
         if not isinstance(value, bool):
             raise ConfigError(f"setting {key} must be true or false, not {value!r}")
         return value
-    if key in ints or key == "max_features":
+    if key in ints:
         if value is None and key == "max_features":
             return None
-        low = ints.get(key, 1)
+        low, high = ints[key]
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ConfigError(f"setting {key} must be a whole number >= {low}, not {value!r}")
+        if high is not None and value > high:
+            raise ConfigError(f"setting {key} must be at most {high}, not {value!r}")
         return value
     if key in choices:
         if value not in choices[key]:
@@ -244,10 +253,10 @@ def _check(key: str, value: Any) -> Any:
 
 
 def _number(key: str, value: Any, *, low: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if not isinstance(value, float):
         try:
             value = float(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise ConfigError(f"setting {key} must be a number, not {value!r}") from None
     if math.isnan(value) or (not math.isfinite(value) and low == 0.0) or value < low:
         raise ConfigError(f"setting {key} must be a finite number >= {low:g}, not {value!r}")
@@ -292,14 +301,30 @@ def parse_cutoffs(value: Any) -> tuple[float, float] | None:
     return ham, spam
 
 
-def config_from_dict(cls: type, values: dict[str, Any]) -> Any:
-    """A frozen config saved as JSON, back: lists become tuples; unknown keys are an error."""
-    names = {f.name for f in fields(cls)}
-    unknown = set(values) - names
+def config_from_dict(cls: type, values: Any) -> Any:
+    """A frozen config saved as JSON, back, each value checked as `build_settings` checks
+    it: lists become tuples; unknown keys, wrong types and values out of range raise
+    ConfigError."""
+    if not isinstance(values, dict):
+        raise ConfigError(f"settings must be a mapping, not {type(values).__name__}")
+    unknown = set(values) - {f.name for f in fields(cls)}
     if unknown:
-        raise ValueError(f"unknown setting {sorted(unknown)[0]!r}")
-    return cls(**{key: _tuples(value) for key, value in values.items()})
+        raise ConfigError(f"unknown setting {sorted(unknown)[0]!r}")
+    config = cls(**{key: _saved(key, value) for key, value in values.items()})
+    if getattr(config, "max_length", 1) < getattr(config, "min_length", 1):
+        raise ConfigError("max_length must be at least min_length")
+    return config
 
 
-def _tuples(value: Any) -> Any:
-    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+def _saved(key: str, value: Any) -> Any:
+    """A saved setting checked and converted: the resolved stop words are a list of words,
+    an explicit prior a list of [label, weight] pairs."""
+    if key == "stop_words":
+        if not isinstance(value, list) or not all(isinstance(word, str) for word in value):
+            raise ConfigError("setting stop_words must be a list of words")
+        return tuple(value)
+    if key == "prior" and isinstance(value, list):
+        if not all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) for p in value):
+            raise ConfigError("setting prior must be a list of [label, weight] pairs")
+        value = dict(value)
+    return _check(key, value)

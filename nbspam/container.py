@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import struct
 import zlib
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ FORMAT_VERSION = 1
 FORMAT_NAME = "nbspam-model"
 _PREFIX = struct.Struct("<8sII")
 _DIGEST = 4  # a CRC-32: it catches corruption; truncation is caught by the sizes too
+MAX_HEADER = 16 * 2**20  # bytes of JSON: settings, labels and history need far less
 
 
 @dataclass(frozen=True)
@@ -56,8 +58,9 @@ class Container:
 
 
 def write(path: str | os.PathLike[str], header: dict[str, Any], blobs: dict[str, Blob]) -> None:
-    """Write a container atomically: a temporary file in the same folder, flushed to disk,
-    then renamed over the target. A reader sees the old file or the new, never half."""
+    """Write a container atomically: a temporary file in the folder of the `target`, flushed
+    to disk, then renamed over it. A reader sees the old file or the new, never half; a
+    symbolic link stays a link to the new file."""
     table, offset = {}, 0
     for name, blob in blobs.items():
         table[name] = {"dtype": blob.dtype, "shape": list(blob.shape), "offset": offset}
@@ -78,45 +81,148 @@ def write(path: str | os.PathLike[str], header: dict[str, Any], blobs: dict[str,
     for part in parts:
         crc = zlib.crc32(part, crc)
     parts.append(struct.pack("<I", crc))
-    _write_atomically(Path(path), parts)
+    _write_atomically(path, target(path), parts)
 
 
 def read(path: str | os.PathLike[str]) -> Container:
-    """Read and check a container, refusing (ModelFileError) a missing, truncated, corrupt,
-    foreign or newer-format file with a one-line reason."""
+    """Read and check a container, refusing (ModelFileError) a missing, special, truncated,
+    corrupt, foreign or newer-format file with a one-line reason.
+
+    Never reads more than the header promises: the file must be a regular file (a FIFO or
+    a device would block or never end) whose size is exactly what its array table adds up to.
+    """
     try:
-        data = Path(path).read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise ModelFileError(f"cannot read model file {path}: {exc.strerror or exc}") from None
-    if len(data) < _PREFIX.size or not data.startswith(MAGIC):
+    try:
+        stats = os.fstat(fd)
+        if not stat.S_ISREG(stats.st_mode):
+            os.close(fd)
+            kind = _kind(stats.st_mode)
+            raise ModelFileError(f"cannot read model file {path}: {kind}, not a regular file")
+        with os.fdopen(fd, "rb", buffering=0) as f:
+            return _read(path, f, stats.st_size)
+    except OSError as exc:
+        raise ModelFileError(f"cannot read model file {path}: {exc.strerror or exc}") from None
+
+
+def invalid(path: str | os.PathLike[str], what: str) -> ModelFileError:
+    """The error for a model file that passed the checksum but breaks the format."""
+    return ModelFileError(f"{path} is not a valid nbspam model: {what}")
+
+
+def _read(path: str | os.PathLike[str], f: Any, size: int) -> Container:
+    prefix = f.read(_PREFIX.size)
+    if len(prefix) < _PREFIX.size or not prefix.startswith(MAGIC):
         raise ModelFileError(f"{path} is not an nbspam model file")
-    _, version, head_len = _PREFIX.unpack_from(data)
+    _, version, head_len = _PREFIX.unpack(prefix)
     if version > FORMAT_VERSION:
         raise ModelFileError(
             f"{path} is a model of format {version}, newer than this nbspam {__version__} "
             f"reads ({FORMAT_VERSION}); upgrade nbspam"
         )
-    if len(data) < _PREFIX.size + head_len + _DIGEST:
+    if size < _PREFIX.size + head_len + _DIGEST:
         raise ModelFileError(f"{path} is truncated")
-    if zlib.crc32(memoryview(data)[:-_DIGEST]) != struct.unpack("<I", data[-_DIGEST:])[0]:
-        raise ModelFileError(f"{path} is corrupt (checksum mismatch) or truncated")
+    if head_len > MAX_HEADER:
+        raise invalid(path, f"a header of {head_len:,} bytes (at most {MAX_HEADER:,})")
+    head = f.read(head_len)
+    if len(head) < head_len:
+        raise ModelFileError(f"{path} is truncated")
     try:
-        header = json.loads(data[_PREFIX.size : _PREFIX.size + head_len])
-        if header.get("format") != FORMAT_NAME:
-            raise ValueError("not an nbspam model header")
-        start = _aligned(_PREFIX.size + head_len)
-        whole = memoryview(data)
-        views = {}
-        for name, spec in header["arrays"].items():
-            dtype, shape = str(spec["dtype"]), tuple(int(n) for n in spec["shape"])
-            size = _itemsize(dtype) * _product(shape)
-            offset = start + int(spec["offset"])
-            if offset < start or offset + size > len(data) - _DIGEST:
-                raise ValueError(f"array {name} lies outside the file")
-            views[name] = (whole[offset : offset + size], dtype, shape)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ModelFileError(f"{path} has a malformed header ({exc})") from None
+        header = json.loads(head, parse_constant=_no_constant)
+    except (ValueError, RecursionError):  # RecursionError: nested too deep
+        raise invalid(path, "the header is not JSON") from None
+    if not isinstance(header, dict):
+        raise invalid(path, "the header is not a JSON object")
+    if header.get("format") != FORMAT_NAME:
+        raise ModelFileError(f"{path} is not an nbspam model file")
+    start = _aligned(_PREFIX.size + head_len)
+    try:
+        table, length = _layout(header.get("arrays"))
+    except ValueError as exc:
+        raise invalid(path, str(exc)) from None
+    expected = start + length + _DIGEST
+    if size < expected:
+        raise ModelFileError(f"{path} is truncated")
+    if size > expected:
+        raise invalid(path, f"{size - expected:,} bytes more than its header describes")
+    f.seek(0)
+    parts, left = [], expected
+    while left:  # one read, but where the system gives less (2 GB at most on Linux)
+        part = f.read(left)
+        if not part:
+            raise ModelFileError(f"{path} is truncated")
+        parts.append(part)
+        left -= len(part)
+    whole = memoryview(parts[0] if len(parts) == 1 else b"".join(parts))
+    if zlib.crc32(whole[:-_DIGEST]) != struct.unpack("<I", whole[-_DIGEST:])[0]:
+        raise ModelFileError(f"{path} is corrupt (checksum mismatch)")
+    views = {
+        name: (whole[start + offset : start + offset + nbytes], dtype, shape)
+        for name, (dtype, shape, offset, nbytes) in table.items()
+    }
     return Container(header, views)
+
+
+def _layout(arrays: Any) -> tuple[dict[str, tuple[str, tuple[int, ...], int, int]], int]:
+    """(name -> (dtype, shape, offset, bytes), the length of all blobs) from the header's
+    array table, whose blobs must follow each other as `write` lays them out."""
+    if not isinstance(arrays, dict):
+        raise ValueError("'arrays' is not a table of arrays")
+    table = {}
+    for name, spec in arrays.items():
+        if not isinstance(spec, dict) or set(spec) != {"dtype", "shape", "offset"}:
+            raise ValueError(f"array {name} is not described by dtype, shape and offset")
+        dtype, shape, offset = spec["dtype"], spec["shape"], spec["offset"]
+        if not isinstance(dtype, str) or not isinstance(shape, list) or not _count(offset):
+            raise ValueError(f"array {name} has a bad dtype, shape or offset")
+        if not all(map(_count, shape)):
+            raise ValueError(f"array {name} has a bad shape {shape}")
+        table[name] = (dtype, tuple(shape), offset, _itemsize(name, dtype) * _product(shape))
+    length = 0
+    for name, (_, _, offset, nbytes) in sorted(table.items(), key=lambda item: item[1][2:]):
+        if offset != length:
+            raise ValueError(f"array {name} does not start where the one before it ends")
+        length += _aligned(nbytes)
+    return table, length
+
+
+def _count(value: Any) -> bool:
+    """True for a whole number >= 0 (JSON true and false are not numbers here)."""
+    return type(value) is int and value >= 0
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a number")
+
+
+def _kind(mode: int) -> str:
+    """What a file that is not a regular file is, for an error message."""
+    kinds = [
+        (stat.S_ISDIR, "it is a folder"),
+        (stat.S_ISFIFO, "it is a FIFO"),
+        (stat.S_ISSOCK, "it is a socket"),
+        (stat.S_ISCHR, "it is a device"),
+        (stat.S_ISBLK, "it is a device"),
+    ]
+    return next((text for test, text in kinds if test(mode)), "it is a special file")
+
+
+def target(path: str | os.PathLike[str]) -> Path:
+    """Where writing ``path`` (a model, or a file updated under its `lock`) goes: through
+    symbolic links to the final target, which must be a regular file if it exists (a
+    device, a FIFO or a folder is never replaced)."""
+    real = Path(os.path.realpath(path))
+    try:
+        mode = real.stat().st_mode
+    except FileNotFoundError:
+        return real
+    except OSError as exc:
+        raise ModelFileError(f"cannot write {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        raise ModelFileError(f"cannot write {path}: {_kind(mode)}, not a regular file")
+    return real
 
 
 def remove_leftovers(path: str | os.PathLike[str]) -> None:
@@ -125,40 +231,26 @@ def remove_leftovers(path: str | os.PathLike[str]) -> None:
     Only names `write` gives this very file match: ``.NAME.<8 random>.tmp``, not those of
     another model whose name merely starts with NAME.
     """
-    path = Path(path)
-    own = re.compile(re.escape(f".{path.name}.") + r"[a-z0-9_]{8}\.tmp")
-    folder = path.parent if str(path.parent) else Path(".")
-    for leftover in folder.iterdir():
+    real = Path(os.path.realpath(path))  # where `write` puts them: beside the target
+    own = re.compile(re.escape(f".{real.name}.") + r"[a-z0-9_]{8}\.tmp")
+    for leftover in real.parent.iterdir():
         if own.fullmatch(leftover.name):
             leftover.unlink(missing_ok=True)
 
 
-_ITEMSIZE = {
-    "u1": 1,
-    "i1": 1,
-    "u2": 2,
-    "i2": 2,
-    "u4": 4,
-    "i4": 4,
-    "f4": 4,
-    "u8": 8,
-    "i8": 8,
-    "f8": 8,
-}
+#: The array types a container holds: bytes, little-endian integers and doubles.
+_ITEMSIZE = {"|u1": 1, "<i4": 4, "<u4": 4, "<i8": 8, "<u8": 8, "<f8": 8}
 
 
-def _itemsize(dtype: str) -> int:
-    """Bytes per item of a little-endian (or byte) numeric dtype string such as '<f8' or '|u1'."""
-    if dtype[:1] not in "<|" or dtype[1:] not in _ITEMSIZE:
-        raise ValueError(f"unsupported array type {dtype!r}")
-    return _ITEMSIZE[dtype[1:]]
+def _itemsize(name: str, dtype: str) -> int:
+    if dtype not in _ITEMSIZE:
+        raise ValueError(f"array {name} has the unsupported type {dtype!r}")
+    return _ITEMSIZE[dtype]
 
 
 def _product(shape: tuple[int, ...]) -> int:
     n = 1
     for size in shape:
-        if size < 0:
-            raise ValueError("negative array size")
         n *= size
     return n
 
@@ -167,12 +259,12 @@ def _aligned(n: int) -> int:
     return (n + 7) // 8 * 8
 
 
-def _write_atomically(path: Path, parts: list[bytes]) -> None:
-    folder = path.parent if str(path.parent) else Path(".")
+def _write_atomically(path: str | os.PathLike[str], real: Path, parts: list[bytes]) -> None:
+    folder = real.parent
     try:
         import tempfile  # writing only: reading a model (a cold start) does without it
 
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+        fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=folder)
     except OSError as exc:
         raise ModelFileError(f"cannot write model file {path}: {exc.strerror or exc}") from None
     try:
@@ -181,8 +273,8 @@ def _write_atomically(path: Path, parts: list[bytes]) -> None:
                 f.write(part)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, _mode_for(path))
-        os.replace(tmp, path)
+        os.chmod(tmp, _mode_for(real))
+        os.replace(tmp, real)
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
         if isinstance(exc, OSError):

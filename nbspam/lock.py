@@ -14,8 +14,8 @@ import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
+from .container import target
 from .errors import NbspamError
 
 DEFAULT_TIMEOUT = 60.0
@@ -27,8 +27,14 @@ class LockError(NbspamError):
 
 @contextmanager
 def model_lock(path: str | os.PathLike[str], *, timeout: float = DEFAULT_TIMEOUT) -> Iterator[None]:
-    """Hold the exclusive lock of the model at ``path`` for the duration of the block."""
-    lock_path = Path(path).with_name(Path(path).name + ".lock")
+    """Hold the exclusive lock of the model at ``path`` for the duration of the block.
+
+    The lock is beside the model's `container.target` (through symbolic links), so that two
+    writers reaching one file by different links exclude each other; a target that is not a
+    regular file is refused before any lock file is made beside it.
+    """
+    real = target(path)
+    lock_path = real.with_name(real.name + ".lock")
     try:
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
     except OSError as exc:

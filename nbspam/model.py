@@ -19,6 +19,7 @@ from .decision import UNSURE, Prediction, prediction  # noqa: F401  (UNSURE: re-
 from .errors import TrainingError
 from .messages import Message
 from .parallel import CHUNK, chunks
+from .schema import MAX_LABEL_CHARS, MAX_LABELS
 from .sparse import sp
 from .vocabulary import (
     TermIndex,
@@ -171,7 +172,8 @@ def from_counts(
 
     ``seen`` maps the digest of every message counted to its label.
 
-    Checks that there are two or more classes with documents, resolves the positive class
+    Checks that there are two or more classes with documents (and not more than a model
+    file holds, each named), resolves the positive class
     of a two-class model (``train.positive``, else the label 'spam', else the label that
     sorts last) and that the prior fits the labels.
     """
@@ -182,6 +184,11 @@ def from_counts(
         raise TrainingError(
             f"need messages of at least two labels to train, found only {list(labels)}"
         )
+    if len(labels) > MAX_LABELS:
+        raise TrainingError(f"found {len(labels):,} labels; a model holds at most {MAX_LABELS:,}")
+    for label in labels:
+        if not 0 < len(label) <= MAX_LABEL_CHARS:
+            raise TrainingError(f"a label must have 1 to {MAX_LABEL_CHARS:,} characters: {label!r}")
     train_cfg = settings.train
     positive = train_cfg.positive
     if positive is not None and positive not in labels:

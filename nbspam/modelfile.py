@@ -21,10 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from . import container
-from .config import Settings, TokenizerConfig, TrainConfig, config_from_dict
+from . import container, schema
 from .container import Blob
-from .errors import ModelFileError
 from .model import Model
 
 _COUNTS = ("class_count", "term_count", "doc_count", "seen_labels")
@@ -72,55 +70,38 @@ def save_model(model: Model, path: str | os.PathLike[str]) -> None:
 
 
 def load_model(path: str | os.PathLike[str]) -> Model:
-    """Read a model file (see `container.read` for what is refused). Never unpickles."""
-    return _model(path, container.read(path))
+    """Read a model file, refusing a bad one as `schema.read` and `schema.check_counts` do.
+    Never unpickles."""
+    box = schema.read(path)
+    schema.check_counts(path, box)
+    arrays = {
+        name: np.frombuffer(view, np.dtype(dtype)).reshape(shape)
+        for name, (view, dtype, shape) in box.views.items()
+    }
+    return Model(
+        labels=box.labels,
+        terms=tuple(schema.terms(path, box)),
+        class_count=arrays["class_count"].astype(np.int64),
+        term_count=arrays["term_count"].astype(np.int64),
+        doc_count=arrays["doc_count"].astype(np.int64),
+        seen_digests=arrays["seen_digests"],
+        seen_labels=arrays["seen_labels"].astype(np.int64),
+        tokenizer=box.tokenizer,
+        train=box.train,
+        cutoffs=box.cutoffs,
+        calibration=box.calibration,
+        info=box.info,
+    )
 
 
 def read_header(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The checked JSON header of a model file (format and nbspam versions, settings, info)."""
-    return container.read(path).header
+    return schema.read(path).header
 
 
 remove_leftovers = container.remove_leftovers
 
 
-def _model(path: str | os.PathLike[str], box: container.Container) -> Model:
-    header = box.header
-    try:
-        arrays = {
-            name: np.frombuffer(view, np.dtype(dtype)).reshape(shape)
-            for name, (view, dtype, shape) in box.views.items()
-        }
-        terms = bytes(arrays["terms"]).decode("utf-8")
-        settings = Settings(
-            tokenizer=config_from_dict(TokenizerConfig, header["tokenizer"]),
-            train=config_from_dict(TrainConfig, header["train"]),
-        )
-        return Model(
-            labels=tuple(header["labels"]),
-            terms=tuple(terms.split("\n")) if terms else (),
-            class_count=arrays["class_count"].astype(np.int64),
-            term_count=arrays["term_count"].astype(np.int64),
-            doc_count=arrays["doc_count"].astype(np.int64),
-            seen_digests=arrays["seen_digests"],
-            seen_labels=arrays["seen_labels"].astype(np.int64),
-            tokenizer=settings.tokenizer,
-            train=settings.train,
-            cutoffs=_pair(header.get("cutoffs")),
-            calibration=_pair(header.get("calibration")),
-            info=header.get("info", {}),
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ModelFileError(f"{path} has a malformed header ({exc})") from None
-
-
 def _compact(counts: np.ndarray) -> np.ndarray:
     fits = counts.size == 0 or (counts.min() >= -(2**31) and counts.max() < 2**31)
     return counts.astype("<i4" if fits else "<i8")
-
-
-def _pair(value: Any) -> tuple[float, float] | None:
-    if value is None:
-        return None
-    first, second = value
-    return float(first), float(second)

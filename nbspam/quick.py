@@ -21,8 +21,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import repeat
 from typing import TYPE_CHECKING
 
-from . import container
-from .config import TokenizerConfig, config_from_dict
+from . import schema
 from .decision import Prediction, log_posterior_two, prediction
 from .features import Analyzer
 
@@ -36,27 +35,28 @@ SCORE_CHUNK = 64  # messages scored as one piece of work: small, so that workers
 class QuickModel:
     """The scoring table of a model file: enough to score messages, nothing to train."""
 
-    def __init__(self, box: container.Container) -> None:
+    def __init__(self, box: schema.ModelFile, path: str | os.PathLike[str]) -> None:
         header = box.header
-        self.labels: tuple[str, ...] = tuple(header["labels"])
-        self.positive: str | None = header["train"]["positive"] if len(self.labels) == 2 else None
-        self.cutoffs = _pair(header.get("cutoffs"))
-        self.calibration = _pair(header.get("calibration"))
-        self.tokenizer = config_from_dict(TokenizerConfig, header["tokenizer"])
+        self.path = path
+        self.labels: tuple[str, ...] = box.labels
+        self.positive: str | None = box.train.positive if len(self.labels) == 2 else None
+        self.cutoffs = box.cutoffs
+        self.calibration = box.calibration
+        self.tokenizer = box.tokenizer
         self.binary: bool = header["score"]["binary"]
         self.bias: float | None = header["score"]["bias"]
+        self._box = box
         self._terms = bytes(box.view("terms"))
-        view, dtype, _ = box.views["term_offsets"]
-        self._offsets = view.cast("I" if dtype == "<u4" else "Q")
+        self._offsets = box.values("term_offsets")
         self._size = len(self._offsets) - 1
-        coef = box.view("score_coef").cast("d")
+        coef = box.values("score_coef")
         # the rows of coef (C, d), the intercept (C,) and the log-odds weights (d,)
         self._rows: list[Sequence[float]] = [
             coef[c * self._size : (c + 1) * self._size] for c in range(len(self.labels))
         ]
-        self._intercept = box.view("score_intercept").cast("d")
+        self._intercept = box.values("score_intercept")
         self._weights: Sequence[float] | None = (
-            box.view("score_weights").cast("d") if self.positive else None
+            box.values("score_weights") if self.positive else None
         )
         self._analyzer = Analyzer(self.tokenizer)
         self._tables: list[dict[str, float]] | None = None
@@ -70,7 +70,7 @@ class QuickModel:
         """Build, for each weight vector a score sums, a dictionary term -> weight, for
         scoring many messages: one lookup a term, no column in between."""
         if self._tables is None:
-            terms = self._terms.decode("utf-8").split("\n") if self._size else []
+            terms = schema.terms(self.path, self._box)
             self._tables = [dict(zip(terms, vector)) for vector in self._vectors()]
 
     def column(self, term: str) -> int | None:
@@ -179,7 +179,7 @@ class ModelScorer:
 
 def load_scorer(path: str | os.PathLike[str]) -> QuickModel | ModelScorer:
     """What scores messages with the model file at ``path``: its scoring table where it has
-    one (no numpy or scipy), else the full model. Refuses a bad file as `container.read`
+    one (no numpy or scipy), else the full model. Refuses a bad file as `schema.read`
     does."""
     quick = load_quick(path)
     if quick is not None:
@@ -191,15 +191,11 @@ def load_scorer(path: str | os.PathLike[str]) -> QuickModel | ModelScorer:
 
 def load_quick(path: str | os.PathLike[str]) -> QuickModel | None:
     """The scoring table of a model file, or None where this path cannot be used (a file
-    without a table, or a big-endian machine); refuses a bad file as `container.read` does."""
-    box = container.read(path)
-    if sys.byteorder != "little" or "score_coef" not in box.views:
+    without a table, or a big-endian machine); refuses a bad file as `schema.read` does."""
+    box = schema.read(path)
+    if sys.byteorder != "little" or not box.has_scoring_table:
         return None
-    return QuickModel(box)
-
-
-def _pair(value: list[float] | None) -> tuple[float, float] | None:
-    return None if value is None else (float(value[0]), float(value[1]))
+    return QuickModel(box, path)
 
 
 def predict_stdin(model_path: str, fmt: str) -> bool:
