@@ -73,15 +73,18 @@ def test_ctrl_c_ends_with_one_line_and_status_130(corpus, model, tmp_path, comma
     output = tmp_path / "new.nbm"
     args = {
         "train": ["train", corpus, "-o", output],
-        "predict": ["predict", "-m", model, corpus],
+        "predict": ["predict", "-m", model, corpus, corpus, corpus],
     }[command]
     process = subprocess.Popen(
         [sys.executable, "-m", "nbspam", *map(str, args), "--jobs", "2"],
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,  # its own process group, as a terminal's job
     )
-    time.sleep(0.8)  # the workers are busy by now
+    if command == "predict":
+        process.stdout.readline()  # the workers are scoring
+    else:
+        time.sleep(0.8)  # the workers are counting
     os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C sends: to the whole group
     _, stderr = process.communicate(timeout=60)
     assert (process.returncode, stderr) == (130, b"Error: interrupted\n")
@@ -109,7 +112,7 @@ def test_a_lock_file_on_a_full_disk_is_one_line_and_the_model_is_untouched(runne
     "option, message",
     [
         ("--report", "cannot write report {path}: no space left on device"),
-        ("--state", "state file {path} is not a regular file"),
+        ("--state", "cannot write {path}: it is a device, not a regular file"),
     ],
 )
 def test_filter_records_on_a_device_are_one_line(runner, model, tmp_path, option, message):
