@@ -21,10 +21,10 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from nbspam.cli import resolve_settings  # noqa: E402
 from nbspam.features import Analyzer  # noqa: E402
 from nbspam.metrics import recall_at_fpr, roc_auc  # noqa: E402
 from nbspam.model import fit, predict_matrix  # noqa: E402
+from nbspam.settings import resolve_settings  # noqa: E402
 from nbspam.vocabulary import TermIndex, count_rows, sorted_order  # noqa: E402
 
 

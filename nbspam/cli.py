@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from . import __version__
-from .config import EVENT_MODELS, MAIL_MODES, TrainConfig, build_settings, load_yaml
+from .config import EVENT_MODELS, MAIL_MODES, TrainConfig
 from .entry import output_error
 from .errors import EXIT_INTERRUPTED, EXIT_SKIPPED, NbspamError
 
@@ -355,6 +355,7 @@ def train(
     """
     from .lock import model_lock
     from .messages import read_labelled
+    from .settings import settings_from
     from .training import train as train_model
 
     settings = settings_from(config_file, options)
@@ -374,29 +375,6 @@ def train(
     for line in train_summary(model, output, os.path.getsize(output)):
         click.echo(line, err=True)
     sys.exit(status)
-
-
-def settings_from(config_file: str | None, options: dict[str, Any]):
-    """Settings from the YAML file (if any), overridden by the options given."""
-    values = load_yaml(config_file) if config_file else {}
-    flags = {k: v for k, v in options.items() if v is not None}
-    old_spelling = flags.pop("old_event_model", None)
-    if old_spelling is not None:
-        flags.setdefault("event_model", old_spelling)
-    return resolve_settings({**values, **flags}, source=config_file or "options")
-
-
-def resolve_settings(values: dict[str, Any], *, source: str):
-    """Settings from a flat mapping, with the stop-word choice resolved to its word list."""
-    import dataclasses
-
-    from .tokenizer import load_stop_words
-
-    settings = build_settings(values, source=source)
-    words = load_stop_words(settings.stop_words, settings.tokenizer)
-    return dataclasses.replace(
-        settings, tokenizer=dataclasses.replace(settings.tokenizer, stop_words=words)
-    )
 
 
 def check_writable(path: str, option: str) -> None:
@@ -625,6 +603,7 @@ def evaluate(
     from .messages import read_labelled
     from .render import render_report
     from .report import report as evaluation_report
+    from .settings import settings_from
 
     settings = settings_from(config_file, options)
     # what would fail after the cross-validation fails before it

@@ -36,6 +36,15 @@ class TrainingError(NbspamError):
     """The data cannot give a model (no messages, one class, no terms left)."""
 
 
+class PlotError(NbspamError):
+    """A plot cannot be drawn: matplotlib is missing, or the file cannot be written."""
+
+
+class LockError(NbspamError):
+    """Another process held a model's (or a state file's) lock for longer than the timeout,
+    or the lock file cannot be written."""
+
+
 class FilterError(NbspamError):
     """Mail cannot be filtered as asked: a multi-class model, an mbox, an unusable folder."""
 

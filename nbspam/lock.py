@@ -16,13 +16,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from .container import target
-from .errors import NbspamError
+from .errors import LockError
 
 DEFAULT_TIMEOUT = 60.0
-
-
-class LockError(NbspamError):
-    """Another process held the model's lock for longer than the timeout."""
 
 
 @contextmanager

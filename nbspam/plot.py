@@ -13,15 +13,11 @@ import numpy as np
 
 from . import metrics
 from .crossval import Scores
-from .errors import NbspamError
+from .errors import PlotError
 
 PLOT_SUFFIXES: dict[str, str] = {".png": "png", ".svg": "svg"}
 INSTALL_HINT = "pip install 'nbspam[plot]' (or pip install matplotlib)"
 HISTOGRAM_BINS = 60
-
-
-class PlotError(NbspamError):
-    """A plot cannot be drawn: matplotlib is missing, or the file cannot be written."""
 
 
 def plot_format(path: str) -> str:

@@ -26,7 +26,8 @@ import numpy as np
 import pytest
 
 from nbspam.config import Settings, build_settings
-from nbspam.lock import LockError, model_lock
+from nbspam.errors import LockError
+from nbspam.lock import model_lock
 from nbspam.messages import Message, Problems, read_labelled
 from nbspam.model import train
 from nbspam.modelfile import load_model, save_model

@@ -569,7 +569,8 @@ def test_plot_writes_png_and_svg(tmp_path):
     pytest.importorskip(
         "matplotlib", reason="matplotlib is not installed (pip install 'nbspam[plot]')"
     )
-    from nbspam.plot import PlotError, plot_evaluation
+    from nbspam.errors import PlotError
+    from nbspam.plot import plot_evaluation
 
     scores = binary_scores(HAND_ODDS, HAND_LABELS)
     plot_evaluation(scores, str(tmp_path / "eval.png"), cutoffs=(-2.0, 2.0))
@@ -587,8 +588,8 @@ def test_plot_writes_png_and_svg(tmp_path):
 
 
 def test_plot_without_matplotlib_says_how_to_install(tmp_path, monkeypatch):
-    from nbspam.errors import NbspamError
-    from nbspam.plot import PlotError, plot_evaluation
+    from nbspam.errors import NbspamError, PlotError
+    from nbspam.plot import plot_evaluation
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` fail
     with pytest.raises(PlotError, match=r"pip install 'nbspam\[plot\]'") as caught:

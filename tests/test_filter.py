@@ -25,11 +25,11 @@ from click.testing import CliRunner
 from nbspam import __version__
 from nbspam.cli import cli
 from nbspam.decision import Prediction
-from nbspam.errors import FilterError
+from nbspam.errors import FilterError, LockError
 from nbspam.filtering import filter_folders, filter_single
 from nbspam.filtering import message_files as filter_files
 from nbspam.headers import add_status_header, message_digest, status_value
-from nbspam.lock import LockError, model_lock
+from nbspam.lock import model_lock
 from nbspam.messages import Message, Problems, read_messages
 from nbspam.model import score
 from nbspam.modelfile import load_model
