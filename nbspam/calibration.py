@@ -25,7 +25,7 @@ def decision_rule(data: Tokenized, settings: Settings, totals: ClassCounts | Non
     settings, else those for ``target_fpr``, else those of least cost. Without two folds'
     worth of messages in each class, only given cutoffs are returned.
     """
-    cfg = settings.train
+    cfg = settings.training
     counts = Counter(data.labels)
     folds = min(cfg.folds, min(counts.values()))
     if folds < 2 or len(counts) < 2:

@@ -117,7 +117,7 @@ class Settings:
     """Everything `train` needs; `stop_words` is the user's choice before it is resolved."""
 
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
-    train: TrainConfig = field(default_factory=TrainConfig)
+    training: TrainConfig = field(default_factory=TrainConfig)
     stop_words: str = "english"
 
 
@@ -171,7 +171,7 @@ def build_settings(values: dict[str, Any], *, source: str = "settings") -> Setti
     checked = {key: _check(key, value) for key, value in values.items()}
     tok = {k: v for k, v in checked.items() if k in _TOKENIZER_KEYS}
     trn = {k: v for k, v in checked.items() if k in _TRAIN_KEYS}
-    settings = Settings(tokenizer=TokenizerConfig(**tok), train=TrainConfig(**trn))
+    settings = Settings(tokenizer=TokenizerConfig(**tok), training=TrainConfig(**trn))
     if "stop_words" in checked:
         settings = dataclasses.replace(settings, stop_words=checked["stop_words"])
     if settings.tokenizer.max_length < settings.tokenizer.min_length:

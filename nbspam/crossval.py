@@ -182,7 +182,7 @@ def score_split(
         classes=classes,
         log_posterior=log_post,
         log_odds=log_odds,
-        positive=first.train.positive if first.is_binary else None,
+        positive=first.training.positive if first.is_binary else None,
         fold=fold,
         seconds=seconds,
         protocol=protocol,

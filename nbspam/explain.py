@@ -79,7 +79,7 @@ def top_terms(model: Model, n: int, *, against: str | None = None) -> list[Class
         )
         out.append(ClassTerms(label, model.labels[ref], terms))
     if model.is_binary:
-        out.sort(key=lambda ct: ct.toward != model.train.positive)
+        out.sort(key=lambda ct: ct.toward != model.training.positive)
     return out
 
 

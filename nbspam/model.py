@@ -53,7 +53,7 @@ class Model:
     term_count: np.ndarray
     doc_count: np.ndarray
     tokenizer: TokenizerConfig
-    train: TrainConfig
+    training: TrainConfig
     seen_digests: np.ndarray = field(default_factory=lambda: np.zeros((0, 16), np.uint8))
     seen_labels: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     cutoffs: tuple[float, float] | None = None
@@ -74,7 +74,7 @@ class Model:
 
     @property
     def positive_index(self) -> int:
-        return self.labels.index(self.train.positive)
+        return self.labels.index(self.training.positive)
 
     @property
     def negative_index(self) -> int:
@@ -115,7 +115,7 @@ class Scorer:
 
 def make_scorer(model: Model) -> Scorer:
     """Apply the vocabulary filters and the event model's smoothing to the counts."""
-    cfg = model.train
+    cfg = model.training
     n_docs = int(model.class_count.sum())
     keep = select_terms(
         model.doc_count.sum(axis=0),
@@ -189,7 +189,7 @@ def from_counts(
     for label in labels:
         if not 0 < len(label) <= MAX_LABEL_CHARS:
             raise TrainingError(f"a label must have 1 to {MAX_LABEL_CHARS:,} characters: {label!r}")
-    train_cfg = settings.train
+    train_cfg = settings.training
     positive = train_cfg.positive
     if positive is not None and positive not in labels:
         raise TrainingError(f"--positive {positive!r} is not one of the labels {list(labels)}")
@@ -205,7 +205,7 @@ def from_counts(
         term_count=counts.term_count,
         doc_count=counts.doc_count,
         tokenizer=settings.tokenizer,
-        train=train_cfg,
+        training=train_cfg,
         seen_digests=np.frombuffer(b"".join(d for d, _ in digests), np.uint8).reshape(-1, 16),
         seen_labels=np.array([labels.index(label) for _, label in digests], np.int64),
         info=dict(info or {}),
@@ -278,7 +278,7 @@ class Rows:
         return stack_in_order([X for X, _, _ in self.chunks], self.order), list(self.terms)
 
 
-def train(
+def fit_messages(
     messages: Iterable[Message],
     settings: Settings,
     *,
@@ -286,7 +286,8 @@ def train(
     rows: Rows | None = None,
     jobs: int = 1,
 ) -> Model:
-    """Train a model on labelled messages, streaming: only the counts are kept in memory.
+    """Fit a model on labelled messages, streaming: only the counts are kept in memory. No
+    decision rule is fitted (`training.train` fits one).
 
     Messages are tokenized and counted a chunk at a time by ``jobs`` worker processes
     (`counting.LabelledCounts`: a message whose bytes were already counted is counted once,
@@ -427,7 +428,7 @@ def score(
                 model.labels,
                 log_post[i].tolist(),
                 None if log_odds is None else float(log_odds[i]),
-                positive=model.train.positive,
+                positive=model.training.positive,
                 cutoffs=model.cutoffs,
                 calibration=model.calibration,
             )

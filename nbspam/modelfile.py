@@ -56,7 +56,7 @@ def save_model(model: Model, path: str | os.PathLike[str]) -> None:
     header = {
         "labels": list(model.labels),
         "tokenizer": dataclasses.asdict(model.tokenizer),
-        "train": dataclasses.asdict(model.train),
+        "train": dataclasses.asdict(model.training),
         "info": model.info,
         "cutoffs": None if model.cutoffs is None else list(model.cutoffs),
         "calibration": None if model.calibration is None else list(model.calibration),
@@ -87,7 +87,7 @@ def load_model(path: str | os.PathLike[str]) -> Model:
         seen_digests=arrays["seen_digests"],
         seen_labels=arrays["seen_labels"].astype(np.int64),
         tokenizer=box.tokenizer,
-        train=box.train,
+        training=box.training,
         cutoffs=box.cutoffs,
         calibration=box.calibration,
         info=box.info,

@@ -39,7 +39,7 @@ class QuickModel:
         header = box.header
         self.path = path
         self.labels: tuple[str, ...] = box.labels
-        self.positive: str | None = box.train.positive if len(self.labels) == 2 else None
+        self.positive: str | None = box.training.positive if len(self.labels) == 2 else None
         self.cutoffs = box.cutoffs
         self.calibration = box.calibration
         self.tokenizer = box.tokenizer
@@ -162,7 +162,7 @@ class ModelScorer:
     def __init__(self, model: Model) -> None:
         self.model = model
         self.labels = model.labels
-        self.positive = model.train.positive if model.is_binary else None
+        self.positive = model.training.positive if model.is_binary else None
 
     def predict(self, message_id: str, data: bytes | str) -> Prediction:
         from .messages import Message

@@ -211,20 +211,20 @@ def train_summary(model: Model, output: str, size: int) -> list[str]:
     total = int(model.class_count.sum())
     kept = model.scorer.kept.size
     lines = [
-        f"trained a {model.train.model} model on {total:,} messages ({counts}) "
+        f"trained a {model.training.model} model on {total:,} messages ({counts}) "
         f"in {model.info['seconds']:.1f} s",
         f"vocabulary: {kept:,} terms kept of {len(model.terms):,} seen "
-        f"(min-count {model.train.min_count})",
+        f"(min-count {model.training.min_count})",
     ]
     if model.info.get("duplicates"):
         lines.append(f"{model.info['duplicates']:,} repeated message(s) counted once")
     if model.is_binary:
-        lines.append(f"positive class: {model.train.positive} (log-odds > 0 point to it)")
+        lines.append(f"positive class: {model.training.positive} (log-odds > 0 point to it)")
         if model.cutoffs is not None:
             ham_cut, spam_cut = model.cutoffs
             lines.append(
                 f"cutoffs: {model.labels[model.negative_index]} below {ham_cut:+.3f}, "
-                f"{model.train.positive} from {spam_cut:+.3f} log-odds, unsure between"
+                f"{model.training.positive} from {spam_cut:+.3f} log-odds, unsure between"
             )
         if model.calibration is not None:
             lines.append("calibration: Platt scaling fitted by internal cross-validation")
@@ -242,7 +242,7 @@ def model_info(
         "format_version": header["format_version"],
         "nbspam_version": header["nbspam_version"],
         "labels": {label: int(n) for label, n in zip(model.labels, model.class_count)},
-        "positive": model.train.positive,
+        "positive": model.training.positive,
         "messages": int(model.class_count.sum()),
         "terms_seen": len(model.terms),
         "terms_kept": int(model.scorer.kept.size),
@@ -260,7 +260,7 @@ def model_info(
         f"written by nbspam {summary['nbspam_version']})",
         "labels:     "
         + ", ".join(f"{k} {v:,}" for k, v in summary["labels"].items())
-        + (f" (positive: {model.train.positive})" if model.is_binary else ""),
+        + (f" (positive: {model.training.positive})" if model.is_binary else ""),
         f"vocabulary: {summary['terms_kept']:,} terms kept of {summary['terms_seen']:,} seen",
         f"settings:   {train_cfg['model']}{' on word presence' if train_cfg['binary'] and train_cfg['model'] == 'multinomial' else ''}, "
         f"alpha {train_cfg['alpha']:g}, prior {train_cfg['prior']}, min-count {train_cfg['min_count']}",
@@ -270,13 +270,13 @@ def model_info(
         lines.append(
             "cutoffs:    none (the Bayes decision, no unsure band)"
             if model.cutoffs is None
-            else f"cutoffs:    {negative} below {model.cutoffs[0]:+.3f}, {model.train.positive} "
+            else f"cutoffs:    {negative} below {model.cutoffs[0]:+.3f}, {model.training.positive} "
             f"from {model.cutoffs[1]:+.3f} log-odds, unsure between"
         )
         if model.calibration is not None:
             a, b = model.calibration
             lines.append(
-                f"calibrated: P({model.train.positive}) = 1 / (1 + exp(-({a:.5g} log-odds {b:+.5g})))"
+                f"calibrated: P({model.training.positive}) = 1 / (1 + exp(-({a:.5g} log-odds {b:+.5g})))"
             )
     lines += [f"{key + ':':<11} {value}" for key, value in model.info.items()]
     tok = header["tokenizer"]

@@ -70,7 +70,7 @@ class ModelFile:
         "views",
         "labels",
         "tokenizer",
-        "train",
+        "training",
         "cutoffs",
         "calibration",
         "info",
@@ -88,7 +88,7 @@ class ModelFile:
         info: dict[str, Any],
     ) -> None:
         self.header, self.views, self.labels = header, views, labels
-        self.tokenizer, self.train = tokenizer, train
+        self.tokenizer, self.training = tokenizer, train
         self.cutoffs, self.calibration, self.info = cutoffs, calibration, info
 
     @property

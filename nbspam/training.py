@@ -36,7 +36,7 @@ def train(
     from .crossval import Tokenized
     from .model import CV_ROWS, Rows, fit_counted
 
-    cfg = settings.train
+    cfg = settings.training
     rows = Rows(CV_ROWS) if cfg.calibrate else None
     model = fit_counted(counted, settings, rows=rows)
     if not model.is_binary:

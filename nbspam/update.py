@@ -87,7 +87,7 @@ def merge(models: Sequence[Model]) -> Model:
     """
     first = models[0]
     for other in models[1:]:
-        for part in ("tokenizer", "train"):
+        for part in ("tokenizer", "training"):
             if getattr(other, part) != getattr(first, part):
                 diff = _first_difference(getattr(first, part), getattr(other, part))
                 raise NbspamError(f"cannot merge models with different settings: {diff}")
@@ -102,7 +102,7 @@ def merge(models: Sequence[Model]) -> Model:
                 )
             seen[digest] = label
         total = model.counts if total is None else total.plus(model.counts)
-    settings = Settings(tokenizer=first.tokenizer, train=first.train)
+    settings = Settings(tokenizer=first.tokenizer, training=first.training)
     info = {"created": _now(), "merged": len(models)}
     return from_counts(total.pruned(), settings, info, seen)
 
@@ -124,7 +124,7 @@ def _apply(
             "forgetting these messages would make counts negative: they were learned by a "
             "version of nbspam that tokenized them differently; retrain the model"
         )
-    settings = Settings(tokenizer=model.tokenizer, train=model.train)
+    settings = Settings(tokenizer=model.tokenizer, training=model.training)
     info = {**model.info, "updated": _now()}
     updated = from_counts(total.pruned(), settings, info, seen)
     # the cutoffs and calibration were fitted when the model was trained; they stay

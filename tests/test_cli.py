@@ -200,7 +200,7 @@ def test_config_file_and_unknown_keys(runner, data, tmp_path):
     from nbspam.modelfile import load_model
 
     m = load_model(out)
-    assert (m.train.model, m.train.min_count, m.train.alpha) == ("bernoulli", 1, 0.25)
+    assert (m.training.model, m.training.min_count, m.training.alpha) == ("bernoulli", 1, 0.25)
     cfg.write_text("modle: bernoulli\n")
     result = run(runner, "train", data, "-o", out, "-c", cfg)
     assert result.exit_code == 2

@@ -29,7 +29,7 @@ from nbspam.config import Settings, build_settings
 from nbspam.errors import LockError
 from nbspam.lock import model_lock
 from nbspam.messages import Message, Problems, read_labelled
-from nbspam.model import train
+from nbspam.model import fit_messages
 from nbspam.modelfile import load_model, save_model
 from tests.processes import KILL_AT_FSYNC
 
@@ -263,12 +263,12 @@ def settings() -> Settings:
 def base_model(tmp_path_factory, base_messages, settings) -> Path:
     """A model of the sample data, saved to a file (copy it before changing it)."""
     path = tmp_path_factory.mktemp("base") / "base.nbm"
-    save_model(train(base_messages, settings), path)
+    save_model(fit_messages(base_messages, settings), path)
     return path
 
 
 def expected(settings: Settings, *messages: list[Message]) -> object:
-    return train([m for part in messages for m in part], settings)
+    return fit_messages([m for part in messages for m in part], settings)
 
 
 # ---------------------------------------------------------------------------------------

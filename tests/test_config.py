@@ -19,7 +19,7 @@ def test_configs_default_yaml_writes_out_the_built_in_defaults():
 
 def test_bernoulli_config_loads():
     settings = build_settings(load_yaml(ROOT / "configs" / "bernoulli.yaml"))
-    assert settings.train.model == "bernoulli"
+    assert settings.training.model == "bernoulli"
 
 
 @pytest.mark.parametrize(
@@ -56,6 +56,9 @@ def test_yaml_errors(tmp_path):
 
 
 def test_prior_forms():
-    assert build_settings({"prior": "spam=1, ham=3"}).train.prior == (("ham", 3.0), ("spam", 1.0))
-    assert build_settings({"prior": {"a": 1, "b": 1}}).train.prior == (("a", 1.0), ("b", 1.0))
-    assert build_settings({"prior": "uniform"}).train.prior == "uniform"
+    assert build_settings({"prior": "spam=1, ham=3"}).training.prior == (
+        ("ham", 3.0),
+        ("spam", 1.0),
+    )
+    assert build_settings({"prior": {"a": 1, "b": 1}}).training.prior == (("a", 1.0), ("b", 1.0))
+    assert build_settings({"prior": "uniform"}).training.prior == "uniform"

@@ -11,7 +11,7 @@ import pytest
 
 from nbspam.config import build_settings
 from nbspam.messages import Problems, read_labelled
-from nbspam.model import train
+from nbspam.model import fit_messages
 from nbspam.modelfile import save_model
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
@@ -33,7 +33,7 @@ runpy.run_module("nbspam", run_name="__main__")
 def model_path(tmp_path_factory) -> str:
     messages = list(read_labelled([str(SAMPLE / "train")], Problems()))
     path = tmp_path_factory.mktemp("entry") / "m.nbm"
-    save_model(train(messages, build_settings({"cutoffs": "-5,5"})), path)
+    save_model(fit_messages(messages, build_settings({"cutoffs": "-5,5"})), path)
     return str(path)
 
 

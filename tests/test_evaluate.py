@@ -25,7 +25,7 @@ from nbspam.evaluate import (
 )
 from nbspam.headers import message_time
 from nbspam.messages import Message
-from nbspam.model import score, train
+from nbspam.model import fit_messages, score
 from nbspam.render import render_report
 from nbspam.report import report
 
@@ -170,7 +170,7 @@ def test_cross_validate_is_stratified_deterministic_and_scores_each_message_once
     for k in range(4):
         held_out = [m for m, f in zip(messages, scores.fold, strict=True) if f == k]
         rest = [m for m, f in zip(messages, scores.fold, strict=True) if f != k]
-        expected = [p.log_odds for p in score(train(rest, SETTINGS), held_out)]
+        expected = [p.log_odds for p in score(fit_messages(rest, SETTINGS), held_out)]
         np.testing.assert_array_equal(scores.log_odds[scores.fold == k], expected)
 
 
@@ -193,7 +193,7 @@ def test_training_keeps_rows_of_a_sample_and_scores_it_with_models_of_all_the_re
     fold[sample] = metrics.stratified_folds(labels, 4, 42)
     scores = score_split(data, fold, SETTINGS, protocol={})
     assert scores.evaluated.sum() == 11
-    cfg = SETTINGS.train
+    cfg = SETTINGS.training
     expected = choose_cutoffs(
         scores, cost_fp=cfg.cost_fp, cost_fn=cfg.cost_fn, cost_unsure=cfg.cost_unsure
     )

@@ -34,7 +34,7 @@ def test_round_trip_keeps_everything(model, saved):
     assert loaded.labels == model.labels
     assert loaded.terms == model.terms
     assert loaded.tokenizer == model.tokenizer
-    assert loaded.train == model.train
+    assert loaded.training == model.training
     assert loaded.info == model.info
     for name in ("class_count", "term_count", "doc_count"):
         np.testing.assert_array_equal(getattr(loaded, name), getattr(model, name))

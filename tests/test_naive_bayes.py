@@ -66,7 +66,7 @@ def test_multinomial_textbook_by_hand():
     assert np.exp(log_post[0]) == pytest.approx(
         [china / (china + japan), japan / (china + japan)], abs=1e-15
     )
-    assert model.train.positive == "japan"
+    assert model.training.positive == "japan"
     assert log_odds[0] == pytest.approx(log(japan / china), abs=1e-12)
 
 
@@ -226,7 +226,7 @@ def test_priors_fitted_uniform_and_explicit():
 
 def test_alpha_zero_is_floored_and_says_so():
     model, X = textbook("multinomial")
-    zero = dataclasses.replace(model, train=dataclasses.replace(model.train, alpha=0.0))
+    zero = dataclasses.replace(model, training=dataclasses.replace(model.training, alpha=0.0))
     with pytest.warns(nb.SmoothingWarning, match="alpha = 0"):
         log_post, log_odds = predict_matrix(zero, X)
     assert np.all(np.isfinite(log_post)) and np.isfinite(log_odds[0])
@@ -244,8 +244,8 @@ def test_min_count_and_max_features_filter_the_scored_vocabulary():
     model, _ = textbook("multinomial")
 
     def kept(**settings):
-        changed = dataclasses.replace(model.train, **settings)
-        return list(dataclasses.replace(model, train=changed).scorer.index.terms)
+        changed = dataclasses.replace(model.training, **settings)
+        return list(dataclasses.replace(model, training=changed).scorer.index.terms)
 
     assert kept(min_count=2) == ["chinese"]  # the only word in two or more documents
     assert kept(max_df=0.5) == ["beijing", "japan", "macao", "shanghai", "tokyo"]
@@ -268,7 +268,7 @@ def test_save_then_load_gives_identical_predictions(tmp_path):
     save_model(model, tmp_path / "m.nbm")
     loaded = load_model(tmp_path / "m.nbm")
     assert loaded.labels == model.labels and loaded.terms == model.terms
-    assert loaded.train == model.train and loaded.tokenizer == model.tokenizer
+    assert loaded.training == model.training and loaded.tokenizer == model.tokenizer
     np.testing.assert_array_equal(predict_matrix(loaded, X)[0], predict_matrix(model, X)[0])
 
 

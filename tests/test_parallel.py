@@ -10,7 +10,7 @@ import pytest
 from nbspam.config import build_settings
 from nbspam.evaluate import tokenize_all
 from nbspam.messages import Message, Problems, read_labelled
-from nbspam.model import score, train
+from nbspam.model import fit_messages, score
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 
@@ -28,15 +28,15 @@ def messages():
 
 def test_training_with_two_jobs_equals_one(messages):
     settings = build_settings({})
-    one = train(messages, settings, jobs=1)
-    two = train(messages, settings, jobs=2)
+    one = fit_messages(messages, settings, jobs=1)
+    two = fit_messages(messages, settings, jobs=2)
     assert one.terms == two.terms and one.labels == two.labels
     for name in ("class_count", "term_count", "doc_count", "seen_digests", "seen_labels"):
         np.testing.assert_array_equal(getattr(one, name), getattr(two, name))
 
 
 def test_scoring_with_two_jobs_equals_one(messages):
-    model = train(messages[::7], build_settings({}))
+    model = fit_messages(messages[::7], build_settings({}))
     assert list(score(model, messages, jobs=2)) == list(score(model, messages, jobs=1))
 
 

@@ -13,7 +13,7 @@ from nbspam.config import build_settings
 from nbspam.explain import explain_message
 from nbspam.features import Analyzer
 from nbspam.messages import Problems, read_labelled, read_messages
-from nbspam.model import score, train
+from nbspam.model import fit_messages, score
 from nbspam.modelfile import save_model
 from nbspam.quick import load_quick
 
@@ -30,7 +30,7 @@ def saved(request, tmp_path_factory):
         settings = build_settings({"min_count": 2})
     else:
         settings = build_settings({"model": request.param, "cutoffs": "-5,5"})
-    model = train(messages, settings)
+    model = fit_messages(messages, settings)
     path = tmp_path_factory.mktemp("quick") / "m.nbm"
     save_model(model, path)
     return model, path

@@ -10,7 +10,7 @@ import pytest
 from nbspam.config import build_settings
 from nbspam.errors import NbspamError
 from nbspam.messages import Message, Problems, read_labelled
-from nbspam.model import score, train
+from nbspam.model import fit_messages, score
 from nbspam.update import forget, learn, merge
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
@@ -39,16 +39,16 @@ def split(messages):
 
 def test_train_then_learn_equals_training_at_once(messages):
     a, b = split(messages)
-    model = train(a, SETTINGS)
+    model = fit_messages(a, SETTINGS)
     for label in ("ham", "spam"):
         model, change = learn(model, [m for m in b if m.label == label], label)
         assert change.learned == sum(m.label == label for m in b)
-    same_model(model, train(messages, SETTINGS))
+    same_model(model, fit_messages(messages, SETTINGS))
 
 
 def test_learn_then_forget_gives_back_the_model(messages):
     a, b = split(messages)
-    base = train(a, SETTINGS)
+    base = fit_messages(a, SETTINGS)
     grown, _ = learn(base, [m for m in b if m.label == "spam"], "spam")
     assert len(grown.terms) > len(base.terms)
     back, change = forget(grown, [m for m in b if m.label == "spam"])
@@ -57,7 +57,7 @@ def test_learn_then_forget_gives_back_the_model(messages):
 
 
 def test_learning_twice_is_a_no_op_and_relabelling_moves_counts(messages):
-    model = train(messages, SETTINGS)
+    model = fit_messages(messages, SETTINGS)
     again, change = learn(model, [m for m in messages if m.label == "spam"], "spam")
     assert change.learned == 0 and change.unchanged == 24
     same_model(again, model)
@@ -65,33 +65,33 @@ def test_learning_twice_is_a_no_op_and_relabelling_moves_counts(messages):
     moved, change = learn(model, [victim], "spam")
     assert change.relabelled == 1
     relabelled = [Message(m.id, m.data, "spam" if m is victim else m.label) for m in messages]
-    same_model(moved, train(relabelled, SETTINGS))
+    same_model(moved, fit_messages(relabelled, SETTINGS))
 
 
 def test_forget_unknown_message_is_reported(messages):
-    model = train(messages[::5], SETTINGS)
+    model = fit_messages(messages[::5], SETTINGS)
     same, change = forget(model, [Message("x.eml", b"Subject: never seen\n\nhello")])
     assert change.unknown == ["x.eml"] and change.forgotten == 0
     same_model(same, model)
 
 
 def test_duplicates_in_training_are_counted_once(messages):
-    once = train(messages, SETTINGS)
-    twice = train(messages + messages[:3], SETTINGS)
+    once = fit_messages(messages, SETTINGS)
+    twice = fit_messages(messages + messages[:3], SETTINGS)
     assert twice.info["duplicates"] == 3
     same_model(twice, once)
 
 
 def test_merge_of_disjoint_shards_equals_training_on_all(messages):
     a, b = split(messages)
-    merged = merge([train(a, SETTINGS), train(b, SETTINGS)])
-    same_model(merged, train(messages, SETTINGS))
+    merged = merge([fit_messages(a, SETTINGS), fit_messages(b, SETTINGS)])
+    same_model(merged, fit_messages(messages, SETTINGS))
 
 
 def test_merge_refuses_other_settings_and_shared_messages(messages):
     a, b = split(messages)
-    other = train(b, build_settings({"alpha": 1.0}))
+    other = fit_messages(b, build_settings({"alpha": 1.0}))
     with pytest.raises(NbspamError, match="different settings: alpha is 0.1 in one and 1.0"):
-        merge([train(a, SETTINGS), other])
+        merge([fit_messages(a, SETTINGS), other])
     with pytest.raises(NbspamError, match="learned the same message"):
-        merge([train(a, SETTINGS), train(a[:3] + b, SETTINGS)])
+        merge([fit_messages(a, SETTINGS), fit_messages(a[:3] + b, SETTINGS)])
