@@ -1,4 +1,5 @@
-"""Settings as frozen values: defaults, then a YAML file, then command-line flags."""
+"""Settings as frozen values and their checks (the tokenizer's and the training's), built
+from a flat mapping and a YAML file; `settings` resolves a run's settings from them."""
 
 from __future__ import annotations
 

@@ -39,3 +39,11 @@ def test_the_cross_validation_row_limit_is_the_one_documented():
 
     option = next(p for p in cli.commands["train"].params if "--calibrate" in p.opts)
     assert f"{CV_ROWS:,} messages" in README and f"{CV_ROWS:,} messages" in option.help
+
+
+def test_the_layout_section_names_every_module():
+    section = README.split("## How the code is laid out", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`(\w+)`", section))
+    package = Path(__file__).resolve().parents[1] / "nbspam"
+    modules = {p.stem for p in package.glob("*.py")} - {"__init__", "__main__"}
+    assert modules <= named, sorted(modules - named)
