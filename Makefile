@@ -43,6 +43,7 @@ lint: $(VENV)/.test
 bench: $(VENV)/.test
 	$(BIN)/python bench/cv.py ../shared/corpora/spamassassin --sklearn
 	$(BIN)/python bench/speed.py
+	$(BIN)/python bench/twins.py ../shared/corpora/spamassassin
 
 clean:
 	rm -rf $(VENV) $(OUT) .pytest_cache .ruff_cache .hypothesis
