@@ -17,6 +17,7 @@ from .counting import Counts, LabelledCounts, count_chunk, count_chunks
 from .counts import ClassCounts
 from .decision import UNSURE, Prediction, prediction  # noqa: F401  (UNSURE: re-exported)
 from .errors import TrainingError
+from .event_models import event_model
 from .messages import Message
 from .parallel import CHUNK, chunks
 from .schema import MAX_LABEL_CHARS, MAX_LABELS
@@ -126,18 +127,12 @@ def make_scorer(model: Model) -> Scorer:
     )
     kept = np.flatnonzero(keep)
     log_prior = nb.class_log_prior(model.class_count, prior_weights(cfg.prior, model.labels))
-    if cfg.model == "bernoulli":
-        coef, intercept = nb.bernoulli_linear(
-            model.doc_count[:, kept], model.class_count, log_prior, cfg.alpha
-        )
-    else:
-        counts = (model.doc_count if cfg.binary else model.term_count)[:, kept]
-        coef, intercept = nb.multinomial_linear(counts, log_prior, cfg.alpha)
+    scoring = event_model(cfg.model)
+    coef, intercept = scoring.linear(model.counts.in_order(terms=kept), log_prior, cfg)
     weights = bias = None
     if model.is_binary:
         weights, bias = nb.pair_weights(coef, intercept, model.positive_index, model.negative_index)
-    binary = cfg.model == "bernoulli" or cfg.binary
-    return Scorer(kept, model.terms, coef, intercept, binary, weights, bias)
+    return Scorer(kept, model.terms, coef, intercept, scoring.presence(cfg), weights, bias)
 
 
 def _pick(items: Sequence[str], positions: np.ndarray) -> tuple[str, ...]:

@@ -24,6 +24,7 @@ from typing import Any
 from . import container
 from .config import TokenizerConfig, TrainConfig, config_from_dict, parse_cutoffs
 from .errors import ConfigError
+from .event_models import event_model
 
 MAX_LABELS = 1000
 MAX_LABEL_CHARS = 1000
@@ -247,7 +248,7 @@ def _check_score(score: Any, train: TrainConfig, binary: bool) -> None:
     """The header's part of the scoring table: presence or counts, and the log-odds bias."""
     if not isinstance(score, dict) or set(score) != {"binary", "bias"}:
         raise ValueError("score must hold binary and bias")
-    if score["binary"] is not (train.model == "bernoulli" or train.binary):
+    if score["binary"] is not event_model(train.model).presence(train):
         raise ValueError("score.binary does not follow the settings")
     if binary != (score["bias"] is not None) or (binary and not _finite(score["bias"])):
         raise ValueError("score.bias must be a finite number for two labels, else null")

@@ -327,3 +327,11 @@ def test_class_counts_are_the_dense_sums(n, d, n_classes, seed):
         np.testing.assert_array_equal(term_count[c], dense[y == c].sum(axis=0))
         np.testing.assert_array_equal(doc_count[c], (dense[y == c] > 0).sum(axis=0))
     assert term_count.dtype == doc_count.dtype == np.int64
+
+
+def test_every_event_model_named_in_the_settings_has_its_class():
+    from nbspam.config import EVENT_MODELS
+    from nbspam.event_models import event_model
+
+    for name in EVENT_MODELS:
+        assert event_model(name).name == name

@@ -1,0 +1,78 @@
+"""The event models: how a model's counts become its scoring form, one small class each.
+
+As scikit-learn's discrete naive Bayes classes share one skeleton and differ only in a few
+pieces, every event model here supplies just two: whether a message's terms count by
+presence, and the linear form J_c(x) = intercept_c + sum_a f(x_a) coef_ca of its joint
+log-likelihood (`naive_bayes`, MATH.md). Everything else (the vocabulary filters, the
+prior, the log-odds of two classes, the scoring table, explain) is shared. A new event
+model is a new class here and its name in `config.EVENT_MODELS`; nothing else changes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:  # numpy is imported by the maths, not here: the one-message path reads this
+    import numpy as np
+
+    from .config import TrainConfig
+    from .counts import ClassCounts
+
+
+class EventModel:
+    """How one event model scores: ``name`` is the value of --event-model."""
+
+    name: ClassVar[str]
+
+    def presence(self, cfg: TrainConfig) -> bool:
+        """Whether a term counts once per message (f(x) = [x > 0]) or every time (f(x) = x)."""
+        raise NotImplementedError
+
+    def linear(
+        self, counts: ClassCounts, log_prior: np.ndarray, cfg: TrainConfig
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(coef (C, k), intercept (C,)) from the counts over the kept terms (k of them)."""
+        raise NotImplementedError
+
+
+class Multinomial(EventModel):
+    """Words drawn from a class's distribution over the vocabulary, theta_ac smoothed by
+    alpha; with ``binary`` each word counts once per message (MATH.md)."""
+
+    name = "multinomial"
+
+    def presence(self, cfg: TrainConfig) -> bool:
+        return cfg.binary
+
+    def linear(
+        self, counts: ClassCounts, log_prior: np.ndarray, cfg: TrainConfig
+    ) -> tuple[np.ndarray, np.ndarray]:
+        from . import naive_bayes as nb
+
+        occurrences = counts.doc_count if cfg.binary else counts.term_count
+        return nb.multinomial_linear(occurrences, log_prior, cfg.alpha)
+
+
+class Bernoulli(EventModel):
+    """Each vocabulary word present or absent in a message, absent words counting too
+    (through the intercept); theta_ac the smoothed share of class c's messages holding a."""
+
+    name = "bernoulli"
+
+    def presence(self, cfg: TrainConfig) -> bool:
+        return True
+
+    def linear(
+        self, counts: ClassCounts, log_prior: np.ndarray, cfg: TrainConfig
+    ) -> tuple[np.ndarray, np.ndarray]:
+        from . import naive_bayes as nb
+
+        return nb.bernoulli_linear(counts.doc_count, counts.class_count, log_prior, cfg.alpha)
+
+
+_BY_NAME: dict[str, EventModel] = {m.name: m for m in (Multinomial(), Bernoulli())}
+
+
+def event_model(name: str) -> EventModel:
+    """The event model of --event-model ``name`` (one of `config.EVENT_MODELS`)."""
+    return _BY_NAME[name]
