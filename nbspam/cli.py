@@ -359,6 +359,7 @@ def train(
     from .training import train as train_model
 
     settings = settings_from(config_file, options)
+    _check_output(output)
     report = Reporter("read")
     specs = [*data, *_listed(files_from, null)]
     if not specs:
@@ -375,6 +376,14 @@ def train(
     for line in train_summary(model, output, os.path.getsize(output)):
         click.echo(line, err=True)
     sys.exit(status)
+
+
+def _check_output(path: str) -> None:
+    """Refuse a model file that could not be written, before the work that makes it: a
+    device, FIFO or folder at the path (or behind its links), or a folder not writable."""
+    from .container import target
+
+    check_writable(str(target(path)), "-o")
 
 
 def check_writable(path: str, option: str) -> None:
@@ -897,6 +906,7 @@ def merge(models: tuple[str, ...], output: str) -> None:
 
     if len(models) < 2:
         raise click.UsageError("merge needs two or more models")
+    _check_output(output)
     merged = merge_models([load_model(path) for path in models])
     with model_lock(output):
         save_model(merged, output)

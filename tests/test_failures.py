@@ -285,3 +285,20 @@ def test_evaluate_text_format_and_its_old_name(runner):
     assert same == [line for line in old.stdout.splitlines() if not line.endswith(" s")]
     help_text = run(runner, "evaluate", "--help").stdout
     assert "[text|json|markdown]" in help_text and "table|" not in help_text
+
+
+@pytest.mark.parametrize("name", ["missing/m.nbm", "folder"])
+def test_train_refuses_an_output_it_could_not_write_before_the_work(
+    runner, tmp_path, monkeypatch, name
+):
+    import nbspam.training
+
+    def never(*args, **kwargs):
+        raise AssertionError("training ran")
+
+    monkeypatch.setattr(nbspam.training, "train", never)
+    (tmp_path / "folder").mkdir()
+    path = tmp_path / name
+    result = run(runner, "train", SAMPLE / "train", "-o", path)
+    assert result.exit_code == 1
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("Error: ")
