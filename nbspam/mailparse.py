@@ -63,12 +63,15 @@ def _codec_name(label: str | None) -> str | None:
 
 @functools.lru_cache(maxsize=1)
 def _known_codecs() -> frozenset[str]:
-    """Normalized names and aliases of the standard library's codecs (the encodings package)."""
+    """Normalized names and aliases of the standard library's codecs: the aliases of the
+    encodings package and the names of its modules."""
     import encodings.aliases
-    import pkgutil
+    import os
 
     names = set(encodings.aliases.aliases) | set(encodings.aliases.aliases.values())
-    names.update(module.name for module in pkgutil.iter_modules(encodings.__path__))
+    names.update(
+        entry.partition(".")[0] for path in encodings.__path__ for entry in os.listdir(path)
+    )
     return frozenset(names)
 
 
@@ -276,8 +279,8 @@ _MAX_VALUE_CHARS = 16 * 1024
 # MIME header values as the email package and the fast path read them for their parameters.
 _MAX_PARAM_CHARS = 16 * 1024
 # The email package reads some 1 MB/s on hostile mail (tiny parts, deep nesting), and checks
-# each line against every open boundary: it reads at most this much, cut before the
-# _MAX_NESTED-th multipart or message header.
+# each line against every open boundary: it reads at most this much, and only up to the
+# multipart or message header after the first _MAX_NESTED.
 _EMAIL_PACKAGE_BYTES = 256 * 1024
 _MAX_NESTED = 32
 _NESTING_FIELD = re.compile(
@@ -471,8 +474,8 @@ def _unparsed(data: bytes, max_body_chars: int | None, complete: bool) -> Parsed
 # package's line-by-line feed parser and message objects. It follows the email package (compat32)
 # rule by rule where that is cheap and gives up, raising _Unsupported, on everything else: input
 # in which the email package would find a defect, bare CR line ends, nested messages, digests,
-# uuencoded text, RFC 2231 parameters, MIME headers with 8-bit bytes and deep nesting. Then
-# parse_mail falls back to _parse.
+# uuencoded text, RFC 2231 parameters, MIME headers with 8-bit bytes, deep nesting and more than
+# _MAX_PARTS parts. Then parse_mail falls back to _parse, on at most _EMAIL_PACKAGE_BYTES.
 
 
 class _Unsupported(Exception):
