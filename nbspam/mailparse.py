@@ -51,6 +51,7 @@ _NOT_MAIL_CHARSETS = frozenset(
 # Like web browsers, read text labelled Latin-1 as its superset windows-1252.
 _CHARSET_UPGRADES = {"iso8859-1": "cp1252"}
 _MAX_CHARSET_LABEL = 64
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _codec_name(label: str | None) -> str | None:
@@ -60,9 +61,37 @@ def _codec_name(label: str | None) -> str | None:
     return _lookup_codec(label.strip().strip("\"'").lower())
 
 
+@functools.lru_cache(maxsize=1)
+def _known_codecs() -> frozenset[str]:
+    """Normalized names and aliases of the standard library's codecs: the aliases of the
+    encodings package and the names of its modules."""
+    import encodings.aliases
+    import os
+
+    names = set(encodings.aliases.aliases) | set(encodings.aliases.aliases.values())
+    names.update(
+        entry.partition(".")[0] for path in encodings.__path__ for entry in os.listdir(path)
+    )
+    return frozenset(names)
+
+
+def _is_known_codec(label: str) -> bool:
+    """Whether codecs.lookup() may find the label, normalized as the encodings package does.
+
+    codecs.lookup() tries an import for every label it does not know and remembers each
+    failure for good; checking first keeps unknown labels cheap and that memory bounded.
+    """
+    import encodings
+
+    name = encodings.normalize_encoding(label)
+    return name in _known_codecs() or name.replace(".", "_") in _known_codecs()
+
+
 @functools.lru_cache(maxsize=256)
 def _lookup_codec(label: str) -> str | None:
     """codecs.lookup() with its verdict cached, since unknown labels are slow to reject."""
+    if not _is_known_codec(label):
+        return None
     try:
         name = codecs.lookup(label).name
     except (LookupError, ValueError):
@@ -89,10 +118,13 @@ def decode_bytes(data: bytes, charset: str | None = None, *, complete: bool = Tr
             continue
         try:
             if complete:
-                return data.decode(encoding)
-            return codecs.getincrementaldecoder(encoding)().decode(data, final=False)
+                text = data.decode(encoding)
+            else:
+                text = codecs.getincrementaldecoder(encoding)().decode(data, final=False)
         except (UnicodeError, LookupError):
             continue
+        # UTF-7 is the one text codec that decodes to lone surrogates, which no UTF-8 can hold
+        return _SURROGATE.sub("\ufffd", text) if encoding == "utf-7" else text
     return data.decode("latin-1")
 
 
@@ -108,6 +140,7 @@ def _raw_bytes(text: str) -> bytes:
 
 # The encoded text may hold spaces, which broken mailers leave in, but never a "?".
 _ENCODED_WORD = re.compile(r"=\?([^?]*)\?([bBqQ])\?([^?]*)\?=")
+_MAX_ENCODED_WORDS = 1000  # per header value; any further ones stay as they are
 
 
 def _word_bytes(encoding: str, encoded: str) -> bytes | None:
@@ -130,7 +163,7 @@ def _decode_words(text: str) -> str:
     """
     segments: list[tuple[bytes, str | None]] = []  # (bytes, charset); None for plain text
     position = 0
-    for match in _ENCODED_WORD.finditer(text):
+    for match in itertools.islice(_ENCODED_WORD.finditer(text), _MAX_ENCODED_WORDS):
         data = _word_bytes(match.group(2), match.group(3))
         if data is None:
             continue  # left in the plain text before the next word
@@ -203,17 +236,56 @@ def looks_like_mail(data: bytes) -> bool:
 @functools.lru_cache(maxsize=1)
 def _email_parser() -> BytesParser:
     """The email package's parser (compat32), imported on first use: a filter started per
-    delivery pays some 15 ms for the import, and the fast path reads most mail without it."""
-    from email.parser import BytesParser
-    from email.policy import compat32
+    delivery pays some 15 ms for the import, and the fast path reads most mail without it.
 
-    return BytesParser(policy=compat32)
+    Two guards keep it bounded and whole on hostile parameters: a header value is read
+    (Message.get) as its first _MAX_PARAM_CHARS characters, since the parameter splitter takes
+    time quadratic in the value's length; and parameters the RFC 2231 decoder fails on (a
+    TypeError or ValueError) count as no parameters, instead of failing the whole message.
+    """
+    from email.message import Message
+    from email.parser import BytesParser
+    from email.policy import Compat32
+
+    class CappedPolicy(Compat32):
+        def header_fetch_parse(self, name: str, value: str) -> str:
+            return super().header_fetch_parse(name, value[:_MAX_PARAM_CHARS])
+
+    class GuardedMessage(Message):
+        def get_params(self, failobj=None, header="content-type", unquote=True):
+            try:
+                return super().get_params(failobj, header, unquote)
+            except (TypeError, ValueError):
+                return failobj
+
+        def get_param(self, param, failobj=None, header="content-type", unquote=True):
+            try:
+                return super().get_param(param, failobj, header, unquote)
+            except (TypeError, ValueError):
+                return failobj
+
+    return BytesParser(GuardedMessage, policy=CappedPolicy())
 
 
 # With max_body_chars the raw input is cut this far past the headers before parsing.
 _RAW_BYTES_PER_CHAR = 16
 _RAW_SLACK = 64 * 1024
-_MAX_HEADER_BYTES = 1024 * 1024
+# Caps on the top-level header block (real mail needs some 16 KB, 130 fields): a longer block
+# ends at its last line break before the cap, and what follows is read as body; only the first
+# _MAX_FIELDS fields are kept, each value cut at _MAX_VALUE_CHARS characters.
+_MAX_HEADER_BYTES = 64 * 1024
+_MAX_FIELDS = 1000
+_MAX_VALUE_CHARS = 16 * 1024
+# MIME header values as the email package and the fast path read them for their parameters.
+_MAX_PARAM_CHARS = 16 * 1024
+# The email package reads some 1 MB/s on hostile mail (tiny parts, deep nesting), and checks
+# each line against every open boundary: it reads at most this much, and only up to the
+# multipart or message header after the first _MAX_NESTED.
+_EMAIL_PACKAGE_BYTES = 256 * 1024
+_MAX_NESTED = 32
+_NESTING_FIELD = re.compile(
+    rb"^content-type:\s*(?:multipart|message)/", re.IGNORECASE | re.MULTILINE
+)
 _BLANK_LINE = re.compile(rb"\r?\n\r?\n")
 _EXTENSION = re.compile(r"[a-z0-9]{1,10}")
 
@@ -249,8 +321,36 @@ class _Body:
         return "".join(self.pieces)
 
 
+def _end_header_block(data: bytes) -> bytes:
+    """End a header block longer than _MAX_HEADER_BYTES with a blank line after its last line
+    break before that; what follows becomes body."""
+    limit = _MAX_HEADER_BYTES
+    if len(data) <= limit or _HEADER_BLOCK.match(data, 0, limit).end() < limit:
+        return data
+    cut = data.rfind(b"\n", 0, limit) + 1
+    if not cut:  # one long line: end it too
+        return data[:limit] + b"\n\n" + data[limit:]
+    return data[:cut] + (b"\r\n" if data.startswith(b"\r\n", cut - 2) else b"\n") + data[cut:]
+
+
+def _for_email_package(data: bytes) -> tuple[bytes, bool]:
+    """The start of data that the email package reads in well under a second, and whether it
+    is all of data (see _EMAIL_PACKAGE_BYTES)."""
+    end = min(len(data), _EMAIL_PACKAGE_BYTES)
+    nesting = itertools.islice(_NESTING_FIELD.finditer(data, 0, end), _MAX_NESTED, None)
+    end = next((match.start() for match in nesting), end)
+    return data[:end], end == len(data)
+
+
+def _capped(headers: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """The first _MAX_FIELDS header fields, each value cut at _MAX_VALUE_CHARS characters."""
+    if len(headers) <= _MAX_FIELDS and all(len(value) <= _MAX_VALUE_CHARS for _, value in headers):
+        return headers
+    return tuple((name, value[:_MAX_VALUE_CHARS]) for name, value in headers[:_MAX_FIELDS])
+
+
 def _precut(data: bytes, max_body_chars: int) -> tuple[bytes, bool]:
-    """Cut the raw input well past what max_body_chars needs, keeping headers up to 1 MiB."""
+    """Cut the raw input well past what max_body_chars needs, keeping the headers."""
     budget = max_body_chars * _RAW_BYTES_PER_CHAR + _RAW_SLACK
     if len(data) <= budget:
         return data, False
@@ -280,7 +380,7 @@ def _describe(part: Message) -> tuple[str, str, str, bool]:
     ctype = part.get_content_type().split()[0]  # tolerate "text/plain charset=us-ascii"
     if ctype.startswith(("multipart/", "message/")):
         ctype = "text/plain"  # no boundary or no message inside: the parser left it as text
-    type_params = part.get_params([])
+    type_params = part.get_params([])  # [] too for parameters the email package fails on
     disposition = part.get_params([], header="content-disposition")
     filename = _param(disposition, "filename") or _param(type_params, "name")
     attached = bool(filename and disposition) and disposition[0][0].lower() == "attachment"
@@ -331,6 +431,7 @@ def _assemble(
         text, part_links = _payload_text(payload, ctype, charset, complete)
         body.add(text)
         links.extend(part_links)
+    headers = _capped(headers)
     return ParsedMail(
         headers=headers,
         subject=next((value for name, value in headers if name == "subject"), ""),
@@ -373,8 +474,8 @@ def _unparsed(data: bytes, max_body_chars: int | None, complete: bool) -> Parsed
 # package's line-by-line feed parser and message objects. It follows the email package (compat32)
 # rule by rule where that is cheap and gives up, raising _Unsupported, on everything else: input
 # in which the email package would find a defect, bare CR line ends, nested messages, digests,
-# uuencoded text, RFC 2231 parameters, MIME headers with 8-bit bytes and deep nesting. Then
-# parse_mail falls back to _parse.
+# uuencoded text, RFC 2231 parameters, MIME headers with 8-bit bytes, deep nesting and more than
+# _MAX_PARTS parts. Then parse_mail falls back to _parse, on at most _EMAIL_PACKAGE_BYTES.
 
 
 class _Unsupported(Exception):
@@ -401,6 +502,7 @@ _MIME_FIELD = re.compile(
 _DELIMITER_TAIL = re.compile(rb"(--)?[ \t]*\r?(?:\n|\Z)")
 _UUENCODE = frozenset({"x-uuencode", "uuencode", "uue", "x-uue"})
 _MAX_DEPTH = 8  # multipart nesting; real mail needs three or four levels
+_MAX_PARTS = 1000  # parts of a message; more are left to the email package, which reads less
 
 
 @dataclass(frozen=True, slots=True)
@@ -472,7 +574,7 @@ def _mime_fields(block: str) -> dict[str, str]:
             key, value = match.group(1).lower(), match.group(2)
             if not value.isascii():
                 raise _Unsupported(f"8-bit {key}")
-            found[key] = value.rstrip("\r\n")
+            found[key] = value.rstrip("\r\n")[:_MAX_PARAM_CHARS]  # as the parser's get() does
         at = lowered.find("content-", at + 1)
     return found
 
@@ -512,11 +614,16 @@ def _params(value: str) -> list[tuple[str, str]]:
     and unquoted again.
     """
     pieces: list[str] = []
+    chunks: list[str] = []  # of the piece being read, with its running count of quotes
+    quotes = 0
     for chunk in value.split(";"):
-        if pieces and (pieces[-1].count('"') - pieces[-1].count('\\"')) % 2:
-            pieces[-1] += ";" + chunk
-        else:
-            pieces.append(chunk)
+        chunks.append(chunk)
+        quotes += chunk.count('"') - chunk.count('\\"')
+        if quotes % 2 == 0:
+            pieces.append(";".join(chunks))
+            chunks, quotes = [], 0
+    if chunks:
+        pieces.append(";".join(chunks))
     params = []
     for index, piece in enumerate(pieces):
         name, equals, text = piece.partition("=")
@@ -583,6 +690,8 @@ def _multipart_parts(data: bytes, start: int, end: int, boundary: bytes) -> list
         if line_start == pos:
             raise _Unsupported("delimiter lines in a row")
         parts.append((pos, line_start))
+        if len(parts) > _MAX_PARTS:
+            raise _Unsupported("too many parts")
         if closing:
             return parts
         pos = line_end
@@ -629,6 +738,8 @@ def _collect(
     if maintype == "message":
         raise _Unsupported("nested message")
     if maintype != "multipart":
+        if len(leaves) >= _MAX_PARTS:
+            raise _Unsupported("too many parts")
         payload = data[body[0] : body[1]]
         leaves.append(_leaf(mime, ctype, _strip_line_end(payload) if in_multipart else payload))
         return
@@ -692,7 +803,7 @@ def _fast_parse(data: bytes, max_body_chars: int | None, complete: bool) -> Pars
 
 def _prepare(data: bytes, max_body_chars: int | None) -> tuple[bytes, bool]:
     """The input as both parsers read it, and whether it is complete (not cut by _precut)."""
-    data = skip_mbox_line(bytes(data))
+    data = _end_header_block(skip_mbox_line(bytes(data)))
     if max_body_chars is None:
         return data, True
     data, cut = _precut(data, max_body_chars)
@@ -713,6 +824,8 @@ def parse_mail(data: bytes, *, max_body_chars: int | None = None) -> ParsedMail:
         parsed = None
     if parsed is not None:
         return parsed
+    data, whole = _for_email_package(data)
+    complete = complete and whole
     try:
         return _parse(data, max_body_chars, complete)
     except Exception:  # the email package failed unexpectedly: fall back to plain text
