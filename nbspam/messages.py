@@ -28,7 +28,7 @@ from .errors import InputError
 LINK_AGAIN = "a symbolic link loop or a second link to it"
 TABLE_SUFFIXES = (".tsv", ".csv", ".jsonl", ".ndjson")
 # The most of one message that is read: a longer one is scored on its first bytes, which
-# hold its headers and text (the mail parser itself looks at no more than ~4.3 MB of them
+# hold its headers and text (the mail parser itself looks at no more than ~3.3 MB of them
 # with the default max-body-chars, so this cut changes no score of theirs).
 MAX_MESSAGE_BYTES = 8 << 20
 # Binary data, as grep and git tell it: a NUL byte among the first bytes.
