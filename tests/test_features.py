@@ -211,3 +211,20 @@ def test_plain_text_is_cut_at_max_body_chars_as_a_mail_body_is(as_bytes):
     assert tokens.count("free") == 1000 // 15 + 1
     short = Analyzer(config).tokens("free money now")
     assert "nbspam:truncated" not in short
+
+
+def test_a_header_value_is_cut_at_max_body_chars_once_normalised():
+    # U+FDFA becomes 18 characters, 4 words: 10,000 of them made 40,000 subject tokens
+    config = TokenizerConfig(max_body_chars=1000)
+    raw = b"Subject: " + "\ufdfa".encode() * 10_000 + b"\n\nhi"
+    subject = [t for t in Analyzer(config).tokens(raw) if t.startswith("subject:")]
+    # the first 1,000 characters: 55 copies of "صلى الله عليه وسلم" and "صلى الله ع",
+    # each copy's last word run together with the next one's first
+    assert len(subject) == 1 + 55 * 3 + 1
+    assert subject[:5] == [
+        "subject:صلى",
+        "subject:الله",
+        "subject:عليه",
+        "subject:وسلمصلى",
+        "subject:الله",
+    ]

@@ -12,7 +12,7 @@ import pytest
 from nbspam.config import build_settings
 from nbspam.explain import explain_message
 from nbspam.features import Analyzer
-from nbspam.messages import Problems, read_labelled, read_messages
+from nbspam.messages import Message, Problems, read_labelled, read_messages
 from nbspam.model import fit_messages, score
 from nbspam.modelfile import save_model
 from nbspam.quick import load_quick
@@ -75,6 +75,24 @@ def test_binary_search_finds_every_term_and_no_other(saved):
     quick = load_quick(path)
     assert [quick.column(t) for t in model.terms] == list(range(len(model.terms)))
     assert quick.column("\uffff not a term") is None and quick.column("") is None
+
+
+def test_a_term_with_a_lone_surrogate_is_in_no_vocabulary(saved):
+    model, path = saved
+    quick = load_quick(path)
+    text = "see http://x\ud800y.example/ now"  # the link is one token, surrogate and all
+    assert quick.column("http://x\ud800y.example/") is None
+    batch = next(score(model, [Message("m", text)]))
+    assert quick.predict("m", text).log_odds == batch.log_odds
+
+
+def test_a_message_of_many_distinct_terms_is_scored_by_dictionary(saved):
+    model, path = saved
+    quick = load_quick(path)
+    data = b"".join(b"X-H%d: v\n" % i for i in range(5000)) + b"\nfree money"
+    batch = next(score(model, [Message("m", data)]))
+    assert quick.predict("m", data).log_odds == batch.log_odds
+    assert quick._tables is not None  # one lookup a term, not 5,000 binary searches
 
 
 def test_one_message_on_stdin_imports_neither_numpy_nor_scipy(saved):

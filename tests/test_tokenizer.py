@@ -7,9 +7,11 @@ import os
 import re
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 
 import pytest
+import regex
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -274,3 +276,108 @@ def _take_chunk_by_chunk(text: str) -> tuple[str, list[str]]:
 @example("a@a.com\rwww.a.com")  # a carriage return ends a chunk too
 def test_addresses_are_searched_chunk_by_chunk(text):
     assert tokenizer_module._take_addresses(text) == _take_chunk_by_chunk(text)
+
+
+# Hostile text, tokenized by `Analyzer.tokens` in a process of its own that must finish within
+# HANG_LIMIT seconds (a hang guard: the old code took from minutes to hours on each).
+HANG_LIMIT = 10
+HOSTILE = {
+    # e-mail address patterns tried from every position of a long run of address characters
+    # (a body shorter than max_body_chars, 200,000 characters, so that its "@" is read)
+    "address-local-part": 'b"Subject: hi\\n\\n" + b"a" * 150_000 + b"@"',
+    "address-domain": 'b"Subject: hi\\n\\na@" + b"b" * 1_000_000',
+    "address-in-from": 'b"From: " + b"a" * 1_000_000 + b"@b\\n\\nhi"',
+    "address-unicode": '"Subject: hi\\n\\n".encode() + ("\\u00e9" * 150_000 + "@").encode()',
+    # NFKC sorting long runs of combining marks of two classes
+    "mark-run": '("Subject: x\\n\\na" + "\\u0301" * 100_000 + "\\u0316" * 100_000).encode()',
+    "halfwidth-sound-marks": '("Subject: x\\n\\na" + "\\u0301\\uff9e" * 100_000).encode()',
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_hostile_text_is_tokenized_in_bounded_time(case):
+    probe = (
+        "from nbspam.config import TokenizerConfig\n"
+        "from nbspam.features import Analyzer\n"
+        f"print(len(Analyzer(TokenizerConfig()).tokens({HOSTILE[case]})))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=HANG_LIMIT,
+    )
+    assert int(out.stdout) > 0
+
+
+def test_addresses_are_found_where_runs_of_their_characters_start():
+    assert words("Mail a.b+c@x-y.example.org, ann@b.example. or é.ü@bü.de now") == [
+        "mail",
+        "or",
+        "now",
+        "a.b+c@x-y.example.org",
+        "ann@b.example",
+        "é.ü@bü.de",
+    ]
+    assert words("x" * 50 + "@") == ["skip:x 50"]  # no address: one long word
+    assert words("a@" + "b" * 50) == ["skip:b 50"]
+    # An address cannot start inside a run of local-part characters, even where another
+    # address has just ended: the tail "._x@y.example" of the first is words, not an address.
+    assert words("a@b.example._x@y.example") == ["y.example", "a@b.example"]
+
+
+def test_long_runs_of_combining_marks_are_cut():
+    marks = "\u0316" * 40 + "\u0301" * 40  # classes 220 then 230: in canonical order
+    assert tokenizer_module.cut_mark_runs("x" + marks + " y") == "x" + "\u0316" * 30 + " y"
+    assert tokenizer_module.cut_mark_runs("x" + "\u0301" * 30) == "x" + "\u0301" * 30
+    for start in range(40):  # a run of 31 wherever it starts
+        text = "x" * start + "\u0301" * 31 + "yz"
+        assert tokenizer_module.cut_mark_runs(text) == "x" * start + "\u0301" * 30 + "yz"
+    assert words("Zalgo" + marks + " ok", max_length=100) == ["zalgo" + "\u0316" * 30, "ok"]
+    assert words("Zalgo" + marks + " ok") == ["skip:z 30", "ok"]
+    assert words("e\u0301t\u00e9 \u0915\u094d\u0937") == ["\u00e9t\u00e9", "\u0915\u094d\u0937"]
+
+
+def test_halfwidth_sound_marks_normalise_as_before():
+    assert tokenizer_module.cut_mark_runs("\uff76\uff9e\uff8a\uff9f") == "\uff76\u3099\uff8a\u309a"
+    assert words("\uff76\uff9e\uff8a\uff9f") == ["\u30ac\u30d1"]  # ガパ
+
+
+def test_only_marks_and_the_halfwidth_sound_marks_decompose_to_a_mark_first():
+    """What `cut_mark_runs` relies on: any other character begins its NFKC decomposition
+    with a character of combining class 0, which a canonical-ordering run cannot cross."""
+    is_mark = regex.compile(r"\p{M}").match
+    lead_marks = {
+        code
+        for code in range(0x110000)
+        if (unicodedata.decomposition(chr(code)) or unicodedata.combining(chr(code)))
+        and unicodedata.combining(unicodedata.normalize("NFKD", chr(code))[0])
+        and not is_mark(chr(code))
+    }
+    assert lead_marks == {0xFF9E, 0xFF9F}
+
+
+def test_normalised_text_is_cut_at_max_body_chars():
+    # U+FDFA is one character that NFKC makes 18: the words of its first 36 characters
+    assert words("\ufdfa" * 1000, max_body_chars=36) == [
+        "صلى",
+        "الله",
+        "عليه",
+        "وسلمصلى",
+        "الله",
+        "عليه",
+        "وسلم",
+    ]
+    assert words("abc " * 100, max_body_chars=10) == ["abc", "abc", "ab"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECES, max_size=30).map("".join), _CONFIGS)
+def test_text_without_cjk_gives_the_words_text_with_cjk_gives(text, config):
+    """A text without Han, kana or long words is filtered in one pass: the same words in
+    the same order as the word-by-word loop that text with CJK goes through."""
+    config = dataclasses.replace(config, ngrams=1)
+    text = "é " + text.replace("東京", " ")
+    tokenizer = Tokenizer(config)
+    assert tokenizer.split(text + " 猫")[0] == [*tokenizer.split(text)[0], "猫"]
