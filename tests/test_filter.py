@@ -69,14 +69,9 @@ print(n)
 
 
 @pytest.fixture(scope="module")
-def model_path(tmp_path_factory) -> str:
+def model_path(sample_models) -> str:
     """A spam/ham model of the sample data with an unsure band from -50 to 16."""
-    path = tmp_path_factory.mktemp("model") / "spam.nbm"
-    result = CliRunner().invoke(
-        cli, ["train", str(SAMPLE / "train"), "-o", str(path), "--cutoffs", "-50,16"]
-    )
-    assert result.exit_code == 0, result.output
-    return str(path)
+    return str(sample_models("--cutoffs=-50,16"))
 
 
 @pytest.fixture(scope="module")

@@ -29,12 +29,9 @@ _MADE = object()  # the array table of the arrays given
 
 
 @pytest.fixture(scope="module")
-def original(tmp_path_factory) -> bytes:
+def original(sample_model_path) -> bytes:
     """A real two-class model file with cutoffs, calibration and learned messages."""
-    path = tmp_path_factory.mktemp("hostile") / "m.nbm"
-    result = CliRunner().invoke(cli, ["train", str(SAMPLE / "train"), "-o", str(path)])
-    assert result.exit_code == 0, result.output
-    return path.read_bytes()
+    return sample_model_path.read_bytes()
 
 
 def unpack(data: bytes) -> tuple[dict, dict[str, list]]:

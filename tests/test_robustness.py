@@ -41,11 +41,8 @@ def malformed(folder: Path) -> list[Path]:
 
 
 @pytest.fixture(scope="module")
-def model(tmp_path_factory):
-    path = tmp_path_factory.mktemp("model") / "m.nbm"
-    result = CliRunner().invoke(cli, ["train", str(SAMPLE / "train"), "-o", str(path)])
-    assert result.exit_code == 0, result.output
-    return path
+def model(sample_model_path) -> Path:
+    return sample_model_path
 
 
 def test_predict_scores_or_reports_every_input(model, tmp_path):
