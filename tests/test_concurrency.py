@@ -30,16 +30,12 @@ from nbspam.lock import model_lock
 from nbspam.messages import Message
 from nbspam.model import fit_messages
 from nbspam.modelfile import load_model
-from tests.helpers import assert_same_model, model_differences
+from tests.helpers import ENV, assert_same_model, model_differences, nbspam_process
 from tests.processes import KILL_AT_FSYNC
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = ROOT / "sample_data" / "train"
 NBSPAM = [sys.executable, "-m", "nbspam"]
-ENV = {
-    **os.environ,
-    "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-}
 WAIT = 30.0  # seconds: the longest any single process or wait may take before the test fails
 
 # Holds the lock of the model argv[1] until killed.
@@ -127,9 +123,7 @@ VOCABULARY = [a + b + c for a in SYLLABLES for b in SYLLABLES for c in SYLLABLES
 
 
 def nbspam(*args, timeout: float = WAIT) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*NBSPAM, *map(str, args)], capture_output=True, text=True, timeout=timeout, env=ENV
-    )
+    return nbspam_process(*args, stdin="", text=True, timeout=timeout)
 
 
 @pytest.fixture
