@@ -1,13 +1,57 @@
-"""Shared fixtures: the public corpora beside the checkout (skipped when absent)."""
+"""Shared fixtures: the sample model, and the public corpora beside the checkout (skipped
+when absent)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT, SAMPLE, cli_run
+
 CORPORA = ROOT.parent / "shared" / "corpora"
+#: The options of the sample model most tests use: fixed cutoffs, so that its verdicts do
+#: not move with the cross-validation that fits its calibration.
+SAMPLE_OPTIONS = ("--cutoffs=-5,5",)
+
+
+@pytest.fixture(scope="session")
+def sample_models(tmp_path_factory):
+    """``train(*options)``: the path of the model `nbspam train sample_data/train -o PATH
+    OPTIONS` writes, trained once per set of options for the whole run. Shared by every
+    test: never change it (`sample_model` is a copy to change)."""
+    made: dict[tuple[str, ...], Path] = {}
+
+    def train(*options: str) -> Path:
+        if options not in made:
+            path = tmp_path_factory.mktemp("sample") / "sample.nbm"
+            result = cli_run("train", SAMPLE / "train", "-o", path, *options)
+            assert result.exit_code == 0, result.stderr
+            made[options] = path
+        return made[options]
+
+    return train
+
+
+@pytest.fixture(scope="session")
+def sample_model_path(sample_models) -> Path:
+    """The sample model (cutoffs -5,5 and a calibration), shared: read it, never change it."""
+    return sample_models(*SAMPLE_OPTIONS)
+
+
+@pytest.fixture
+def sample_model(sample_model_path, tmp_path) -> Path:
+    """A copy of the sample model in the test's own folder, for tests that change it."""
+    return Path(shutil.copyfile(sample_model_path, tmp_path / "sample.nbm"))
+
+
+@pytest.fixture(scope="session")
+def sample_messages() -> list:
+    """The labelled messages of sample_data/train, read once."""
+    from nbspam.messages import Problems, read_labelled
+
+    return list(read_labelled([str(SAMPLE / "train")], Problems()))
 
 
 def corpus(name: str) -> Path:

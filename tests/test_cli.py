@@ -6,9 +6,8 @@ import json
 import math
 
 import pytest
-from click.testing import CliRunner
 
-from nbspam.cli import cli
+from tests.helpers import cli_run
 
 HAM = [
     "Meeting moved to Thursday, agenda attached",
@@ -25,11 +24,6 @@ SPAM = [
 
 
 @pytest.fixture
-def runner():
-    return CliRunner()
-
-
-@pytest.fixture
 def data(tmp_path):
     for label, texts in (("ham", HAM), ("spam", SPAM)):
         folder = tmp_path / "data" / label
@@ -40,20 +34,16 @@ def data(tmp_path):
 
 
 @pytest.fixture
-def model(runner, data, tmp_path):
+def model(data, tmp_path):
     path = tmp_path / "m.nbm"
-    result = runner.invoke(cli, ["train", str(data), "-o", str(path), "--min-count", "1"])
+    result = cli_run("train", data, "-o", path, "--min-count", "1")
     assert result.exit_code == 0, result.output
     return path
 
 
-def run(runner, *args, input=None):
-    return runner.invoke(cli, [str(a) for a in args], input=input)
-
-
-def test_train_prints_a_summary(runner, data, tmp_path):
+def test_train_prints_a_summary(data, tmp_path):
     out = tmp_path / "m.nbm"
-    result = run(runner, "train", data, "-o", out, "--min-count", "1")
+    result = cli_run("train", data, "-o", out, "--min-count", "1")
     assert result.exit_code == 0
     lines = result.stderr.splitlines()
     assert lines[0].startswith("trained a multinomial model on 8 messages (ham 4, spam 4) in ")
@@ -67,10 +57,10 @@ def test_train_prints_a_summary(runner, data, tmp_path):
     assert result.stdout == ""
 
 
-def test_predict_jsonl_keys_and_invariants(runner, model, tmp_path):
+def test_predict_jsonl_keys_and_invariants(model, tmp_path):
     msg = tmp_path / "new.txt"
     msg.write_text("claim your free prize now")
-    result = run(runner, "predict", "-m", model, "-f", "jsonl", msg)
+    result = cli_run("predict", "-m", model, "-f", "jsonl", msg)
     assert result.exit_code == 0, result.output
     record = json.loads(result.stdout)
     assert set(record) == {
@@ -90,18 +80,18 @@ def test_predict_jsonl_keys_and_invariants(runner, model, tmp_path):
     assert record["log_odds"] == pytest.approx(math.log(p["spam"]) - math.log(p["ham"]), abs=1e-9)
 
 
-def test_predict_reads_stdin_and_dash(runner, model):
+def test_predict_reads_stdin_and_dash(model):
     for args in ([], ["-"]):
-        result = run(runner, "predict", "-m", model, *args, input="project meeting notes")
+        result = cli_run("predict", "-m", model, *args, input="project meeting notes")
         assert result.exit_code == 0
         assert result.stdout.startswith("-: ham (log-odds -")
 
 
-def test_predict_text_and_tsv_formats(runner, model, data):
-    text = run(runner, "predict", "-m", model, data / "spam" / "0.txt")
+def test_predict_text_and_tsv_formats(model, data):
+    text = cli_run("predict", "-m", model, data / "spam" / "0.txt")
     assert text.stdout.startswith(f"{data / 'spam' / '0.txt'}: spam (log-odds +")
     assert ", probability of spam " in text.stdout
-    tsv = run(runner, "predict", "-m", model, "-f", "tsv", data)
+    tsv = cli_run("predict", "-m", model, "-f", "tsv", data)
     rows = [line.split("\t") for line in tsv.stdout.splitlines()]
     assert rows[0] == [
         "path",
@@ -116,10 +106,10 @@ def test_predict_text_and_tsv_formats(runner, model, data):
     assert [r[1] for r in rows[1:]] == ["ham"] * 4 + ["spam"] * 4
 
 
-def test_explain_contributions_add_up_to_predicted_log_odds(runner, model, data):
+def test_explain_contributions_add_up_to_predicted_log_odds(model, data):
     path = data / "spam" / "2.txt"
-    pred = json.loads(run(runner, "predict", "-m", model, "-f", "jsonl", path).stdout)
-    result = run(runner, "explain", "-m", model, "-f", "jsonl", path)
+    pred = json.loads(cli_run("predict", "-m", model, "-f", "jsonl", path).stdout)
+    result = cli_run("explain", "-m", model, "-f", "jsonl", path)
     assert result.exit_code == 0
     e = json.loads(result.stdout)
     total = e["bias"] + sum(c["contribution"] for c in e["contributions"])
@@ -129,8 +119,8 @@ def test_explain_contributions_add_up_to_predicted_log_odds(runner, model, data)
     assert sizes == sorted(sizes, reverse=True)
 
 
-def test_explain_global_lists_each_class(runner, model):
-    result = run(runner, "explain", "-m", model, "--top", "3")
+def test_explain_global_lists_each_class(model):
+    result = cli_run("explain", "-m", model, "--top", "3")
     lines = result.stdout.splitlines()
     assert lines[0] == "toward spam (against ham): log-odds weight, documents per label"
     assert lines[1].split() == ["weight", "ham", "spam", "term"]
@@ -139,92 +129,91 @@ def test_explain_global_lists_each_class(runner, model):
     assert lines[2].split()[-1] == "free"  # in all four spams, in no ham
 
 
-def test_explain_tsv_global(runner, model):
-    result = run(runner, "explain", "-m", model, "--top", "1", "-f", "tsv")
+def test_explain_tsv_global(model):
+    result = cli_run("explain", "-m", model, "--top", "1", "-f", "tsv")
     rows = [line.split("\t") for line in result.stdout.splitlines()]
     assert rows[0] == ["toward", "against", "term", "weight", "documents_ham", "documents_spam"]
     assert rows[1][:3] == ["spam", "ham", "free"] and rows[1][4:] == ["0", "4"]
 
 
-def test_missing_path_is_reported_and_the_rest_is_scored(runner, model, data, tmp_path):
-    result = run(runner, "predict", "-m", model, tmp_path / "nope.eml", data / "ham" / "0.txt")
+def test_missing_path_is_reported_and_the_rest_is_scored(model, data, tmp_path):
+    result = cli_run("predict", "-m", model, tmp_path / "nope.eml", data / "ham" / "0.txt")
     assert result.exit_code == 3
     assert result.stderr.splitlines() == [f"{tmp_path / 'nope.eml'}: no such file or directory"]
     assert result.stdout.count("\n") == 1
 
 
-def test_corrupt_model_is_one_line_error(runner, model, tmp_path):
+def test_corrupt_model_is_one_line_error(model, tmp_path):
     model.write_bytes(model.read_bytes()[:-10])
-    result = run(runner, "predict", "-m", model, input="x")
+    result = cli_run("predict", "-m", model, input="x")
     assert result.exit_code == 1
     assert result.stderr == f"Error: {model} is truncated\n"
 
 
-def test_not_a_model_is_one_line_error(runner, data):
-    result = run(runner, "explain", "-m", data / "ham" / "0.txt")
+def test_not_a_model_is_one_line_error(data):
+    result = cli_run("explain", "-m", data / "ham" / "0.txt")
     assert result.exit_code == 1
     assert result.stderr == f"Error: {data / 'ham' / '0.txt'} is not an nbspam model file\n"
 
 
 @pytest.mark.parametrize("option", ["--event-model", "--model"])
-def test_the_event_model_option_and_its_old_spelling(runner, data, tmp_path, option):
+def test_the_event_model_option_and_its_old_spelling(data, tmp_path, option):
     path = tmp_path / "m.nbm"
-    result = run(runner, "train", data, "-o", path, option, "bernoulli")
+    result = cli_run("train", data, "-o", path, option, "bernoulli")
     assert result.exit_code == 0, result.stderr
     assert result.stderr.startswith("trained a bernoulli model")
-    help_text = run(runner, "train", "--help").stdout
+    help_text = cli_run("train", "--help").stdout
     assert "--event-model" in help_text and "--model " not in help_text
 
 
-def test_the_event_model_in_a_config_file(runner, data, tmp_path):
+def test_the_event_model_in_a_config_file(data, tmp_path):
     config = tmp_path / "c.yaml"
     config.write_text("event-model: bernoulli\n")
-    result = run(runner, "train", data, "-o", tmp_path / "m.nbm", "-c", config)
+    result = cli_run("train", data, "-o", tmp_path / "m.nbm", "-c", config)
     assert result.exit_code == 0, result.stderr
     assert result.stderr.startswith("trained a bernoulli model")
 
 
-def test_usage_errors_exit_2(runner, data, tmp_path):
-    assert run(runner, "train", data).exit_code == 2  # no -o
-    assert run(runner, "train", data, "-o", tmp_path / "m", "--model", "gauss").exit_code == 2
-    assert run(runner, "predict").exit_code == 2  # no -m
-    assert run(runner, "frobnicate").exit_code == 2
+def test_usage_errors_exit_2(data, tmp_path):
+    assert cli_run("train", data).exit_code == 2  # no -o
+    assert cli_run("train", data, "-o", tmp_path / "m", "--model", "gauss").exit_code == 2
+    assert cli_run("predict").exit_code == 2  # no -m
+    assert cli_run("frobnicate").exit_code == 2
 
 
-def test_config_file_and_unknown_keys(runner, data, tmp_path):
+def test_config_file_and_unknown_keys(data, tmp_path):
     cfg = tmp_path / "c.yaml"
     cfg.write_text("model: bernoulli\nmin-count: 1\nalpha: 0.5\n")
     out = tmp_path / "m.nbm"
-    result = run(runner, "train", data, "-o", out, "-c", cfg, "--alpha", "0.25")
+    result = cli_run("train", data, "-o", out, "-c", cfg, "--alpha", "0.25")
     assert result.exit_code == 0, result.output
     from nbspam.modelfile import load_model
 
     m = load_model(out)
     assert (m.training.model, m.training.min_count, m.training.alpha) == ("bernoulli", 1, 0.25)
     cfg.write_text("modle: bernoulli\n")
-    result = run(runner, "train", data, "-o", out, "-c", cfg)
+    result = cli_run("train", data, "-o", out, "-c", cfg)
     assert result.exit_code == 2
     assert result.stderr.startswith(f"Error: unknown setting 'modle' in {cfg}; known settings: ")
 
 
-def test_training_errors(runner, data, tmp_path):
+def test_training_errors(data, tmp_path):
     out = tmp_path / "m.nbm"
-    result = run(runner, "train", f"ham={data / 'ham'}", "-o", out)
+    result = cli_run("train", f"ham={data / 'ham'}", "-o", out)
     assert result.exit_code == 1
     assert (
         result.stderr
         == "Error: need messages of at least two labels to train, found only ['ham']\n"
     )
-    result = run(runner, "train", data, "-o", out, "--min-count", "50")
+    result = cli_run("train", data, "-o", out, "--min-count", "50")
     assert result.exit_code == 1
     assert "no terms survive --min-count 50" in result.stderr
     assert not out.exists()
 
 
-def test_label_equals_path_and_positive(runner, data, tmp_path):
+def test_label_equals_path_and_positive(data, tmp_path):
     out = tmp_path / "m.nbm"
-    result = run(
-        runner,
+    result = cli_run(
         "train",
         f"good={data / 'ham'}",
         f"bad={data / 'spam'}",
@@ -237,73 +226,67 @@ def test_label_equals_path_and_positive(runner, data, tmp_path):
     )
     assert result.exit_code == 0, result.output
     assert "positive class: bad" in result.stderr
-    pred = json.loads(
-        run(runner, "predict", "-m", out, "-f", "jsonl", input="free prize now").stdout
-    )
+    pred = json.loads(cli_run("predict", "-m", out, "-f", "jsonl", input="free prize now").stdout)
     assert pred["label"] == "bad" and pred["log_odds"] > 0
 
 
-def test_every_command_has_help_with_an_example(runner):
+def test_every_command_has_help_with_an_example():
     for command in ("train", "predict", "explain"):
-        result = run(runner, command, "--help")
+        result = cli_run(command, "--help")
         assert result.exit_code == 0
         assert "Example:" in result.stdout
-    assert "Exit status: 0 success; 1 an error in the input" in run(runner, "--help").stdout
+    assert "Exit status: 0 success; 1 an error in the input" in cli_run("--help").stdout
 
 
-def test_files_from_for_train_predict_and_explain(runner, data, tmp_path):
+def test_files_from_for_train_predict_and_explain(data, tmp_path):
     specs = tmp_path / "specs.txt"
     specs.write_text(f"ham={data / 'ham'}\nspam={data / 'spam'}\n")
     out = tmp_path / "ff.nbm"
-    result = run(runner, "train", "-o", out, "--files-from", specs, "--min-count", "1")
+    result = cli_run("train", "-o", out, "--files-from", specs, "--min-count", "1")
     assert result.exit_code == 0, result.output
     assert "on 8 messages (ham 4, spam 4)" in result.stderr
     listed = "\0".join(str(p) for p in sorted((data / "spam").iterdir())) + "\0"
-    result = runner.invoke(
-        cli, ["predict", "-m", str(out), "--files-from", "-", "-0", "-f", "tsv"], input=listed
-    )
+    result = cli_run("predict", "-m", out, "--files-from", "-", "-0", "-f", "tsv", input=listed)
     assert result.exit_code == 0
     assert [row.split("\t")[1] for row in result.stdout.splitlines()[1:]] == ["spam"] * 4
-    result = runner.invoke(
-        cli,
-        ["explain", "-m", str(out), "--files-from", "-", "-f", "jsonl"],
-        input=str(data / "ham" / "0.txt"),
+    result = cli_run(
+        "explain", "-m", out, "--files-from", "-", "-f", "jsonl", input=str(data / "ham" / "0.txt")
     )
     assert json.loads(result.stdout)["path"] == str(data / "ham" / "0.txt")
-    assert run(runner, "train", "-o", out).exit_code == 2  # neither DATA nor --files-from
+    assert cli_run("train", "-o", out).exit_code == 2  # neither DATA nor --files-from
 
 
-def test_info_shows_what_is_in_the_model(runner, model):
-    result = run(runner, "info", "-m", model)
+def test_info_shows_what_is_in_the_model(model):
+    result = cli_run("info", "-m", model)
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
     assert lines[0] == f"model:      {model} (format 1, written by nbspam 0.1.0)"
     assert lines[1] == "labels:     ham 4, spam 4 (positive: spam)"
     assert any(line.startswith("cutoffs:    ") for line in lines)
-    info = json.loads(run(runner, "info", "-m", model, "-f", "json").stdout)
+    info = json.loads(cli_run("info", "-m", model, "-f", "json").stdout)
     assert info["labels"] == {"ham": 4, "spam": 4} and info["messages"] == 8
     assert info["settings"]["train"]["min_count"] == 1
 
 
-def test_learn_refuses_an_unknown_label_unless_asked(runner, model, data):
+def test_learn_refuses_an_unknown_label_unless_asked(model, data):
     message = data / "spam" / "0.txt"
-    result = run(runner, "learn", "-m", model, "--label", "Spam", message)
+    result = cli_run("learn", "-m", model, "--label", "Spam", message)
     assert result.exit_code == 1
     assert result.stderr == (
         f"Error: {model} has no label 'Spam' (its labels: ham, spam); give --new-label to add one\n"
     )
-    result = run(runner, "learn", "-m", model, "--label", "phish", "--new-label", message)
+    result = cli_run("learn", "-m", model, "--label", "phish", "--new-label", message)
     assert result.exit_code == 0
-    assert json.loads(run(runner, "info", "-m", model, "-f", "json").stdout)["labels"]["phish"] == 1
+    assert json.loads(cli_run("info", "-m", model, "-f", "json").stdout)["labels"]["phish"] == 1
 
 
-def test_explain_against_an_unknown_label_is_an_error(runner, model, data):
+def test_explain_against_an_unknown_label_is_an_error(model, data):
     for args in ([], [data / "ham" / "0.txt"]):
-        result = run(runner, "explain", "-m", model, "--against", "zzz", *args)
+        result = cli_run("explain", "-m", model, "--against", "zzz", *args)
         assert result.exit_code == 1
         assert result.stderr == "Error: --against 'zzz' is not one of the labels ['ham', 'spam']\n"
 
 
-def test_merge_needs_two_models(runner, model, tmp_path):
-    result = run(runner, "merge", model, "-o", tmp_path / "out.nbm")
+def test_merge_needs_two_models(model, tmp_path):
+    result = cli_run("merge", model, "-o", tmp_path / "out.nbm")
     assert result.exit_code == 2 and "merge needs two or more models" in result.stderr

@@ -7,16 +7,15 @@ import os
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from nbspam.cli import cli
 from nbspam.modelfile import load_model
+from tests.helpers import cli_run
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 
 
 def run(*args):
-    result = CliRunner().invoke(cli, [str(a) for a in args])
+    result = cli_run(*args)
     assert result.exit_code == 0, result.output + result.stderr
     return result
 
@@ -80,8 +79,6 @@ def test_unsure_band_in_predict(tmp_path):
 
 
 def test_bad_cutoffs_are_a_usage_error():
-    result = CliRunner().invoke(
-        cli, ["train", str(SAMPLE / "train"), "-o", "x.nbm", "--cutoffs", "5,-5"]
-    )
+    result = cli_run("train", SAMPLE / "train", "-o", "x.nbm", "--cutoffs", "5,-5")
     assert result.exit_code == 2
     assert result.stderr == "Error: the ham cutoff 5 must not be above the spam cutoff -5\n"

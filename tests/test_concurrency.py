@@ -22,26 +22,21 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from nbspam.config import Settings, build_settings
+from nbspam.config import Settings
 from nbspam.errors import LockError
 from nbspam.lock import model_lock
-from nbspam.messages import Message, Problems, read_labelled
+from nbspam.messages import Message
 from nbspam.model import fit_messages
-from nbspam.modelfile import load_model, save_model
+from nbspam.modelfile import load_model
+from tests.helpers import ENV, assert_same_model, model_differences, nbspam_process
 from tests.processes import KILL_AT_FSYNC
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = ROOT / "sample_data" / "train"
 NBSPAM = [sys.executable, "-m", "nbspam"]
-ENV = {
-    **os.environ,
-    "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-}
 WAIT = 30.0  # seconds: the longest any single process or wait may take before the test fails
-FIELDS = ("class_count", "term_count", "doc_count", "seen_digests", "seen_labels")
 
 # Holds the lock of the model argv[1] until killed.
 HOLD_LOCK = """
@@ -128,9 +123,7 @@ VOCABULARY = [a + b + c for a in SYLLABLES for b in SYLLABLES for c in SYLLABLES
 
 
 def nbspam(*args, timeout: float = WAIT) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*NBSPAM, *map(str, args)], capture_output=True, text=True, timeout=timeout, env=ENV
-    )
+    return nbspam_process(*args, stdin="", text=True, timeout=timeout)
 
 
 @pytest.fixture
@@ -227,19 +220,6 @@ def labelled(paths: list[Path], label: str) -> list[Message]:
     return [Message(str(p), p.read_bytes(), label) for p in paths]
 
 
-def differences(a, b) -> list[str]:
-    """The fields in which two models differ."""
-    out = [name for name in ("labels", "terms") if getattr(a, name) != getattr(b, name)]
-    for name in FIELDS:
-        if not np.array_equal(getattr(a, name), getattr(b, name)):
-            out.append(name)
-    return out
-
-
-def assert_same_model(a, b) -> None:
-    assert differences(a, b) == []
-
-
 def leftovers(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
 
@@ -250,21 +230,21 @@ def copy_model(source: Path, folder: Path, name: str = "spam.nbm") -> Path:
 
 
 @pytest.fixture(scope="module")
-def base_messages() -> list[Message]:
-    return list(read_labelled([str(TRAIN)], Problems()))
+def base_messages(sample_messages) -> list[Message]:
+    return sample_messages
 
 
 @pytest.fixture(scope="module")
-def settings() -> Settings:
-    return build_settings({})
+def base_model(sample_model_path) -> Path:
+    """The sample model, as `nbspam train` writes it (copy it before changing it)."""
+    return sample_model_path
 
 
 @pytest.fixture(scope="module")
-def base_model(tmp_path_factory, base_messages, settings) -> Path:
-    """A model of the sample data, saved to a file (copy it before changing it)."""
-    path = tmp_path_factory.mktemp("base") / "base.nbm"
-    save_model(fit_messages(base_messages, settings), path)
-    return path
+def settings(base_model) -> Settings:
+    """The settings the sample model was trained with."""
+    model = load_model(base_model)
+    return Settings(tokenizer=model.tokenizer, training=model.training)
 
 
 def expected(settings: Settings, *messages: list[Message]) -> object:
@@ -456,7 +436,11 @@ def test_learn_killed_at_random_moments_leaves_old_or_new_model_and_a_free_lock(
 
         loaded = load_model(model)  # loads: never a half-written file
         state = next(
-            (s for s, m in (("before", before), ("after", after)) if not differences(loaded, m)),
+            (
+                s
+                for s, m in (("before", before), ("after", after))
+                if not model_differences(loaded, m)
+            ),
             None,
         )
         assert state is not None, f"after a kill at {moment:.3f} s the model is neither state"

@@ -9,11 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from nbspam.config import build_settings
-from nbspam.messages import Problems, read_labelled
-from nbspam.model import fit_messages
-from nbspam.modelfile import save_model
-
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 
 # Runs the command as `python -m nbspam ARGS...` does, with an object that says so on
@@ -30,11 +25,8 @@ runpy.run_module("nbspam", run_name="__main__")
 
 
 @pytest.fixture(scope="module")
-def model_path(tmp_path_factory) -> str:
-    messages = list(read_labelled([str(SAMPLE / "train")], Problems()))
-    path = tmp_path_factory.mktemp("entry") / "m.nbm"
-    save_model(fit_messages(messages, build_settings({"cutoffs": "-5,5"})), path)
-    return str(path)
+def model_path(sample_model_path) -> str:
+    return str(sample_model_path)
 
 
 def run(

@@ -14,40 +14,16 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from nbspam.cli import cli
+from tests.helpers import SAMPLE, cli_run, nbspam_process
 
-SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 FULL = "/dev/full"
 needs_dev_full = pytest.mark.skipif(not os.path.exists(FULL), reason="no /dev/full here")
 
 
-def run(runner: CliRunner, *args):
-    return runner.invoke(cli, [str(a) for a in args], catch_exceptions=False)
-
-
-@pytest.fixture(scope="module")
-def runner() -> CliRunner:
-    return CliRunner()
-
-
 @pytest.fixture
-def model(runner, tmp_path) -> Path:
-    path = tmp_path / "m.nbm"
-    result = run(runner, "train", SAMPLE / "train", "-o", path, "--cutoffs=-5,5")
-    assert result.exit_code == 0, result.stderr
-    return path
-
-
-def nbspam(*args, **options) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "nbspam", *map(str, args)],
-        stdout=options.pop("stdout", subprocess.PIPE),
-        stderr=subprocess.PIPE,
-        check=False,
-        **options,
-    )
+def model(sample_model) -> Path:
+    return sample_model
 
 
 # -- Ctrl-C ------------------------------------------------------------------------------------
@@ -89,19 +65,18 @@ def test_ctrl_c_ends_with_one_line_and_status_130(corpus, model, tmp_path, comma
     _, stderr = process.communicate(timeout=60)
     assert (process.returncode, stderr) == (130, b"Error: interrupted\n")
     assert not output.exists()
-    assert sorted(p.name for p in tmp_path.iterdir()) == [model.name, model.name + ".lock"]
+    assert [p.name for p in tmp_path.iterdir()] == [model.name]
 
 
 # -- full disks and outputs that cannot be written ----------------------------------------------
 
 
 @needs_dev_full
-def test_a_lock_file_on_a_full_disk_is_one_line_and_the_model_is_untouched(runner, model):
+def test_a_lock_file_on_a_full_disk_is_one_line_and_the_model_is_untouched(model):
     before = model.read_bytes()
     lock = Path(f"{model}.lock")
-    lock.unlink()
     lock.symlink_to(FULL)
-    result = run(runner, "learn", "-m", model, "-l", "ham", SAMPLE / "new" / "001.eml")
+    result = cli_run("learn", "-m", model, "-l", "ham", SAMPLE / "new" / "001.eml")
     assert result.exit_code == 1
     assert result.stderr == f"Error: cannot write lock file {lock}: no space left on device\n"
     assert model.read_bytes() == before
@@ -115,18 +90,18 @@ def test_a_lock_file_on_a_full_disk_is_one_line_and_the_model_is_untouched(runne
         ("--state", "cannot write {path}: it is a device, not a regular file"),
     ],
 )
-def test_filter_records_on_a_device_are_one_line(runner, model, tmp_path, option, message):
+def test_filter_records_on_a_device_are_one_line(model, tmp_path, option, message):
     folder = tmp_path / "mail"
     folder.mkdir()
     (folder / "1.eml").write_bytes((SAMPLE / "new" / "001.eml").read_bytes())
-    result = run(runner, "filter", "-m", model, folder, option, FULL)
+    result = cli_run("filter", "-m", model, folder, option, FULL)
     assert result.exit_code == 1
     assert result.stderr == f"Error: {message.format(path=FULL)}\n"
     assert (folder / "1.eml").is_file()
 
 
 @pytest.mark.parametrize("where", ["open", "write"])
-def test_a_state_file_on_a_full_disk_is_one_line(runner, model, tmp_path, monkeypatch, where):
+def test_a_state_file_on_a_full_disk_is_one_line(model, tmp_path, monkeypatch, where):
     import errno
 
     import nbspam.mailstore
@@ -146,15 +121,15 @@ def test_a_state_file_on_a_full_disk_is_one_line(runner, model, tmp_path, monkey
     if where == "write":
         state.write_bytes(b"")
     monkeypatch.setattr(nbspam.mailstore.os, "write", full)
-    result = run(runner, "filter", "-m", model, folder, "--state", state)
+    result = cli_run("filter", "-m", model, folder, "--state", state)
     assert result.exit_code == 1
     assert result.stderr == f"Error: cannot write state file {state}: no space left on device\n"
     assert (folder / "1.eml").is_file()
 
 
 @needs_dev_full
-def test_evaluate_scores_on_a_full_disk_are_one_line(runner):
-    result = run(runner, "evaluate", SAMPLE / "train", "--folds", "2", "--scores", FULL)
+def test_evaluate_scores_on_a_full_disk_are_one_line():
+    result = cli_run("evaluate", SAMPLE / "train", "--folds", "2", "--scores", FULL)
     assert result.exit_code == 1
     assert result.stderr == f"Error: cannot write scores {FULL}: no space left on device\n"
 
@@ -172,7 +147,7 @@ def test_evaluate_scores_on_a_full_disk_are_one_line(runner):
     ],
 )
 def test_evaluate_refuses_an_output_it_could_not_write_before_the_work(
-    runner, tmp_path, monkeypatch, option, name, message
+    tmp_path, monkeypatch, option, name, message
 ):
     import nbspam.evaluate
 
@@ -181,13 +156,13 @@ def test_evaluate_refuses_an_output_it_could_not_write_before_the_work(
 
     monkeypatch.setattr(nbspam.evaluate, "cross_validate", never)
     path = tmp_path / name
-    result = run(runner, "evaluate", SAMPLE / "train", option, path)
+    result = cli_run("evaluate", SAMPLE / "train", option, path)
     assert result.exit_code == 1
     expected = message.format(path=path, folder=path.parent)
     assert result.stderr == f"Error: {expected}\n"
 
 
-def test_evaluate_without_matplotlib_says_so_before_the_work(runner, tmp_path, monkeypatch):
+def test_evaluate_without_matplotlib_says_so_before_the_work(tmp_path, monkeypatch):
     import importlib.util
 
     import nbspam.evaluate
@@ -199,12 +174,12 @@ def test_evaluate_without_matplotlib_says_so_before_the_work(runner, tmp_path, m
         lambda name, *a: None if name == "matplotlib" else real(name, *a),
     )
     monkeypatch.setattr(nbspam.evaluate, "cross_validate", None)  # never reached
-    result = run(runner, "evaluate", SAMPLE / "train", "--plot", tmp_path / "p.svg")
+    result = cli_run("evaluate", SAMPLE / "train", "--plot", tmp_path / "p.svg")
     assert result.exit_code == 1
     assert result.stderr.startswith("Error: --plot needs matplotlib: pip install")
 
 
-def test_an_unexpected_failure_is_one_line(runner, model, monkeypatch):
+def test_an_unexpected_failure_is_one_line(model, monkeypatch):
     import nbspam.render
 
     def broken(*args, **kwargs):
@@ -212,7 +187,7 @@ def test_an_unexpected_failure_is_one_line(runner, model, monkeypatch):
 
     monkeypatch.setattr(nbspam.render, "predictions", broken)
     monkeypatch.delenv("NBSPAM_TRACEBACK", raising=False)
-    result = run(runner, "predict", "-m", model, SAMPLE / "new")
+    result = cli_run("predict", "-m", model, SAMPLE / "new")
     assert result.exit_code == 1
     assert result.stderr == (
         "Error: internal error: ZeroDivisionError('a defect') "
@@ -224,10 +199,10 @@ def test_an_unexpected_failure_is_one_line(runner, model, monkeypatch):
 
 
 @pytest.mark.parametrize("command", ["predict", "explain", "forget"])
-def test_an_empty_folder_is_reported_with_status_3(runner, model, tmp_path, command):
+def test_an_empty_folder_is_reported_with_status_3(model, tmp_path, command):
     empty = tmp_path / "empty"
     empty.mkdir()
-    result = run(runner, command, "-m", model, empty, SAMPLE / "new" / "001.eml")
+    result = cli_run(command, "-m", model, empty, SAMPLE / "new" / "001.eml")
     assert result.exit_code == 3
     assert result.stderr.splitlines()[0] == f"{empty}: no messages found"
 
@@ -249,7 +224,7 @@ def odd_names(tmp_path) -> tuple[Path, bytes]:
 
 def test_a_name_that_is_not_utf8_round_trips_through_jsonl(model, odd_names):
     folder, name = odd_names
-    result = nbspam("predict", "-m", model, folder, "-f", "jsonl")
+    result = nbspam_process("predict", "-m", model, folder, "-f", "jsonl")
     assert result.returncode == 0, result.stderr
     line = result.stdout.decode("utf-8")  # valid UTF-8
     assert os.fsencode(json.loads(line)["path"]) == name
@@ -257,7 +232,7 @@ def test_a_name_that_is_not_utf8_round_trips_through_jsonl(model, odd_names):
 
 def test_a_name_that_is_not_utf8_round_trips_through_tsv(model, odd_names):
     folder, name = odd_names
-    result = nbspam("predict", "-m", model, folder, "-f", "tsv")
+    result = nbspam_process("predict", "-m", model, folder, "-f", "tsv")
     assert result.returncode == 0, result.stderr
     rows = result.stdout.decode("utf-8").splitlines()
     assert len(rows) == 2  # the header and one message: the tab did not split the row
@@ -269,7 +244,7 @@ def test_a_name_that_is_not_utf8_round_trips_through_tsv(model, odd_names):
 
 def test_a_name_that_is_not_utf8_is_written_as_its_bytes_in_text(model, odd_names):
     folder, name = odd_names
-    result = nbspam("predict", "-m", model, folder)
+    result = nbspam_process("predict", "-m", model, folder)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(name + b": ")
 
@@ -277,20 +252,18 @@ def test_a_name_that_is_not_utf8_is_written_as_its_bytes_in_text(model, odd_name
 # -- one name per meaning ----------------------------------------------------------------------
 
 
-def test_evaluate_text_format_and_its_old_name(runner):
-    text = run(runner, "evaluate", SAMPLE / "train", "--folds", "2", "-f", "text")
-    old = run(runner, "evaluate", SAMPLE / "train", "--folds", "2", "-f", "table")
+def test_evaluate_text_format_and_its_old_name():
+    text = cli_run("evaluate", SAMPLE / "train", "--folds", "2", "-f", "text")
+    old = cli_run("evaluate", SAMPLE / "train", "--folds", "2", "-f", "table")
     assert text.exit_code == old.exit_code == 0
     same = [line for line in text.stdout.splitlines() if not line.endswith(" s")]  # times
     assert same == [line for line in old.stdout.splitlines() if not line.endswith(" s")]
-    help_text = run(runner, "evaluate", "--help").stdout
+    help_text = cli_run("evaluate", "--help").stdout
     assert "[text|json|markdown]" in help_text and "table|" not in help_text
 
 
 @pytest.mark.parametrize("name", ["missing/m.nbm", "folder"])
-def test_train_refuses_an_output_it_could_not_write_before_the_work(
-    runner, tmp_path, monkeypatch, name
-):
+def test_train_refuses_an_output_it_could_not_write_before_the_work(tmp_path, monkeypatch, name):
     import nbspam.training
 
     def never(*args, **kwargs):
@@ -299,7 +272,7 @@ def test_train_refuses_an_output_it_could_not_write_before_the_work(
     monkeypatch.setattr(nbspam.training, "train", never)
     (tmp_path / "folder").mkdir()
     path = tmp_path / name
-    result = run(runner, "train", SAMPLE / "train", "-o", path)
+    result = cli_run("train", SAMPLE / "train", "-o", path)
     assert result.exit_code == 1
     expected = {
         "missing/m.nbm": f"-o {path}: no such folder {path.parent}",

@@ -20,10 +20,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from nbspam import __version__
-from nbspam.cli import cli
 from nbspam.decision import Prediction
 from nbspam.errors import FilterError, LockError
 from nbspam.filtering import filter_folders, filter_single
@@ -35,15 +33,10 @@ from nbspam.model import score
 from nbspam.modelfile import load_model
 from nbspam.quick import ModelScorer, QuickModel, load_scorer
 from nbspam.update import learn
+from tests.helpers import ENV, SAMPLE, cli_run, nbspam_process
 from tests.processes import KILL_AT_FSYNC
 
-ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT / "sample_data"
 NBSPAM = [sys.executable, "-m", "nbspam"]
-ENV = {
-    **os.environ,
-    "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-}
 WAIT = 60.0  # seconds: the longest a single process may take before the test fails
 MESSAGE = (SAMPLE / "new" / "001.eml").read_bytes()
 SPAM_IN_CUR = "1790000001.M1P1.mailhost:2,FS"
@@ -69,14 +62,9 @@ print(n)
 
 
 @pytest.fixture(scope="module")
-def model_path(tmp_path_factory) -> str:
+def model_path(sample_models) -> str:
     """A spam/ham model of the sample data with an unsure band from -50 to 16."""
-    path = tmp_path_factory.mktemp("model") / "spam.nbm"
-    result = CliRunner().invoke(
-        cli, ["train", str(SAMPLE / "train"), "-o", str(path), "--cutoffs", "-50,16"]
-    )
-    assert result.exit_code == 0, result.output
-    return str(path)
+    return str(sample_models("--cutoffs=-50,16"))
 
 
 @pytest.fixture(scope="module")
@@ -178,9 +166,7 @@ def test_learn_and_forget_recognise_a_filtered_message(model_path, model):
 
 
 def run_filter(*args: str, data: bytes) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*NBSPAM, "filter", *args], input=data, capture_output=True, env=ENV, timeout=WAIT
-    )
+    return nbspam_process("filter", *args, stdin=data, timeout=WAIT)
 
 
 def test_exit_status_tells_spam_ham_and_unsure_apart(model_path, model):
@@ -248,30 +234,26 @@ def test_a_corrupt_or_missing_model_lets_the_message_through_unchanged(model_pat
 
 
 def test_a_multi_class_model_is_refused_and_the_message_passes(tmp_path):
-    runner = CliRunner()
     three = tmp_path / "three.nbm"
     specs = [f"{label}={SAMPLE / 'train' / label}" for label in ("ham", "spam")]
     args = ["train", *specs, f"other={SAMPLE / 'new'}", "-o", str(three), "--no-calibrate"]
-    assert runner.invoke(cli, args).exit_code == 0
-    result = runner.invoke(cli, ["filter", "-m", str(three), "--exit-status"], input=MESSAGE)
+    assert cli_run(*args).exit_code == 0
+    result = cli_run("filter", "-m", str(three), "--exit-status", input=MESSAGE)
     assert result.exit_code == 3
     assert result.stdout_bytes == MESSAGE
     assert "two-class model" in result.stderr
-    result = runner.invoke(cli, ["filter", "-m", str(three), str(SAMPLE / "new")])
+    result = cli_run("filter", "-m", str(three), str(SAMPLE / "new"))
     assert result.exit_code == 1 and "two-class model" in result.stderr
 
 
 def test_usage_errors(model_path):
-    runner = CliRunner()
-    result = runner.invoke(
-        cli, ["filter", "-m", model_path, "--exit-status", "--bogus"], input=MESSAGE
-    )
+    result = cli_run("filter", "-m", model_path, "--exit-status", "--bogus", input=MESSAGE)
     assert result.exit_code == 3  # never 2, which would read as unsure
     assert result.stdout_bytes == MESSAGE  # a mistyped option loses no mail
-    result = runner.invoke(cli, ["filter", "-m", model_path, "--move-spam", "x"], input=MESSAGE)
+    result = cli_run("filter", "-m", model_path, "--move-spam", "x", input=MESSAGE)
     assert result.exit_code == 1 and result.stdout_bytes == MESSAGE
     assert "Error: --move-spam: for folders only" in result.stderr
-    result = runner.invoke(cli, ["filter", "-m", model_path, "--exit-status", str(SAMPLE / "new")])
+    result = cli_run("filter", "-m", model_path, "--exit-status", str(SAMPLE / "new"))
     assert result.exit_code == 2
 
 
@@ -617,7 +599,7 @@ def test_an_unreadable_message_is_reported_left_alone_and_exits_3(
     monkeypatch.setattr(nbspam.messages, "_read_bytes", fake_read)
     junk = tmp_path / "Junk"
     args = ["filter", "-m", own_model, str(maildir), "--move-spam", str(junk), "--report", "-"]
-    result = CliRunner().invoke(cli, args)
+    result = cli_run(*args)
     assert result.exit_code == 3, result.output
     assert f"{bad}: permission denied" in result.stderr
     assert bad.is_file()
@@ -652,14 +634,14 @@ def test_two_runs_on_one_state_do_not_overlap(model, maildir, tmp_path):
 def test_the_command_keeps_its_state_beside_the_model(own_model, maildir, tmp_path):
     junk = tmp_path / "Junk"
     args = ["filter", "-m", own_model, str(maildir), "--move-spam", str(junk), "--report", "-"]
-    first = CliRunner().invoke(cli, args)
+    first = cli_run(*args)
     assert first.exit_code == 0, first.output
     assert Path(own_model + ".state").is_file()
     records = [json.loads(line) for line in first.stdout.splitlines()]
     total = len(records)
     assert first.stderr.startswith(f"filter: {total} new, 0 skipped")
     kept = sum(r["action"] == "kept" for r in records)
-    second = CliRunner().invoke(cli, args)
+    second = cli_run(*args)
     assert second.exit_code == 0 and second.stdout == ""
     assert second.stderr.startswith(f"filter: 0 new, {kept} skipped (filtered before), 0 moved")
 
@@ -668,7 +650,7 @@ def test_a_report_file_is_appended_to(model_path, maildir, tmp_path):
     log = tmp_path / "filter.log"
     args = ["filter", "-m", model_path, str(maildir), "--dry-run", "--report", str(log)]
     for _ in range(2):
-        result = CliRunner().invoke(cli, [*args, "--state", str(tmp_path / "s")])
+        result = cli_run(*args, "--state", tmp_path / "s")
         assert result.exit_code == 0 and result.stdout == ""
     records = [json.loads(line) for line in log.read_text().splitlines()]
     assert len(records) == 2 * len(message_files(maildir))

@@ -16,11 +16,10 @@ import zlib
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from nbspam import entry
-from nbspam.cli import cli
 from nbspam.container import MAGIC
+from tests.helpers import cli_run, nbspam_process
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 MESSAGE = (SAMPLE / "train" / "spam" / "001.eml").read_bytes()
@@ -29,12 +28,9 @@ _MADE = object()  # the array table of the arrays given
 
 
 @pytest.fixture(scope="module")
-def original(tmp_path_factory) -> bytes:
+def original(sample_model_path) -> bytes:
     """A real two-class model file with cutoffs, calibration and learned messages."""
-    path = tmp_path_factory.mktemp("hostile") / "m.nbm"
-    result = CliRunner().invoke(cli, ["train", str(SAMPLE / "train"), "-o", str(path)])
-    assert result.exit_code == 0, result.output
-    return path.read_bytes()
+    return sample_model_path.read_bytes()
 
 
 def unpack(data: bytes) -> tuple[dict, dict[str, list]]:
@@ -253,7 +249,7 @@ def test_crafted_models_are_refused_in_one_line(hostile, monkeypatch, capsysbina
     if where != FULL:
         commands.append(["predict", "-m", path, message])
     for args in commands:
-        result = CliRunner().invoke(cli, [str(arg) for arg in args])
+        result = cli_run(*args)
         assert isinstance(result.exception, SystemExit), (args[0], result.exception)
         assert (result.exit_code, result.stdout) == (1, ""), args[0]
         assert refused(result.stderr.splitlines(), path), (args[0], result.stderr)
@@ -266,12 +262,10 @@ def test_crafted_models_are_refused_in_one_line(hostile, monkeypatch, capsysbina
 def nbspam(*args, stdin: bytes = MESSAGE) -> subprocess.CompletedProcess:
     """`python -m nbspam ARGS` in a child process with 1 GB of memory, killed (failing the
     test) after 60 s."""
-    return subprocess.run(
-        [sys.executable, "-m", "nbspam", *map(str, args)],
-        input=stdin,
-        capture_output=True,
+    return nbspam_process(
+        *args,
+        stdin=stdin,
         timeout=60,
-        check=False,
         preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_DATA, (2**30, 2**30)),
     )
 
@@ -315,12 +309,8 @@ def test_special_files_as_models_are_refused_quickly_in_one_line(special, tmp_pa
 # -- writing models ----------------------------------------------------------------------
 
 
-def invoke(*args) -> object:
-    return CliRunner().invoke(cli, [str(arg) for arg in args])
-
-
 def messages_learned(path: Path) -> int:
-    return json.loads(invoke("info", "-m", path, "-f", "json").stdout)["messages"]
+    return json.loads(cli_run("info", "-m", path, "-f", "json").stdout)["messages"]
 
 
 def test_writing_through_a_symbolic_link_updates_its_target(tmp_path):
@@ -328,12 +318,12 @@ def test_writing_through_a_symbolic_link_updates_its_target(tmp_path):
     target = tmp_path / "shared" / "model.nbm"
     link = tmp_path / "link.nbm"
     link.symlink_to(target)  # dangling until trained
-    assert invoke("train", SAMPLE / "train", "-o", link).exit_code == 0
+    assert cli_run("train", SAMPLE / "train", "-o", link).exit_code == 0
     assert link.is_symlink() and target.is_file()
     before = messages_learned(target)
     message = tmp_path / "new.eml"
     message.write_bytes(b"Subject: hello\n\nsomething new to learn\n")
-    assert invoke("learn", "-m", link, "--label", "ham", message).exit_code == 0
+    assert cli_run("learn", "-m", link, "--label", "ham", message).exit_code == 0
     assert link.is_symlink() and os.readlink(link) == str(target)
     assert messages_learned(target) == before + 1
     # the lock and any temporary file go beside the target, where another link's writer looks
@@ -365,7 +355,7 @@ def test_writing_refuses_what_is_not_a_regular_file(kind, tmp_path):
         (tmp_path / "out").symlink_to(tmp_path / "null")
     names = sorted(p.name for p in tmp_path.iterdir())
     mode = path.stat().st_mode
-    result = invoke("train", SAMPLE / "train", "-o", path)
+    result = cli_run("train", SAMPLE / "train", "-o", path)
     assert result.exit_code == 1
     (line,) = result.stderr.splitlines()[-1:]
     assert line.startswith(f"Error: cannot write {path}: it is a ")
@@ -377,7 +367,7 @@ def test_writing_refuses_what_is_not_a_regular_file(kind, tmp_path):
 def test_training_refuses_labels_that_a_model_file_cannot_hold(tmp_path):
     table = tmp_path / "long.tsv"
     table.write_text(f"ham\thello there\n{'s' * 1001}\tbuy now\n")
-    result = invoke("train", table, "-o", tmp_path / "m.nbm")
+    result = cli_run("train", table, "-o", tmp_path / "m.nbm")
     assert result.exit_code == 1
     assert result.stderr.splitlines()[-1].startswith("Error: a label must have 1 to 1,000 ")
     assert not (tmp_path / "m.nbm").exists()

@@ -11,10 +11,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from nbspam.cli import cli
 from nbspam.messages import MAX_MESSAGE_BYTES
+from tests.helpers import nbspam_process
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 MiB = 1 << 20
@@ -24,11 +23,9 @@ MAX_RSS = 150 * MiB
 
 
 @pytest.fixture(scope="module")
-def model_path(tmp_path_factory) -> str:
-    path = tmp_path_factory.mktemp("limits") / "m.nbm"
-    result = CliRunner().invoke(cli, ["train", str(SAMPLE / "train"), "-o", str(path)])
-    assert result.exit_code == 0, result.output
-    return str(path)
+def model_path(sample_models) -> str:
+    """The sample model with the cutoffs training chooses (a little "free money" is spam)."""
+    return str(sample_models())
 
 
 # Runs `nbspam ARGS...` (argv[2:]) and writes its peak memory (VmHWM) to the file argv[1]
@@ -168,12 +165,7 @@ def test_filter_passes_a_message_longer_than_the_cap_byte_for_byte(model_path):
 @pytest.mark.parametrize(("flag", "status"), [((), 1), (("--exit-status",), 3)])
 def test_filter_passes_binary_data_on_unscored(model_path, flag, status):
     data = b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 100
-    result = subprocess.run(
-        [sys.executable, "-m", "nbspam", "filter", "-m", model_path, *flag],
-        input=data,
-        capture_output=True,
-        check=False,
-    )
+    result = nbspam_process("filter", "-m", model_path, *flag, stdin=data)
     assert (result.returncode, result.stdout) == (status, data)
     assert result.stderr.decode().splitlines() == [
         "Error: binary data, not a message: passed on unscored"

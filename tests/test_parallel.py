@@ -4,25 +4,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from nbspam.config import build_settings
 from nbspam.evaluate import tokenize_all
 from nbspam.messages import Message, Problems, read_labelled
 from nbspam.model import fit_messages, score
+from tests.helpers import assert_same_model
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 
 
 @pytest.fixture(scope="module")
-def messages():
+def messages(sample_messages):
     """624 distinct messages (more than two chunks, so that worker processes start)."""
-    base = list(read_labelled([str(SAMPLE / "train")], Problems()))
     return [
         Message(f"{m.id}#{n}", f"X-Copy: {n}\n".encode() + m.data, m.label)
         for n in range(13)
-        for m in base
+        for m in sample_messages
     ]
 
 
@@ -30,9 +29,7 @@ def test_training_with_two_jobs_equals_one(messages):
     settings = build_settings({})
     one = fit_messages(messages, settings, jobs=1)
     two = fit_messages(messages, settings, jobs=2)
-    assert one.terms == two.terms and one.labels == two.labels
-    for name in ("class_count", "term_count", "doc_count", "seen_digests", "seen_labels"):
-        np.testing.assert_array_equal(getattr(one, name), getattr(two, name))
+    assert_same_model(one, two)
 
 
 def test_scoring_with_two_jobs_equals_one(messages):

@@ -12,17 +12,19 @@ import pytest
 from nbspam.config import build_settings
 from nbspam.explain import explain_message
 from nbspam.features import Analyzer
-from nbspam.messages import Message, Problems, read_labelled, read_messages
+from nbspam.messages import Message, Problems, read_messages
 from nbspam.model import fit_messages, score
-from nbspam.modelfile import save_model
+from nbspam.modelfile import load_model, save_model
 from nbspam.quick import load_quick
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 
 
 @pytest.fixture(scope="module", params=["multinomial", "bernoulli", "three-class"])
-def saved(request, tmp_path_factory):
-    messages = list(read_labelled([str(SAMPLE / "train")], Problems()))
+def saved(request, tmp_path_factory, sample_messages, sample_model_path):
+    if request.param == "multinomial":  # as `nbspam train` writes it, with a calibration
+        return load_model(sample_model_path), sample_model_path
+    messages = sample_messages
     if request.param == "three-class":
         messages = [
             m if i % 3 else m.__class__(m.id, m.data, "other") for i, m in enumerate(messages)

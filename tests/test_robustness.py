@@ -7,9 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from nbspam.cli import cli
+from tests.helpers import cli_run
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 MIME = (SAMPLE / "train" / "spam" / "001.eml").read_bytes()
@@ -41,19 +40,14 @@ def malformed(folder: Path) -> list[Path]:
 
 
 @pytest.fixture(scope="module")
-def model(tmp_path_factory):
-    path = tmp_path_factory.mktemp("model") / "m.nbm"
-    result = CliRunner().invoke(cli, ["train", str(SAMPLE / "train"), "-o", str(path)])
-    assert result.exit_code == 0, result.output
-    return path
+def model(sample_model_path) -> Path:
+    return sample_model_path
 
 
 def test_predict_scores_or_reports_every_input(model, tmp_path):
     files = malformed(tmp_path / "bad")
     missing = tmp_path / "missing.eml"
-    result = CliRunner().invoke(
-        cli, ["predict", "-m", str(model), "-f", "jsonl", str(tmp_path / "bad"), str(missing)]
-    )
+    result = cli_run("predict", "-m", model, "-f", "jsonl", tmp_path / "bad", missing)
     assert result.exit_code == 3
     assert isinstance(result.exception, SystemExit)  # an exit status, not a crash
     scored = [json.loads(line)["path"] for line in result.stdout.splitlines()]
@@ -78,7 +72,7 @@ def test_train_reads_bad_messages_and_accounts_for_them(tmp_path):
     for path in sorted((SAMPLE / "train" / "ham").iterdir()):
         (tmp_path / "data" / "ham" / path.name).write_bytes(path.read_bytes())
     out = tmp_path / "m.nbm"
-    result = CliRunner().invoke(cli, ["train", str(tmp_path / "data"), "-o", str(out)])
+    result = cli_run("train", tmp_path / "data", "-o", out)
     assert result.exit_code == 3, result.output
     assert isinstance(result.exception, SystemExit)  # an exit status, not a crash
     assert "trained a multinomial model on 32 messages (ham 24, spam 8)" in result.stderr

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from nbspam.config import build_settings
@@ -12,21 +11,20 @@ from nbspam.errors import NbspamError
 from nbspam.messages import Message, Problems, read_labelled
 from nbspam.model import fit_messages, score
 from nbspam.update import forget, learn, merge
+from tests.helpers import assert_same_model
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 SETTINGS = build_settings({})
 
 
 @pytest.fixture(scope="module")
-def messages():
-    return list(read_labelled([str(SAMPLE / "train")], Problems()))
+def messages(sample_messages):
+    return sample_messages
 
 
 def same_model(a, b):
-    assert a.labels == b.labels
-    assert a.terms == b.terms
-    for name in ("class_count", "term_count", "doc_count", "seen_digests", "seen_labels"):
-        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    """The same model, and it scores as the same model."""
+    assert_same_model(a, b)
     new = list(read_labelled([str(SAMPLE / "train")], Problems()))[:5]
     pa = [p.log_odds for p in score(a, new)]
     pb = [p.log_odds for p in score(b, new)]

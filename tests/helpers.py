@@ -1,0 +1,65 @@
+"""What many test modules share: running the command (in this process or as a child process)
+and comparing two models."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+from click.testing import CliRunner, Result
+
+from nbspam.cli import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "sample_data"
+#: The environment of a child process: it imports this checkout's nbspam.
+ENV = {
+    **os.environ,
+    "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+}
+
+
+def cli_run(*args, input: str | bytes | None = None) -> Result:
+    """`nbspam ARGS` run in this process; stdout and stderr apart (result.stdout, .stderr).
+
+    An exception the command does not turn into an exit status fails the test where it
+    happened, with its traceback."""
+    return CliRunner().invoke(cli, [str(a) for a in args], input=input, catch_exceptions=False)
+
+
+def nbspam_process(*args, stdin: bytes | str = b"", **options) -> subprocess.CompletedProcess:
+    """`python -m nbspam ARGS` in a child process with ``stdin`` as its input; stdout and
+    stderr are captured unless ``options`` say otherwise (they go to `subprocess.run`)."""
+    options.setdefault("stdout", subprocess.PIPE)
+    options.setdefault("stderr", subprocess.PIPE)
+    return subprocess.run(
+        [sys.executable, "-m", "nbspam", *map(str, args)],
+        input=stdin,
+        env=ENV,
+        check=False,
+        **options,
+    )
+
+
+#: The arrays that make a model's counts: the messages learned are part of them.
+COUNTS = ("class_count", "term_count", "doc_count", "seen_digests", "seen_labels")
+
+
+def model_differences(a, b) -> list[str]:
+    """The parts in which two models differ: labels, terms, counts, digests of the messages
+    learned and their labels, and the settings they were trained with."""
+    out = [
+        name
+        for name in ("labels", "terms", "tokenizer", "training")
+        if getattr(a, name) != getattr(b, name)
+    ]
+    out += [name for name in COUNTS if not np.array_equal(getattr(a, name), getattr(b, name))]
+    return out
+
+
+def assert_same_model(a, b) -> None:
+    """Two models hold the same labels, terms, counts, learned messages and settings."""
+    assert model_differences(a, b) == []

@@ -1,0 +1,102 @@
+"""Explanations (`explain`): a message's log-odds as bias plus one contribution per word,
+and the terms that weigh most toward each class."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from nbspam.errors import NbspamError
+from nbspam.explain import count_kind, explain_message, top_terms
+from nbspam.features import Analyzer
+from nbspam.messages import Problems, read_messages
+from nbspam.model import score
+from nbspam.modelfile import load_model
+from tests.helpers import SAMPLE
+from tests.test_naive_bayes import TEST, textbook
+
+
+@pytest.fixture(scope="module")
+def model(sample_model_path):
+    return load_model(sample_model_path)
+
+
+@pytest.fixture(scope="module")
+def messages():
+    return list(read_messages([str(SAMPLE / "new")], Problems()))
+
+
+def test_bias_and_contributions_add_up_to_the_log_odds_predict_gives(model, messages):
+    analyzer = Analyzer(model.tokenizer)
+    predicted = {p.id: p for p in score(model, messages)}
+    assert len(predicted) == len(messages) > 5
+    for message in messages:
+        tokens = analyzer.tokens(message.data)
+        e = explain_message(model, message.id, tokens)
+        assert (e.positive, e.negative) == ("spam", "ham")
+        assert e.log_odds == predicted[message.id].log_odds
+        assert e.label == predicted[message.id].label
+        total = e.bias + math.fsum(c.contribution for c in e.contributions)
+        assert total == pytest.approx(e.log_odds, abs=1e-12, rel=1e-12)
+        assert e.unknown_tokens == sum(t not in model.scorer.index.ids for t in tokens)
+        assert {c.term for c in e.contributions} == set(tokens) - {
+            t for t in tokens if t not in model.scorer.index.ids
+        }
+        sizes = [abs(c.contribution) for c in e.contributions]
+        assert sizes == sorted(sizes, reverse=True)
+        for c in e.contributions:  # the sample model counts presence: f(x_a) is 1
+            assert c.count == 1
+            assert c.contribution == c.weight
+
+
+def test_top_terms_are_sorted_by_weight_and_mirror_each_other(model):
+    assert count_kind(model) == "documents"
+    spam, ham = top_terms(model, 10)
+    assert (spam.toward, spam.against, ham.toward, ham.against) == ("spam", "ham", "ham", "spam")
+    for side in (spam, ham):
+        weights = [t.weight for t in side.terms]
+        assert len(weights) == 10 and weights == sorted(weights, reverse=True)
+        assert weights[-1] > 0
+    # the weight of a term toward ham is minus its weight toward spam
+    toward_spam = {t.term: t.weight for t in top_terms(model, len(model.scorer.terms))[0].terms}
+    for t in ham.terms:
+        assert toward_spam[t.term] == -t.weight
+    # no term outside the top ten weighs more toward spam than the tenth
+    rest = sorted(toward_spam.values(), reverse=True)
+    assert [t.weight for t in spam.terms] == rest[:10]
+    # each term's counts are the number of ham and of spam messages it is in
+    for t in spam.terms:
+        a = model.terms.index(t.term)
+        assert t.counts == tuple(int(k) for k in model.doc_count[:, a])
+
+
+def test_explaining_against_an_unknown_label_is_an_error(model):
+    with pytest.raises(NbspamError, match=r"--against 'eggs' is not one of the labels"):
+        top_terms(model, 3, against="eggs")
+
+
+def test_the_textbook_example_by_hand():
+    """Manning et al. 13.2: d5 = chinese x3, tokyo, japan; japan is the positive class."""
+    model, _ = textbook("multinomial")
+    e = explain_message(model, "d5", TEST + ["unseen"])
+    assert (e.positive, e.negative, e.label) == ("japan", "china", "china")
+    assert e.bias == pytest.approx(math.log((1 / 4) / (3 / 4)), abs=1e-15)
+    # w = log theta(.|japan) - log theta(.|china): chinese 2/9 vs 3/7, tokyo and japan 2/9 vs 1/14
+    w_chinese = math.log((2 / 9) / (3 / 7))
+    w_rare = math.log((2 / 9) / (1 / 14))
+    got = {c.term: (c.count, c.weight, c.contribution) for c in e.contributions}
+    assert got == {
+        "chinese": (
+            3,
+            pytest.approx(w_chinese, abs=1e-14),
+            pytest.approx(3 * w_chinese, abs=1e-14),
+        ),
+        "tokyo": (1, pytest.approx(w_rare, abs=1e-14), pytest.approx(w_rare, abs=1e-14)),
+        "japan": (1, pytest.approx(w_rare, abs=1e-14), pytest.approx(w_rare, abs=1e-14)),
+    }
+    assert [c.term for c in e.contributions] == ["chinese", "japan", "tokyo"]  # size, then term
+    assert e.unknown_tokens == 1
+    china = 3 / 4 * (3 / 7) ** 3 * (1 / 14) ** 2
+    japan = 1 / 4 * (2 / 9) ** 5
+    assert e.log_odds == pytest.approx(math.log(japan / china), abs=1e-12)
