@@ -56,7 +56,7 @@ class MessageExplanation:
 
 def count_kind(model: Model) -> str:
     """Which counts the weights come from: 'documents' (presence) or 'occurrences'."""
-    return "documents" if model.scorer.binary else "occurrences"
+    return "documents" if model.linear.binary else "occurrences"
 
 
 def top_terms(model: Model, n: int, *, against: str | None = None) -> list[ClassTerms]:
@@ -67,7 +67,7 @@ def top_terms(model: Model, n: int, *, against: str | None = None) -> list[Class
     the largest other class (MATH.md: weights per pair against a reference class).
     Ties in weight are broken by term order, so the output is deterministic.
     """
-    sc = model.scorer
+    sc = model.linear
     counts = (model.doc_count if sc.binary else model.term_count)[:, sc.kept]
     out = []
     for c, label in enumerate(model.labels):
@@ -93,7 +93,7 @@ def explain_message(
     runner-up. Contributions are sorted by size (largest |f(x_a) w_a| first, then by term);
     ``bias + sum(contributions)`` equals ``log_odds`` up to float rounding.
     """
-    sc = model.scorer
+    sc = model.linear
     X = transform(model, [tokens])
     log_posts, log_odds_all = predict_matrix(model, X)
     log_odds = None if log_odds_all is None else float(log_odds_all[0])

@@ -55,7 +55,7 @@ from .messages import (
 from .render import json_line
 
 if TYPE_CHECKING:  # the one-message path must not import numpy
-    from .quick import ModelScorer, QuickModel
+    from .quick import ModelScorer, TableScorer
 
 SPAM, HAM = "spam", "ham"
 KINDS = (SPAM, UNSURE, HAM)
@@ -277,7 +277,7 @@ class Plan:
 
 
 def filter_folders(
-    scorer: QuickModel | ModelScorer,
+    scorer: TableScorer | ModelScorer,
     paths: Iterable[str],
     moves: Mapping[str, str | None],
     *,
@@ -325,7 +325,7 @@ class _Run:
 
     def __init__(
         self,
-        scorer: QuickModel | ModelScorer,
+        scorer: TableScorer | ModelScorer,
         plan: Plan,
         problems: Problems,
         report: Report | None,

@@ -82,14 +82,14 @@ class Model:
         return 1 - self.positive_index
 
     @cached_property
-    def scorer(self) -> Scorer:
-        """The derived scoring parameters (computed once, on first use)."""
-        return make_scorer(self)
+    def linear(self) -> LinearForm:
+        """The model's linear scoring form, derived from the counts on first use."""
+        return make_linear_form(self)
 
 
 @dataclass(frozen=True, eq=False)
-class Scorer:
-    """Scoring parameters over the kept terms (k of them): J = f(X) coef.T + intercept.
+class LinearForm:
+    """The scoring form of a model over its kept terms (k of them): J = f(X) coef.T + intercept.
 
     kept (k,) column numbers of the kept terms in the model's vocabulary; coef (C, k);
     intercept (C,); binary says f is presence. For two-class models, weights (k,) and bias
@@ -114,7 +114,7 @@ class Scorer:
         return TermIndex(self.terms)
 
 
-def make_scorer(model: Model) -> Scorer:
+def make_linear_form(model: Model) -> LinearForm:
     """Apply the vocabulary filters and the event model's smoothing to the counts."""
     cfg = model.training
     n_docs = int(model.class_count.sum())
@@ -132,7 +132,7 @@ def make_scorer(model: Model) -> Scorer:
     weights = bias = None
     if model.is_binary:
         weights, bias = nb.pair_weights(coef, intercept, model.positive_index, model.negative_index)
-    return Scorer(kept, model.terms, coef, intercept, scoring.presence(cfg), weights, bias)
+    return LinearForm(kept, model.terms, coef, intercept, scoring.presence(cfg), weights, bias)
 
 
 def _pick(items: Sequence[str], positions: np.ndarray) -> tuple[str, ...]:
@@ -205,7 +205,7 @@ def from_counts(
         seen_labels=np.array([labels.index(label) for _, label in digests], np.int64),
         info=dict(info or {}),
     )
-    if not model.scorer.kept.size:
+    if not model.linear.kept.size:
         raise TrainingError(
             f"no terms survive --min-count {train_cfg.min_count} and --max-df "
             f"{train_cfg.max_df:g}; try a lower --min-count or a higher --max-df"
@@ -385,7 +385,7 @@ def fit(
 
 def transform(model: Model, token_lists: Iterable[Sequence[str]]) -> sp.csr_matrix:
     """Count matrix (n, k) of documents over the model's kept terms (unknown terms ignored)."""
-    return count_rows(token_lists, model.scorer.index, grow=False)
+    return count_rows(token_lists, model.linear.index, grow=False)
 
 
 def predict_matrix(model: Model, X: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray | None]:
@@ -396,7 +396,7 @@ def predict_matrix(model: Model, X: sp.csr_matrix) -> tuple[np.ndarray, np.ndarr
     model's posteriors come from it (`naive_bayes.log_posterior_two`); with more classes,
     from the joint log-likelihoods.
     """
-    sc = model.scorer
+    sc = model.linear
     F = X
     if sc.binary:  # f(x) = [x > 0]: presence
         F = X.copy()
@@ -415,7 +415,7 @@ def score(
     parts = ((part, [m.data for m in part]) for part in chunks(messages, chunk))
     for part, counted in count_chunks(parts, model.tokenizer, jobs):
         # a row's indices in the order its terms first appear: the scoring table sums in it
-        X = renumber(counted, model.scorer.index, grow=False)
+        X = renumber(counted, model.linear.index, grow=False)
         log_post, log_odds = predict_matrix(model, X)
         for i, message in enumerate(part):
             yield prediction(

@@ -44,7 +44,7 @@ def save_model(model: Model, path: str | os.PathLike[str]) -> None:
     # counts as 32-bit integers when they fit: a smaller file is quicker to read and check
     arrays.update({name: _compact(getattr(model, name)) for name in _COUNTS})
     arrays["seen_digests"] = np.ascontiguousarray(model.seen_digests, np.uint8)
-    sc = model.scorer
+    sc = model.linear
     coef = np.zeros((len(model.labels), len(model.terms)), "<f8")
     coef[:, sc.kept] = sc.coef
     arrays["score_coef"] = coef

@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # the one-message path imports neither: a filter started per 
 SCORE_CHUNK = 64  # messages scored as one piece of work: small, so that workers finish together
 
 
-class QuickModel:
+class TableScorer:
     """The scoring table of a model file: enough to score messages, nothing to train."""
 
     def __init__(self, box: schema.ModelFile, path: str | os.PathLike[str]) -> None:
@@ -158,12 +158,12 @@ def _dot(weights: Iterable[float], factors: Iterable[int] | None) -> float:
     return functools.reduce(operator.add, weights, 0.0)
 
 
-def _predict_chunk(quick: QuickModel, work: list[tuple[str, bytes | str]]) -> list[Prediction]:
+def _predict_chunk(quick: TableScorer, work: list[tuple[str, bytes | str]]) -> list[Prediction]:
     return [quick.predict(message_id, data) for message_id, data in work]
 
 
 class ModelScorer:
-    """A full Model behind the interface of `QuickModel`, for a model file without a
+    """A full Model behind the interface of `TableScorer`, for a model file without a
     scoring table (written before it existed, or read on a big-endian machine)."""
 
     def __init__(self, model: Model) -> None:
@@ -184,7 +184,7 @@ class ModelScorer:
         return score(self.model, messages, jobs=jobs)
 
 
-def load_scorer(path: str | os.PathLike[str]) -> QuickModel | ModelScorer:
+def load_scorer(path: str | os.PathLike[str]) -> TableScorer | ModelScorer:
     """What scores messages with the model file at ``path``: its scoring table where it has
     one (no numpy or scipy), else the full model. Refuses a bad file as `schema.read`
     does."""
@@ -196,13 +196,13 @@ def load_scorer(path: str | os.PathLike[str]) -> QuickModel | ModelScorer:
     return ModelScorer(load_model(path))
 
 
-def load_quick(path: str | os.PathLike[str]) -> QuickModel | None:
+def load_quick(path: str | os.PathLike[str]) -> TableScorer | None:
     """The scoring table of a model file, or None where this path cannot be used (a file
     without a table, or a big-endian machine); refuses a bad file as `schema.read` does."""
     box = schema.read(path)
     if sys.byteorder != "little" or not box.has_scoring_table:
         return None
-    return QuickModel(box, path)
+    return TableScorer(box, path)
 
 
 def predict_stdin(model_path: str, fmt: str) -> bool:

@@ -209,7 +209,7 @@ def train_summary(model: Model, output: str, size: int) -> list[str]:
     and the file written (``size`` bytes)."""
     counts = ", ".join(f"{label} {n:,}" for label, n in zip(model.labels, model.class_count))
     total = int(model.class_count.sum())
-    kept = model.scorer.kept.size
+    kept = model.linear.kept.size
     lines = [
         f"trained a {model.training.model} model on {total:,} messages ({counts}) "
         f"in {model.info['seconds']:.1f} s",
@@ -245,7 +245,7 @@ def model_info(
         "positive": model.training.positive,
         "messages": int(model.class_count.sum()),
         "terms_seen": len(model.terms),
-        "terms_kept": int(model.scorer.kept.size),
+        "terms_kept": int(model.linear.kept.size),
         "settings": {"train": header["train"], "tokenizer": header["tokenizer"]},
         "cutoffs": header.get("cutoffs"),
         "calibration": header.get("calibration"),

@@ -31,7 +31,7 @@ from nbspam.lock import model_lock
 from nbspam.messages import Message, Problems, read_messages
 from nbspam.model import score
 from nbspam.modelfile import load_model
-from nbspam.quick import ModelScorer, QuickModel, load_scorer
+from nbspam.quick import ModelScorer, TableScorer, load_scorer
 from nbspam.update import learn
 from tests.helpers import ENV, SAMPLE, cli_run, nbspam_process
 from tests.processes import KILL_AT_FSYNC
@@ -336,7 +336,7 @@ def run_folders(model, paths, moves, state, **options):
     records: list[dict] = []
     problems = Problems()
     summary = filter_folders(
-        model if isinstance(model, QuickModel) else ModelScorer(model),
+        model if isinstance(model, TableScorer) else ModelScorer(model),
         [str(p) for p in paths],
         {k: str(v) for k, v in moves.items()},
         state_path=str(state),
@@ -401,7 +401,7 @@ def test_the_scoring_table_with_two_jobs_filters_as_the_model_does(
     copy = tmp_path / "copy"
     shutil.copytree(maildir, copy)
     scorer = load_scorer(model_path)
-    assert isinstance(scorer, QuickModel)
+    assert isinstance(scorer, TableScorer)
     moves = {"spam": tmp_path / "Junk", "unsure": tmp_path / "Unsure"}
     _, by_model, _ = run_folders(model, [maildir], moves, tmp_path / "a.state")
     moves = {"spam": tmp_path / "Junk2", "unsure": tmp_path / "Unsure2"}
