@@ -47,9 +47,9 @@ from .messages import (
     MAX_MESSAGE_BYTES,
     Message,
     Problems,
-    folder_entries,
+    folder_files,
     is_binary,
-    is_maildir,
+    maildir_part,
     read_messages,
 )
 from .render import json_line
@@ -159,71 +159,19 @@ def message_files(
     folder (hidden names and Maildir ``tmp/`` left out, and the folders ``skip`` below a
     path), or a single message file. An mbox is refused: its messages cannot be moved one by
     one safely."""
-    skipped = {_folder_key(folder) for folder in skip} - {None}
     for path in paths:
         if os.path.isdir(path):
-            yield from _walk(path, skipped, problems)
+            for found, part in folder_files(path, problems, skip=skip):
+                yield MessageFile(found, part)
         elif os.path.isfile(path):
             if _holds_several(path):
                 raise FilterError(
                     f"{path} holds several messages (an mbox or a table): filter moves whole "
                     f"message files, so give Maildirs or folders of message files"
                 )
-            yield MessageFile(path, _maildir_sub(os.path.dirname(path)))
+            yield MessageFile(path, maildir_part(os.path.dirname(path)))
         else:
             problems.skip(path, "no such file or directory")
-
-
-def _walk(root: str, skipped: set[Any], problems: Problems) -> Iterator[MessageFile]:
-    """The message files below ``root``: of a Maildir only ``cur/`` and ``new/`` (its other
-    files are the mail server's indexes, its subfolders other mailboxes); of a plain folder
-    every file below it. Folders in ``skipped`` (below the root) and folders already walked
-    (a symbolic link loop) are left out."""
-    seen: set[Any] = set()
-
-    def walk(folder: str) -> Iterator[MessageFile]:
-        key = _folder_key(folder)
-        if key is None or key in seen or (folder != root and key in skipped):
-            return
-        seen.add(key)
-        if is_maildir(folder):
-            for sub in ("cur", "new"):
-                for path, _, is_file in _entries(os.path.join(folder, sub), problems):
-                    if is_file:
-                        yield MessageFile(path, sub)
-            return
-        sub = _maildir_sub(folder)
-        for path, is_folder, is_file in _entries(folder, problems):
-            if is_folder:
-                yield from walk(path)
-            elif is_file:
-                yield MessageFile(path, sub)
-
-    yield from walk(root)
-
-
-def _entries(folder: str, problems: Problems) -> list[tuple[str, bool, bool]]:
-    """(path, whether it is a folder, whether it is a file) of each entry of ``folder``
-    (`messages.folder_entries`), in sorted order, hidden names left out."""
-    return [
-        (os.path.join(folder, name), is_folder, is_file)
-        for name, is_folder, is_file in folder_entries(folder, problems)
-    ]
-
-
-def _folder_key(folder: str) -> tuple[int, int] | None:
-    try:
-        st = os.stat(folder)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
-
-
-def _maildir_sub(folder: str) -> str | None:
-    """'new' or 'cur' if ``folder`` is that part of a Maildir, else None."""
-    name = os.path.basename(os.path.normpath(folder))
-    parent = os.path.dirname(os.path.normpath(folder))
-    return name if name in ("new", "cur") and is_maildir(parent or ".") else None
 
 
 def _holds_several(path: str) -> bool:

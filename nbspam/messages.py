@@ -404,40 +404,74 @@ def _body_to_separator(w: _Window, message: _Kept) -> bool:
 
 
 def _read_folder(root: str, problems: Problems) -> Iterator[Message]:
-    """Every file below ``root`` in sorted order; hidden names skipped; of a Maildir only
-    ``cur/`` and ``new/``.
+    """The messages of every file below ``root`` (`folder_files`)."""
+    for path, _ in folder_files(root, problems):
+        yield from _read_file(path, problems)
 
-    Symbolic links are followed, but a folder reached twice (a symlink loop) is reported
-    and not entered again.
+
+def folder_files(
+    root: str, problems: Problems, *, skip: Iterable[str] = ()
+) -> Iterator[tuple[str, str | None]]:
+    """(path, Maildir part) of every message file below ``root``, in sorted order: of a
+    Maildir only ``cur/`` and ``new/`` (its other files are the mail server's, its subfolders
+    other mailboxes), of a plain folder every file below it; the part is 'cur' or 'new'
+    inside a Maildir, else None. Hidden names are left out, and so are the folders ``skip``
+    (below the root).
+
+    Symbolic links are followed; a folder reached twice (a symlink loop) is reported and
+    not entered again, and so is anything that is neither a folder nor a regular file (a
+    FIFO would block the reader, a device never end).
     """
+    skipped = {key for key in map(_folder_key, skip) if key is not None}
     seen: set[tuple[int, int]] = set()
 
-    def walk(folder: str) -> Iterator[Message]:
+    def walk(folder: str, part: str | None) -> Iterator[tuple[str, str | None]]:
         try:
             st = os.stat(folder)
         except OSError as exc:
             problems.skip(folder, _reason(exc))
             return
-        if (st.st_dev, st.st_ino) in seen:
+        key = (st.st_dev, st.st_ino)
+        if folder != root and key in skipped:
+            return
+        if key in seen:
             problems.skip(folder, f"folder already read ({LINK_AGAIN}), not entered again")
             return
-        seen.add((st.st_dev, st.st_ino))
-        # a Maildir's messages are in cur/ and new/; beside them lie the mail server's files
+        seen.add(key)
         if is_maildir(folder):
-            entries = [("cur", True, False), ("new", True, False)]
-        else:
-            entries = folder_entries(folder, problems)
-        for name, is_folder, _ in entries:
+            for sub in ("cur", "new"):
+                yield from walk(os.path.join(folder, sub), sub)
+            return
+        for name, is_folder, is_file in folder_entries(folder, problems):
             path = os.path.join(folder, name)
             if is_folder:
-                yield from walk(path)
+                yield from walk(path, part)
+            elif is_file:
+                yield path, part
+            elif not os.path.exists(path):  # a dangling link
+                problems.skip(path, "no such file or directory")
             else:
-                yield from _read_file(path, problems)
+                problems.skip(path, "not a regular file (a FIFO or a device)")
 
     if not os.path.exists(root):
         problems.skip(root, "no such file or directory")
         return
-    yield from walk(root)
+    yield from walk(root, maildir_part(root))
+
+
+def maildir_part(folder: str) -> str | None:
+    """'new' or 'cur' if ``folder`` is that part of a Maildir, else None."""
+    name = os.path.basename(os.path.normpath(folder))
+    parent = os.path.dirname(os.path.normpath(folder))
+    return name if name in ("new", "cur") and is_maildir(parent or ".") else None
+
+
+def _folder_key(folder: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def _read_table(path: str, problems: Problems) -> Iterator[Message]:

@@ -279,3 +279,14 @@ def test_train_refuses_an_output_it_could_not_write_before_the_work(tmp_path, mo
         "folder": f"cannot write {path}: it is a folder, not a regular file",
     }[name]
     assert result.stderr == f"Error: {expected}\n"
+
+
+def test_a_fifo_in_a_folder_is_reported_not_read(sample_model_path, tmp_path):
+    folder = tmp_path / "mail"
+    folder.mkdir()
+    (folder / "1.eml").write_bytes((SAMPLE / "new" / "001.eml").read_bytes())
+    os.mkfifo(folder / "pipe")  # opening it to read would wait for a writer forever
+    result = nbspam_process("predict", "-m", sample_model_path, folder, timeout=30)
+    assert result.returncode == 3
+    assert result.stderr.decode() == f"{folder / 'pipe'}: not a regular file (a FIFO or a device)\n"
+    assert result.stdout.decode().startswith(f"{folder / '1.eml'}: ")

@@ -287,8 +287,8 @@ def message_files(*roots: Path) -> list[Path]:
 
 def test_the_files_to_filter_are_told_apart_as_isdir_and_isfile_tell_them(tmp_path):
     """Folders are walked (links to them too), files are filtered (links to them too);
-    hidden names, FIFOs and dangling links are neither, in a folder as in a Maildir, whose
-    tmp/ is left out."""
+    hidden names are left out, FIFOs and dangling links reported, in a folder as in a
+    Maildir, whose tmp/ is left out."""
     plain, maildir, elsewhere = tmp_path / "plain", tmp_path / "Maildir", tmp_path / "elsewhere"
     for folder in (plain / "sub", maildir / "cur", maildir / "new", maildir / "tmp", elsewhere):
         folder.mkdir(parents=True)
@@ -302,7 +302,8 @@ def test_the_files_to_filter_are_told_apart_as_isdir_and_isfile_tell_them(tmp_pa
     (maildir / "cur" / "folder").mkdir()
     (maildir / "new" / "m").write_bytes(b"Subject: y\n\nbody\n")
     (maildir / "tmp" / "t").write_bytes(b"Subject: being delivered\n\nbody\n")
-    problems = Problems()
+    reported: list[str] = []
+    problems = Problems(reported.append)
     found = [
         (Path(f.path).relative_to(tmp_path), f.sub)
         for f in filter_files([str(plain), str(maildir)], problems)
@@ -315,7 +316,14 @@ def test_the_files_to_filter_are_told_apart_as_isdir_and_isfile_tell_them(tmp_pa
         (Path("Maildir/cur/a-link"), "cur"),
         (Path("Maildir/new/m"), "new"),
     ]
-    assert problems.skipped == 0
+    assert reported == [
+        f"{tmp_path / folder / name}: {reason}"
+        for folder in ("plain", "Maildir/cur")
+        for name, reason in (
+            ("broken", "no such file or directory"),
+            ("fifo", "not a regular file (a FIFO or a device)"),
+        )
+    ]
 
 
 def digests(*roots: Path) -> Counter:
