@@ -353,7 +353,6 @@ def train(
       nbspam train spam=spam.mbox ham=~/Maildir -o spam.nbm --event-model bernoulli
       nbspam train sms.tsv -o sms.nbm -c configs/bernoulli.yaml
     """
-    from .lock import model_lock
     from .messages import read_labelled
     from .settings import settings_from
     from .training import train as train_model
@@ -366,10 +365,9 @@ def train(
         raise click.UsageError("give DATA to train on, or --files-from")
     messages = read_labelled(specs, report.problems)
     model = train_model(messages, settings, progress=report.progress, jobs=jobs)
-    from .modelfile import save_model  # not before training: it starts its workers first
+    from .modelfile import write_model  # not before training: it starts its workers first
 
-    with model_lock(output):
-        save_model(model, output)
+    write_model(model, output)
     status = report.finish()
     from .render import train_summary
 
@@ -794,18 +792,6 @@ def filter_mail(
     sys.exit(status)
 
 
-def update_model(model_path: str, change):
-    """Apply ``change`` (Model -> (Model, result)) to the model file under its lock."""
-    from .lock import model_lock
-    from .modelfile import load_model, remove_leftovers, save_model
-
-    with model_lock(model_path):
-        remove_leftovers(model_path)
-        model, result = change(load_model(model_path))
-        save_model(model, model_path)
-    return model, result
-
-
 @cli.command()
 @model_option
 @click.option("-l", "--label", required=True, help="The label the messages are learned as.")
@@ -832,6 +818,7 @@ def learn(
       nbspam learn -m spam.nbm --label ham ~/Maildir/.Ham/cur
     """
     from .update import learn as learn_messages
+    from .update import update_model_file
 
     report = Reporter("learned")
     messages = read_inputs(_paths(paths, files_from, null), report.problems)
@@ -844,7 +831,7 @@ def learn(
             )
         return learn_messages(model, messages, label)
 
-    _, change = update_model(model_path, change)
+    _, change = update_model_file(model_path, change)
     status = report.finish()
     click.echo(
         f"learned {change.learned + change.relabelled:,} message(s) as {label} "
@@ -869,10 +856,11 @@ def forget(model_path: str, paths: tuple[str, ...], files_from, null: bool) -> N
       nbspam forget -m spam.nbm wrongly-learned.eml
     """
     from .update import forget as forget_messages
+    from .update import update_model_file
 
     report = Reporter("forgot")
     messages = read_inputs(_paths(paths, files_from, null), report.problems)
-    _, change = update_model(model_path, lambda m: forget_messages(m, messages))
+    _, change = update_model_file(model_path, lambda m: forget_messages(m, messages))
     for name in change.unknown:
         report.problems.skip(name, "not learned by this model, nothing to forget")
     status = report.finish()
@@ -900,16 +888,14 @@ def merge(models: tuple[str, ...], output: str) -> None:
       nbspam train part1/ -o a.nbm && nbspam train part2/ -o b.nbm
       nbspam merge a.nbm b.nbm -o all.nbm
     """
-    from .lock import model_lock
-    from .modelfile import load_model, save_model
+    from .modelfile import load_model, write_model
     from .update import merge as merge_models
 
     if len(models) < 2:
         raise click.UsageError("merge needs two or more models")
     _check_output(output)
     merged = merge_models([load_model(path) for path in models])
-    with model_lock(output):
-        save_model(merged, output)
+    write_model(merged, output)
     click.echo(f"merged {len(models)} models into {output}", err=True)
     if merged.is_binary:
         click.echo(

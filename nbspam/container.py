@@ -280,13 +280,14 @@ def _write_atomically(path: str | os.PathLike[str], real: Path, parts: list[byte
         if isinstance(exc, OSError):
             raise ModelFileError(f"cannot write model file {path}: {exc.strerror or exc}") from None
         raise
-    _fsync_folder(folder)
+    fsync_folder(folder)
 
 
-def _fsync_folder(folder: Path) -> None:
-    """Make a rename in ``folder`` durable (where the platform allows opening folders)."""
+def fsync_folder(folder: str | os.PathLike[str]) -> None:
+    """Make the renames and new names in ``folder`` durable (where the platform allows
+    opening folders); '' is the current folder."""
     try:
-        dir_fd = os.open(folder, os.O_RDONLY)
+        dir_fd = os.open(folder or ".", os.O_RDONLY)
     except OSError:
         return
     try:

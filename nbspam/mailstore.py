@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from .container import fsync_folder
 from .errors import FilterError, os_reason
 from .headers import message_digest, one_line
 from .messages import is_maildir
@@ -351,17 +352,3 @@ def _unlink_quietly(path: str) -> None:
         os.unlink(path)
     except OSError:
         pass
-
-
-def fsync_folder(folder: str) -> None:
-    """Flush a folder's entries to disk (where the file system allows it)."""
-    try:
-        fd = os.open(folder or ".", os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

@@ -69,6 +69,15 @@ def save_model(model: Model, path: str | os.PathLike[str]) -> None:
     container.write(path, header, blobs)
 
 
+def write_model(model: Model, path: str | os.PathLike[str]) -> None:
+    """Write ``model`` to ``path`` under the model's lock (`lock.model_lock`): a writer that
+    updates the same file waits, and readers see the old file or the new."""
+    from .lock import model_lock
+
+    with model_lock(path):
+        save_model(model, path)
+
+
 def load_model(path: str | os.PathLike[str]) -> Model:
     """Read a model file, refusing a bad one as `schema.read` and `schema.check_counts` do.
     Never unpickles."""

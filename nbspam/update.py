@@ -9,8 +9,9 @@ learning a message twice a no-op and learning it under another label move its co
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from .config import Settings
 from .counts import ClassCounts
@@ -18,6 +19,8 @@ from .errors import NbspamError, TrainingError
 from .headers import message_digest
 from .messages import Message
 from .model import CountTable, Model, _now, from_counts
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,20 @@ class Change:
     forgotten: int = 0
     unchanged: int = 0
     unknown: list[str] = dataclasses.field(default_factory=list)
+
+
+def update_model_file(path: str, change: Callable[[Model], tuple[Model, T]]) -> tuple[Model, T]:
+    """Apply ``change`` (Model -> (changed Model, what it did)) to the model file at ``path``
+    under its lock: concurrent updates wait for each other, and the file is replaced whole
+    (leftovers of a writer that was killed are removed first)."""
+    from .lock import model_lock
+    from .modelfile import load_model, remove_leftovers, save_model
+
+    with model_lock(path):
+        remove_leftovers(path)
+        model, result = change(load_model(path))
+        save_model(model, path)
+    return model, result
 
 
 def seen_map(model: Model) -> dict[bytes, str]:

@@ -76,13 +76,12 @@ print(json.dumps({"loads": loads, "errors": errors[:10], "versions": sorted(vers
 WRITER = """
 import sys
 from pathlib import Path
-from nbspam.cli import update_model
 from nbspam.messages import Message
-from nbspam.update import learn
+from nbspam.update import learn, update_model_file
 path, label, folder = sys.argv[1:4]
 for file in sorted(Path(folder).iterdir()):
     message = Message(str(file), file.read_bytes())
-    update_model(path, lambda model, message=message: learn(model, [message], label))
+    update_model_file(path, lambda model, message=message: learn(model, [message], label))
 """
 
 # `nbspam ARGS...` (argv[2:]) paused before its first fsync, with the temporary model file

@@ -46,15 +46,14 @@ SPAM_IN_CUR = "1790000001.M1P1.mailhost:2,FS"
 LEARNER = """
 import os, sys, time
 from pathlib import Path
-from nbspam.cli import update_model
 from nbspam.messages import Message
-from nbspam.update import learn
+from nbspam.update import learn, update_model_file
 path, file, stop = sys.argv[1:4]
 message = Message(file, Path(file).read_bytes())
 n = 0
 while not os.path.exists(stop):
     label = ("spam", "ham")[n % 2]
-    update_model(path, lambda model: learn(model, [message], label))
+    update_model_file(path, lambda model: learn(model, [message], label))
     n += 1
     time.sleep(0.02)
 print(n)
