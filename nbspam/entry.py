@@ -14,7 +14,7 @@ import io
 import os
 import sys
 
-from .errors import EXIT_INTERRUPTED, os_error_message
+from .errors import EXIT_INTERRUPTED, NbspamError, os_error_message
 
 _STATUS: list[int] = []  # the exit status that the command ended with
 
@@ -66,7 +66,11 @@ def _exit_status(code: object) -> int:
 
 
 def main() -> None:
-    """The nbspam command on ``sys.argv``; ends with SystemExit, as click commands do."""
+    """The nbspam command on ``sys.argv``; ends with SystemExit, as click commands do.
+
+    For the one-message forms this is the boundary where failures become one line and a
+    status, as `cli.Group` is for the click commands.
+    """
     args = sys.argv[1:]
     if sys.stdout is None:  # started with its standard output closed
         sys.stdout = ClosedOutput()
@@ -79,6 +83,9 @@ def main() -> None:
     except BrokenPipeError:  # the reader went away (``nbspam predict ... | head``)
         _quiet_stdout()
         sys.exit(failed)
+    except NbspamError as error:  # filter passes its message through and says it itself
+        print(f"Error: {error}", file=sys.stderr)
+        sys.exit(error.exit_code)
     except KeyboardInterrupt:
         print("Error: interrupted", file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)
@@ -159,14 +166,9 @@ def _one_message(args: list[str]) -> int | None:
         return filter_stdin(options["model"], exit_status="--exit-status" in options)
     if options.get("format", "text") not in ("text", "jsonl", "tsv"):
         return None
-    from .errors import NbspamError
     from .quick import predict_stdin
 
-    try:
-        return 0 if predict_stdin(options["model"], options.get("format", "text")) else None
-    except NbspamError as error:
-        print(f"Error: {error}", file=sys.stderr)
-        return error.exit_code
+    return 0 if predict_stdin(options["model"], options.get("format", "text")) else None
 
 
 def _options(args: list[str], *, flags: set[str]) -> dict[str, str] | None:

@@ -222,7 +222,10 @@ def one_message(args: list[str], monkeypatch, capsysbinary) -> tuple[int, bytes,
     """The exit status, stdout and stderr lines of a one-message command (`entry`), run in
     this process with MESSAGE on stdin."""
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(MESSAGE)))
-    status = entry._one_message(args)
+    monkeypatch.setattr(sys, "argv", ["nbspam", *args])
+    with pytest.raises(SystemExit) as stop:
+        entry.main()
+    status = stop.value.code
     out, err = capsysbinary.readouterr()
     return status, out, err.decode().splitlines()
 
