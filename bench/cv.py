@@ -5,7 +5,7 @@ random_state=42)) over the message files sorted by path; scores are pooled log-o
 Messages are tokenized once per tokenizer setting and each fold is fitted from counts.
 
     python bench/cv.py ../shared/corpora/spamassassin
-    python bench/cv.py ../shared/corpora/sms-spam-collection --set model=bernoulli --set mail=never
+    python bench/cv.py ../shared/corpora/sms-spam-collection --set event-model=bernoulli --set mail=never
     python bench/cv.py CORPUS --sklearn       # also the scikit-learn CountVectorizer pipelines
 """
 
