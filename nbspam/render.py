@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from .decision import Prediction
@@ -295,12 +294,17 @@ def model_info(
 # -- the evaluation report ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class _Table:
-    """A table of text cells: the first column is aligned left, the others right."""
+    """A table of text cells: the first column is aligned left, the others right.
 
-    header: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
+    (A plain class: a dataclass costs scoring one message, which imports this module, a
+    millisecond.)
+    """
+
+    __slots__ = ("header", "rows")
+
+    def __init__(self, header: tuple[str, ...], rows: tuple[tuple[str, ...], ...]) -> None:
+        self.header, self.rows = header, rows
 
 
 _Block = str | _Table
