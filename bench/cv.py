@@ -75,7 +75,7 @@ def nbspam_scores(data, labels, splits, values: dict) -> np.ndarray:
     scores = np.zeros(len(labels))
     for train_idx, test_idx in splits:
         model = fit(X[train_idx], list(y[train_idx]), terms, settings)
-        _, log_odds = predict_matrix(model, X[test_idx][:, model.linear.kept])
+        _, log_odds = predict_matrix(model, X[test_idx][:, model.form.kept])
         scores[test_idx] = log_odds
     return scores
 

@@ -228,7 +228,7 @@ _TRAIN_OPTIONS = [
         "--event-model",
         "event_model",
         type=click.Choice(EVENT_MODELS),
-        help=f"Event model: multinomial counts words, bernoulli their presence and absence. [default: {_DEFAULT_TRAIN.model}]",
+        help=f"Event model: multinomial counts words, bernoulli their presence and absence, fisher combines each word's spam probability by Fisher's method (two labels). [default: {_DEFAULT_TRAIN.model}]",
     ),
     # the old spelling, kept unlisted: --model names the model file on every other command
     click.option(
@@ -237,6 +237,21 @@ _TRAIN_OPTIONS = [
         type=click.Choice(EVENT_MODELS),
         hidden=True,
         help="The old spelling of --event-model.",
+    ),
+    click.option(
+        "--strength",
+        type=float,
+        help=f"fisher: Robinson's strength s of the background x in each word's spam probability. [default: {_DEFAULT_TRAIN.strength:g}]",
+    ),
+    click.option(
+        "--background",
+        type=float,
+        help=f"fisher: the background x, the spam probability of a word no message holds. [default: {_DEFAULT_TRAIN.background:g}]",
+    ),
+    click.option(
+        "--min-dev",
+        type=float,
+        help=f"fisher: words count only where their spam probability is this far from 0.5. [default: {_DEFAULT_TRAIN.min_dev:g}]",
     ),
     click.option(
         "--alpha",

@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 from .errors import ConfigError
 
-EventModel = Literal["multinomial", "bernoulli"]
-EVENT_MODELS: tuple[str, ...] = ("multinomial", "bernoulli")
+EventModel = Literal["multinomial", "bernoulli", "fisher"]
+EVENT_MODELS: tuple[str, ...] = ("multinomial", "bernoulli", "fisher")
 MAIL_MODES: tuple[str, ...] = ("auto", "always", "never")
 
 #: Headers whose tokens are not counted by default. An upstream filter, the delivering
@@ -111,6 +111,10 @@ class TrainConfig:
     cost_fn: float = 1.0
     cost_unsure: float = 0.2
     cutoffs: tuple[float, float] | None = None
+    # the fisher event model (Robinson's f(w) and Fisher's combining; bogofilter's defaults)
+    strength: float = 0.0178
+    background: float = 0.52
+    min_dev: float = 0.375
 
 
 @dataclass(frozen=True)
@@ -224,6 +228,16 @@ def _check(key: str, value: Any) -> Any:
         return value
     if key in ("alpha", "cost_fp", "cost_fn", "cost_unsure"):
         return _number(key, value, low=0.0)
+    if key in ("strength", "background", "min_dev"):
+        number = _number(key, value, low=0.0)
+        low, high, what = {
+            "strength": (0.0, math.inf, "a number > 0"),
+            "background": (0.0, 1.0, "a probability in (0, 1)"),
+            "min_dev": (-1.0, 0.5, "a number in [0, 0.5)"),
+        }[key]
+        if not low < number < high:
+            raise ConfigError(f"setting {key} must be {what}, not {value!r}")
+        return number
     if key == "target_fpr":
         if value is None:
             return None

@@ -213,7 +213,7 @@ def _predict_rows(
     model: Model, X: sp.csr_matrix, rows: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """(log posteriors, log-odds or None) of the given rows of the full count matrix."""
-    return predict_matrix(model, X[rows][:, model.linear.kept])
+    return predict_matrix(model, X[rows][:, model.form.kept])
 
 
 def _check_test_labels(test_labels: set[str], model_labels: Sequence[str]) -> None:

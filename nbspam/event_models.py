@@ -1,11 +1,13 @@
 """The event models: how a model's counts become its scoring form, one small class each.
 
 As scikit-learn's discrete naive Bayes classes share one skeleton and differ only in a few
-pieces, every event model here supplies just two: whether a message's terms count by
-presence, and the linear form J_c(x) = intercept_c + sum_a f(x_a) coef_ca of its joint
-log-likelihood (`naive_bayes`, MATH.md). Everything else (the vocabulary filters, the
-prior, the log-odds of two classes, the scoring table, explain) is shared. A new event
-model is a new class here and its name in `config.EVENT_MODELS`; nothing else changes.
+pieces, a naive Bayes event model here supplies just two: whether a message's terms count
+by presence, and the linear form J_c(x) = intercept_c + sum_a f(x_a) coef_ca of its joint
+log-likelihood (`naive_bayes`, MATH.md); the shared `EventModel.form` makes the rest
+(the log-odds of two classes). Robinson–Fisher combining is not linear, and supplies its
+own form (`Fisher`). The vocabulary filters, the prior, cutoffs, calibration, learn and
+forget are shared by all. A new event model is a new class here and its name in
+`config.EVENT_MODELS`; nothing else changes.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ if TYPE_CHECKING:  # numpy is imported by the maths, not here: the one-message p
 
     from .config import TrainConfig
     from .counts import ClassCounts
+    from .forms import FisherForm, LinearForm
 
 
 class EventModel:
@@ -33,6 +36,27 @@ class EventModel:
     ) -> tuple[np.ndarray, np.ndarray]:
         """(coef (C, k), intercept (C,)) from the counts over the kept terms (k of them)."""
         raise NotImplementedError
+
+    def form(
+        self,
+        counts: ClassCounts,
+        kept: np.ndarray,
+        vocabulary: tuple[str, ...],
+        log_prior: np.ndarray,
+        cfg: TrainConfig,
+        positive: int | None,
+    ) -> LinearForm | FisherForm:
+        """The scoring form from the counts over the kept terms (columns ``kept`` of the
+        vocabulary); ``positive`` is the positive class's row of a two-class model."""
+        from . import naive_bayes as nb
+        from .forms import LinearForm
+
+        coef, intercept = self.linear(counts, log_prior, cfg)
+        weights = bias = None
+        if positive is not None:
+            weights, bias = nb.pair_weights(coef, intercept, positive, 1 - positive)
+        presence = self.presence(cfg)
+        return LinearForm(kept, vocabulary, coef, intercept, presence, weights, bias, positive)
 
 
 class Multinomial(EventModel):
@@ -70,7 +94,48 @@ class Bernoulli(EventModel):
         return nb.bernoulli_linear(counts.doc_count, counts.class_count, log_prior, cfg.alpha)
 
 
-_BY_NAME: dict[str, EventModel] = {m.name: m for m in (Multinomial(), Bernoulli())}
+class Fisher(EventModel):
+    """Robinson's smoothed spam probability f(w) of each word from the document counts, and
+    Fisher's chi-square combining of a message's clues (the words with |f - 1/2| >=
+    min_dev), as bogofilter scores mail; two classes, presence only (MATH.md)."""
+
+    name = "fisher"
+
+    def presence(self, cfg: TrainConfig) -> bool:
+        return True
+
+    def form(
+        self,
+        counts: ClassCounts,
+        kept: np.ndarray,
+        vocabulary: tuple[str, ...],
+        log_prior: np.ndarray,
+        cfg: TrainConfig,
+        positive: int | None,
+    ) -> FisherForm:
+        import numpy as np
+
+        from .errors import TrainingError
+        from .fisher import word_probabilities
+        from .forms import FisherForm
+
+        if positive is None:
+            raise TrainingError(
+                f"the fisher event model needs two labels, not {len(counts.labels)}"
+            )
+        f = word_probabilities(
+            counts.doc_count,
+            counts.class_count,
+            positive=positive,
+            strength=cfg.strength,
+            background=cfg.background,
+        )
+        clues = np.abs(f - 0.5) >= cfg.min_dev
+        f = f[clues]
+        return FisherForm(kept[clues], vocabulary, np.log(f), np.log1p(-f), positive)
+
+
+_BY_NAME: dict[str, EventModel] = {m.name: m for m in (Multinomial(), Bernoulli(), Fisher())}
 
 
 def event_model(name: str) -> EventModel:

@@ -1,7 +1,9 @@
-"""Why the model decides as it does: per-word log-odds weights, globally and for one message."""
+"""Why the model decides as it does: per-word log-odds weights, globally and for one message
+(for a Robinson–Fisher model, each clue's spam probability and log terms)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -9,6 +11,8 @@ import numpy as np
 
 from . import naive_bayes as nb
 from .errors import NbspamError
+from .fisher import log_chi2_sf
+from .forms import FisherForm
 from .model import Model, predict_matrix, transform
 
 
@@ -54,9 +58,39 @@ class MessageExplanation:
     unknown_tokens: int
 
 
+@dataclass(frozen=True)
+class Clue:
+    """One clue of a Robinson–Fisher score: a word with its spam probability f and the two
+    log terms it adds to the chi-square statistics."""
+
+    term: str
+    f: float
+    log_f: float
+    log_not_f: float
+
+
+@dataclass(frozen=True)
+class FisherExplanation:
+    """A Robinson–Fisher score from its clues (MATH.md): the sums of ln f and ln(1 - f)
+    over the k clues, the log tails ln H = ln Q(-2 sum ln f, 2k) and ln S = ln Q(-2 sum
+    ln(1 - f), 2k), and log_odds = logit(I), I = (1 + H - S) / 2, what `predict` reports."""
+
+    id: str
+    label: str
+    positive: str
+    negative: str
+    log_odds: float
+    clues: tuple[Clue, ...]
+    sum_log_f: float
+    sum_log_not_f: float
+    log_h: float
+    log_s: float
+    unknown_tokens: int
+
+
 def count_kind(model: Model) -> str:
     """Which counts the weights come from: 'documents' (presence) or 'occurrences'."""
-    return "documents" if model.linear.binary else "occurrences"
+    return "documents" if model.form.binary else "occurrences"
 
 
 def top_terms(model: Model, n: int, *, against: str | None = None) -> list[ClassTerms]:
@@ -67,7 +101,7 @@ def top_terms(model: Model, n: int, *, against: str | None = None) -> list[Class
     the largest other class (MATH.md: weights per pair against a reference class).
     Ties in weight are broken by term order, so the output is deterministic.
     """
-    sc = model.linear
+    sc = model.form
     counts = (model.doc_count if sc.binary else model.term_count)[:, sc.kept]
     out = []
     for c, label in enumerate(model.labels):
@@ -85,7 +119,7 @@ def top_terms(model: Model, n: int, *, against: str | None = None) -> list[Class
 
 def explain_message(
     model: Model, message_id: str, tokens: Sequence[str], *, against: str | None = None
-) -> MessageExplanation:
+) -> MessageExplanation | FisherExplanation:
     """Split one message's log-odds into the bias and one contribution per known word.
 
     Two classes: positive against negative, and ``log_odds`` is exactly what `predict`
@@ -93,7 +127,9 @@ def explain_message(
     runner-up. Contributions are sorted by size (largest |f(x_a) w_a| first, then by term);
     ``bias + sum(contributions)`` equals ``log_odds`` up to float rounding.
     """
-    sc = model.linear
+    sc = model.form
+    if isinstance(sc, FisherForm):
+        return _explain_fisher(model, sc, message_id, tokens)
     X = transform(model, [tokens])
     log_posts, log_odds_all = predict_matrix(model, X)
     log_odds = None if log_odds_all is None else float(log_odds_all[0])
@@ -126,6 +162,44 @@ def explain_message(
         log_odds=float(log_odds),
         bias=bias,
         contributions=tuple(contributions),
+        unknown_tokens=len(tokens) - known,
+    )
+
+
+def _explain_fisher(
+    model: Model, form: FisherForm, message_id: str, tokens: Sequence[str]
+) -> FisherExplanation:
+    """The clues of one message and how its Robinson–Fisher score follows from them."""
+    row = transform(model, [tokens]).getrow(0)
+    clues = sorted(
+        (
+            Clue(
+                form.terms[a],
+                math.exp(form.log_f[a]),
+                float(form.log_f[a]),
+                float(form.log_not_f[a]),
+            )
+            for a in row.indices.tolist()
+        ),
+        key=lambda c: (-abs(c.log_f - c.log_not_f), c.term),
+    )
+    k = len(clues)
+    sum_f = math.fsum(c.log_f for c in clues)
+    sum_not = math.fsum(c.log_not_f for c in clues)
+    log_odds = float(predict_matrix(model, row)[1][0])
+    positive, negative = model.labels[model.positive_index], model.labels[model.negative_index]
+    known = sum(1 for t in tokens if t in model.form.index.ids)
+    return FisherExplanation(
+        id=message_id,
+        label=positive if log_odds > 0 else negative,
+        positive=positive,
+        negative=negative,
+        log_odds=log_odds,
+        clues=tuple(clues),
+        sum_log_f=sum_f,
+        sum_log_not_f=sum_not,
+        log_h=log_chi2_sf(-sum_f, k) if k else 0.0,
+        log_s=log_chi2_sf(-sum_not, k) if k else 0.0,
         unknown_tokens=len(tokens) - known,
     )
 

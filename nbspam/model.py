@@ -18,6 +18,7 @@ from .counts import ClassCounts
 from .decision import UNSURE, Prediction, prediction  # noqa: F401  (UNSURE: re-exported)
 from .errors import TrainingError
 from .event_models import event_model
+from .forms import FisherForm, LinearForm
 from .messages import Message
 from .parallel import CHUNK, chunks
 from .schema import MAX_LABEL_CHARS, MAX_LABELS
@@ -82,40 +83,13 @@ class Model:
         return 1 - self.positive_index
 
     @cached_property
-    def linear(self) -> LinearForm:
-        """The model's linear scoring form, derived from the counts on first use."""
-        return make_linear_form(self)
+    def form(self) -> LinearForm | FisherForm:
+        """The model's scoring form (`forms`), derived from the counts on first use."""
+        return make_form(self)
 
 
-@dataclass(frozen=True, eq=False)
-class LinearForm:
-    """The scoring form of a model over its kept terms (k of them): J = f(X) coef.T + intercept.
-
-    kept (k,) column numbers of the kept terms in the model's vocabulary; coef (C, k);
-    intercept (C,); binary says f is presence. For two-class models, weights (k,) and bias
-    are the log-odds form (positive vs negative). ``terms`` (k,), the kept terms, and
-    ``index``, a map of a kept term to its column 0..k-1, are built when first needed.
-    """
-
-    kept: np.ndarray
-    vocabulary: tuple[str, ...]
-    coef: np.ndarray
-    intercept: np.ndarray
-    binary: bool
-    weights: np.ndarray | None
-    bias: float | None
-
-    @cached_property
-    def terms(self) -> tuple[str, ...]:
-        return _pick(self.vocabulary, self.kept)
-
-    @cached_property
-    def index(self) -> TermIndex:
-        return TermIndex(self.terms)
-
-
-def make_linear_form(model: Model) -> LinearForm:
-    """Apply the vocabulary filters and the event model's smoothing to the counts."""
+def make_form(model: Model) -> LinearForm | FisherForm:
+    """Apply the vocabulary filters, then the event model's scoring form to the counts."""
     cfg = model.training
     n_docs = int(model.class_count.sum())
     keep = select_terms(
@@ -127,17 +101,9 @@ def make_linear_form(model: Model) -> LinearForm:
     )
     kept = np.flatnonzero(keep)
     log_prior = nb.class_log_prior(model.class_count, prior_weights(cfg.prior, model.labels))
-    scoring = event_model(cfg.model)
-    coef, intercept = scoring.linear(model.counts.in_order(terms=kept), log_prior, cfg)
-    weights = bias = None
-    if model.is_binary:
-        weights, bias = nb.pair_weights(coef, intercept, model.positive_index, model.negative_index)
-    return LinearForm(kept, model.terms, coef, intercept, scoring.presence(cfg), weights, bias)
-
-
-def _pick(items: Sequence[str], positions: np.ndarray) -> tuple[str, ...]:
-    """The items at the given positions, as a tuple."""
-    return tuple(map(items.__getitem__, positions.tolist()))
+    positive = model.positive_index if model.is_binary else None
+    counts = model.counts.in_order(terms=kept)
+    return event_model(cfg.model).form(counts, kept, model.terms, log_prior, cfg, positive)
 
 
 def prior_weights(prior: Any, labels: Sequence[str]) -> np.ndarray | None:
@@ -205,7 +171,7 @@ def from_counts(
         seen_labels=np.array([labels.index(label) for _, label in digests], np.int64),
         info=dict(info or {}),
     )
-    if not model.linear.kept.size:
+    if not model.form.kept.size:
         raise TrainingError(
             f"no terms survive --min-count {train_cfg.min_count} and --max-df "
             f"{train_cfg.max_df:g}; try a lower --min-count or a higher --max-df"
@@ -385,27 +351,19 @@ def fit(
 
 def transform(model: Model, token_lists: Iterable[Sequence[str]]) -> sp.csr_matrix:
     """Count matrix (n, k) of documents over the model's kept terms (unknown terms ignored)."""
-    return count_rows(token_lists, model.linear.index, grow=False)
+    return count_rows(token_lists, model.form.index, grow=False)
 
 
 def predict_matrix(model: Model, X: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray | None]:
-    """(log posteriors (n, C), log-odds (n,) or None) for a matrix from `transform`.
-
-    The log-odds b + f(X) w is computed from the linear form directly, never from the
-    posteriors, so it does not saturate: a message at log-odds 800 scores 800. A two-class
-    model's posteriors come from it (`naive_bayes.log_posterior_two`); with more classes,
-    from the joint log-likelihoods.
-    """
-    sc = model.linear
+    """(log posteriors (n, C), log-odds (n,) or None) for a matrix from `transform`, by the
+    model's scoring form (`forms`): the log-odds never saturates, a message at log-odds 800
+    scores 800."""
+    form = model.form
     F = X
-    if sc.binary:  # f(x) = [x > 0]: presence
+    if form.binary:  # f(x) = [x > 0]: presence
         F = X.copy()
         F.data = np.ones_like(F.data)
-    if sc.weights is None:
-        jll = nb.joint_log_likelihood(F, sc.coef, sc.intercept, binary=False)
-        return nb.log_posterior(jll), None
-    log_odds = np.asarray(F @ sc.weights) + sc.bias
-    return nb.log_posterior_two(log_odds, model.positive_index), log_odds
+    return form.predict(F)
 
 
 def score(
@@ -415,7 +373,7 @@ def score(
     parts = ((part, [m.data for m in part]) for part in chunks(messages, chunk))
     for part, counted in count_chunks(parts, model.tokenizer, jobs):
         # a row's indices in the order its terms first appear: the scoring table sums in it
-        X = renumber(counted, model.linear.index, grow=False)
+        X = renumber(counted, model.form.index, grow=False)
         log_post, log_odds = predict_matrix(model, X)
         for i, message in enumerate(part):
             yield prediction(

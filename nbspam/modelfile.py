@@ -23,6 +23,7 @@ import numpy as np
 
 from . import container, schema
 from .container import Blob
+from .forms import LinearForm
 from .model import Model
 
 _COUNTS = ("class_count", "term_count", "doc_count", "seen_labels")
@@ -44,15 +45,17 @@ def save_model(model: Model, path: str | os.PathLike[str]) -> None:
     # counts as 32-bit integers when they fit: a smaller file is quicker to read and check
     arrays.update({name: _compact(getattr(model, name)) for name in _COUNTS})
     arrays["seen_digests"] = np.ascontiguousarray(model.seen_digests, np.uint8)
-    sc = model.linear
-    coef = np.zeros((len(model.labels), len(model.terms)), "<f8")
-    coef[:, sc.kept] = sc.coef
-    arrays["score_coef"] = coef
-    arrays["score_intercept"] = np.asarray(sc.intercept, "<f8")
-    if sc.weights is not None:
-        weights = np.zeros(len(model.terms), "<f8")
-        weights[sc.kept] = sc.weights
-        arrays["score_weights"] = weights
+    sc = model.form
+    linear = isinstance(sc, LinearForm)  # a Fisher model is scored from its counts
+    if linear:
+        coef = np.zeros((len(model.labels), len(model.terms)), "<f8")
+        coef[:, sc.kept] = sc.coef
+        arrays["score_coef"] = coef
+        arrays["score_intercept"] = np.asarray(sc.intercept, "<f8")
+        if sc.weights is not None:
+            weights = np.zeros(len(model.terms), "<f8")
+            weights[sc.kept] = sc.weights
+            arrays["score_weights"] = weights
     header = {
         "labels": list(model.labels),
         "tokenizer": dataclasses.asdict(model.tokenizer),
@@ -60,8 +63,9 @@ def save_model(model: Model, path: str | os.PathLike[str]) -> None:
         "info": model.info,
         "cutoffs": None if model.cutoffs is None else list(model.cutoffs),
         "calibration": None if model.calibration is None else list(model.calibration),
-        "score": {"binary": sc.binary, "bias": sc.bias},
     }
+    if linear:
+        header["score"] = {"binary": sc.binary, "bias": sc.bias}
     blobs = {
         name: Blob(np.ascontiguousarray(a).tobytes(), a.dtype.str, a.shape)
         for name, a in arrays.items()

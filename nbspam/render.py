@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .decision import Prediction
 
 if TYPE_CHECKING:  # explain needs numpy; rendering a prediction must not
-    from .explain import ClassTerms, MessageExplanation
+    from .explain import ClassTerms, FisherExplanation, MessageExplanation
     from .model import Model
 
 Format = Literal["text", "jsonl", "tsv"]
@@ -108,8 +108,14 @@ def top_terms(
             yield ""
 
 
-def message_explanation(e: MessageExplanation, fmt: Format, top: int | None) -> Iterator[str]:
-    """One message's log-odds split into bias and word contributions, largest first."""
+def message_explanation(
+    e: MessageExplanation | FisherExplanation, fmt: Format, top: int | None
+) -> Iterator[str]:
+    """One message's log-odds split into bias and word contributions, largest first (for a
+    Robinson–Fisher model, `fisher_explanation`)."""
+    if not hasattr(e, "contributions"):
+        yield from fisher_explanation(e, fmt, top)
+        return
     shown = e.contributions if top is None else e.contributions[:top]
     if fmt == "jsonl":
         yield json_line(
@@ -157,6 +163,58 @@ def message_explanation(e: MessageExplanation, fmt: Format, top: int | None) -> 
         rest = sum(c.contribution for c in e.contributions[len(shown) :])
         yield f"  {rest:>+12.4f}  {'':>5}  {'':>9}  ({hidden} more words)"
     yield f"  {e.log_odds:>+12.4f}  {'':>5}  {'':>9}  = log-odds ({e.unknown_tokens} tokens not in the model)"
+
+
+def fisher_explanation(e: FisherExplanation, fmt: Format, top: int | None) -> Iterator[str]:
+    """A Robinson–Fisher score from its clues: each clue's f, ln f and ln(1 - f), strongest
+    first; their sums, the two chi-square log tails, and logit(I)."""
+    shown = e.clues if top is None else e.clues[:top]
+    k = len(e.clues)
+    if fmt == "jsonl":
+        yield json_line(
+            {
+                "path": e.id,
+                "label": e.label,
+                "positive": e.positive,
+                "negative": e.negative,
+                "log_odds": e.log_odds,
+                "clues": [
+                    {"term": c.term, "f": c.f, "log_f": c.log_f, "log_not_f": c.log_not_f}
+                    for c in shown
+                ],
+                "sum_log_f": e.sum_log_f,
+                "sum_log_not_f": e.sum_log_not_f,
+                "log_h": e.log_h,
+                "log_s": e.log_s,
+                "unknown_tokens": e.unknown_tokens,
+            }
+        )
+        return
+    if fmt == "tsv":
+        yield "\t".join(["path", "term", "f", "log_f", "log_not_f"])
+        for c in shown:
+            cells = [tsv_cell(e.id), tsv_cell(c.term), repr(c.f), repr(c.log_f), repr(c.log_not_f)]
+            yield "\t".join(cells)
+        yield "\t".join([tsv_cell(e.id), "(sums)", "", repr(e.sum_log_f), repr(e.sum_log_not_f)])
+        return
+    yield (
+        f"{e.id}: {e.label} (Robinson-Fisher log-odds {e.positive} vs {e.negative}: "
+        f"{e.log_odds:+.4f}, {k} clues)"
+    )
+    yield f"  {'f':>8}  {'ln f':>9}  {'ln(1-f)':>9}  term"
+    for c in shown:
+        yield f"  {c.f:>8.4f}  {c.log_f:>+9.4f}  {c.log_not_f:>+9.4f}  {c.term}"
+    if len(shown) < k:
+        yield f"  {'':>8}  {'':>9}  {'':>9}  ({k - len(shown)} more clues)"
+    yield f"  {'':>8}  {e.sum_log_f:>+9.4f}  {e.sum_log_not_f:>+9.4f}  = the sums"
+    yield (
+        f"  ln H = ln Q({-2 * e.sum_log_f:.4f}, {2 * k}) = {e.log_h:.4f}, "
+        f"ln S = ln Q({-2 * e.sum_log_not_f:.4f}, {2 * k}) = {e.log_s:.4f}"
+    )
+    yield (
+        f"  logit(I) = {e.log_odds:+.4f}, I = (1 + H - S) / 2 "
+        f"({e.unknown_tokens} tokens are no clue)"
+    )
 
 
 def _positive(p: Prediction, labels: Sequence[str]) -> str:
@@ -208,7 +266,7 @@ def train_summary(model: Model, output: str, size: int) -> list[str]:
     and the file written (``size`` bytes)."""
     counts = ", ".join(f"{label} {n:,}" for label, n in zip(model.labels, model.class_count))
     total = int(model.class_count.sum())
-    kept = model.linear.kept.size
+    kept = model.form.kept.size
     lines = [
         f"trained a {model.training.model} model on {total:,} messages ({counts}) "
         f"in {model.info['seconds']:.1f} s",
@@ -244,7 +302,7 @@ def model_info(
         "positive": model.training.positive,
         "messages": int(model.class_count.sum()),
         "terms_seen": len(model.terms),
-        "terms_kept": int(model.linear.kept.size),
+        "terms_kept": int(model.form.kept.size),
         "settings": {"train": header["train"], "tokenizer": header["tokenizer"]},
         "cutoffs": header.get("cutoffs"),
         "calibration": header.get("calibration"),

@@ -39,9 +39,9 @@ def test_bias_and_contributions_add_up_to_the_log_odds_predict_gives(model, mess
         assert e.label == predicted[message.id].label
         total = e.bias + math.fsum(c.contribution for c in e.contributions)
         assert total == pytest.approx(e.log_odds, abs=1e-12, rel=1e-12)
-        assert e.unknown_tokens == sum(t not in model.linear.index.ids for t in tokens)
+        assert e.unknown_tokens == sum(t not in model.form.index.ids for t in tokens)
         assert {c.term for c in e.contributions} == set(tokens) - {
-            t for t in tokens if t not in model.linear.index.ids
+            t for t in tokens if t not in model.form.index.ids
         }
         sizes = [abs(c.contribution) for c in e.contributions]
         assert sizes == sorted(sizes, reverse=True)
@@ -59,7 +59,7 @@ def test_top_terms_are_sorted_by_weight_and_mirror_each_other(model):
         assert len(weights) == 10 and weights == sorted(weights, reverse=True)
         assert weights[-1] > 0
     # the weight of a term toward ham is minus its weight toward spam
-    toward_spam = {t.term: t.weight for t in top_terms(model, len(model.linear.terms))[0].terms}
+    toward_spam = {t.term: t.weight for t in top_terms(model, len(model.form.terms))[0].terms}
     for t in ham.terms:
         assert toward_spam[t.term] == -t.weight
     # no term outside the top ten weighs more toward spam than the tenth

@@ -52,8 +52,8 @@ def textbook(model_name: str):
 
 def test_multinomial_textbook_by_hand():
     model, X = textbook("multinomial")
-    terms = model.linear.index.terms
-    log_theta = model.linear.coef
+    terms = model.form.index.terms
+    log_theta = model.form.coef
     # theta(chinese|china) = (5 + 1) / (8 + 6); theta(tokyo|china) = (0 + 1) / (8 + 6)
     assert log_theta[0, terms.index("chinese")] == pytest.approx(log(3 / 7), abs=1e-15)
     assert log_theta[0, terms.index("tokyo")] == pytest.approx(log(1 / 14), abs=1e-15)
@@ -88,7 +88,7 @@ def test_bernoulli_textbook_by_hand():
 
 def test_bernoulli_weights_and_bias_match_math_md():
     model, _ = textbook("bernoulli")
-    sc = model.linear
+    sc = model.form
     t = sc.index.terms
     # w_a = log[theta+ (1 - theta-) / (theta- (1 - theta+))], + = japan, - = china
     w_chinese = log((2 / 3) * (1 - 4 / 5) / ((4 / 5) * (1 - 2 / 3)))
@@ -136,8 +136,8 @@ def test_multinomial_agrees_with_scikit_learn(alpha, classes):
     X, y, terms = random_counts(int(alpha * 100) + len(classes), classes=classes)
     model = fit(X, y, terms, settings(alpha=alpha))
     ref = MultinomialNB(alpha=alpha).fit(X, y)
-    np.testing.assert_allclose(model.linear.coef, ref.feature_log_prob_, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(model.linear.intercept, ref.class_log_prior_, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(model.form.coef, ref.feature_log_prob_, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(model.form.intercept, ref.class_log_prior_, rtol=1e-12, atol=1e-12)
     log_post, _ = predict_matrix(model, X)
     np.testing.assert_allclose(log_post, ref.predict_log_proba(X), rtol=1e-10, atol=1e-10)
 
@@ -150,7 +150,7 @@ def test_binary_multinomial_is_multinomial_on_presence(alpha):
     model = fit(X, y, terms, settings(alpha=alpha, binary=True))
     B = (X > 0).astype(np.int64)
     ref = MultinomialNB(alpha=alpha).fit(B, y)
-    np.testing.assert_allclose(model.linear.coef, ref.feature_log_prob_, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(model.form.coef, ref.feature_log_prob_, rtol=1e-12, atol=1e-12)
     log_post, _ = predict_matrix(model, X)
     np.testing.assert_allclose(log_post, ref.predict_log_proba(B), rtol=1e-10, atol=1e-10)
 
@@ -185,7 +185,7 @@ def test_posteriors_sum_to_one_and_log_odds_do_not_saturate():
 def test_two_class_posteriors_from_the_log_odds_are_the_log_sum_exp_ones(model_name):
     X, y, terms = random_counts(11)
     model = fit(X, y, terms, settings(model=model_name))
-    sc = model.linear
+    sc = model.form
     jll = nb.joint_log_likelihood(X, sc.coef, sc.intercept, binary=sc.binary)
     log_post, log_odds = predict_matrix(model, X)
     np.testing.assert_allclose(log_post, nb.log_posterior(jll), rtol=1e-12, atol=1e-12)
@@ -217,11 +217,11 @@ def test_training_in_two_batches_equals_training_at_once():
 def test_priors_fitted_uniform_and_explicit():
     X, y, terms = random_counts(9, n=30)  # 15 ham, 15 spam
     y = ["spam" if i < 10 else "ham" for i in range(30)]  # 20 ham, 10 spam
-    fitted = fit(X, y, terms, settings()).linear.intercept
+    fitted = fit(X, y, terms, settings()).form.intercept
     assert fitted == pytest.approx([log(20 / 30), log(10 / 30)])
-    uniform = fit(X, y, terms, settings(prior="uniform")).linear.intercept
+    uniform = fit(X, y, terms, settings(prior="uniform")).form.intercept
     assert uniform == pytest.approx([log(0.5), log(0.5)])
-    given = fit(X, y, terms, settings(prior="spam=1,ham=3")).linear.intercept
+    given = fit(X, y, terms, settings(prior="spam=1,ham=3")).form.intercept
     assert given == pytest.approx([log(0.75), log(0.25)])
 
 
@@ -246,7 +246,7 @@ def test_min_count_and_max_features_filter_the_scored_vocabulary():
 
     def kept(**settings):
         changed = dataclasses.replace(model.training, **settings)
-        return list(dataclasses.replace(model, training=changed).linear.index.terms)
+        return list(dataclasses.replace(model, training=changed).form.index.terms)
 
     assert kept(min_count=2) == ["chinese"]  # the only word in two or more documents
     assert kept(max_df=0.5) == ["beijing", "japan", "macao", "shanghai", "tokyo"]
@@ -301,13 +301,13 @@ def test_agrees_with_scikit_learn_on_the_spamassassin_corpus(spamassassin_matrix
     )
     for name, binary, ref_class in runs:
         model = fit(X, y, terms, settings(model=name, min_count=2, binary=binary, alpha=0.1))
-        Xk = X[:, model.linear.kept]
+        Xk = X[:, model.form.kept]
         if binary:
             Xk = (Xk > 0).astype(np.int64)
         ref = ref_class(alpha=0.1).fit(Xk, y)
         log_post, log_odds = predict_matrix(model, Xk)
         if name == "multinomial":
-            np.testing.assert_allclose(model.linear.coef, ref.feature_log_prob_, rtol=1e-12)
+            np.testing.assert_allclose(model.form.coef, ref.feature_log_prob_, rtol=1e-12)
         ref_post = ref.predict_log_proba(Xk)
         np.testing.assert_allclose(log_post, ref_post, rtol=1e-10, atol=1e-10)
         jll = ref.predict_joint_log_proba(Xk)
