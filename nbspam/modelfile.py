@@ -9,8 +9,10 @@ Arrays: ``terms`` (uint8, the sorted vocabulary as UTF-8 joined by line breaks),
 The scoring table lets one message be scored without numpy (`quick`): ``score_coef``
 (C, d) and ``score_intercept`` (C,) float64, the linear form of the scorer over the whole
 vocabulary (zero for terms the filters drop), and for two-class models ``score_weights``
-(d,) float64, the log-odds weights, with the bias in the header. It is derived from the
-counts when the file is written, never read back into a Model.
+(d,) float64, the log-odds weights, with the bias in the header. A Fisher model's
+``score_coef`` holds ln f in the positive class's row and ln(1 - f) in the other (zero
+for words that are no clue), with ``"combine": "fisher"`` in the header and no weights. It
+is derived from the counts when the file is written, never read back into a Model.
 """
 
 from __future__ import annotations
@@ -46,16 +48,15 @@ def save_model(model: Model, path: str | os.PathLike[str]) -> None:
     arrays.update({name: _compact(getattr(model, name)) for name in _COUNTS})
     arrays["seen_digests"] = np.ascontiguousarray(model.seen_digests, np.uint8)
     sc = model.form
-    linear = isinstance(sc, LinearForm)  # a Fisher model is scored from its counts
-    if linear:
-        coef = np.zeros((len(model.labels), len(model.terms)), "<f8")
-        coef[:, sc.kept] = sc.coef
-        arrays["score_coef"] = coef
-        arrays["score_intercept"] = np.asarray(sc.intercept, "<f8")
-        if sc.weights is not None:
-            weights = np.zeros(len(model.terms), "<f8")
-            weights[sc.kept] = sc.weights
-            arrays["score_weights"] = weights
+    coef = np.zeros((len(model.labels), len(model.terms)), "<f8")
+    coef[:, sc.kept] = sc.coef
+    arrays["score_coef"] = coef
+    arrays["score_intercept"] = np.asarray(sc.intercept, "<f8")
+    linear = isinstance(sc, LinearForm)
+    if linear and sc.weights is not None:
+        weights = np.zeros(len(model.terms), "<f8")
+        weights[sc.kept] = sc.weights
+        arrays["score_weights"] = weights
     header = {
         "labels": list(model.labels),
         "tokenizer": dataclasses.asdict(model.tokenizer),
@@ -63,9 +64,10 @@ def save_model(model: Model, path: str | os.PathLike[str]) -> None:
         "info": model.info,
         "cutoffs": None if model.cutoffs is None else list(model.cutoffs),
         "calibration": None if model.calibration is None else list(model.calibration),
+        "score": {"binary": sc.binary, "bias": sc.bias}
+        if linear
+        else {"binary": True, "bias": None, "combine": "fisher"},
     }
-    if linear:
-        header["score"] = {"binary": sc.binary, "bias": sc.bias}
     blobs = {
         name: Blob(np.ascontiguousarray(a).tobytes(), a.dtype.str, a.shape)
         for name, a in arrays.items()

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from . import schema
 from .decision import Prediction, log_posterior_two, prediction
 from .features import Analyzer
+from .fisher import fisher_log_odds
 
 if TYPE_CHECKING:  # the one-message path imports neither: a filter started per delivery
     from .messages import Message
@@ -45,6 +46,8 @@ class TableScorer:
         self.tokenizer = box.tokenizer
         self.binary: bool = header["score"]["binary"]
         self.bias: float | None = header["score"]["bias"]
+        # Robinson–Fisher: the rows of coef are ln f and ln(1 - f); the score is not linear
+        self.fisher = header["score"].get("combine") == "fisher"
         self._box = box
         self._terms = bytes(box.view("terms"))
         self._offsets = box.values("term_offsets")
@@ -56,7 +59,7 @@ class TableScorer:
         ]
         self._intercept = box.values("score_intercept")
         self._weights: Sequence[float] | None = (
-            box.values("score_weights") if self.positive else None
+            box.values("score_weights") if self.positive and not self.fisher else None
         )
         self._analyzer = Analyzer(self.tokenizer)
         self._tables: list[dict[str, float]] | None = None
@@ -111,7 +114,11 @@ class TableScorer:
         terms = dict.fromkeys(tokens, 1) if self.binary else Counter(tokens)
         sums = self._sums(terms)
         log_odds = None
-        if self._weights is not None:  # two classes: the posteriors follow from the log-odds
+        if self.fisher:  # logit(I) from the sums of ln f and ln(1 - f) over the clues
+            positive = self.labels.index(self.positive)
+            log_odds = fisher_log_odds(sums[positive], sums[1 - positive], self._clues(terms))
+            log_posterior = log_posterior_two(log_odds, positive)
+        elif self._weights is not None:  # two classes: the posteriors follow from the log-odds
             log_odds = sums[0] + self.bias
             log_posterior = log_posterior_two(log_odds, self.labels.index(self.positive))
         else:
@@ -128,6 +135,14 @@ class TableScorer:
             cutoffs=self.cutoffs,
             calibration=self.calibration,
         )
+
+    def _clues(self, terms: dict[str, int]) -> int:
+        """How many of the terms are clues of a Fisher model: its log terms are below 0 for
+        a clue, 0 for any other term."""
+        row = self._rows[0]
+        if self._tables is not None:
+            return sum(1 for term in terms if self._tables[0].get(term, 0.0))
+        return sum(1 for col in map(self.column, terms) if col is not None and row[col])
 
     def _sums(self, terms: dict[str, int]) -> list[float]:
         """For each weight vector, the sum over the terms of count x weight (presence:

@@ -181,7 +181,7 @@ def _checked(box: container.Container) -> ModelFile:
     if cutoffs is not None:
         cutoffs = parse_cutoffs(list(cutoffs))
     calibration = _pair(header, "calibration")
-    _check_arrays(box, labels)
+    _check_arrays(box, labels, fisher=train.model == "fisher")
     if "score_coef" in box.views:
         _check_score(header.get("score"), train, binary)
     elif "score" in header:
@@ -212,8 +212,9 @@ def _pair(header: dict[str, Any], key: str) -> tuple[float, float] | None:
     return float(value[0]), float(value[1])
 
 
-def _check_arrays(box: container.Container, labels: tuple[str, ...]) -> None:
-    """Every array known, of an allowed type, of the shape the others and the labels give."""
+def _check_arrays(box: container.Container, labels: tuple[str, ...], *, fisher: bool) -> None:
+    """Every array known, of an allowed type, of the shape the others and the labels give.
+    A Fisher model's scoring table has no log-odds weights: its score is not linear."""
     views = box.views
     for name in views:
         if name not in ARRAYS:
@@ -221,8 +222,10 @@ def _check_arrays(box: container.Container, labels: tuple[str, ...]) -> None:
     required = [name for name in ARRAYS if name not in _SCORING]
     if "score_coef" in views:
         required += ["score_coef", "score_intercept"]
-        if len(labels) == 2:
+        if len(labels) == 2 and not fisher:
             required.append("score_weights")
+        if fisher and "score_weights" in views:
+            raise ValueError("a fisher model has no array score_weights")
     for name in required:
         if name not in views:
             raise ValueError(f"array {name} is missing")
@@ -245,9 +248,16 @@ def _check_arrays(box: container.Container, labels: tuple[str, ...]) -> None:
 
 
 def _check_score(score: Any, train: TrainConfig, binary: bool) -> None:
-    """The header's part of the scoring table: presence or counts, and the log-odds bias."""
-    if not isinstance(score, dict) or set(score) != {"binary", "bias"}:
-        raise ValueError("score must hold binary and bias")
+    """The header's part of the scoring table: presence or counts, the log-odds bias, and
+    for a Fisher model its combining (and no bias)."""
+    fisher = train.model == "fisher"
+    keys = {"binary", "bias", "combine"} if fisher else {"binary", "bias"}
+    if not isinstance(score, dict) or set(score) != keys:
+        raise ValueError(f"score must hold {', '.join(sorted(keys))}")
+    if fisher:
+        if score["combine"] != "fisher" or score["bias"] is not None:
+            raise ValueError("score of a fisher model must combine by fisher, with no bias")
+        binary = False  # no bias to check
     if score["binary"] is not event_model(train.model).presence(train):
         raise ValueError("score.binary does not follow the settings")
     if binary != (score["bias"] is not None) or (binary and not _finite(score["bias"])):
@@ -266,7 +276,10 @@ def _check_values(box: ModelFile, binary: bool) -> None:
     if seen and (min(seen) < 0 or max(seen) >= len(box.labels)):
         raise ValueError("seen_labels has a label index out of range")
     if box.has_scoring_table:
-        for name in ("score_weights",) if binary else ("score_coef", "score_intercept"):
+        summed = ("score_weights",) if binary else ("score_coef", "score_intercept")
+        if box.training.model == "fisher":
+            summed = ("score_coef",)
+        for name in summed:
             if not math.isfinite(sum(box.values(name))):
                 raise ValueError(f"{name} holds a number that is not finite")
 

@@ -20,7 +20,7 @@ from nbspam.quick import load_quick
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 
 
-@pytest.fixture(scope="module", params=["multinomial", "bernoulli", "three-class"])
+@pytest.fixture(scope="module", params=["multinomial", "bernoulli", "three-class", "fisher"])
 def saved(request, tmp_path_factory, sample_messages, sample_model_path):
     if request.param == "multinomial":  # as `nbspam train` writes it, with a calibration
         return load_model(sample_model_path), sample_model_path
