@@ -228,3 +228,18 @@ def test_a_header_value_is_cut_at_max_body_chars_once_normalised():
         "subject:وسلمصلى",
         "subject:الله",
     ]
+
+
+def test_a_mime_boundary_gives_no_token():
+    from nbspam.config import build_settings
+    from nbspam.features import Analyzer
+
+    mail = (
+        b"Subject: x\nMIME-Version: 1.0\n"
+        b'Content-Type: multipart/alternative; boundary="----=_NextPart_4128429132648534529"\n\n'
+        b"------=_NextPart_4128429132648534529\nContent-Type: text/plain\n\nhello there\n"
+        b"------=_NextPart_4128429132648534529--\n"
+    )
+    tokens = Analyzer(build_settings({}).tokenizer).tokens(mail)
+    assert "content-type:multipart" in tokens and "content-type:alternative" in tokens
+    assert not [t for t in tokens if "4128429132648534529" in t or "nextpart" in t]
