@@ -107,9 +107,15 @@ def fisher_path(sample_models):
 def _by_hand(model, tokens):
     """logit(I) of a message from MATH.md: f of every vocabulary word from the counts, the
     message's distinct words that are clues, the two sums, Fisher's tails."""
-    f = word_probabilities(model.doc_count, model.class_count, positive=model.positive_index)
-    where = {t: i for i, t in enumerate(model.terms)}
     cfg = model.training
+    f = word_probabilities(
+        model.doc_count,
+        model.class_count,
+        positive=model.positive_index,
+        strength=cfg.strength,
+        background=cfg.background,
+    )
+    where = {t: i for i, t in enumerate(model.terms)}
     clues = [f[where[t]] for t in dict.fromkeys(tokens) if t in where]
     clues = [p for p in clues if is_clue(p, cfg.min_dev)]
     sum_f = math.fsum(math.log(p) for p in clues)
