@@ -217,6 +217,18 @@ def fisher_explanation(e: FisherExplanation, fmt: Format, top: int | None) -> It
     )
 
 
+def _event_model_settings(cfg: dict[str, Any]) -> str:
+    """The event model and the settings it uses, as `info` shows them."""
+    name = cfg["model"]
+    if name == "fisher":
+        return (
+            f"fisher (strength {cfg['strength']:g}, background {cfg['background']:g}, "
+            f"min-dev {cfg['min_dev']:g})"
+        )
+    presence = " on word presence" if name == "multinomial" and cfg["binary"] else ""
+    return f"{name}{presence}, alpha {cfg['alpha']:g}, prior {cfg['prior']}"
+
+
 def _positive(p: Prediction, labels: Sequence[str]) -> str:
     """The positive label of a two-class prediction: the one its log-odds point to."""
     other = labels[1 - labels.index(p.label)]
@@ -319,8 +331,7 @@ def model_info(
         + ", ".join(f"{k} {v:,}" for k, v in summary["labels"].items())
         + (f" (positive: {model.training.positive})" if model.is_binary else ""),
         f"vocabulary: {summary['terms_kept']:,} terms kept of {summary['terms_seen']:,} seen",
-        f"settings:   {train_cfg['model']}{' on word presence' if train_cfg['binary'] and train_cfg['model'] == 'multinomial' else ''}, "
-        f"alpha {train_cfg['alpha']:g}, prior {train_cfg['prior']}, min-count {train_cfg['min_count']}",
+        f"settings:   {_event_model_settings(train_cfg)}, min-count {train_cfg['min_count']}",
     ]
     if model.is_binary:
         negative = model.labels[model.negative_index]

@@ -211,3 +211,12 @@ def test_fisher_ranks_spamassassin_as_bogofilter_does(spamassassin_matrix):
     auc = metrics.roc_auc(scores.log_odds, positive)
     # (1-ROCA)% 0.032 with the PEERS folds (bench/cv.py), bogofilter 0.030; multinomial 0.092
     assert 100 * (1 - auc) < 0.045
+
+
+def test_info_shows_the_fisher_settings(fisher_path):
+    from tests.helpers import cli_run
+
+    result = cli_run("info", "-m", fisher_path)
+    assert "settings:   fisher (strength 0.1, background 0.52, min-dev 0.375), min-count 1\n" in (
+        result.stdout
+    )
