@@ -120,11 +120,7 @@ def message_explanation(
     if fmt == "jsonl":
         yield json_line(
             {
-                "path": e.id,
-                "label": e.label,
-                "positive": e.positive,
-                "negative": e.negative,
-                "log_odds": e.log_odds,
+                **_explained(e),
                 "bias": e.bias,
                 "unknown_tokens": e.unknown_tokens,
                 "contributions": [
@@ -165,6 +161,17 @@ def message_explanation(
     yield f"  {e.log_odds:>+12.4f}  {'':>5}  {'':>9}  = log-odds ({e.unknown_tokens} tokens not in the model)"
 
 
+def _explained(e: MessageExplanation | FisherExplanation) -> dict[str, object]:
+    """What every explanation of one message says first, as JSON keys."""
+    return {
+        "path": e.id,
+        "label": e.label,
+        "positive": e.positive,
+        "negative": e.negative,
+        "log_odds": e.log_odds,
+    }
+
+
 def fisher_explanation(e: FisherExplanation, fmt: Format, top: int | None) -> Iterator[str]:
     """A Robinson–Fisher score from its clues: each clue's f, ln f and ln(1 - f), strongest
     first; their sums, the two chi-square log tails, and logit(I)."""
@@ -173,11 +180,7 @@ def fisher_explanation(e: FisherExplanation, fmt: Format, top: int | None) -> It
     if fmt == "jsonl":
         yield json_line(
             {
-                "path": e.id,
-                "label": e.label,
-                "positive": e.positive,
-                "negative": e.negative,
-                "log_odds": e.log_odds,
+                **_explained(e),
                 "clues": [
                     {"term": c.term, "f": c.f, "log_f": c.log_f, "log_not_f": c.log_not_f}
                     for c in shown
