@@ -209,6 +209,9 @@ def fisher_explanation(e: FisherExplanation, fmt: Format, top: int | None) -> It
         yield f"  {c.f:>8.4f}  {c.log_f:>+9.4f}  {c.log_not_f:>+9.4f}  {c.term}"
     if len(shown) < k:
         yield f"  {'':>8}  {'':>9}  {'':>9}  ({k - len(shown)} more clues)"
+    if not k:
+        yield f"  no clue: I = 1/2, logit(I) = 0 ({e.unknown_tokens} tokens are no clue)"
+        return
     yield f"  {'':>8}  {e.sum_log_f:>+9.4f}  {e.sum_log_not_f:>+9.4f}  = the sums"
     yield (
         f"  ln H = ln Q({-2 * e.sum_log_f:.4f}, {2 * k}) = {e.log_h:.4f}, "

@@ -220,3 +220,14 @@ def test_info_shows_the_fisher_settings(fisher_path):
     assert "settings:   fisher (strength 0.1, background 0.52, min-dev 0.375), min-count 1\n" in (
         result.stdout
     )
+
+
+def test_a_message_without_clues_is_explained_as_one_half(fisher_path):
+    from tests.helpers import cli_run
+
+    result = cli_run("explain", "-m", fisher_path, "-", input=b"qqqq zzzz")
+    assert result.exit_code == 0
+    assert result.stdout.splitlines()[1:] == [
+        f"  {'f':>8}  {'ln f':>9}  {'ln(1-f)':>9}  term",
+        "  no clue: I = 1/2, logit(I) = 0 (2 tokens are no clue)",
+    ]
