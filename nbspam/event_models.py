@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # numpy is imported by the maths, not here: the one-message p
     from .config import TrainConfig
     from .counts import ClassCounts
     from .forms import FisherForm, LinearForm
+    from .model import Model
 
 
 class EventModel:
@@ -37,26 +38,23 @@ class EventModel:
         """(coef (C, k), intercept (C,)) from the counts over the kept terms (k of them)."""
         raise NotImplementedError
 
-    def form(
-        self,
-        counts: ClassCounts,
-        kept: np.ndarray,
-        vocabulary: tuple[str, ...],
-        log_prior: np.ndarray,
-        cfg: TrainConfig,
-        positive: int | None,
-    ) -> LinearForm | FisherForm:
-        """The scoring form from the counts over the kept terms (columns ``kept`` of the
-        vocabulary); ``positive`` is the positive class's row of a two-class model."""
+    def form(self, model: Model, kept: np.ndarray) -> LinearForm | FisherForm:
+        """The scoring form of ``model`` over its kept terms (columns ``kept`` of its
+        vocabulary): here, a naive Bayes model's linear form, with the class prior, and for
+        two classes the log-odds weights and bias."""
         from . import naive_bayes as nb
         from .forms import LinearForm
+        from .model import prior_weights
 
-        coef, intercept = self.linear(counts, log_prior, cfg)
+        cfg = model.training
+        log_prior = nb.class_log_prior(model.class_count, prior_weights(cfg.prior, model.labels))
+        coef, intercept = self.linear(model.counts.in_order(terms=kept), log_prior, cfg)
+        positive = model.positive_index if model.is_binary else None
         weights = bias = None
         if positive is not None:
             weights, bias = nb.pair_weights(coef, intercept, positive, 1 - positive)
         presence = self.presence(cfg)
-        return LinearForm(kept, vocabulary, coef, intercept, presence, weights, bias, positive)
+        return LinearForm(kept, model.terms, coef, intercept, presence, weights, bias, positive)
 
 
 class Multinomial(EventModel):
@@ -104,35 +102,27 @@ class Fisher(EventModel):
     def presence(self, cfg: TrainConfig) -> bool:
         return True
 
-    def form(
-        self,
-        counts: ClassCounts,
-        kept: np.ndarray,
-        vocabulary: tuple[str, ...],
-        log_prior: np.ndarray,
-        cfg: TrainConfig,
-        positive: int | None,
-    ) -> FisherForm:
+    def form(self, model: Model, kept: np.ndarray) -> FisherForm:
+        """The clues among the kept terms, with ln f and ln(1 - f) of each; no prior."""
         import numpy as np
 
         from .errors import TrainingError
         from .fisher import word_probabilities
         from .forms import FisherForm
 
-        if positive is None:
-            raise TrainingError(
-                f"the fisher event model needs two labels, not {len(counts.labels)}"
-            )
+        if not model.is_binary:
+            raise TrainingError(f"the fisher event model needs two labels, not {len(model.labels)}")
+        cfg = model.training
         f = word_probabilities(
-            counts.doc_count,
-            counts.class_count,
-            positive=positive,
+            model.doc_count[:, kept],
+            model.class_count,
+            positive=model.positive_index,
             strength=cfg.strength,
             background=cfg.background,
         )
         clues = np.abs(f - 0.5) >= cfg.min_dev
         f = f[clues]
-        return FisherForm(kept[clues], vocabulary, np.log(f), np.log1p(-f), positive)
+        return FisherForm(kept[clues], model.terms, np.log(f), np.log1p(-f), model.positive_index)
 
 
 _BY_NAME: dict[str, EventModel] = {m.name: m for m in (Multinomial(), Bernoulli(), Fisher())}

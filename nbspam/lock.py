@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from .container import target
-from .errors import LockError
+from .errors import LockError, os_reason
 
 DEFAULT_TIMEOUT = 60.0
 
@@ -34,7 +34,7 @@ def model_lock(path: str | os.PathLike[str], *, timeout: float = DEFAULT_TIMEOUT
     try:
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
     except OSError as exc:
-        raise LockError(f"cannot create lock file {lock_path}: {_reason(exc)}") from None
+        raise LockError(f"cannot create lock file {lock_path}: {os_reason(exc)}") from None
     try:
         deadline = time.monotonic() + timeout
         while True:
@@ -55,12 +55,7 @@ def model_lock(path: str | os.PathLike[str], *, timeout: float = DEFAULT_TIMEOUT
             os.pwrite(fd, pid, 0)
             os.ftruncate(fd, len(pid))
         except OSError as exc:  # a full disk: nothing is written, the model is untouched
-            raise LockError(f"cannot write lock file {lock_path}: {_reason(exc)}") from None
+            raise LockError(f"cannot write lock file {lock_path}: {os_reason(exc)}") from None
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock
-
-
-def _reason(exc: OSError) -> str:
-    reason = exc.strerror or str(exc)
-    return reason[:1].lower() + reason[1:]

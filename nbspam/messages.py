@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from .errors import InputError
+from .errors import InputError, os_reason
 
 LINK_AGAIN = "a symbolic link loop or a second link to it"
 TABLE_SUFFIXES = (".tsv", ".csv", ".jsonl", ".ndjson")
@@ -34,8 +34,6 @@ MAX_MESSAGE_BYTES = 8 << 20
 # Binary data, as grep and git tell it: a NUL byte among the first bytes.
 BINARY_SNIFF_BYTES = 8 << 10
 BINARY = "binary data, not a message"
-# A second mbox separator: a blank line, then "From <sender> <weekday> <month> ..."
-_MBOX_SEPARATOR = re.compile(rb"\n\r?\nFrom \S+\s+[A-Z][a-z]{2} [A-Z][a-z]{2} ")
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,11 +185,11 @@ def _read_file(path: str, problems: Problems) -> Iterator[Message]:
         else:
             data = _read_bytes(path)
     except OSError as exc:
-        problems.skip(path, _reason(exc))
+        problems.skip(path, os_reason(exc))
         return
     if not mbox:
         longer = len(data) > MAX_MESSAGE_BYTES
-        if not (data.startswith(b"From ") and (longer or _MBOX_SEPARATOR.search(data))):
+        if not (data.startswith(b"From ") and (longer or _SEPARATOR.search(data))):
             message = checked_message(path, data, problems, _size(path) if longer else None)
             if message is not None:
                 yield message
@@ -204,7 +202,7 @@ def _read_file(path: str, problems: Problems) -> Iterator[Message]:
                 if message is not None:
                     yield message
     except OSError as exc:
-        problems.skip(path, f"cannot read as an mbox: {_reason(exc)}")
+        problems.skip(path, f"cannot read as an mbox: {os_reason(exc)}")
 
 
 def _size(path: str) -> int | None:
@@ -429,7 +427,7 @@ def folder_files(
         try:
             st = os.stat(folder)
         except OSError as exc:
-            problems.skip(folder, _reason(exc))
+            problems.skip(folder, os_reason(exc))
             return
         key = (st.st_dev, st.st_ino)
         if folder != root and key in skipped:
@@ -494,7 +492,7 @@ def _read_table(path: str, problems: Problems) -> Iterator[Message]:
             for line, row_id, label, body in rows:
                 yield Message(row_id or f"{path}#{line}", body, label or None)
     except (OSError, UnicodeDecodeError) as exc:
-        problems.skip(path, _reason(exc))
+        problems.skip(path, os_reason(exc))
     except csv.Error as exc:  # a quoted field that runs on past the cap
         problems.skip(path, f"not a valid CSV table: {exc}")
 
@@ -636,7 +634,7 @@ def folder_entries(folder: str, problems: Problems) -> list[tuple[str, bool, boo
         with os.scandir(folder) as entries:
             found = [(e.name, *_kind(e)) for e in entries if not e.name.startswith(".")]
     except OSError as exc:
-        problems.skip(folder, _reason(exc))
+        problems.skip(folder, os_reason(exc))
         return []
     return sorted(found)
 
@@ -646,9 +644,3 @@ def _kind(entry: os.DirEntry) -> tuple[bool, bool]:
         return entry.is_dir(), entry.is_file()
     except OSError:  # as os.path.isdir and isfile: what cannot be looked at is neither
         return False, False
-
-
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror[:1].lower() + exc.strerror[1:]
-    return str(exc) or type(exc).__name__

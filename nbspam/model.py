@@ -99,11 +99,7 @@ def make_form(model: Model) -> LinearForm | FisherForm:
         max_df=cfg.max_df,
         max_features=cfg.max_features,
     )
-    kept = np.flatnonzero(keep)
-    log_prior = nb.class_log_prior(model.class_count, prior_weights(cfg.prior, model.labels))
-    positive = model.positive_index if model.is_binary else None
-    counts = model.counts.in_order(terms=kept)
-    return event_model(cfg.model).form(counts, kept, model.terms, log_prior, cfg, positive)
+    return event_model(cfg.model).form(model, np.flatnonzero(keep))
 
 
 def prior_weights(prior: Any, labels: Sequence[str]) -> np.ndarray | None:

@@ -276,9 +276,10 @@ def _check_values(box: ModelFile, binary: bool) -> None:
     if seen and (min(seen) < 0 or max(seen) >= len(box.labels)):
         raise ValueError("seen_labels has a label index out of range")
     if box.has_scoring_table:
-        summed = ("score_weights",) if binary else ("score_coef", "score_intercept")
-        if box.training.model == "fisher":
-            summed = ("score_coef",)
+        if box.training.model == "fisher":  # ln f and ln(1 - f): no weights, no intercept
+            summed: tuple[str, ...] = ("score_coef",)
+        else:
+            summed = ("score_weights",) if binary else ("score_coef", "score_intercept")
         for name in summed:
             if not math.isfinite(sum(box.values(name))):
                 raise ValueError(f"{name} holds a number that is not finite")
