@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 from .errors import ConfigError
 
-EventModel = Literal["multinomial", "bernoulli", "fisher"]
-EVENT_MODELS: tuple[str, ...] = ("multinomial", "bernoulli", "fisher")
+EventModel = Literal["multinomial", "bernoulli", "fisher", "complement"]
+EVENT_MODELS: tuple[str, ...] = ("multinomial", "bernoulli", "fisher", "complement")
 MAIL_MODES: tuple[str, ...] = ("auto", "always", "never")
 
 #: Headers whose tokens are not counted by default. An upstream filter, the delivering
@@ -103,6 +103,8 @@ class TrainConfig:
     max_df: float = 1.0
     max_features: int | None = None
     binary: bool = True
+    # complement naive Bayes: each class's weights divided by the sum of their sizes
+    complement_norm: bool = False
     positive: str | None = None
     calibrate: bool = True
     folds: int = 5
@@ -206,6 +208,7 @@ def _check(key: str, value: Any) -> Any:
         "attachment_tokens",
         "binary",
         "calibrate",
+        "complement_norm",
     }
     choices = {"model": EVENT_MODELS, "mail": MAIL_MODES, "long_words": ("skip", "drop")}
     if key in bools:

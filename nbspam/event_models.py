@@ -92,6 +92,27 @@ class Bernoulli(EventModel):
         return nb.bernoulli_linear(counts.doc_count, counts.class_count, log_prior, cfg.alpha)
 
 
+class Complement(EventModel):
+    """Complement naive Bayes (Rennie et al. 2003): each class's weights estimated from the
+    messages of all the other classes, from the multinomial model's counts (``binary``: each
+    word once per message), with no prior; ``complement_norm`` divides each class's weights
+    by the sum of their sizes (MATH.md). Rennie's transforms of the counts (tf, idf, length)
+    are left out, so that learn, forget and merge stay exact."""
+
+    name = "complement"
+
+    def presence(self, cfg: TrainConfig) -> bool:
+        return cfg.binary
+
+    def linear(
+        self, counts: ClassCounts, log_prior: np.ndarray, cfg: TrainConfig
+    ) -> tuple[np.ndarray, np.ndarray]:
+        from . import naive_bayes as nb
+
+        occurrences = counts.doc_count if cfg.binary else counts.term_count
+        return nb.complement_linear(occurrences, cfg.alpha, norm=cfg.complement_norm)
+
+
 class Fisher(EventModel):
     """Robinson's smoothed spam probability f(w) of each word from the document counts, and
     Fisher's chi-square combining of a message's clues (the words with |f - 1/2| >=
@@ -125,7 +146,9 @@ class Fisher(EventModel):
         return FisherForm(kept[clues], model.terms, np.log(f), np.log1p(-f), model.positive_index)
 
 
-_BY_NAME: dict[str, EventModel] = {m.name: m for m in (Multinomial(), Bernoulli(), Fisher())}
+_BY_NAME: dict[str, EventModel] = {
+    m.name: m for m in (Multinomial(), Bernoulli(), Fisher(), Complement())
+}
 
 
 def event_model(name: str) -> EventModel:

@@ -1,11 +1,12 @@
 """The mathematics of naive Bayes (MATH.md) as small pure functions on numpy arrays.
 
 Shapes: C classes, d terms, n documents. Counts are int64, everything in log space float64.
-Both event models are linear in their document features, so both are reduced to one form
+The naive Bayes event models are linear in their document features, so all are reduced to
+one form
 
     J(x)_c = intercept_c + sum_a f(x_a) coef_ca       (f(x) = x multinomial, f(x) = [x > 0] Bernoulli)
 
-and scoring, log-odds weights and per-word explanations are shared by the two models.
+and scoring, log-odds weights and per-word explanations are shared by the models.
 """
 
 from __future__ import annotations
@@ -113,6 +114,32 @@ def multinomial_linear(
     The multinomial coefficient log(m! / prod x_a!) is the same for every class and dropped.
     """
     return multinomial_log_prob(term_count, alpha), log_prior
+
+
+def complement_linear(
+    term_count: np.ndarray, alpha: float, *, norm: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """(coef (C, d), intercept (C,)) of complement naive Bayes (Rennie et al. 2003).
+
+    Each class is estimated from the counts of all the other classes:
+    theta~_ac = (sum_{i: y_i != c} x_ia + l) / (sum_{i: y_i != c} m_i + l d), the multinomial
+    estimate of the complement's counts, and w_ac = log theta~_ac; with ``norm``,
+    w_ac / sum_k |w_kc|. The class decided is argmin_c sum_a x_a w_ac, the class whose
+    complement explains the document worst, so coef = -w and J_c(x) = -sum_a x_a w_ac is
+    maximised as for the other models. There is no prior: intercept_c = 0 (as scikit-learn's
+    ComplementNB for two classes or more). With two classes and no normalisation the
+    complement of one class is the other, and the log-odds weights are the multinomial
+    model's with a uniform prior.
+
+    Rennie's transforms of x (log(1 + x), the inverse document frequency, the length
+    normalisation) are not applied: they make the counts non-integer, and learn, forget and
+    merge could no longer add and subtract them exactly.
+    """
+    complement = term_count.sum(axis=0, keepdims=True) - term_count
+    w = multinomial_log_prob(complement, alpha)
+    if norm:
+        w = w / np.abs(w).sum(axis=1, keepdims=True)
+    return -w, np.zeros(term_count.shape[0])
 
 
 def bernoulli_linear(

@@ -103,7 +103,7 @@ def test_bernoulli_weights_and_bias_match_math_md():
     assert sc.bias == pytest.approx(bias, abs=1e-13)
 
 
-@pytest.mark.parametrize("model_name", ["multinomial", "bernoulli"])
+@pytest.mark.parametrize("model_name", ["multinomial", "bernoulli", "complement"])
 def test_explanation_adds_up_to_the_log_odds(model_name):
     model, X = textbook(model_name)
     e = explain_message(model, "d5", TEST)
@@ -115,7 +115,7 @@ def test_explanation_adds_up_to_the_log_odds(model_name):
     counts = {c.term: c.count for c in e.contributions}
     assert counts == (
         {"chinese": 3, "tokyo": 1, "japan": 1}
-        if model_name == "multinomial"
+        if model_name != "bernoulli"
         else {"chinese": 1, "tokyo": 1, "japan": 1}
     )
 
@@ -169,6 +169,82 @@ def test_bernoulli_agrees_with_scikit_learn(alpha, classes):
     np.testing.assert_allclose(log_post, ref.predict_log_proba(X), rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize("alpha", [1.0, 0.3, 0.01])
+@pytest.mark.parametrize("norm", [False, True])
+@pytest.mark.parametrize("binary", [False, True])
+@pytest.mark.parametrize("classes", [("ham", "spam"), ("a", "b", "c")])
+def test_complement_agrees_with_scikit_learn(alpha, norm, binary, classes):
+    from sklearn.naive_bayes import ComplementNB
+
+    X, y, terms = random_counts(int(alpha * 100) + 3 * len(classes) + norm, classes=classes)
+    model = fit(
+        X, y, terms, settings(model="complement", alpha=alpha, complement_norm=norm, binary=binary)
+    )
+    F = (X > 0).astype(np.int64) if binary else X  # presence: scikit-learn on binarised X
+    ref = ComplementNB(alpha=alpha, norm=norm).fit(F, y)
+    np.testing.assert_allclose(model.form.coef, ref.feature_log_prob_, rtol=1e-12, atol=1e-12)
+    assert model.form.intercept.tolist() == [0.0] * len(classes)  # no prior
+    jll = ref.predict_joint_log_proba(F)
+    sc = model.form
+    mine = nb.joint_log_likelihood(X, sc.coef, sc.intercept, binary=sc.binary)
+    np.testing.assert_allclose(mine, jll, rtol=1e-10, atol=1e-10)
+    log_post, log_odds = predict_matrix(model, X)
+    np.testing.assert_allclose(log_post, ref.predict_log_proba(F), rtol=1e-10, atol=1e-10)
+    assert (np.array(model.labels)[log_post.argmax(axis=1)] == ref.predict(F)).all()
+    if len(classes) == 2:
+        np.testing.assert_allclose(log_odds, jll[:, 1] - jll[:, 0], rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_two_class_complement_is_multinomial_with_a_uniform_prior(binary):
+    X, y, terms = random_counts(21)
+    complement = fit(X, y, terms, settings(model="complement", binary=binary, alpha=0.5))
+    multinomial = fit(X, y, terms, settings(binary=binary, alpha=0.5, prior="uniform"))
+    np.testing.assert_allclose(
+        complement.form.weights, multinomial.form.weights, rtol=1e-13, atol=1e-13
+    )
+    assert complement.form.bias == multinomial.form.bias == 0.0
+    np.testing.assert_allclose(
+        predict_matrix(complement, X)[1], predict_matrix(multinomial, X)[1], atol=1e-12
+    )
+
+
+def test_complement_textbook_by_hand():
+    model, X = textbook("complement")
+    t = model.form.index.terms
+    # china's complement is the japan document: chinese, japan, tokyo once each, 3 words
+    # over 6 terms: theta~ = 2/9 for those, 1/9 for the rest; japan's complement is the
+    # three china documents, 8 words: chinese (5 + 1) / 14, beijing, macao, shanghai 2/14,
+    # japan and tokyo 1/14. coef = -log theta~
+    assert -model.form.coef[0, t.index("chinese")] == pytest.approx(log(2 / 9), abs=1e-15)
+    assert -model.form.coef[0, t.index("macao")] == pytest.approx(log(1 / 9), abs=1e-15)
+    assert -model.form.coef[1, t.index("chinese")] == pytest.approx(log(6 / 14), abs=1e-15)
+    assert -model.form.coef[1, t.index("tokyo")] == pytest.approx(log(1 / 14), abs=1e-15)
+    # d5 = chinese x3, tokyo, japan: sum x w is 5 log(2/9) = -7.52 for china and
+    # 3 log(3/7) + 2 log(1/14) = -7.82 for japan: the smaller, japan, is decided
+    china, japan = 5 * log(2 / 9), 3 * log(3 / 7) + 2 * log(1 / 14)
+    assert japan < china
+    log_post, log_odds = predict_matrix(model, X)
+    assert model.labels[int(log_post[0].argmax())] == "japan"
+    assert log_odds[0] == pytest.approx(china - japan, abs=1e-12)
+    # the multinomial log-odds of the same message without its prior 1/4 : 3/4
+    assert log_odds[0] == pytest.approx(log((2 / 9) ** 5 / ((3 / 7) ** 3 * (1 / 14) ** 2)))
+
+
+def test_complement_weight_normalisation_by_hand():
+    model, _ = textbook("complement")
+    normed = dataclasses.replace(
+        model, training=dataclasses.replace(model.training, complement_norm=True)
+    )
+    t = normed.form.index.terms
+    # each class's w divided by sum_k |w_kc| over the 6 terms
+    china = 3 * log(9 / 2) + 3 * log(9)
+    japan = log(14 / 6) + 3 * log(7) + 2 * log(14)
+    assert normed.form.coef[0, t.index("chinese")] == pytest.approx(log(9 / 2) / china)
+    assert normed.form.coef[1, t.index("tokyo")] == pytest.approx(log(14) / japan)
+    assert np.abs(normed.form.coef).sum(axis=1) == pytest.approx([1.0, 1.0], abs=1e-15)
+
+
 def test_posteriors_sum_to_one_and_log_odds_do_not_saturate():
     X, y, terms = random_counts(3)
     model = fit(X, y, terms, settings())
@@ -181,7 +257,7 @@ def test_posteriors_sum_to_one_and_log_odds_do_not_saturate():
     assert log_odds[0] != log_odds[1]
 
 
-@pytest.mark.parametrize("model_name", ["multinomial", "bernoulli"])
+@pytest.mark.parametrize("model_name", ["multinomial", "bernoulli", "complement"])
 def test_two_class_posteriors_from_the_log_odds_are_the_log_sum_exp_ones(model_name):
     X, y, terms = random_counts(11)
     model = fit(X, y, terms, settings(model=model_name))
