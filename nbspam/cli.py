@@ -228,7 +228,7 @@ _TRAIN_OPTIONS = [
         "--event-model",
         "event_model",
         type=click.Choice(EVENT_MODELS),
-        help=f"Event model: multinomial counts words, bernoulli their presence and absence, fisher combines each word's spam probability by Fisher's method (two labels). [default: {_DEFAULT_TRAIN.model}]",
+        help=f"Event model: multinomial counts words, bernoulli their presence and absence, fisher combines each word's spam probability by Fisher's method (two labels), complement weighs each label by the words of all the other labels, with no prior (try it where the labels are many or unbalanced). [default: {_DEFAULT_TRAIN.model}]",
     ),
     # the old spelling, kept unlisted: --model names the model file on every other command
     click.option(
@@ -252,6 +252,12 @@ _TRAIN_OPTIONS = [
         "--min-dev",
         type=float,
         help=f"fisher: words count only where their spam probability is this far from 0.5. [default: {_DEFAULT_TRAIN.min_dev:g}]",
+    ),
+    click.option(
+        "--complement-norm/--no-complement-norm",
+        "complement_norm",
+        default=None,
+        help="complement: divide each label's weights by the sum of their sizes, so that a label does not win by having larger weights; try it with more than two labels. [default: --no-complement-norm]",
     ),
     click.option(
         "--alpha",
@@ -291,7 +297,7 @@ _TRAIN_OPTIONS = [
         "--binary/--counts",
         "binary",
         default=None,
-        help="Multinomial model: count each word once per message (--binary) or every time (--counts). [default: --binary]",
+        help="Multinomial and complement models: count each word once per message (--binary) or every time (--counts). [default: --binary]",
     ),
     click.option(
         "--mail",

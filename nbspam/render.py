@@ -231,7 +231,12 @@ def _event_model_settings(cfg: dict[str, Any]) -> str:
             f"fisher (strength {cfg['strength']:g}, background {cfg['background']:g}, "
             f"min-dev {cfg['min_dev']:g})"
         )
-    presence = " on word presence" if name == "multinomial" and cfg["binary"] else ""
+    presence = (
+        " on word presence" if name in ("multinomial", "complement") and cfg["binary"] else ""
+    )
+    if name == "complement":  # no prior
+        normalised = ", weights normalised" if cfg["complement_norm"] else ""
+        return f"{name}{presence}, alpha {cfg['alpha']:g}{normalised}"
     return f"{name}{presence}, alpha {cfg['alpha']:g}, prior {cfg['prior']}"
 
 

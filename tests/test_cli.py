@@ -290,3 +290,73 @@ def test_explain_against_an_unknown_label_is_an_error(model, data):
 def test_merge_needs_two_models(model, tmp_path):
     result = cli_run("merge", model, "-o", tmp_path / "out.nbm")
     assert result.exit_code == 2 and "merge needs two or more models" in result.stderr
+
+
+def _log_odds(model, *paths):
+    result = cli_run("predict", "-m", model, "-f", "jsonl", *paths)
+    assert result.exit_code == 0, result.stderr
+    return [json.loads(line)["log_odds"] for line in result.stdout.splitlines()]
+
+
+def test_a_complement_model_is_the_multinomial_one_without_its_prior(data, tmp_path):
+    complement, multinomial = tmp_path / "c.nbm", tmp_path / "m.nbm"
+    result = cli_run("train", data, "-o", complement, "--event-model", "complement", "--counts")
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.startswith("trained a complement model on 8 messages (ham 4, spam 4) in ")
+    result = cli_run("train", data, "-o", multinomial, "--prior", "uniform", "--counts")
+    assert result.exit_code == 0, result.stderr
+    messages = sorted((data / "spam").iterdir()) + sorted((data / "ham").iterdir())
+    assert _log_odds(complement, *messages) == pytest.approx(
+        _log_odds(multinomial, *messages), abs=1e-12
+    )
+    info = cli_run("info", "-m", complement).stdout.splitlines()
+    assert "settings:   complement, alpha 0.1, min-count 1" in info
+
+
+def test_a_complement_model_predicts_explains_learns_and_forgets(data, tmp_path):
+    path = tmp_path / "c.nbm"
+    result = cli_run("train", data, "-o", path, "--event-model", "complement", "--complement-norm")
+    assert result.exit_code == 0, result.stderr
+    info = cli_run("info", "-m", path)
+    assert (
+        "settings:   complement on word presence, alpha 0.1, weights normalised, min-count 1"
+        in (info.stdout.splitlines())
+    )
+    assert json.loads(cli_run("info", "-m", path, "-f", "json").stdout)["settings"]["train"][
+        "complement_norm"
+    ]
+    message = data / "spam" / "2.txt"
+    (batch,) = _log_odds(path, message)
+    one = cli_run("predict", "-m", path, "-f", "jsonl", input=message.read_bytes())
+    assert json.loads(one.stdout)["log_odds"] == batch  # the table without numpy: to the bit
+    e = json.loads(cli_run("explain", "-m", path, "-f", "jsonl", message).stdout)
+    assert e["log_odds"] == batch and e["bias"] == 0.0
+    assert sum(c["contribution"] for c in e["contributions"]) == pytest.approx(batch, abs=1e-12)
+    before = path.read_bytes()
+    new = tmp_path / "new.txt"
+    new.write_text("claim the free lottery prize on Thursday")
+    assert cli_run("learn", "-m", path, "-l", "spam", new).exit_code == 0
+    assert _log_odds(path, message) != [batch]
+    assert cli_run("forget", "-m", path, new).exit_code == 0
+    assert _log_odds(path, message) == [batch]
+    from nbspam.modelfile import load_model
+    from tests.helpers import assert_same_model
+
+    (tmp_path / "before.nbm").write_bytes(before)
+    assert_same_model(load_model(path), load_model(tmp_path / "before.nbm"))
+
+
+def test_complement_settings_in_a_config_file_and_bad_values(data, tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_text("event-model: complement\ncomplement-norm: true\n")
+    out = tmp_path / "m.nbm"
+    result = cli_run("train", data, "-o", out, "-c", config)
+    assert result.exit_code == 0, result.stderr
+    from nbspam.modelfile import load_model
+
+    training = load_model(out).training
+    assert (training.model, training.complement_norm) == ("complement", True)
+    config.write_text("event-model: complement\ncomplement-norm: maybe\n")
+    result = cli_run("train", data, "-o", out, "-c", config)
+    assert result.exit_code == 2
+    assert result.stderr == "Error: setting complement_norm must be true or false, not 'maybe'\n"

@@ -20,16 +20,31 @@ from nbspam.quick import load_quick
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 
 
-@pytest.fixture(scope="module", params=["multinomial", "bernoulli", "three-class", "fisher"])
+@pytest.fixture(
+    scope="module",
+    params=[
+        "multinomial",
+        "bernoulli",
+        "three-class",
+        "fisher",
+        "complement",
+        "three-class complement",
+    ],
+)
 def saved(request, tmp_path_factory, sample_messages, sample_model_path):
     if request.param == "multinomial":  # as `nbspam train` writes it, with a calibration
         return load_model(sample_model_path), sample_model_path
     messages = sample_messages
-    if request.param == "three-class":
+    if request.param.startswith("three-class"):
         messages = [
             m if i % 3 else m.__class__(m.id, m.data, "other") for i, m in enumerate(messages)
         ]
-        settings = build_settings({"min_count": 2})
+        model = request.param.partition(" ")[2] or "multinomial"
+        settings = build_settings({"min_count": 2, "model": model})
+    elif request.param == "complement":  # on counts, normalised: the table holds its weights
+        settings = build_settings(
+            {"model": "complement", "binary": False, "complement_norm": True, "cutoffs": "-5,5"}
+        )
     else:
         settings = build_settings({"model": request.param, "cutoffs": "-5,5"})
     model = fit_messages(messages, settings)

@@ -93,3 +93,17 @@ def test_merge_refuses_other_settings_and_shared_messages(messages):
         merge([fit_messages(a, SETTINGS), other])
     with pytest.raises(NbspamError, match="learned the same message"):
         merge([fit_messages(a, SETTINGS), fit_messages(a[:3] + b, SETTINGS)])
+
+
+@pytest.mark.parametrize("values", [{"binary": False}, {"complement_norm": True}])
+def test_learn_forget_and_merge_of_complement_models_are_exact(messages, values):
+    settings = build_settings({"event_model": "complement", **values})
+    a, b = split(messages)
+    spam = [m for m in b if m.label == "spam"]
+    base = fit_messages(a, settings)
+    grown, _ = learn(base, spam, "spam")
+    same_model(grown, fit_messages(a + spam, settings))
+    back, _ = forget(grown, spam)
+    same_model(back, base)
+    merged = merge([base, fit_messages(b, settings)])
+    same_model(merged, fit_messages(messages, settings))
