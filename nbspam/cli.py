@@ -257,7 +257,7 @@ _TRAIN_OPTIONS = [
         "--complement-norm/--no-complement-norm",
         "complement_norm",
         default=None,
-        help="complement: divide each label's weights by the sum of their sizes, so that a label does not win by having larger weights; try it with more than two labels. [default: --no-complement-norm]",
+        help="complement: divide each label's weights by the sum of their sizes, so that no label wins by having larger weights overall (Rennie's weight normalisation); compare both ways with 'nbspam evaluate'. [default: --no-complement-norm]",
     ),
     click.option(
         "--alpha",
@@ -266,7 +266,7 @@ _TRAIN_OPTIONS = [
     ),
     click.option(
         "--prior",
-        help="Class prior: fitted (class frequencies), uniform, or LABEL=WEIGHT,... [default: fitted]",
+        help="Class prior (complement has none): fitted (class frequencies), uniform, or LABEL=WEIGHT,... [default: fitted]",
     ),
     click.option(
         "--min-count",
