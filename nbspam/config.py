@@ -14,6 +14,8 @@ from .errors import ConfigError
 EventModel = Literal["multinomial", "bernoulli", "fisher", "complement"]
 EVENT_MODELS: tuple[str, ...] = ("multinomial", "bernoulli", "fisher", "complement")
 MAIL_MODES: tuple[str, ...] = ("auto", "always", "never")
+#: How --max-features picks its terms: most documents, or most mutual information.
+SELECTIONS: tuple[str, ...] = ("frequency", "mi")
 
 #: Headers whose tokens are not counted by default. An upstream filter, the delivering
 #: server or the way a corpus was collected may have added them, so their tokens can give
@@ -102,6 +104,7 @@ class TrainConfig:
     min_count: int = 1
     max_df: float = 1.0
     max_features: int | None = None
+    select: Literal["frequency", "mi"] = "frequency"
     binary: bool = True
     # complement naive Bayes: each class's weights divided by the sum of their sizes
     complement_norm: bool = False
@@ -184,7 +187,14 @@ def build_settings(values: dict[str, Any], *, source: str = "settings") -> Setti
         settings = dataclasses.replace(settings, stop_words=checked["stop_words"])
     if settings.tokenizer.max_length < settings.tokenizer.min_length:
         raise ConfigError("max_length must be at least min_length")
+    check_selection(settings.training)
     return settings
+
+
+def check_selection(training: TrainConfig) -> None:
+    """ConfigError where select mi has no max_features: it ranks, the number keeps."""
+    if training.select == "mi" and training.max_features is None:
+        raise ConfigError("setting select mi needs max_features, the number of terms to keep")
 
 
 def _check(key: str, value: Any) -> Any:
@@ -210,7 +220,12 @@ def _check(key: str, value: Any) -> Any:
         "calibrate",
         "complement_norm",
     }
-    choices = {"model": EVENT_MODELS, "mail": MAIL_MODES, "long_words": ("skip", "drop")}
+    choices = {
+        "model": EVENT_MODELS,
+        "select": SELECTIONS,
+        "mail": MAIL_MODES,
+        "long_words": ("skip", "drop"),
+    }
     if key in bools:
         if not isinstance(value, bool):
             raise ConfigError(f"setting {key} must be true or false, not {value!r}")
@@ -332,6 +347,8 @@ def config_from_dict(cls: type, values: Any) -> Any:
     config = cls(**{key: _saved(key, value) for key, value in values.items()})
     if getattr(config, "max_length", 1) < getattr(config, "min_length", 1):
         raise ConfigError("max_length must be at least min_length")
+    if isinstance(config, TrainConfig):
+        check_selection(config)
     return config
 
 

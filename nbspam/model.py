@@ -26,6 +26,7 @@ from .sparse import sp
 from .vocabulary import (
     TermIndex,
     count_rows,
+    mutual_information,
     renumber,
     select_terms,
     sorted_order,
@@ -89,15 +90,20 @@ class Model:
 
 
 def make_form(model: Model) -> LinearForm | FisherForm:
-    """Apply the vocabulary filters, then the event model's scoring form to the counts."""
+    """Apply the vocabulary filters (with --max-features, the terms of most documents or of
+    most mutual information with the label), then the event model's scoring form."""
     cfg = model.training
     n_docs = int(model.class_count.sum())
+    rank = None  # --select frequency: the terms in most messages
+    if cfg.select == "mi":
+        rank = mutual_information(model.doc_count, model.class_count)
     keep = select_terms(
         model.doc_count.sum(axis=0),
         n_docs,
         min_count=cfg.min_count,
         max_df=cfg.max_df,
         max_features=cfg.max_features,
+        rank=rank,
     )
     return event_model(cfg.model).form(model, np.flatnonzero(keep))
 

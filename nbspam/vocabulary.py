@@ -147,19 +147,44 @@ def select_terms(
     min_count: int = 1,
     max_df: float = 1.0,
     max_features: int | None = None,
+    rank: np.ndarray | None = None,
 ) -> np.ndarray:
     """Boolean mask (n_terms,) of the terms a model scores with.
 
     Keeps term a when min_count <= df_a <= max_df * n_docs, where df_a is the number of
     training documents containing it (terms never seen, df_a = 0, are always dropped). With
-    ``max_features`` only the k terms of highest df survive; ties are broken by column order,
-    which is code-point order in a sorted vocabulary.
+    ``max_features`` only the k of these terms of highest ``rank`` (n_terms,) survive, by
+    default of highest df; ties are broken by column order, which is code-point order in a
+    sorted vocabulary.
     """
     keep = (doc_freq >= max(1, min_count)) & (doc_freq <= max_df * n_docs)
     if max_features is not None and keep.sum() > max_features:
+        rank = doc_freq if rank is None else rank
         candidates = np.flatnonzero(keep)
-        # stable sort on -df keeps the column order among equal frequencies
-        best = candidates[np.argsort(-doc_freq[candidates], kind="stable")[:max_features]]
+        # stable sort on -rank keeps the column order among equal ranks
+        best = candidates[np.argsort(-rank[candidates], kind="stable")[:max_features]]
         keep = np.zeros_like(keep)
         keep[best] = True
     return keep
+
+
+def mutual_information(doc_count: np.ndarray, class_count: np.ndarray) -> np.ndarray:
+    """I(a; Y) (d,) in nats, between the presence of each term and the label, from the
+    document counts doc_count (C, d) = df_ac and class_count (C,) = N_c:
+
+        I(a; Y) = sum_{v in {0, 1}} sum_c P(b_a = v, y = c) log[P(b_a = v, y = c) / (P(b_a = v) P(y = c))]
+
+    with P(b_a = 1, y = c) = df_ac / N, P(b_a = 0, y = c) = (N_c - df_ac) / N, P(y = c) = N_c / N
+    and P(b_a = v) = sum_c P(b_a = v, y = c); 0 log 0 = 0 (MATH.md). A term in every message
+    of some classes and in none of the others tells the label apart best; a term as frequent
+    in every class has I = 0.
+    """
+    n_c = class_count.astype(np.float64)[:, None]
+    n = n_c.sum()
+    total = np.zeros(doc_count.shape[1])
+    for joint in (doc_count.astype(np.float64), n_c - doc_count):  # b_a = 1, then b_a = 0
+        marginal = joint.sum(axis=0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            parts = joint / n * np.log(joint * n / (marginal * n_c))
+        total += np.where(joint > 0, parts, 0.0).sum(axis=0)
+    return total

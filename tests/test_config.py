@@ -36,6 +36,13 @@ def test_bernoulli_config_loads():
         ({"prior": {"spam": 0, "ham": 1}}, "positive weight for every label"),
         ({"min_length": 5, "max_length": 3}, "max_length must be at least min_length"),
         ({"colour": "red"}, "unknown setting 'colour' in settings"),
+        (
+            {"model": "rennie"},
+            "setting model must be one of multinomial, bernoulli, fisher, complement, not 'rennie'",
+        ),
+        ({"complement_norm": 1}, "setting complement_norm must be true or false, not 1"),
+        ({"select": "chi2"}, "setting select must be one of frequency, mi, not 'chi2'"),
+        ({"select": "mi"}, "setting select mi needs max_features, the number of terms to keep"),
     ],
 )
 def test_bad_values_are_refused_with_the_reason(values, message):
@@ -62,3 +69,13 @@ def test_prior_forms():
     )
     assert build_settings({"prior": {"a": 1, "b": 1}}).training.prior == (("a", 1.0), ("b", 1.0))
     assert build_settings({"prior": "uniform"}).training.prior == "uniform"
+
+
+def test_the_selection_and_complement_settings():
+    training = build_settings({"select": "mi", "max_features": 10}).training
+    assert (training.select, training.max_features) == ("mi", 10)
+    assert build_settings({}).training.select == "frequency"
+    assert build_settings({"event_model": "complement", "complement_norm": True}).training == (
+        build_settings({"model": "complement", "complement_norm": True}).training
+    )
+    assert build_settings({}).training.complement_norm is False

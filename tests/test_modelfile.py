@@ -92,3 +92,20 @@ def test_a_newer_format_is_refused(saved):
 def test_a_missing_file_is_refused(tmp_path):
     with pytest.raises(ModelFileError, match="cannot read model file .*nope.nbm: No such file"):
         load_model(tmp_path / "nope.nbm")
+
+
+def test_a_file_written_before_a_setting_existed_loads_with_its_default(saved, model, tmp_path):
+    from tests.helpers import cli_run
+    from tests.test_hostile_models import pack, unpack
+
+    header, arrays = unpack(saved.read_bytes())
+    for key in ("select", "complement_norm"):  # settings newer than the file
+        del header["train"][key]
+    old = tmp_path / "old.nbm"
+    old.write_bytes(pack(header, arrays))
+    loaded = load_model(old)
+    assert (loaded.training.select, loaded.training.complement_norm) == ("frequency", False)
+    assert_same_model(loaded, model)
+    result = cli_run("info", "-m", old)
+    assert result.exit_code == 0, result.stderr
+    assert "settings:   multinomial on word presence" in result.stdout

@@ -328,6 +328,26 @@ def test_min_count_and_max_features_filter_the_scored_vocabulary():
     assert kept(max_df=0.5) == ["beijing", "japan", "macao", "shanghai", "tokyo"]
     # df: chinese 4, others 1; ties broken by sorted term order
     assert kept(max_features=3) == ["beijing", "chinese", "japan"]
+    # mutual information: japan and tokyo, only in the japan document, tell the labels
+    # apart, I = H(Y); beijing, macao and shanghai, in one china document each, less;
+    # chinese, in every document, not at all
+    assert kept(select="mi", max_features=2) == ["japan", "tokyo"]
+    assert kept(select="mi", max_features=3) == ["beijing", "japan", "tokyo"]
+    assert "chinese" not in kept(select="mi", max_features=5)
+
+
+@pytest.mark.parametrize("min_count", [1, 3])
+def test_select_mi_keeps_the_top_k_terms_by_scikit_learns_mutual_information(min_count):
+    from sklearn.feature_selection import mutual_info_classif
+
+    X, y, terms = random_counts(23, n=80, d=50)
+    model = fit(X, y, terms, settings(select="mi", max_features=12, min_count=min_count))
+    presence = (X > 0).astype(np.int64).toarray()
+    mi = mutual_info_classif(presence, y, discrete_features=True)
+    candidates = [a for a in range(len(terms)) if presence[:, a].sum() >= min_count]
+    best = sorted(candidates, key=lambda a: -mi[a])[:12]  # stable: ties in term order
+    assert list(model.form.kept) == sorted(best)
+    assert len(set(model.form.kept)) == 12
 
 
 def test_counts_in_any_order_give_the_same_model():

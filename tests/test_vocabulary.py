@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections import Counter
+from math import log
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,6 +15,7 @@ from nbspam.counting import count_tokens
 from nbspam.vocabulary import (
     TermIndex,
     count_rows,
+    mutual_information,
     renumber,
     select_terms,
     sorted_order,
@@ -70,6 +73,56 @@ def test_select_terms_and_sorted_order():
     assert list(np.flatnonzero(select_terms(df, 10, min_count=3, max_df=0.4))) == [3, 4]
     assert list(np.flatnonzero(select_terms(df, 10, max_features=2))) == [2, 3]
     assert list(sorted_order(["b", "ä", "a", "B"])) == [3, 2, 0, 1]
+
+
+def test_select_terms_by_a_rank_keeps_the_top_k_candidates_ties_in_column_order():
+    df = np.array([0, 1, 5, 3, 3, 2])
+    rank = np.array([9.0, 0.5, 0.1, 0.7, 0.5, 0.5])
+
+    def kept(**options):
+        return list(np.flatnonzero(select_terms(df, 10, rank=rank, **options)))
+
+    # column 0 is in no document: never a candidate, whatever its rank
+    assert kept(max_features=2) == [1, 3]
+    assert kept(max_features=3) == [1, 3, 4]  # 1, 4 and 5 tie: column order
+    assert kept(max_features=2, min_count=2) == [3, 4]
+
+
+def test_mutual_information_by_hand():
+    # 2 ham (row 0) and 2 spam (row 1); the columns: a word in both spams and no ham, in one
+    # spam, in every message, in none
+    mi = mutual_information(np.array([[0, 0, 2, 0], [2, 1, 2, 0]]), np.array([2, 2]))
+    # presence decides the label: I = H(Y) = log 2
+    assert mi[0] == pytest.approx(log(2), abs=1e-15)
+    # the 2x2 table of the second word, P(b, y) over b = 1, 0 and y = ham, spam:
+    # [[0, 1/4], [1/2, 1/4]]; P(b = 1) = 1/4, P(b = 0) = 3/4, P(y) = 1/2
+    by_hand = (
+        1 / 4 * log((1 / 4) / (1 / 4 * 1 / 2))  # b = 1, spam
+        + 1 / 2 * log((1 / 2) / (3 / 4 * 1 / 2))  # b = 0, ham
+        + 1 / 4 * log((1 / 4) / (3 / 4 * 1 / 2))  # b = 0, spam; (b = 1, ham) is 0 log 0 = 0
+    )
+    assert by_hand == pytest.approx(1.5 * log(2) - 0.75 * log(3), abs=1e-15)
+    assert mi[1] == pytest.approx(by_hand, abs=1e-15)
+    assert mi[2] == 0.0 and mi[3] == 0.0  # presence says nothing of the label
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_mutual_information_agrees_with_scikit_learn(seed, n_classes):
+    from sklearn.feature_selection import mutual_info_classif
+
+    from nbspam.naive_bayes import class_counts
+
+    rng = np.random.default_rng(seed)
+    n, d = 80, 30
+    dense = rng.integers(1, 4, (n, d)) * (rng.random((n, d)) < rng.random(d))
+    dense[:, 0], dense[:, 1] = 0, 2  # in no message, in every message
+    y = rng.integers(0, n_classes, n)
+    y[:n_classes] = np.arange(n_classes)  # every class has a message
+    class_count, _, doc_count = class_counts(sp.csr_matrix(dense), y, n_classes)
+    presence = (dense > 0).astype(np.int64)
+    ref = mutual_info_classif(presence, y, discrete_features=True)
+    np.testing.assert_allclose(mutual_information(doc_count, class_count), ref, rtol=0, atol=1e-10)
 
 
 @settings(max_examples=200, deadline=None)
