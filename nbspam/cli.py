@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from . import __version__
-from .config import EVENT_MODELS, MAIL_MODES, TrainConfig
+from .config import EVENT_MODELS, MAIL_MODES, SELECTIONS, TrainConfig
 from .entry import output_error
 from .errors import EXIT_INTERRUPTED, EXIT_SKIPPED, NbspamError
 
@@ -281,7 +281,12 @@ _TRAIN_OPTIONS = [
     click.option(
         "--max-features",
         type=int,
-        help="Keep only the N words found in most messages. [default: all]",
+        help="Keep only N words: those found in most messages, or with --select mi the most informative. [default: all]",
+    ),
+    click.option(
+        "--select",
+        type=click.Choice(SELECTIONS),
+        help="How --max-features picks its words: frequency keeps those in most messages, mi those whose presence says most about the label (mutual information); mi suits a hard cut, where frequent words say little. [default: frequency]",
     ),
     click.option(
         "--stop-words",

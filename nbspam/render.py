@@ -240,6 +240,15 @@ def _event_model_settings(cfg: dict[str, Any]) -> str:
     return f"{name}{presence}, alpha {cfg['alpha']:g}, prior {cfg['prior']}"
 
 
+def _selection(cfg: dict[str, Any]) -> str:
+    """The cut of --max-features, as `info` shows it ('' for none); a file written before
+    --select existed selects by frequency."""
+    if cfg["max_features"] is None:
+        return ""
+    by = "mutual information" if cfg.get("select") == "mi" else "document frequency"
+    return f", max-features {cfg['max_features']:,} by {by}"
+
+
 def _positive(p: Prediction, labels: Sequence[str]) -> str:
     """The positive label of a two-class prediction: the one its log-odds point to."""
     other = labels[1 - labels.index(p.label)]
@@ -342,7 +351,8 @@ def model_info(
         + ", ".join(f"{k} {v:,}" for k, v in summary["labels"].items())
         + (f" (positive: {model.training.positive})" if model.is_binary else ""),
         f"vocabulary: {summary['terms_kept']:,} terms kept of {summary['terms_seen']:,} seen",
-        f"settings:   {_event_model_settings(train_cfg)}, min-count {train_cfg['min_count']}",
+        f"settings:   {_event_model_settings(train_cfg)}, min-count {train_cfg['min_count']}"
+        + _selection(train_cfg),
     ]
     if model.is_binary:
         negative = model.labels[model.negative_index]

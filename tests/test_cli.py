@@ -360,3 +360,49 @@ def test_complement_settings_in_a_config_file_and_bad_values(data, tmp_path):
     result = cli_run("train", data, "-o", out, "-c", config)
     assert result.exit_code == 2
     assert result.stderr == "Error: setting complement_norm must be true or false, not 'maybe'\n"
+
+
+def test_select_mi_keeps_the_words_that_tell_the_labels_apart(tmp_path):
+    texts = {"ham": ["hello lunch", "hello meeting"], "spam": ["hello prize", "hello prize"]}
+    for label, bodies in texts.items():
+        (tmp_path / label).mkdir()
+        for i, body in enumerate(bodies):
+            (tmp_path / label / f"{i}.txt").write_text(body)
+    data = [f"{label}={tmp_path / label}" for label in texts]
+
+    def kept(*options):
+        out = tmp_path / "m.nbm"
+        result = cli_run("train", *data, "-o", out, "--no-calibrate", *options)
+        assert result.exit_code == 0, result.stderr
+        top = cli_run("explain", "-m", out, "-f", "tsv").stdout.splitlines()
+        return sorted({row.split("\t")[2] for row in top[1:]}), cli_run("info", "-m", out)
+
+    # hello is in every message, so in the most; prize in both spams and no ham, so its
+    # presence tells the labels apart: I = H(Y) = log 2
+    assert kept("--max-features", "1")[0] == ["hello"]
+    terms, info = kept("--select", "mi", "--max-features", "1")
+    assert terms == ["prize"]
+    assert info.stdout.splitlines()[3] == (
+        "settings:   multinomial on word presence, alpha 0.1, prior fitted, min-count 1, "
+        "max-features 1 by mutual information"
+    )
+    assert (
+        kept("--max-features", "1")[1]
+        .stdout.splitlines()[3]
+        .endswith(", max-features 1 by document frequency")
+    )
+    config = tmp_path / "c.yaml"
+    config.write_text("select: mi\nmax-features: 1\n")
+    assert kept("-c", config)[0] == ["prize"]
+
+
+def test_select_mi_needs_max_features_and_select_a_known_name(data, tmp_path):
+    out = tmp_path / "m.nbm"
+    result = cli_run("train", data, "-o", out, "--select", "mi")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "Error: setting select mi needs max_features, the number of terms to keep\n"
+    )
+    result = cli_run("train", data, "-o", out, "--select", "chi2", "--max-features", "5")
+    assert result.exit_code == 2 and "'chi2' is not one of 'frequency', 'mi'" in result.stderr
+    assert not out.exists()
