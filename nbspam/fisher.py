@@ -62,24 +62,46 @@ def log_chi2_sf(m: float, k: int) -> float:
     """log Q(2m, 2k): the log of the chi-square survival function at 2m with 2k degrees of
     freedom, from the finite sum of even degrees, Q = exp(-m) sum_{j<k} m^j / j!.
 
-    Exact where Q underflows (m ~ 1000s): -m + logsumexp_{j<k}(j ln m - ln j!).
+    Exact where Q underflows (m ~ 1000s): -m + logsumexp_{j<k}(j ln m - ln j!). The terms
+    t_j = j ln m - ln j! rise while j < m and fall after, so the sum starts at the largest,
+    j* = min(k - 1, floor(m)), and goes both ways (t_{j+1} = t_j + ln m - ln(j + 1)) until
+    the terms are too small to change a float64 sum: some 10 sqrt(m) terms, not k.
     """
     if k <= 0:
         raise ValueError("a chi-square tail needs at least one clue (k >= 1)")
     if m <= 0.0:
         return 0.0
     log_m = math.log(m)
-    return -m + _logsumexp(j * log_m - math.lgamma(j + 1) for j in range(k))
+    top_j = min(k - 1, int(m))
+    top = top_j * log_m - math.lgamma(top_j + 1)
+    floor = top - _NEGLIGIBLE
+    total, term, j = 1.0, top, top_j
+    while j > 0:  # downwards: t_{j-1} = t_j - ln m + ln j
+        term += math.log(j) - log_m
+        if term < floor:
+            break
+        total += math.exp(term - top)
+        j -= 1
+    term, j = top, top_j
+    while j + 1 < k:  # upwards
+        j += 1
+        term += log_m - math.log(j)
+        if term < floor:
+            break
+        total += math.exp(term - top)
+    return -m + top + math.log(total)
 
 
-def log_chi2_cdf(m: float, k: int) -> float:
-    """log (1 - Q(2m, 2k)): the log of the lower tail, -m + log sum_{j>=k} m^j / j!.
+def log_chi2_cdf(m: float, k: int, log_q: float | None = None) -> float:
+    """log (1 - Q(2m, 2k)): the log of the lower tail, -m + log sum_{j>=k} m^j / j!;
+    ``log_q``, log Q(2m, 2k), where the caller has it already.
 
     Where Q <= 1/2 it is log1p(-Q); where Q > 1/2 (1 - Q small) it is summed from the
     lower series itself, term by term until the terms no longer count (they fall once j
     passes m, which is then below k or near it).
     """
-    log_q = log_chi2_sf(m, k)
+    if log_q is None:
+        log_q = log_chi2_sf(m, k)
     if log_q <= -math.log(2.0):
         return math.log1p(-math.exp(log_q))
     if m <= 0.0:
@@ -108,7 +130,7 @@ def fisher_log_odds(sum_log_f: float, sum_log_not_f: float, k: int) -> float:
         return 0.0
     ham_m, spam_m = -sum_log_f, -sum_log_not_f
     log_h, log_s = log_chi2_sf(ham_m, k), log_chi2_sf(spam_m, k)
-    log_not_h, log_not_s = log_chi2_cdf(ham_m, k), log_chi2_cdf(spam_m, k)
+    log_not_h, log_not_s = log_chi2_cdf(ham_m, k, log_h), log_chi2_cdf(spam_m, k, log_s)
     return _logaddexp(log_not_s, log_h) - _logaddexp(log_not_h, log_s)
 
 

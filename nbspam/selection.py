@@ -1,0 +1,196 @@
+"""What training fits besides the counts, by an internal cross-validation of its messages:
+the event model and its settings (``--event-model auto``), and a two-class model's cutoffs
+and calibration (`calibration`).
+
+Every message is scored by a model of the other folds (`crossval`). With auto this is done
+for each candidate of a small grid, all on the same count rows: first the event models with
+their smoothing, then, for the best of them, the stop-word mask and a higher min-count,
+each a mask over the columns, never a second tokenization. The candidate with the best
+pooled out-of-fold ROC AUC wins (for more than two classes, the mean of each class's
+one-against-the-rest AUC); one within `TIE` of a candidate tried before it loses to that
+simpler one. The winner's out-of-fold scores give the cutoffs and calibration, so choosing
+costs one cross-validation per candidate and nothing else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import metrics
+from .calibration import rule_from_scores
+from .config import AUTO, AUTO_FALLBACK, Settings, TrainConfig
+from .counts import ClassCounts
+from .crossval import Scores, Tokenized, cross_validate_matrix
+from .decision import Rule
+from .errors import TrainingError
+from .tokenizer import load_stop_words
+
+#: AUCs closer than this are a tie, won by the simpler candidate (the one tried first).
+TIE = 1e-4
+#: The smoothing alpha each linear event model is tried with.
+ALPHAS = (0.1, 0.5, 1.0)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One setting of the grid: its name and the training settings it changes."""
+
+    name: str
+    changes: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Tried:
+    """A candidate and its out-of-fold AUC (None: it could not be trained, ``note`` says
+    why)."""
+
+    name: str
+    changes: dict[str, Any]
+    auc: float | None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What the internal cross-validation fitted: the training settings (the event model
+    chosen, never auto), a two-class model's decision rule (None for more classes), and
+    with auto the candidates tried in order and the name of the one chosen."""
+
+    training: TrainConfig
+    rule: Rule | None
+    tried: tuple[Tried, ...] = ()
+    chosen: str | None = None
+    messages: int = 0
+    folds: int = 0
+
+    def info(self) -> dict[str, Any]:
+        """The record of the choice a model keeps (``info["auto"]``): the chosen candidate
+        (None where the messages were too few to choose), how it was judged, and every
+        candidate tried."""
+        return {
+            "chosen": self.chosen,
+            "event_model": self.training.model,
+            "criterion": "pooled out-of-fold ROC AUC",
+            "messages": self.messages,
+            "folds": self.folds,
+            "candidates": [
+                {"name": t.name, "settings": _plain(t.changes), "auc": t.auc, "note": t.note}
+                for t in self.tried
+            ],
+        }
+
+
+def first_round(binary: bool) -> list[Candidate]:
+    """The event models, simplest first, each linear one with each alpha of `ALPHAS` (the
+    complement model with its weights normalised: without, it ranks two classes as the
+    multinomial model does); the Robinson–Fisher scorer only for two classes."""
+    grid = [
+        Candidate(f"{model} alpha={alpha:g}", {"model": model, "alpha": alpha})
+        for model in ("multinomial", "bernoulli")
+        for alpha in ALPHAS
+    ]
+    grid += [
+        Candidate(
+            f"complement norm alpha={alpha:g}",
+            {"model": "complement", "alpha": alpha, "complement_norm": True},
+        )
+        for alpha in ALPHAS
+    ]
+    if binary:
+        grid.append(Candidate("fisher", {"model": "fisher"}))
+    return grid
+
+
+def second_round(stop_words: tuple[str, ...]) -> list[Candidate]:
+    """Masks tried on the winner of the first round: stop words out, rare words out."""
+    return [
+        Candidate("+ stop words", {"stop_words": stop_words}),
+        Candidate("+ min-count 2", {"min_count": 2}),
+    ]
+
+
+def internal_cv(data: Tokenized, settings: Settings, totals: ClassCounts | None = None) -> Choice:
+    """The settings and decision rule `train` fits on the messages ``data`` (count rows).
+
+    Every message gets scores from a model of the other folds (stratified, ``folds`` of the
+    settings, fewer when a class has fewer messages, seed 42), or with ``totals`` (of all
+    the messages these are a sample of) from a model of all the messages but its fold.
+    With auto, the candidates are compared on those scores; a two-class model's Platt
+    calibration and cutoffs come from the scores of the chosen settings
+    (`calibration.rule_from_scores`). With fewer than two folds' worth of messages in each
+    class nothing is fitted: auto becomes `config.AUTO_FALLBACK`, and only given cutoffs are kept.
+    """
+    cfg = settings.training
+    counts = Counter(data.labels)
+    binary = len(totals.labels if totals is not None else counts) == 2
+    folds = min(cfg.folds, min(counts.values()))
+    auto = cfg.model == AUTO
+    if folds < 2 or len(counts) < 2:
+        training = dataclasses.replace(cfg, model=AUTO_FALLBACK) if auto else cfg
+        return Choice(
+            training, Rule(cfg.cutoffs, None) if binary else None, (), None, len(data.labels), 0
+        )
+    if not auto:
+        if not binary:
+            return Choice(cfg, None)
+        scores = cross_validate_matrix(data, settings, folds=folds, totals=totals)
+        return Choice(cfg, rule_from_scores(scores, cfg))
+    stop_words = cfg.stop_words or load_stop_words("english", settings.tokenizer)
+    base = dataclasses.replace(cfg, stop_words=())
+    tried: list[Tried] = []
+
+    def run(candidate: Candidate, start: TrainConfig) -> tuple[float, TrainConfig, Scores] | None:
+        training = dataclasses.replace(start, **candidate.changes)
+        trial = dataclasses.replace(settings, training=training)
+        try:
+            scores = cross_validate_matrix(data, trial, folds=folds, totals=totals)
+        except TrainingError as exc:  # a mask that leaves no term
+            tried.append(Tried(candidate.name, candidate.changes, None, str(exc)))
+            return None
+        auc = pooled_auc(scores)
+        tried.append(Tried(candidate.name, candidate.changes, auc))
+        return auc, training, scores
+
+    best: tuple[float, TrainConfig, Scores] | None = None
+    for candidate in first_round(binary):
+        result = run(candidate, base)
+        if result is not None and (best is None or result[0] > best[0] + TIE):
+            best, name = result, candidate.name
+    if best is None:
+        raise TrainingError("no candidate of --event-model auto could be trained")
+    winner, first = best[1], name
+    for candidate in second_round(stop_words):  # each on the first round's winner alone
+        result = run(candidate, winner)
+        if result is not None and result[0] > best[0] + TIE:
+            best, name = result, f"{first} {candidate.name}"
+    _, training, scores = best
+    rule = rule_from_scores(scores, training) if binary else None
+    return Choice(training, rule, tuple(tried), name, len(data.labels), folds)
+
+
+def pooled_auc(scores: Scores) -> float:
+    """The ROC AUC of the out-of-fold scores: of the log-odds for two classes, else the mean
+    over classes of the AUC of each class's log posterior against the rest."""
+    labels = np.array(scores.labels, dtype=object)
+    mask = scores.evaluated
+    if scores.log_odds is not None:
+        return metrics.roc_auc(scores.log_odds[mask], labels[mask] == scores.positive)
+    return float(
+        np.mean(
+            [
+                metrics.roc_auc(scores.log_posterior[mask, c], labels[mask] == label)
+                for c, label in enumerate(scores.classes)
+            ]
+        )
+    )
+
+
+def _plain(changes: dict[str, Any]) -> dict[str, Any]:
+    """The settings a candidate changes, as a model file keeps them (a stop-word list as the
+    number of words)."""
+    return {key: (len(value) if key == "stop_words" else value) for key, value in changes.items()}
