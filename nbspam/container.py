@@ -72,7 +72,7 @@ def write(path: str | os.PathLike[str], header: dict[str, Any], blobs: dict[str,
         "nbspam_version": __version__,
         "arrays": table,
     }
-    head = json.dumps(header, sort_keys=True, ensure_ascii=False).encode("utf-8")
+    head = json.dumps(header, sort_keys=True, ensure_ascii=False, allow_nan=False).encode("utf-8")
     parts = [_PREFIX.pack(MAGIC, FORMAT_VERSION, len(head)), head]
     parts.append(b"\0" * (_aligned(_PREFIX.size + len(head)) - _PREFIX.size - len(head)))
     for blob in blobs.values():

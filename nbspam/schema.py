@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import operator
 import os
+import sys
 from typing import Any
 
 from . import container
@@ -178,8 +179,11 @@ def _checked(box: container.Container) -> ModelFile:
     if isinstance(train.prior, tuple) and {label for label, _ in train.prior} != set(labels):
         raise ValueError("the prior names other labels than the model has")
     cutoffs = _pair(header, "cutoffs")
-    if cutoffs is not None:
-        cutoffs = parse_cutoffs(list(cutoffs))
+    if cutoffs is not None:  # an infinite cutoff is written as the largest float
+        cutoffs = tuple(
+            math.copysign(math.inf, c) if abs(c) == sys.float_info.max else c
+            for c in parse_cutoffs(list(cutoffs))
+        )
     calibration = _pair(header, "calibration")
     _check_arrays(box, labels, fisher=train.model == "fisher")
     if "score_coef" in box.views:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import os
 import struct
 
@@ -33,6 +35,13 @@ def test_round_trip_keeps_everything(model, saved):
     loaded = load_model(saved)
     assert_same_model(loaded, model)
     assert loaded.info == model.info
+
+
+@pytest.mark.parametrize("cutoffs", [(-math.inf, math.inf), (-math.inf, 2.5), (-1.0, math.inf)])
+def test_infinite_cutoffs_survive(model, tmp_path, cutoffs):
+    # the rule of least cost may leave every message of a side unsure
+    save_model(dataclasses.replace(model, cutoffs=cutoffs), tmp_path / "m.nbm")
+    assert load_model(tmp_path / "m.nbm").cutoffs == cutoffs
 
 
 def test_unicode_terms_survive(tmp_path):
