@@ -1,36 +1,21 @@
 """A two-class model's decision rule: cutoffs and a Platt calibration, chosen on out-of-fold
-scores of its own training messages (an internal cross-validation)."""
+scores of its own training messages (the internal cross-validation of `selection`)."""
 
 from __future__ import annotations
-
-from collections import Counter
 
 import numpy as np
 
 from . import metrics
-from .config import Settings
-from .counts import ClassCounts
-from .crossval import Scores, Tokenized, cross_validate_matrix
+from .config import TrainConfig
+from .crossval import Scores
 from .decision import Rule
 from .errors import InputError
 
 
-def decision_rule(data: Tokenized, settings: Settings, totals: ClassCounts | None = None) -> Rule:
-    """The cutoffs and calibration `train` stores, from an internal cross-validation.
-
-    Every message gets a log-odds from a model of the other folds (stratified, ``folds``
-    of the settings, fewer when a class has fewer messages, seed 42), or with ``totals``
-    (of all the messages these are a sample of) from a model of all the messages but its
-    fold. The Platt calibration is fitted on those; the cutoffs are the ones given in the
-    settings, else those for ``target_fpr``, else those of least cost. Without two folds'
-    worth of messages in each class, only given cutoffs are returned.
-    """
-    cfg = settings.training
-    counts = Counter(data.labels)
-    folds = min(cfg.folds, min(counts.values()))
-    if folds < 2 or len(counts) < 2:
-        return Rule(cfg.cutoffs, None)
-    scores = cross_validate_matrix(data, settings, folds=folds, totals=totals)
+def rule_from_scores(scores: Scores, cfg: TrainConfig) -> Rule:
+    """The decision rule from out-of-fold scores: the Platt calibration fitted on them, and
+    the cutoffs given in the settings ``cfg``, else those for its ``target_fpr``, else
+    those of least cost."""
     cutoffs = cfg.cutoffs or choose_cutoffs(
         scores,
         target_fpr=cfg.target_fpr,

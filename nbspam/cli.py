@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from . import __version__
-from .config import EVENT_MODELS, MAIL_MODES, SELECTIONS, TrainConfig
+from .config import AUTO, EVENT_MODELS, MAIL_MODES, SELECTIONS, TrainConfig
 from .entry import output_error
 from .errors import EXIT_INTERRUPTED, EXIT_SKIPPED, NbspamError
 
@@ -227,14 +227,14 @@ _TRAIN_OPTIONS = [
     click.option(
         "--event-model",
         "event_model",
-        type=click.Choice(EVENT_MODELS),
-        help=f"Event model: multinomial counts words, bernoulli their presence and absence, fisher combines each word's spam probability by Fisher's method (two labels), complement weighs each label by the words of all the other labels, with no prior (try it where the labels are many or unbalanced). [default: {_DEFAULT_TRAIN.model}]",
+        type=click.Choice((AUTO, *EVENT_MODELS)),
+        help=f"Event model: auto tries the others (with a few alphas, then with stop words left out and with rare words left out) by internal cross-validation of the training messages and keeps the one of best ROC AUC, which train prints and info shows; multinomial counts words, bernoulli their presence and absence, fisher combines each word's spam probability by Fisher's method (two labels), complement weighs each label by the words of all the other labels, with no prior (try it where the labels are many or unbalanced). [default: {_DEFAULT_TRAIN.model}]",
     ),
     # the old spelling, kept unlisted: --model names the model file on every other command
     click.option(
         "--model",
         "old_event_model",
-        type=click.Choice(EVENT_MODELS),
+        type=click.Choice((AUTO, *EVENT_MODELS)),
         hidden=True,
         help="The old spelling of --event-model.",
     ),
@@ -291,7 +291,7 @@ _TRAIN_OPTIONS = [
     click.option(
         "--stop-words",
         metavar="english|none|FILE",
-        help="Words to ignore: the built-in English list, none, or a file with one word per line. [default: english]",
+        help="Words the model leaves out (and word n-grams holding one): the built-in English list, none, or a file with one word per line. They are still counted, so auto can try the model with and without them: auto tries this list, or English. [default: none]",
     ),
     click.option(
         "--ngrams",

@@ -13,6 +13,12 @@ from .errors import ConfigError
 
 EventModel = Literal["multinomial", "bernoulli", "fisher", "complement"]
 EVENT_MODELS: tuple[str, ...] = ("multinomial", "bernoulli", "fisher", "complement")
+#: --event-model auto: the event model and its settings chosen by internal cross-validation
+#: (`selection`); a trained model always holds the event model chosen, never 'auto'.
+AUTO = "auto"
+#: The event model of auto where nothing is cross-validated to choose by: too few messages,
+#: or a model fitted from counts alone (`model.fit`).
+AUTO_FALLBACK = "multinomial"
 MAIL_MODES: tuple[str, ...] = ("auto", "always", "never")
 #: How --max-features picks its terms: most documents, or most mutual information.
 SELECTIONS: tuple[str, ...] = ("frequency", "mi")
@@ -89,6 +95,7 @@ class TokenizerConfig:
     url_tokens: bool = True
     header_tokens: bool = True
     attachment_tokens: bool = True
+    number_tokens: bool = True
     value_headers: tuple[str, ...] = DEFAULT_VALUE_HEADERS
     ignore_headers: tuple[str, ...] = DEFAULT_IGNORE_HEADERS
     max_body_chars: int = 200_000
@@ -96,9 +103,11 @@ class TokenizerConfig:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """How counts become a model. ``prior`` is 'fitted', 'uniform' or a label -> weight map."""
+    """How counts become a model. ``prior`` is 'fitted', 'uniform' or a label -> weight map.
+    ``stop_words`` are the resolved stop words: the model leaves out every term made of one
+    (an n-gram holding one), a column mask over counts that keep them."""
 
-    model: EventModel = "multinomial"
+    model: EventModel | Literal["auto"] = AUTO
     alpha: float = 0.1
     prior: str | tuple[tuple[str, float], ...] = "fitted"
     min_count: int = 1
@@ -121,6 +130,7 @@ class TrainConfig:
     strength: float = 0.1
     background: float = 0.52
     min_dev: float = 0.375
+    stop_words: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -129,7 +139,7 @@ class Settings:
 
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
     training: TrainConfig = field(default_factory=TrainConfig)
-    stop_words: str = "english"
+    stop_words: str = "none"
 
 
 #: Upper bounds of settings whose cost grows with their value (n-grams of length n make
@@ -139,7 +149,7 @@ MAX_TOKEN_LENGTH = 10_000
 MAX_FOLDS = 100
 
 _TOKENIZER_KEYS = {f.name for f in fields(TokenizerConfig)} - {"stop_words"}
-_TRAIN_KEYS = {f.name for f in fields(TrainConfig)}
+_TRAIN_KEYS = {f.name for f in fields(TrainConfig)} - {"stop_words"}
 KNOWN_KEYS: frozenset[str] = frozenset(_TOKENIZER_KEYS | _TRAIN_KEYS | {"stop_words"})
 
 
@@ -216,12 +226,13 @@ def _check(key: str, value: Any) -> Any:
         "url_tokens",
         "header_tokens",
         "attachment_tokens",
+        "number_tokens",
         "binary",
         "calibrate",
         "complement_norm",
     }
     choices = {
-        "model": EVENT_MODELS,
+        "model": (AUTO, *EVENT_MODELS),
         "select": SELECTIONS,
         "mail": MAIL_MODES,
         "long_words": ("skip", "drop"),
@@ -359,6 +370,8 @@ def _saved(key: str, value: Any) -> Any:
         if not isinstance(value, list) or not all(isinstance(word, str) for word in value):
             raise ConfigError("setting stop_words must be a list of words")
         return tuple(value)
+    if key == "model" and value == AUTO:
+        raise ConfigError("a trained model names the event model it uses, not 'auto'")
     if key == "prior" and isinstance(value, list):
         if not all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) for p in value):
             raise ConfigError("setting prior must be a list of [label, weight] pairs")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -92,16 +92,7 @@ def cross_validate_matrix(
     only on the labels in input order. Raises InputError when a label has fewer messages
     than folds. ``totals`` as for `score_split`.
     """
-    if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
-        raise ConfigError(f"--folds must be a whole number of at least 2, not {folds!r}")
-    _check_labels(data.labels, folds)
-    fold = metrics.stratified_folds(np.array(data.labels, dtype=object), folds, seed)
-    protocol = {
-        "method": "cross-validation",
-        "folds": folds,
-        "seed": seed,
-        "description": f"stratified {folds}-fold cross-validation (seed {seed})",
-    }
+    fold, protocol = stratified_split(data.labels, folds, seed)
     return score_split(
         data,
         fold,
@@ -110,6 +101,22 @@ def cross_validate_matrix(
         tokenize_seconds=tokenize_seconds,
         totals=totals,
     )
+
+
+def stratified_split(labels: Sequence[str], folds: int, seed: int) -> tuple[np.ndarray, dict]:
+    """(fold of each message, the protocol) of stratified k-fold cross-validation; folds
+    from `metrics.stratified_folds`, so they depend only on the labels in input order."""
+    if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
+        raise ConfigError(f"--folds must be a whole number of at least 2, not {folds!r}")
+    _check_labels(labels, folds)
+    fold = metrics.stratified_folds(np.array(labels, dtype=object), folds, seed)
+    protocol = {
+        "method": "cross-validation",
+        "folds": folds,
+        "seed": seed,
+        "description": f"stratified {folds}-fold cross-validation (seed {seed})",
+    }
+    return fold, protocol
 
 
 def _check_labels(labels: Sequence[str], folds: int) -> None:
@@ -130,13 +137,14 @@ def _check_labels(labels: Sequence[str], folds: int) -> None:
 def score_split(
     data: Tokenized,
     fold: np.ndarray,
-    settings: Settings,
+    settings: Settings | Mapping[int, Settings],
     *,
     protocol: dict[str, Any],
     tokenize_seconds: float | None = None,
     totals: ClassCounts | None = None,
 ) -> Scores:
-    """Score each test fold k (``fold == k``) with a model fitted on all other rows.
+    """Score each test fold k (``fold == k``) with a model fitted on all other rows, with
+    the ``settings`` (or ``settings[k]``: each fold's own).
 
     Rows with ``fold == -1`` are only ever trained on. ``totals``, the counts of a larger set of messages that holds these rows, make each
     fold's model the one of all those messages but the fold's.
@@ -161,7 +169,8 @@ def score_split(
     first: Model | None = None
     for k in test_folds:  # one fold's model at a time: each is the size of the whole model
         clock = time.perf_counter()
-        model = _fit_without(data, y, fold == k, counts, settings)
+        fold_settings = settings if isinstance(settings, Settings) else settings[k]
+        model = _fit_without(data, y, fold == k, counts, fold_settings)
         _check_test_labels(set(labels[fold == k]), model.labels)
         fitted = time.perf_counter()
         seconds["train"] += fitted - clock

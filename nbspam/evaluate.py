@@ -4,8 +4,9 @@ Scores come from stratified k-fold cross-validation, a separate test set, or a c
 split (train on the oldest messages, test on the newest). Messages are tokenized once, and
 every model is fitted from the count rows of its training part (`crossval`), exactly as
 `train` would fit it. Each test fold of a two-class model also gets the decision rule that
-`train` would fit on its training part (`with_decision_rules`): so the verdicts and the
-calibrated probabilities are judged out of sample, never fitted on the fold. `report`
+`train` would fit on its training part (`nested_scores`): with auto the event model that
+part alone chooses, and the verdicts and calibrated probabilities of its own decision rule,
+so nothing is ever fitted or chosen on the fold it scores. `report`
 says what the scores show.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain
 from typing import Any, TextIO
@@ -21,16 +23,16 @@ from typing import Any, TextIO
 import numpy as np
 
 from . import metrics
-from .calibration import decision_rule
-from .config import Settings, TokenizerConfig
+from .config import AUTO, Settings, TokenizerConfig
 from .counting import count_chunks
-from .crossval import Scores, Tokenized, cross_validate_matrix, score_split, subset
-from .decision import verdict
+from .crossval import Scores, Tokenized, score_split, stratified_split, subset
+from .decision import Rule, verdict
 from .errors import ConfigError, InputError, NbspamError, os_error_message
 from .headers import message_time
 from .messages import Message
 from .parallel import CHUNK, chunks
 from .render import json_line
+from .selection import internal_cv
 from .vocabulary import TermIndex, renumber, stack_sorted
 
 Progress = Callable[[int], None]
@@ -120,10 +122,8 @@ def cross_validate(
     started = time.perf_counter()
     data = tokenize_all(messages, settings.tokenizer, progress, jobs)
     tokenized = time.perf_counter() - started
-    scores = cross_validate_matrix(
-        data, settings, folds=folds, seed=seed, tokenize_seconds=tokenized
-    )
-    return with_decision_rules(scores, data, settings)
+    fold, protocol = stratified_split(data.labels, folds, seed)
+    return nested_scores(data, fold, settings, protocol=protocol, tokenize_seconds=tokenized)
 
 
 def holdout(
@@ -162,8 +162,7 @@ def holdout(
         "test": n_test,
         "description": f"trained on {n_train:,} messages, tested on {n_test:,} others",
     }
-    scores = score_split(data, fold, settings, protocol=protocol, tokenize_seconds=tokenized)
-    return with_decision_rules(scores, data, settings)
+    return nested_scores(data, fold, settings, protocol=protocol, tokenize_seconds=tokenized)
 
 
 def chronological(
@@ -216,25 +215,53 @@ def chronological(
             f"{n_test:,}{note}"
         ),
     }
-    scores = score_split(data, fold, settings, protocol=protocol, tokenize_seconds=tokenized)
-    return with_decision_rules(scores, data, settings)
+    return nested_scores(data, fold, settings, protocol=protocol, tokenize_seconds=tokenized)
 
 
-def with_decision_rules(scores: Scores, data: Tokenized, settings: Settings) -> Scores:
-    """``scores`` with, for a two-class model, each test fold k's decision rule: the cutoffs
-    and calibration `train` would fit on its training part alone (``rules[k]``,
-    `calibration.decision_rule`), and the verdict and calibrated probability that `predict`
-    with that model would print (``verdicts``, ``calibrated``)."""
+def nested_scores(
+    data: Tokenized,
+    fold: np.ndarray,
+    settings: Settings,
+    *,
+    protocol: dict[str, Any],
+    tokenize_seconds: float,
+) -> Scores:
+    """Score each test fold k (``fold == k``) as `train` on its training part would: with
+    the settings the internal cross-validation of that part alone chooses (auto's event
+    model, `selection.internal_cv`: nested, so no test message takes part in the choice),
+    and for two classes with the cutoffs and calibration it fits there."""
+    clock = time.perf_counter()
+    choices = {
+        k: internal_cv(subset(data, np.flatnonzero(fold != k)), settings)
+        for k in sorted(set(fold[fold >= 0].tolist()))
+    }
+    chosen = time.perf_counter() - clock
+    if settings.training.model == AUTO:
+        names = Counter(choice.chosen or choice.training.model for choice in choices.values())
+        protocol = {
+            **protocol,
+            "auto": "event model chosen inside each training part: "
+            + ", ".join(f"{name} ({n} of {len(choices)})" for name, n in names.most_common()),
+        }
+    per_fold = {k: dataclasses.replace(settings, training=c.training) for k, c in choices.items()}
+    scores = score_split(data, fold, per_fold, protocol=protocol, tokenize_seconds=tokenize_seconds)
+    scores = dataclasses.replace(scores, seconds={**scores.seconds, "internal CV": chosen})
+    rules = {k: c.rule for k, c in choices.items() if c.rule is not None}
+    return with_decision_rules(scores, rules) if rules else scores
+
+
+def with_decision_rules(scores: Scores, rules: dict[int, Rule]) -> Scores:
+    """``scores`` of a two-class model with each test fold k's decision rule ``rules[k]``
+    (the cutoffs and calibration `train` fits on its training part alone), and the verdict
+    and calibrated probability that `predict` with that model would print (``verdicts``,
+    ``calibrated``)."""
     if scores.log_odds is None or scores.positive is None:
         return scores
-    clock = time.perf_counter()
     fold, log_odds = scores.fold, scores.log_odds
     calibrated = np.full(len(fold), np.nan)
     verdicts = np.full(len(fold), "", dtype=object)
-    rules = {}
-    for k in sorted(set(fold[fold >= 0].tolist())):
-        train_rows, test_rows = np.flatnonzero(fold != k), np.flatnonzero(fold == k)
-        rule = rules[k] = decision_rule(subset(data, train_rows), settings)
+    for k, rule in rules.items():
+        test_rows = np.flatnonzero(fold == k)
         verdicts[test_rows] = [
             verdict(x, rule.cutoffs, scores.positive, scores.negative)
             for x in log_odds[test_rows].tolist()
@@ -247,8 +274,7 @@ def with_decision_rules(scores: Scores, data: Tokenized, settings: Settings) -> 
         scores,
         calibrated=calibrated,
         verdicts=verdicts,
-        rules=rules,
-        seconds={**scores.seconds, "decision rules": time.perf_counter() - clock},
+        rules=dict(rules),
         protocol={**scores.protocol, "calibration": CALIBRATION_PROTOCOL},
     )
 

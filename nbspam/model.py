@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from . import naive_bayes as nb
-from .config import Settings, TokenizerConfig, TrainConfig
+from .config import AUTO, AUTO_FALLBACK, Settings, TokenizerConfig, TrainConfig
 from .counting import Counts, LabelledCounts, count_chunk, count_chunks
 from .counts import ClassCounts
 from .decision import UNSURE, Prediction, prediction  # noqa: F401  (UNSURE: re-exported)
@@ -31,6 +31,7 @@ from .vocabulary import (
     select_terms,
     sorted_order,
     stack_in_order,
+    stop_terms,
 )
 
 
@@ -94,11 +95,14 @@ def make_form(model: Model) -> LinearForm | FisherForm:
     most mutual information with the label), then the event model's scoring form."""
     cfg = model.training
     n_docs = int(model.class_count.sum())
+    doc_freq = model.doc_count.sum(axis=0)
+    if cfg.stop_words:
+        doc_freq = np.where(stop_terms(model.terms, cfg.stop_words), 0, doc_freq)
     rank = None  # --select frequency: the terms in most messages
     if cfg.select == "mi":
         rank = mutual_information(model.doc_count, model.class_count)
     keep = select_terms(
-        model.doc_count.sum(axis=0),
+        doc_freq,
         n_docs,
         min_count=cfg.min_count,
         max_df=cfg.max_df,
@@ -135,6 +139,9 @@ def from_counts(
 
     ``seen`` maps the digest of every message counted to its label.
 
+    With --event-model auto the model is `config.AUTO_FALLBACK`'s: there is no
+    cross-validation here to choose by (`training.train` runs one).
+
     Checks that there are two or more classes with documents (and not more than a model
     file holds, each named), resolves the positive class
     of a two-class model (``train.positive``, else the label 'spam', else the label that
@@ -159,6 +166,8 @@ def from_counts(
     if len(labels) == 2 and positive is None:
         positive = "spam" if "spam" in labels else labels[-1]
     train_cfg = dataclasses.replace(train_cfg, positive=positive)
+    if train_cfg.model == AUTO:
+        train_cfg = dataclasses.replace(train_cfg, model=AUTO_FALLBACK)
     prior_weights(train_cfg.prior, labels)
     digests = sorted((seen or {}).items())
     model = Model(

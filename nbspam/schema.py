@@ -169,7 +169,10 @@ def _checked(box: container.Container) -> ModelFile:
     if not isinstance(info, dict):
         raise ValueError("info is not a mapping")
     labels = _labels(header["labels"])
-    tokenizer = config_from_dict(TokenizerConfig, header["tokenizer"])
+    tokenizer = header["tokenizer"]
+    if isinstance(tokenizer, dict):  # a file written before number tokens tokenizes without
+        tokenizer = {"number_tokens": False, **tokenizer}
+    tokenizer = config_from_dict(TokenizerConfig, tokenizer)
     train = config_from_dict(TrainConfig, header["train"])
     binary = len(labels) == 2
     if binary and train.positive is None:

@@ -23,9 +23,11 @@ def settings_from(config_file: str | None, options: dict[str, Any]) -> Settings:
 
 def resolve_settings(values: dict[str, Any], *, source: str) -> Settings:
     """Settings from a flat mapping of setting -> value, with the stop-word choice resolved
-    to its word list; ``source`` names where the values came from, for errors."""
+    to its word list, which the model masks (the tokenizer keeps stop words, so that the
+    same counts serve with and without them); ``source`` names where the values came from,
+    for errors."""
     settings = build_settings(values, source=source)
     words = load_stop_words(settings.stop_words, settings.tokenizer)
     return dataclasses.replace(
-        settings, tokenizer=dataclasses.replace(settings.tokenizer, stop_words=words)
+        settings, training=dataclasses.replace(settings.training, stop_words=words)
     )

@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from .config import Settings
+from .config import AUTO, Settings
 from .counting import LabelledCounts
 from .messages import Message
 
@@ -22,29 +22,41 @@ def train(
     progress: Callable[[int], None] | None = None,
     jobs: int = 1,
 ) -> Model:
-    """Train a model; for two classes also fit its cutoffs and Platt calibration.
+    """Train a model; with --event-model auto choose its event model and settings; for two
+    classes also fit its cutoffs and Platt calibration.
 
-    With ``calibrate`` (the default) the count rows of the messages (of a sample of at most
-    `model.CV_ROWS` of them) are kept, and `calibration.decision_rule` gives the cutoffs and
-    calibration from an internal cross-validation of them, each fold scored by a model of
-    all the other messages. Without it only cutoffs given in the settings are set. Either
-    way memory is bounded by the model, not by the number of messages.
+    With ``calibrate`` (the default) or auto the count rows of the messages (of a sample of
+    at most `model.CV_ROWS` of them) are kept, and `selection.internal_cv` chooses the
+    settings and gives the cutoffs and calibration from an internal cross-validation of
+    them, each fold scored by a model of all the other messages. Without calibration only
+    cutoffs given in the settings are set. Either way memory is bounded by the model, not by
+    the number of messages. The choice of auto and the candidates it tried are kept in the
+    model's ``info["auto"]``.
     """
     counted = LabelledCounts(messages, settings.tokenizer, progress=progress, jobs=jobs)
     # The workers are tokenizing: numpy and scipy are imported now, beside them, not before.
-    from .calibration import decision_rule
     from .crossval import Tokenized
     from .model import CV_ROWS, Rows, fit_counted
+    from .selection import internal_cv
 
     cfg = settings.training
-    rows = Rows(CV_ROWS) if cfg.calibrate else None
-    model = fit_counted(counted, settings, rows=rows)
-    if not model.is_binary:
-        return model
+    auto = cfg.model == AUTO
+    rows = Rows(CV_ROWS) if cfg.calibrate or auto else None
+    model = fit_counted(counted, settings, rows=rows)  # auto: the fallback, until chosen
+    cutoffs = cfg.cutoffs if model.is_binary else None
     if rows is None:
-        return dataclasses.replace(model, cutoffs=cfg.cutoffs)
+        return dataclasses.replace(model, cutoffs=cutoffs)
     X, terms = rows.matrix()
-    ids = [str(i) for i in range(X.shape[0])]
-    data = Tokenized(ids, rows.labels, X, terms)
-    rule = decision_rule(data, settings, rows.totals)
-    return dataclasses.replace(model, cutoffs=rule.cutoffs, calibration=rule.calibration)
+    data = Tokenized([str(i) for i in range(X.shape[0])], rows.labels, X, terms)
+    choice = internal_cv(data, settings, rows.totals)
+    training = dataclasses.replace(choice.training, positive=model.training.positive)
+    info = dict(model.info)
+    if auto:
+        info["auto"] = choice.info()
+    if cfg.calibrate and choice.rule is not None:
+        cutoffs, calibration = choice.rule
+    else:
+        calibration = None
+    return dataclasses.replace(
+        model, training=training, cutoffs=cutoffs, calibration=calibration, info=info
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Iterable, Sequence
 from itertools import islice, repeat
@@ -138,6 +139,31 @@ def sorted_order(terms: Sequence[str]) -> np.ndarray:
     if all(map(operator.lt, terms, islice(terms, 1, None))):  # already sorted (and distinct)
         return np.arange(len(terms), dtype=np.int64)
     return np.array(sorted(range(len(terms)), key=terms.__getitem__), dtype=np.int64)
+
+
+#: Tokens that name a structure, not words: a header's name, an attachment's type, a host,
+#: a note of nbspam's. A stop word there ('header:to') is no stop word.
+_NOT_WORDS = ("header:", "attachment:", "url:", "nbspam:", "skip:", "digits:")
+
+
+@functools.lru_cache(maxsize=2)  # the folds of a cross-validation share their terms
+def stop_terms(terms: tuple[str, ...], stop_words: tuple[str, ...]) -> np.ndarray:
+    """Boolean mask (d,) of the terms that are stop words: a word (``the``), a tagged word
+    (``subject:the``) or an n-gram holding one (``of the``, ``subject:in time``); the
+    tokens of `_NOT_WORDS` never are. The model leaves them out, so the same counts give
+    the model with and without stop words."""
+    stop = frozenset(stop_words)
+    mask = np.zeros(len(terms), dtype=bool)
+    if not stop:
+        return mask
+    for i, term in enumerate(terms):
+        if term.startswith(_NOT_WORDS):
+            continue
+        words = term.rpartition(":")[2]
+        if words in stop or (" " in words and not stop.isdisjoint(words.split(" "))):
+            mask[i] = True
+    mask.flags.writeable = False
+    return mask
 
 
 def select_terms(

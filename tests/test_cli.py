@@ -43,7 +43,7 @@ def model(data, tmp_path):
 
 def test_train_prints_a_summary(data, tmp_path):
     out = tmp_path / "m.nbm"
-    result = cli_run("train", data, "-o", out, "--min-count", "1")
+    result = cli_run("train", data, "-o", out, "--min-count", "1", "--event-model", "multinomial")
     assert result.exit_code == 0
     lines = result.stderr.splitlines()
     assert lines[0].startswith("trained a multinomial model on 8 messages (ham 4, spam 4) in ")

@@ -30,7 +30,7 @@ def test_bernoulli_config_loads():
         ({"min_count": 0}, "setting min_count must be a whole number >= 1, not 0"),
         ({"min_count": 2.5}, "setting min_count must be a whole number >= 1"),
         ({"max_df": 1.5}, "setting max_df must be a fraction in \\(0, 1\\]"),
-        ({"model": "gaussian"}, "setting model must be one of multinomial, bernoulli"),
+        ({"model": "gaussian"}, "setting model must be one of auto, multinomial, bernoulli"),
         ({"binary": "yes"}, "setting binary must be true or false"),
         ({"prior": "spam"}, "prior must be fitted, uniform or LABEL=WEIGHT"),
         ({"prior": {"spam": 0, "ham": 1}}, "positive weight for every label"),
@@ -38,7 +38,7 @@ def test_bernoulli_config_loads():
         ({"colour": "red"}, "unknown setting 'colour' in settings"),
         (
             {"model": "rennie"},
-            "setting model must be one of multinomial, bernoulli, fisher, complement, not 'rennie'",
+            "setting model must be one of auto, multinomial, bernoulli, fisher, complement, not 'rennie'",
         ),
         ({"complement_norm": 1}, "setting complement_norm must be true or false, not 1"),
         ({"select": "chi2"}, "setting select must be one of frequency, mi, not 'chi2'"),

@@ -12,7 +12,7 @@ import pytest
 from nbspam import metrics
 from nbspam.calibration import calibrate, choose_cutoffs
 from nbspam.config import build_settings
-from nbspam.crossval import Scores, Tokenized, cross_validate_matrix
+from nbspam.crossval import Scores, Tokenized, stratified_split
 from nbspam.decision import verdict
 from nbspam.errors import ConfigError, InputError
 from nbspam.evaluate import (
@@ -20,8 +20,8 @@ from nbspam.evaluate import (
     chronological_order,
     cross_validate,
     holdout,
+    nested_scores,
     tokenize_all,
-    with_decision_rules,
 )
 from nbspam.headers import message_time
 from nbspam.messages import Message
@@ -610,9 +610,9 @@ def test_plot_without_matplotlib_says_how_to_install(tmp_path, monkeypatch):
 def test_calibration_improves_held_out_log_loss_on_spamassassin(spamassassin_matrix):
     X, labels, terms = spamassassin_matrix  # tokenized once per session (tests/conftest.py)
     data = Tokenized([str(i) for i in range(len(labels))], labels, X, terms)
-    scores = with_decision_rules(
-        cross_validate_matrix(data, SETTINGS, folds=5, seed=42), data, SETTINGS
-    )
+    settings = build_settings({"event_model": "multinomial"})
+    fold, protocol = stratified_split(labels, 5, 42)
+    scores = nested_scores(data, fold, settings, protocol=protocol, tokenize_seconds=0.0)
     assert scores.evaluated.all() and np.isfinite(scores.calibrated).all()
     r = report(scores, cutoffs=choose_cutoffs(scores), calibration=calibrate(scores))
     raw, calibrated = r["calibration"]["raw"], r["calibration"]["calibrated"]

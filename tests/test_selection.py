@@ -1,0 +1,302 @@
+"""--event-model auto: the choice by internal cross-validation, its record in the model, and
+the column masks it tries (stop words); number tokens."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from nbspam import selection
+from nbspam.config import build_settings
+from nbspam.crossval import Tokenized, cross_validate_matrix
+from nbspam.features import Analyzer, number_tokens
+from nbspam.model import fit_messages
+from nbspam.modelfile import load_model
+from nbspam.settings import resolve_settings
+from nbspam.vocabulary import TermIndex, count_rows, sorted_order, stop_terms
+from tests.helpers import SAMPLE, assert_same_model, cli_run
+
+
+def tokenized(messages, settings) -> Tokenized:
+    """The messages as count rows over sorted terms, as training keeps them."""
+    analyzer = Analyzer(settings.tokenizer)
+    index = TermIndex()
+    X = count_rows((analyzer.tokens(m.data) for m in messages), index)
+    order = sorted_order(index.terms)
+    return Tokenized(
+        [m.id for m in messages],
+        [m.label for m in messages],
+        X[:, order].tocsr(),
+        [index.terms[i] for i in order],
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The rule of the choice
+# --------------------------------------------------------------------------------------------
+
+
+def test_the_best_auc_wins_and_a_tie_goes_to_the_candidate_tried_first(
+    sample_messages, monkeypatch
+):
+    settings = resolve_settings({}, source="test")
+    data = tokenized(sample_messages, settings)
+    # each candidate's AUC, by the settings it trains with
+    planned = {
+        ("multinomial", 0.1, 1, 0): 0.90,
+        ("bernoulli", 0.1, 1, 0): 0.95,
+        ("bernoulli", 0.5, 1, 0): 0.95005,  # a tie with the one before: it loses
+        ("fisher", 0.1, 1, 0): 0.9300,
+        ("bernoulli", 0.1, 1, 175): 0.95009,  # + stop words: a tie again
+        ("bernoulli", 0.1, 2, 0): 0.9502,  # + min-count 2: better by more than a tie
+    }
+    seen = []
+
+    def fake_auc(scores, cfg=None):
+        return planned.get(seen[-1], 0.5)
+
+    real_cv = selection.cross_validate_matrix
+
+    def recording_cv(data, trial, **options):
+        t = trial.training
+        seen.append((t.model, t.alpha, t.min_count, len(t.stop_words)))
+        return real_cv(data, trial, **options)
+
+    monkeypatch.setattr(selection, "cross_validate_matrix", recording_cv)
+    monkeypatch.setattr(selection, "pooled_auc", fake_auc)
+    choice = selection.internal_cv(data, settings)
+    assert choice.chosen == "bernoulli alpha=0.1 + min-count 2"
+    t = choice.training
+    assert (t.model, t.alpha, t.min_count, t.stop_words) == ("bernoulli", 0.1, 2, ())
+    names = [row.name for row in choice.tried]
+    assert names == [c.name for c in selection.first_round(True)] + [
+        "+ stop words",
+        "+ min-count 2",
+    ]
+    assert names.index("fisher") == len(selection.first_round(False))
+    # the second round starts from the first round's winner, not from each other
+    assert seen[-2:] == [("bernoulli", 0.1, 1, 175), ("bernoulli", 0.1, 2, 0)]
+    assert choice.rule is not None and choice.rule.calibration is not None
+
+
+def test_each_auc_in_the_table_is_the_candidates_own_cross_validation(sample_messages):
+    settings = resolve_settings({}, source="test")
+    data = tokenized(sample_messages, settings)
+    choice = selection.internal_cv(data, settings)
+    assert choice.folds == 5 and choice.messages == 48
+    winner = next(row for row in choice.tried if row.name == choice.chosen.split(" + ")[0])
+    for row in choice.tried:
+        # a second-round row changes the first round's winner
+        start = winner.changes if row.name.startswith("+ ") else {}
+        cfg = dataclasses.replace(settings.training, **{**start, **row.changes})
+        scores = cross_validate_matrix(data, dataclasses.replace(settings, training=cfg))
+        assert row.auc == selection.pooled_auc(scores), row.name
+    best = max(row.auc for row in choice.tried)
+    assert max(row.auc for row in choice.tried if row.name in choice.chosen) >= best - selection.TIE
+
+
+def test_more_than_two_labels_choose_among_the_linear_models_by_mean_auc():
+    texts = {
+        "sport": ["goal match team win", "team score goal cup", "cup final match team"],
+        "money": ["bank loan rate cash", "cash rate bank fund", "fund loan bank rate"],
+        "food": ["bread cake oven bake", "oven bake soup bread", "cake soup bread bake"],
+    }
+    from nbspam.messages import Message
+
+    messages = [
+        Message(f"{label}{i}", f"{text} {label}{i}", label)
+        for label, items in texts.items()
+        for _ in range(3)
+        for i, text in enumerate(items)
+    ]
+    settings = resolve_settings({"mail": "never"}, source="test")
+    choice = selection.internal_cv(tokenized(messages, settings), settings)
+    assert "fisher" not in [row.name for row in choice.tried]
+    assert choice.rule is None and choice.training.model in (
+        "multinomial",
+        "bernoulli",
+        "complement",
+    )
+    assert all(0.0 <= row.auc <= 1.0 for row in choice.tried)
+
+
+def test_too_few_messages_to_choose_fall_back_and_say_so(tmp_path):
+    for label in ("ham", "spam"):
+        (tmp_path / "d" / label).mkdir(parents=True)
+        (tmp_path / "d" / label / "1.txt").write_text(f"a {label} message")
+    result = cli_run("train", tmp_path / "d", "-o", tmp_path / "m.nbm")
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.splitlines()[1] == (
+        "event model: multinomial, the fallback of auto: too few messages (2) to choose by "
+        "cross-validation"
+    )
+    assert load_model(tmp_path / "m.nbm").training.model == "multinomial"
+
+
+# --------------------------------------------------------------------------------------------
+# The model auto trains
+# --------------------------------------------------------------------------------------------
+
+
+def test_auto_trains_the_model_of_the_settings_it_chose(tmp_path):
+    result = cli_run("train", SAMPLE / "train", "-o", tmp_path / "auto.nbm")
+    assert result.exit_code == 0, result.stderr
+    auto = load_model(tmp_path / "auto.nbm")
+    record = auto.info["auto"]
+    chosen = next(r for r in record["candidates"] if r["name"] == record["chosen"])
+    options = [f"--event-model={chosen['settings']['model']}"]
+    options += [f"--alpha={chosen['settings']['alpha']}"] if "alpha" in chosen["settings"] else []
+    result = cli_run("train", SAMPLE / "train", "-o", tmp_path / "fixed.nbm", *options)
+    assert result.exit_code == 0, result.stderr
+    fixed = load_model(tmp_path / "fixed.nbm")
+    assert fixed.training.model == auto.training.model == record["event_model"]
+    assert_same_model(auto, fixed)
+    assert (auto.cutoffs, auto.calibration) == (fixed.cutoffs, fixed.calibration)
+    assert "auto" not in fixed.info
+
+
+def test_train_prints_the_candidates_and_info_shows_them(tmp_path):
+    result = cli_run("train", SAMPLE / "train", "-o", tmp_path / "m.nbm")
+    lines = result.stderr.splitlines()
+    record = load_model(tmp_path / "m.nbm").info["auto"]
+    n = len(record["candidates"])
+    assert lines[1] == (
+        f"event model: {record['chosen']}, chosen by internal cross-validation (5 folds of 48 "
+        "messages; best pooled out-of-fold ROC AUC, a tie within 0.0001 to the candidate tried "
+        "first)"
+    )
+    assert lines[2].split() == ["candidate", "ROC", "AUC", "(1-ROCA)%"]
+    table = lines[3 : 3 + n]
+    assert [line[2:].split("  ")[0].strip() for line in table] == [
+        r["name"] for r in record["candidates"]
+    ]
+    for line, row in zip(table, record["candidates"]):
+        assert line.endswith(f"{row['auc']:>9.5f} {100 * (1 - row['auc']):>10.3f}")
+    assert sum(line.startswith("*") for line in table) == len(record["chosen"].split(" + "))
+    shown = cli_run("info", "-m", tmp_path / "m.nbm").stdout.splitlines()
+    start = shown.index(lines[1])
+    assert shown[start : start + 2 + n] == lines[1 : 3 + n]
+    as_json = json.loads(cli_run("info", "-m", tmp_path / "m.nbm", "-f", "json").stdout)
+    assert as_json["history"]["auto"] == record
+
+
+def test_evaluate_says_which_event_model_each_fold_chose(tmp_path):
+    result = cli_run("evaluate", SAMPLE / "train", "--folds", "3", "-f", "json")
+    assert result.exit_code == 0, result.stderr
+    protocol = json.loads(result.stdout)["protocol"]
+    assert protocol["auto"].startswith("event model chosen inside each training part: ")
+    assert protocol["auto"].endswith(" of 3)")
+
+
+# --------------------------------------------------------------------------------------------
+# Stop words as a column mask; number tokens
+# --------------------------------------------------------------------------------------------
+
+
+def test_stop_terms_are_words_tagged_words_and_ngrams_holding_one():
+    terms = (
+        "the",
+        "subject:the",
+        "of freedom",
+        "subject:in time",
+        "header:to",
+        "attachment:the",
+        "digits:5",
+        "from:addr:the@example.com",
+        "theory",
+        "free offer",
+    )
+    mask = stop_terms(terms, ("in", "of", "the", "to"))
+    assert [t for t, m in zip(terms, mask) if m] == [
+        "the",
+        "subject:the",
+        "of freedom",
+        "subject:in time",
+    ]
+    assert not stop_terms(terms, ()).any()
+
+
+def test_masking_stop_words_gives_the_model_that_never_counted_them():
+    from nbspam.messages import Message
+
+    texts = [
+        ("spam", "Win a free prize of the year: call to claim the cash now"),
+        ("spam", "The best offer in the world is for you, free of charge"),
+        ("spam", "Claim your cash prize and the free gift on the site"),
+        ("ham", "The meeting is at noon in the main room, bring the notes"),
+        ("ham", "Can you send me the report of the last quarter by Friday"),
+        ("ham", "Lunch with the team is moved to the cafe on the corner"),
+    ]
+    messages = [Message(str(i), text, label) for i, (label, text) in enumerate(texts)]
+    masked = resolve_settings(
+        {"stop_words": "english", "event_model": "multinomial", "mail": "never"}, source="test"
+    )
+    words = masked.training.stop_words
+    removed = dataclasses.replace(
+        masked,
+        tokenizer=dataclasses.replace(masked.tokenizer, stop_words=words),
+        training=dataclasses.replace(masked.training, stop_words=()),
+    )
+    a, b = fit_messages(messages, masked), fit_messages(messages, removed)
+    assert len(a.terms) > len(b.terms)  # the mask's model still counts the stop words
+    assert a.form.terms == b.form.terms
+    np.testing.assert_allclose(a.form.weights, b.form.weights, rtol=1e-12)
+    assert a.form.bias == pytest.approx(b.form.bias, rel=1e-12)
+
+
+def test_number_tokens_give_the_length_of_each_run_of_three_digits_or_more():
+    text = "Call 08452810075 or text 87121 by 12 May, ref 123456789012345678"
+    assert number_tokens(text) == ["digits:11", "digits:5", "digits:12"]
+    words = Analyzer(build_settings({"mail": "never"}).tokenizer).tokens(text)
+    assert words[-3:] == ["digits:11", "digits:5", "digits:12"]
+    without = Analyzer(build_settings({"mail": "never", "number_tokens": False}).tokenizer)
+    assert not [t for t in without.tokens(text) if t.startswith("digits:")]
+
+
+def test_a_model_written_before_number_tokens_tokenizes_without_them(sample_model_path, tmp_path):
+    from nbspam import container
+
+    box = container.read(sample_model_path)
+    header = dict(box.header)
+    header["tokenizer"] = {k: v for k, v in header["tokenizer"].items() if k != "number_tokens"}
+    old = tmp_path / "old.nbm"
+    blobs = {
+        name: container.Blob(bytes(view), dtype, shape)
+        for name, (view, dtype, shape) in box.views.items()
+    }
+    container.write(
+        old,
+        {k: v for k, v in header.items() if k not in ("format_version", "nbspam_version")},
+        blobs,
+    )
+    assert load_model(old).tokenizer.number_tokens is False
+    assert load_model(sample_model_path).tokenizer.number_tokens is True
+
+
+# --------------------------------------------------------------------------------------------
+# The corpora
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.corpus
+@pytest.mark.slow
+def test_auto_chooses_fisher_on_spamassassin(spamassassin_matrix):
+    X, labels, terms = spamassassin_matrix
+    data = Tokenized([str(i) for i in range(len(labels))], labels, X, terms)
+    choice = selection.internal_cv(data, resolve_settings({}, source="test"))
+    assert choice.training.model == "fisher"
+    assert 100 * (1 - max(row.auc for row in choice.tried if row.auc)) < 0.04
+
+
+@pytest.mark.corpus
+def test_auto_chooses_bernoulli_on_sms(sms):
+    from nbspam.messages import Problems, read_labelled
+
+    settings = resolve_settings({}, source="test")
+    messages = list(read_labelled([str(sms)], Problems()))
+    choice = selection.internal_cv(tokenized(messages, settings), settings)
+    assert choice.training.model == "bernoulli"
+    assert 100 * (1 - max(row.auc for row in choice.tried if row.auc)) < 0.5
