@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import os
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from nbspam.dump import MAX_LINE, dump_chunks, dump_lines, escape, restore
 from nbspam.errors import InputError
 from nbspam.model import Model, fit
 from nbspam.modelfile import load_model, save_model
-from tests.helpers import SAMPLE, assert_same_model, cli_run
+from tests.helpers import SAMPLE, assert_same_model, cli_run, nbspam_process
 from tests.test_naive_bayes import random_counts
 
 
@@ -595,6 +596,15 @@ def test_a_damaged_dump_is_refused_with_its_line_number(lines, damage):
     assert str(caught.value) == message
 
 
+@pytest.mark.parametrize("damage", DAMAGES, ids=lambda damage: damage.__name__[1:])
+def test_restore_refuses_a_damaged_dump_in_one_line_and_writes_nothing(lines, damage, tmp_path):
+    data, message = damage(lines)
+    (tmp_path / "damaged.dump").write_bytes(data)
+    result = cli_run("restore", tmp_path / "damaged.dump", "-o", tmp_path / "new.nbm")
+    assert (result.exit_code, result.stderr, result.stdout) == (1, f"Error: {message}\n", "")
+    assert os.listdir(tmp_path) == ["damaged.dump"]
+
+
 class Endless:
     """A stream of one first line (or none), then a line that never ends; it counts the
     bytes read."""
@@ -617,6 +627,154 @@ def test_a_line_that_never_ends_is_refused_after_a_bounded_read(first):
     with pytest.raises(InputError, match="^line [12]: "):
         restore(stream)
     assert stream.read <= MAX_LINE + 1
+
+
+# -- the commands ------------------------------------------------------------------------------
+
+
+def test_dump_writes_the_documented_lines(sample_model_path):
+    model = load_model(sample_model_path)
+    result = cli_run("dump", "-m", sample_model_path)
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout_bytes == dumped(model)
+    lines = result.stdout.split("\n")
+    assert lines[:2] == [
+        "# nbspam dump 1",
+        "# a model of nbspam, written by nbspam 0.1.0; 'nbspam restore' reads it back",
+    ]
+    assert [line.split("\t")[0] for line in lines[2:7]] == [
+        "tokenizer",
+        "train",
+        "cutoffs",
+        "calibration",
+        "info",
+    ]
+    assert lines[4:6] == ["cutoffs\t[-5.0, 5.0]", f"calibration\t{list(model.calibration)}"]
+    assert lines[7:10] == [
+        "class\tham\t24",
+        "class\tspam\t24",
+        "terms\tterm\toccurrences_ham\toccurrences_spam\tdocuments_ham\tdocuments_spam",
+    ]
+    j = model.terms.index("money")
+    counts = [*model.term_count[:, j], *model.doc_count[:, j]]
+    assert lines[10 + j] == "money\t" + "\t".join(map(str, counts))
+    d = len(model.terms)
+    assert lines[10 + d] == "digests\tdigest\tlabel"
+    assert (
+        lines[11 + d]
+        == f"{model.seen_digests[0].tobytes().hex()}\t{model.labels[model.seen_labels[0]]}"
+    )
+    assert lines[11 + d + 48 :] == ["end", ""]
+
+
+def test_dump_to_a_file_then_restore_gives_the_model_back(sample_model_path, tmp_path):
+    dump, restored = tmp_path / "spam.dump", tmp_path / "spam.nbm"
+    result = cli_run("dump", "-m", sample_model_path, "-o", dump)
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        0,
+        "",
+        f"dumped {sample_model_path} to {dump}\n",
+    )
+    assert dump.read_bytes() == dumped(load_model(sample_model_path))
+    result = cli_run("restore", dump, "-o", restored)
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        0,
+        "",
+        f"restored {restored}: 2 classes, 3,458 terms, 48 messages learned\n",
+    )
+    assert restored.read_bytes() == sample_model_path.read_bytes()
+    assert sorted(os.listdir(tmp_path)) == ["spam.dump", "spam.nbm", "spam.nbm.lock"]
+    assert cli_run("info", "-m", restored).exit_code == 0
+
+
+@pytest.mark.parametrize("source", [(), ("-",)], ids=["no DUMP", "-"])
+def test_restore_reads_stdin(sample_model_path, tmp_path, source):
+    data = dumped(load_model(sample_model_path))
+    result = cli_run("restore", *source, "-o", tmp_path / "m.nbm", input=data)
+    assert result.exit_code == 0, result.stderr
+    assert (tmp_path / "m.nbm").read_bytes() == sample_model_path.read_bytes()
+
+
+def test_restore_replaces_an_existing_model_as_merge_does(sample_models, sample_model, tmp_path):
+    fisher = sample_models("--event-model=fisher")
+    (tmp_path / "fisher.dump").write_bytes(dumped(load_model(fisher)))
+    result = cli_run("restore", tmp_path / "fisher.dump", "-o", sample_model)
+    assert result.exit_code == 0, result.stderr
+    assert sample_model.read_bytes() == fisher.read_bytes()
+
+
+def test_a_damaged_dump_leaves_an_existing_model_as_it_was(lines, sample_model, tmp_path):
+    before = sample_model.read_bytes()
+    result = cli_run("restore", "-o", sample_model, input=joined(lines[:-1]))
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: line {len(lines)}: the dump ends in its digests, without its 'end' line: "
+        "it is truncated\n"
+    )
+    assert sample_model.read_bytes() == before
+    assert os.listdir(tmp_path) == ["sample.nbm"]
+
+
+def test_restore_needs_an_output(tmp_path):
+    result = cli_run("restore", tmp_path / "spam.dump")
+    assert result.exit_code == 2 and "Missing option '-o' / '--output'" in result.stderr
+
+
+def test_neither_command_writes_over_what_it_reads(sample_model, tmp_path):
+    before = sample_model.read_bytes()
+    result = cli_run("dump", "-m", sample_model, "-o", sample_model)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: -o {sample_model} is the model being dumped; give another file\n",
+    )
+    dump = tmp_path / "spam.dump"
+    dump.write_bytes(dumped(load_model(sample_model)))
+    result = cli_run("restore", dump, "-o", dump)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: -o {dump} is the dump being read; give another file\n",
+    )
+    assert sample_model.read_bytes() == before and dump.read_bytes().startswith(b"# nbspam dump 1")
+
+
+def test_a_missing_dump_or_a_bad_model_is_one_line(tmp_path):
+    result = cli_run("restore", tmp_path / "missing.dump", "-o", tmp_path / "m.nbm")
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: cannot read {tmp_path / 'missing.dump'}: no such file or directory\n",
+    )
+    bad = tmp_path / "bad.nbm"
+    bad.write_bytes(b"not a model")
+    result = cli_run("dump", "-m", bad, "-o", tmp_path / "bad.dump")
+    assert (result.exit_code, result.stderr) == (1, f"Error: {bad} is not an nbspam model file\n")
+    assert sorted(os.listdir(tmp_path)) == ["bad.nbm"]
+
+
+def test_the_help_teaches_the_format_and_shows_examples():
+    dump = cli_run("dump", "--help").stdout
+    for text in ("backups", "# nbspam dump 1", "class  LABEL  MESSAGES", "\\uXXXX", "Example:"):
+        assert text in dump, text
+    assert "nbspam dump -m spam.nbm | awk -F'\\t' 'NF == 5' | sort -t$'\\t' -k3,3nr | head" in dump
+    restore_help = cli_run("restore", "--help").stdout
+    for text in ("byte for byte", "Error: line N: ...", "nbspam restore spam.dump -o spam.nbm"):
+        assert text in restore_help, text
+
+
+def test_the_commands_in_child_processes(sample_model_path, tmp_path):
+    dump = nbspam_process("dump", "-m", sample_model_path)
+    assert (dump.returncode, dump.stderr) == (0, b"")
+    assert dump.stdout == dumped(load_model(sample_model_path))
+    restored = nbspam_process("restore", "-o", tmp_path / "m.nbm", stdin=dump.stdout)
+    assert restored.returncode == 0, restored.stderr
+    assert (tmp_path / "m.nbm").read_bytes() == sample_model_path.read_bytes()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+def test_a_dump_that_cannot_be_written_is_one_line(sample_model_path):
+    with open("/dev/full", "wb") as full:
+        result = nbspam_process("dump", "-m", sample_model_path, stdout=full)
+    assert result.returncode == 1
+    assert result.stderr == b"Error: cannot write output: no space left on device\n"
 
 
 TRICKY = ["", "0", "1", "-1", "24", "25", "9" * 20, "1e3", " 1", "\\", "\\u0000", "end", "null"]
