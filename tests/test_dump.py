@@ -41,7 +41,12 @@ def test_the_sample_model_comes_back_byte_for_byte(sample_model_path, tmp_path):
 
 @pytest.mark.parametrize(
     "options",
-    [("--event-model=fisher",), ("--event-model=bernoulli", "--prior=uniform"), ("--ngrams=2",)],
+    [
+        ("--event-model=fisher",),
+        ("--event-model=bernoulli", "--prior=uniform"),
+        ("--ngrams=2", "--prior=ham=2,spam=1", "--min-count=2", "--max-features=300"),
+        ("--no-calibrate", "--target-fpr=0.01", "--stop-words=none"),
+    ],
 )
 def test_other_event_models_and_settings_come_back_byte_for_byte(sample_models, options, tmp_path):
     path = sample_models(*options)
