@@ -13,6 +13,7 @@ Messages are tokenized once per tokenizer setting and each fold is fitted from c
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -22,9 +23,12 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from nbspam.config import AUTO  # noqa: E402
+from nbspam.crossval import Tokenized  # noqa: E402
 from nbspam.features import Analyzer  # noqa: E402
 from nbspam.metrics import recall_at_fpr, roc_auc  # noqa: E402
 from nbspam.model import fit, predict_matrix  # noqa: E402
+from nbspam.selection import internal_cv  # noqa: E402
 from nbspam.settings import resolve_settings  # noqa: E402
 from nbspam.vocabulary import TermIndex, count_rows, sorted_order  # noqa: E402
 
@@ -70,14 +74,25 @@ def count_matrix(data, tokenizer) -> tuple:
 
 
 def nbspam_scores(data, labels, splits, values: dict) -> np.ndarray:
+    """Each fold's test part scored by the model train fits on its training part; with
+    --event-model auto, the event model chosen there (nested), printed per fold."""
     settings = resolve_settings(values, source="--set")
     X, terms = count_matrix(data, settings.tokenizer)
     y = np.array(labels, dtype=object)
     scores = np.zeros(len(labels))
+    chosen = []
     for train_idx, test_idx in splits:
-        model = fit(X[train_idx], list(y[train_idx]), terms, settings)
+        fold_settings = settings
+        if settings.training.model == AUTO:
+            part = Tokenized([str(i) for i in train_idx], list(y[train_idx]), X[train_idx], terms)
+            choice = internal_cv(part, settings)
+            fold_settings = dataclasses.replace(settings, training=choice.training)
+            chosen.append(choice.chosen)
+        model = fit(X[train_idx], list(y[train_idx]), terms, fold_settings, sorted_terms=True)
         _, log_odds = predict_matrix(model, X[test_idx][:, model.form.kept])
         scores[test_idx] = log_odds
+    if chosen:
+        print(f"  auto chose, fold by fold: {'; '.join(chosen)}", flush=True)
     return scores
 
 

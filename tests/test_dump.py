@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import os
+import re
 
 import numpy as np
 import pytest
@@ -165,7 +166,7 @@ def test_any_terms_and_counts_come_back(terms, seed):
         term_count=term_count,
         doc_count=doc_count,
         tokenizer=build_settings({}).tokenizer,
-        training=build_settings({"positive": "spam"}).training,
+        training=build_settings({"positive": "spam", "event_model": "multinomial"}).training,
     )
     assert_same_model(restore(io.BytesIO(dumped(model))), model)
 
@@ -316,7 +317,7 @@ def _not_a_number_in_json(lines):
 
 
 def _a_setting_out_of_range(lines):
-    return joined(replaced(lines, 4, lines[3].replace('"alpha": 0.1', '"alpha": -1'))), (
+    return joined(replaced(lines, 4, re.sub('"alpha": [0-9.]+', '"alpha": -1', lines[3]))), (
         "line 4: train: setting alpha must be a finite number >= 0, not -1.0"
     )
 
@@ -685,7 +686,8 @@ def test_dump_to_a_file_then_restore_gives_the_model_back(sample_model_path, tmp
     assert (result.exit_code, result.stdout, result.stderr) == (
         0,
         "",
-        f"restored {restored}: 2 classes, 3,458 terms, 48 messages learned\n",
+        f"restored {restored}: 2 classes, "
+        f"{len(load_model(sample_model_path).terms):,} terms, 48 messages learned\n",
     )
     assert restored.read_bytes() == sample_model_path.read_bytes()
     assert sorted(os.listdir(tmp_path)) == ["spam.dump", "spam.nbm", "spam.nbm.lock"]
