@@ -73,6 +73,18 @@ def count_matrix(data, tokenizer) -> tuple:
     return _MATRICES[tokenizer]
 
 
+def first_copies(data: list[bytes]) -> np.ndarray:
+    """Boolean mask (n,): the first copy of each distinct message; `nbspam train` counts a
+    message repeated in its input once (SMS: 5,574 files, 5,169 distinct)."""
+    seen: set[bytes] = set()
+    mask = np.zeros(len(data), dtype=bool)
+    for i, d in enumerate(data):
+        if d not in seen:
+            seen.add(d)
+            mask[i] = True
+    return mask
+
+
 def nbspam_scores(data, labels, splits, values: dict) -> np.ndarray:
     """Each fold's test part scored by the model train fits on its training part; with
     --event-model auto, the event model chosen there (nested), printed per fold."""
@@ -81,7 +93,9 @@ def nbspam_scores(data, labels, splits, values: dict) -> np.ndarray:
     y = np.array(labels, dtype=object)
     scores = np.zeros(len(labels))
     chosen = []
+    first = first_copies(data)
     for train_idx, test_idx in splits:
+        train_idx = train_idx[first[train_idx]]  # as train does, a repeated message counts once
         fold_settings = settings
         if settings.training.model == AUTO:
             part = Tokenized([str(i) for i in train_idx], list(y[train_idx]), X[train_idx], terms)

@@ -259,8 +259,8 @@ def auto_lines(auto: dict[str, Any]) -> list[str]:
         ]
     lines = [
         f"event model: {auto['chosen']}, chosen by internal cross-validation "
-        f"({auto['folds']} folds of {auto['messages']:,} messages; best pooled out-of-fold "
-        f"ROC AUC, a tie within 0.0001 to the candidate tried first)",
+        f"({auto['folds']} folds of {auto['messages']:,} messages; pooled out-of-fold ROC AUC, "
+        f"a change kept where it removes a clear share of the error)",
         f"  {'candidate':<38} {'ROC AUC':>9} {'(1-ROCA)%':>10}",
     ]
     chosen = auto["chosen"].split(" + ")

@@ -3,13 +3,16 @@ the event model and its settings (``--event-model auto``), and a two-class model
 and calibration (`calibration`).
 
 Every message is scored by a model of the other folds (`crossval`). With auto this is done
-for each candidate of a small grid, all on the same count rows: first the event models with
-their smoothing, then, for the best of them, the stop-word mask and a higher min-count,
-each a mask over the columns, never a second tokenization. The candidate with the best
-pooled out-of-fold ROC AUC wins (for more than two classes, the mean of each class's
-one-against-the-rest AUC); one within `TIE` of a candidate tried before it loses to that
-simpler one. The winner's out-of-fold scores give the cutoffs and calibration, so choosing
-costs one cross-validation per candidate and nothing else.
+for each candidate of a small grid, all on the same count rows: first the event models,
+then, on the best of them, one change at a time: another smoothing, stop words left out,
+rare words left out, half the words kept by mutual information. Each change is a mask over
+the columns or a setting of the maths, never a second tokenization. The judge is the pooled
+out-of-fold ROC AUC (for more than two classes, the mean of each class's
+one-against-the-rest AUC), and a candidate replaces the best only where it removes a clear
+share of its error (`better`): a choice that flips with the sample costs more than it gains,
+as pooled scores of models that differ fold by fold rank worse together. The winner's
+out-of-fold scores give the cutoffs and calibration, so choosing costs one
+cross-validation per candidate and nothing else.
 """
 
 from __future__ import annotations
@@ -32,8 +35,13 @@ from .tokenizer import load_stop_words
 
 #: AUCs closer than this are a tie, won by the simpler candidate (the one tried first).
 TIE = 1e-4
-#: The smoothing alpha each linear event model is tried with.
+#: How much of the best error 1 - AUC a candidate must remove to replace it: in the first
+#: round (another event model), and in the second (a change to the winner).
+MARGIN_MODEL = 0.1
+MARGIN_CHANGE = 0.2
+#: The other smoothings tried on a linear winner, and the strengths s on a Fisher winner.
 ALPHAS = (0.1, 0.5, 1.0)
+STRENGTHS = (0.05, 0.2, 0.5)
 
 
 @dataclass(frozen=True)
@@ -86,32 +94,55 @@ class Choice:
 
 
 def first_round(binary: bool) -> list[Candidate]:
-    """The event models, simplest first, each linear one with each alpha of `ALPHAS` (the
-    complement model with its weights normalised: without, it ranks two classes as the
-    multinomial model does); the Robinson–Fisher scorer only for two classes."""
+    """The event models, simplest first, each with the smoothing that suits it: the
+    multinomial model, the Bernoulli model (alpha 0.5: with less, a word never seen in one
+    class weighs too much), the complement model with its weights normalised (without, it
+    ranks two classes as the multinomial model does), and for two classes the
+    Robinson–Fisher scorer."""
     grid = [
-        Candidate(f"{model} alpha={alpha:g}", {"model": model, "alpha": alpha})
-        for model in ("multinomial", "bernoulli")
-        for alpha in ALPHAS
-    ]
-    grid += [
+        Candidate("multinomial", {"model": "multinomial", "alpha": 0.1}),
+        Candidate("bernoulli", {"model": "bernoulli", "alpha": 0.5}),
         Candidate(
-            f"complement norm alpha={alpha:g}",
-            {"model": "complement", "alpha": alpha, "complement_norm": True},
-        )
-        for alpha in ALPHAS
+            "complement norm", {"model": "complement", "alpha": 0.1, "complement_norm": True}
+        ),
     ]
     if binary:
         grid.append(Candidate("fisher", {"model": "fisher"}))
     return grid
 
 
-def second_round(stop_words: tuple[str, ...]) -> list[Candidate]:
-    """Masks tried on the winner of the first round: stop words out, rare words out."""
-    return [
+def second_round(winner: TrainConfig, stop_words: tuple[str, ...], terms: int) -> list[Candidate]:
+    """What is tried on the winner of the first round, one change at a time: its smoothing
+    (alpha, or Fisher's strength s), stop words left out, words of one message left out,
+    and only the most informative half of the words (``terms`` of them in all) kept."""
+    if winner.model == "fisher":
+        grid = [
+            Candidate(f"+ strength {s:g}", {"strength": s})
+            for s in STRENGTHS
+            if s != winner.strength
+        ]
+    else:
+        grid = [Candidate(f"+ alpha {a:g}", {"alpha": a}) for a in ALPHAS if a != winner.alpha]
+    grid += [
         Candidate("+ stop words", {"stop_words": stop_words}),
         Candidate("+ min-count 2", {"min_count": 2}),
     ]
+    if terms >= 2:
+        grid.append(
+            Candidate(
+                f"+ {terms // 2:,} words by mutual information",
+                {"select": "mi", "max_features": terms // 2},
+            )
+        )
+    return grid
+
+
+def better(auc: float, best: float, margin: float) -> bool:
+    """Whether an out-of-fold AUC beats the best so far by more than noise: its error
+    1 - AUC below the best's by more than the fraction ``margin`` of it (and by more than
+    `TIE`). The AUC of a few thousand messages moves by that much between samples, and a
+    choice that flips between folds costs more than it gains."""
+    return 1.0 - auc < (1.0 - best) * (1.0 - margin) and auc > best + TIE
 
 
 def internal_cv(data: Tokenized, settings: Settings, totals: ClassCounts | None = None) -> Choice:
@@ -159,14 +190,15 @@ def internal_cv(data: Tokenized, settings: Settings, totals: ClassCounts | None 
     best: tuple[float, TrainConfig, Scores] | None = None
     for candidate in first_round(binary):
         result = run(candidate, base)
-        if result is not None and (best is None or result[0] > best[0] + TIE):
+        if result is not None and (best is None or better(result[0], best[0], MARGIN_MODEL)):
             best, name = result, candidate.name
     if best is None:
         raise TrainingError("no candidate of --event-model auto could be trained")
     winner, first = best[1], name
-    for candidate in second_round(stop_words):  # each on the first round's winner alone
+    terms = len(totals.terms if totals is not None else data.terms)
+    for candidate in second_round(winner, stop_words, terms):  # each on the winner alone
         result = run(candidate, winner)
-        if result is not None and result[0] > best[0] + TIE:
+        if result is not None and better(result[0], best[0], MARGIN_CHANGE):
             best, name = result, f"{first} {candidate.name}"
     _, training, scores = best
     rule = rule_from_scores(scores, training) if binary else None

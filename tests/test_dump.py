@@ -221,7 +221,10 @@ def term_of(lines: list[str], number: int) -> str:
 
 def _truncated_in_a_line(lines):
     data = joined(lines)
-    cut = data[: len(data) // 2]
+    middle = len(data) // 2
+    if data[middle - 1 : middle] == b"\n":  # inside a line, not at its end
+        middle += 1
+    cut = data[:middle]
     number = cut.count(b"\n") + 1
     return cut, f"line {number}: cut short (no line feed at its end): the dump is truncated"
 
