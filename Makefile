@@ -45,6 +45,8 @@ bench: $(VENV)/.test
 	@command -v bogofilter >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq bogofilter; } >/dev/null 2>&1 || echo "bogofilter could not be installed: its rows are skipped"
 	for corpus in spamassassin sms-spam-collection enron1; do \
 	  $(BIN)/python bench/cv.py ../shared/corpora/$$corpus --variant "nbspam" \
+	    --variant "nbspam multinomial:event-model=multinomial" \
+	    --variant "nbspam bernoulli:event-model=bernoulli;alpha=0.5" \
 	    --variant "nbspam fisher:event-model=fisher" --sklearn --bogofilter || exit 1; \
 	done
 	$(BIN)/python bench/speed.py

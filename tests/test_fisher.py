@@ -217,7 +217,7 @@ def test_info_shows_the_fisher_settings(fisher_path):
     from tests.helpers import cli_run
 
     result = cli_run("info", "-m", fisher_path)
-    assert "settings:   fisher (strength 0.2, background 0.52, min-dev 0.375), min-count 1\n" in (
+    assert "settings:   fisher (strength 0.1, background 0.52, min-dev 0.375), min-count 1\n" in (
         result.stdout
     )
 
