@@ -75,7 +75,7 @@ def count_matrix(data, tokenizer) -> tuple:
 
 def first_copies(data: list[bytes]) -> np.ndarray:
     """Boolean mask (n,): the first copy of each distinct message; `nbspam train` counts a
-    message repeated in its input once (SMS: 5,574 files, 5,169 distinct)."""
+    message repeated in its input once (SMS: 5,574 files, 5,171 distinct)."""
     seen: set[bytes] = set()
     mask = np.zeros(len(data), dtype=bool)
     for i, d in enumerate(data):

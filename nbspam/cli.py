@@ -148,6 +148,17 @@ def model_option(f):
     )(f)
 
 
+def output_model_option(what: str = "the model file"):
+    """-o/--output: where a command that makes a model writes it."""
+    return click.option(
+        "-o",
+        "--output",
+        required=True,
+        type=click.Path(),
+        help=f"Where to write {what} (replaced atomically).",
+    )
+
+
 class FormatChoice(click.Choice):
     """The --format of a command: names shared by all commands (text for people; json,
     jsonl, tsv and markdown for programs and documents), and old names still accepted for
@@ -347,13 +358,7 @@ _TRAIN_OPTIONS = [
 
 @cli.command()
 @click.argument("data", nargs=-1)
-@click.option(
-    "-o",
-    "--output",
-    required=True,
-    type=click.Path(),
-    help="Where to write the model file (replaced atomically).",
-)
+@output_model_option()
 @files_from_options
 @train_options
 @jobs_option
@@ -896,13 +901,7 @@ def forget(model_path: str, paths: tuple[str, ...], files_from, null: bool) -> N
 
 @cli.command()
 @click.argument("models", nargs=-1, required=True, type=click.Path())
-@click.option(
-    "-o",
-    "--output",
-    required=True,
-    type=click.Path(),
-    help="Where to write the merged model (replaced atomically).",
-)
+@output_model_option("the merged model")
 def merge(models: tuple[str, ...], output: str) -> None:
     """Merge models trained with the same settings on disjoint sets of messages.
 
@@ -994,13 +993,7 @@ def dump(model_path: str, output: str | None) -> None:
 
 @cli.command()
 @click.argument("source", default="-", metavar="[DUMP|-]")
-@click.option(
-    "-o",
-    "--output",
-    required=True,
-    type=click.Path(),
-    help="Where to write the model file (replaced atomically).",
-)
+@output_model_option()
 def restore(source: str, output: str) -> None:
     """Make a model file of a dump written by 'nbspam dump'.
 

@@ -71,8 +71,12 @@ class Multinomial(EventModel):
     ) -> tuple[np.ndarray, np.ndarray]:
         from . import naive_bayes as nb
 
-        occurrences = counts.doc_count if cfg.binary else counts.term_count
-        return nb.multinomial_linear(occurrences, log_prior, cfg.alpha)
+        return nb.multinomial_linear(self.occurrences(counts, cfg), log_prior, cfg.alpha)
+
+    @staticmethod
+    def occurrences(counts: ClassCounts, cfg: TrainConfig) -> np.ndarray:
+        """(C, k): the messages holding each word (``binary``), else its occurrences."""
+        return counts.doc_count if cfg.binary else counts.term_count
 
 
 class Bernoulli(EventModel):
@@ -92,7 +96,7 @@ class Bernoulli(EventModel):
         return nb.bernoulli_linear(counts.doc_count, counts.class_count, log_prior, cfg.alpha)
 
 
-class Complement(EventModel):
+class Complement(Multinomial):
     """Complement naive Bayes (Rennie et al. 2003): each class's weights estimated from the
     messages of all the other classes, from the multinomial model's counts (``binary``: each
     word once per message), with no prior; ``complement_norm`` divides each class's weights
@@ -101,15 +105,12 @@ class Complement(EventModel):
 
     name = "complement"
 
-    def presence(self, cfg: TrainConfig) -> bool:
-        return cfg.binary
-
     def linear(
         self, counts: ClassCounts, log_prior: np.ndarray, cfg: TrainConfig
     ) -> tuple[np.ndarray, np.ndarray]:
         from . import naive_bayes as nb
 
-        occurrences = counts.doc_count if cfg.binary else counts.term_count
+        occurrences = self.occurrences(counts, cfg)
         return nb.complement_linear(occurrences, cfg.alpha, norm=cfg.complement_norm)
 
 
