@@ -11,7 +11,6 @@ numpy arrays.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -73,22 +72,23 @@ def log_chi2_sf(m: float, k: int) -> float:
         return 0.0
     log_m = math.log(m)
     top_j = min(k - 1, int(m))
+    logs = _logs(max(k, top_j + 1))
     top = top_j * log_m - math.lgamma(top_j + 1)
-    floor = top - _NEGLIGIBLE
-    total, term, j = 1.0, top, top_j
+    exp = math.exp
+    total, term, j = 1.0, 0.0, top_j  # term: t_j - t_j*
     while j > 0:  # downwards: t_{j-1} = t_j - ln m + ln j
-        term += math.log(j) - log_m
-        if term < floor:
+        term += logs[j] - log_m
+        if term < -_NEGLIGIBLE:
             break
-        total += math.exp(term - top)
+        total += exp(term)
         j -= 1
-    term, j = top, top_j
+    term, j = 0.0, top_j
     while j + 1 < k:  # upwards
         j += 1
-        term += log_m - math.log(j)
-        if term < floor:
+        term += log_m - logs[j]
+        if term < -_NEGLIGIBLE:
             break
-        total += math.exp(term - top)
+        total += exp(term)
     return -m + top + math.log(total)
 
 
@@ -96,9 +96,9 @@ def log_chi2_cdf(m: float, k: int, log_q: float | None = None) -> float:
     """log (1 - Q(2m, 2k)): the log of the lower tail, -m + log sum_{j>=k} m^j / j!;
     ``log_q``, log Q(2m, 2k), where the caller has it already.
 
-    Where Q <= 1/2 it is log1p(-Q); where Q > 1/2 (1 - Q small) it is summed from the
-    lower series itself, term by term until the terms no longer count (they fall once j
-    passes m, which is then below k or near it).
+    Where Q <= 1/2 it is log1p(-Q); where Q > 1/2 (1 - Q small), m is below the median of
+    the Gamma(k) distribution, itself below k, so the terms of the lower series fall from
+    j = k on: they are summed from there until they no longer count.
     """
     if log_q is None:
         log_q = log_chi2_sf(m, k)
@@ -107,15 +107,16 @@ def log_chi2_cdf(m: float, k: int, log_q: float | None = None) -> float:
     if m <= 0.0:
         return -math.inf
     log_m = math.log(m)
-    term = k * log_m - math.lgamma(k + 1)
-    terms, top, j = [term], term, k
+    first = k * log_m - math.lgamma(k + 1)
+    exp = math.exp
+    total, term, j, top = 1.0, 0.0, k, 0.0  # term: t_j - t_k
     while True:
         j += 1
         term += log_m - math.log(j)
-        terms.append(term)
         top = max(top, term)
         if j > m and term < top - _NEGLIGIBLE:
-            return -m + _logsumexp(terms)
+            return -m + first + math.log(total)
+        total += exp(term)
 
 
 def fisher_log_odds(sum_log_f: float, sum_log_not_f: float, k: int) -> float:
@@ -134,13 +135,15 @@ def fisher_log_odds(sum_log_f: float, sum_log_not_f: float, k: int) -> float:
     return _logaddexp(log_not_s, log_h) - _logaddexp(log_not_h, log_s)
 
 
-def _logsumexp(values: Iterable[float]) -> float:
-    """log sum_i exp(v_i), without overflow."""
-    values = list(values)
-    top = max(values)
-    if top == -math.inf:
-        return -math.inf
-    return top + math.log(math.fsum(math.exp(v - top) for v in values))
+_LOGS = [0.0]
+"""ln j for j = 0, 1, ... (ln 0 stands as 0.0, never used), grown as needed."""
+
+
+def _logs(n: int) -> list[float]:
+    """`_LOGS` holding ln j for every j <= n."""
+    if len(_LOGS) <= n:
+        _LOGS.extend(map(math.log, range(len(_LOGS), n + 1)))
+    return _LOGS
 
 
 def _logaddexp(a: float, b: float) -> float:

@@ -63,6 +63,8 @@ class TableScorer:
         )
         self._analyzer = Analyzer(self.tokenizer)
         self._tables: list[dict[str, float]] | None = None
+        # Fisher: the clues only, each with its (ln f, ln(1 - f)): one lookup a term
+        self._clue_table: dict[str, tuple[float, float]] | None = None
 
     def _vectors(self) -> list[Sequence[float]]:
         """The weight vectors a score sums: the log-odds weights of a two-class model, else
@@ -74,7 +76,20 @@ class TableScorer:
         scoring many messages: one lookup a term, no column in between."""
         if self._tables is None:
             terms = schema.terms(self.path, self._box)
-            self._tables = [dict(zip(terms, vector)) for vector in self._vectors()]
+            if self.fisher:
+                log_f, log_not_f = self._fisher_rows()
+                self._clue_table = {
+                    term: (f, not_f) for term, f, not_f in zip(terms, log_f, log_not_f) if f
+                }
+                self._tables = []
+            else:
+                self._tables = [dict(zip(terms, vector)) for vector in self._vectors()]
+
+    def _fisher_rows(self) -> tuple[Sequence[float], Sequence[float]]:
+        """(ln f, ln(1 - f)) of every term of a Fisher model: the rows of the positive and
+        the other class; 0.0 for a term that is no clue."""
+        positive = self.labels.index(self.positive)
+        return self._rows[positive], self._rows[1 - positive]
 
     def column(self, term: str) -> int | None:
         """The column of ``term`` in the sorted vocabulary, None if absent, by binary search:
@@ -112,17 +127,19 @@ class TableScorer:
         tokens = self._analyzer.tokens(data)
         # the distinct terms in order of first appearance, with their counts (or presence)
         terms = dict.fromkeys(tokens, 1) if self.binary else Counter(tokens)
-        sums = self._sums(terms)
         log_odds = None
         if self.fisher:  # logit(I) from the sums of ln f and ln(1 - f) over the clues
-            positive = self.labels.index(self.positive)
-            log_odds = fisher_log_odds(sums[positive], sums[1 - positive], self._clues(terms))
-            log_posterior = log_posterior_two(log_odds, positive)
+            clues = self._clues(terms)
+            sum_f, sum_not_f = _dot((f for f, _ in clues), None), _dot((n for _, n in clues), None)
+            log_odds = fisher_log_odds(sum_f, sum_not_f, len(clues))
+            log_posterior = log_posterior_two(log_odds, self.labels.index(self.positive))
         elif self._weights is not None:  # two classes: the posteriors follow from the log-odds
-            log_odds = sums[0] + self.bias
+            log_odds = self._sums(terms)[0] + self.bias
             log_posterior = log_posterior_two(log_odds, self.labels.index(self.positive))
         else:
-            jll = [total + intercept for total, intercept in zip(sums, self._intercept)]
+            jll = [
+                total + intercept for total, intercept in zip(self._sums(terms), self._intercept)
+            ]
             top = max(jll)
             log_norm = top + math.log(sum(math.exp(j - top) for j in jll))
             log_posterior = [j - log_norm for j in jll]
@@ -136,13 +153,17 @@ class TableScorer:
             calibration=self.calibration,
         )
 
-    def _clues(self, terms: dict[str, int]) -> int:
-        """How many of the terms are clues of a Fisher model: its log terms are below 0 for
-        a clue, 0 for any other term."""
-        row = self._rows[0]
-        if self._tables is not None:
-            return sum(1 for term in terms if self._tables[0].get(term, 0.0))
-        return sum(1 for col in map(self.column, terms) if col is not None and row[col])
+    def _clues(self, terms: dict[str, int]) -> list[tuple[float, float]]:
+        """(ln f, ln(1 - f)) of each term of a Fisher model that is a clue, in the order of
+        ``terms``: summed in that order they give the batch scorer's sums to the bit (the
+        other terms add 0.0 there)."""
+        if len(terms) * self._size.bit_length() > self._size:
+            self.build_index()
+        if self._clue_table is not None:
+            return [pair for pair in map(self._clue_table.get, terms) if pair is not None]
+        log_f, log_not_f = self._fisher_rows()
+        cols = [col for col in map(self.column, terms) if col is not None and log_f[col]]
+        return [(log_f[col], log_not_f[col]) for col in cols]
 
     def _sums(self, terms: dict[str, int]) -> list[float]:
         """For each weight vector, the sum over the terms of count x weight (presence:
