@@ -95,7 +95,7 @@ class TokenizerConfig:
     url_tokens: bool = True
     header_tokens: bool = True
     attachment_tokens: bool = True
-    number_tokens: bool = True
+    number_tokens: bool = True  # plain text, not mail: `features.number_tokens`
     value_headers: tuple[str, ...] = DEFAULT_VALUE_HEADERS
     ignore_headers: tuple[str, ...] = DEFAULT_IGNORE_HEADERS
     max_body_chars: int = 200_000

@@ -63,8 +63,9 @@ class TableScorer:
         )
         self._analyzer = Analyzer(self.tokenizer)
         self._tables: list[dict[str, float]] | None = None
-        # Fisher: the clues only, each with its (ln f, ln(1 - f)): one lookup a term
-        self._clue_table: dict[str, tuple[float, float]] | None = None
+        # Fisher: the column of each clue (a word that is no clue is left out): one lookup
+        # a term, and an int as small as the linear tables' floats
+        self._clue_table: dict[str, int] | None = None
 
     def _vectors(self) -> list[Sequence[float]]:
         """The weight vectors a score sums: the log-odds weights of a two-class model, else
@@ -77,10 +78,8 @@ class TableScorer:
         if self._tables is None:
             terms = schema.terms(self.path, self._box)
             if self.fisher:
-                log_f, log_not_f = self._fisher_rows()
-                self._clue_table = {
-                    term: (f, not_f) for term, f, not_f in zip(terms, log_f, log_not_f) if f
-                }
+                log_f = self._fisher_rows()[0]
+                self._clue_table = {term: col for col, term in enumerate(terms) if log_f[col]}
                 self._tables = []
             else:
                 self._tables = [dict(zip(terms, vector)) for vector in self._vectors()]
@@ -159,10 +158,11 @@ class TableScorer:
         other terms add 0.0 there)."""
         if len(terms) * self._size.bit_length() > self._size:
             self.build_index()
-        if self._clue_table is not None:
-            return [pair for pair in map(self._clue_table.get, terms) if pair is not None]
         log_f, log_not_f = self._fisher_rows()
-        cols = [col for col in map(self.column, terms) if col is not None and log_f[col]]
+        if self._clue_table is not None:
+            cols = [col for col in map(self._clue_table.get, terms) if col is not None]
+        else:
+            cols = [col for col in map(self.column, terms) if col is not None and log_f[col]]
         return [(log_f[col], log_not_f[col]) for col in cols]
 
     def _sums(self, terms: dict[str, int]) -> list[float]:
