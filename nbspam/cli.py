@@ -880,7 +880,9 @@ def forget(model_path: str, paths: tuple[str, ...], files_from, null: bool) -> N
     """Remove learned messages from a model, in place.
 
     The result equals training without them. A message the model never learned is
-    reported and skipped (exit status 3).
+    reported and skipped (exit status 3). If 'nbspam prune' expired digests of the model,
+    a message it does not remember may have been learned: it is refused (one line, exit
+    status 1) and nothing is forgotten.
 
     \b
     Example:
@@ -897,6 +899,106 @@ def forget(model_path: str, paths: tuple[str, ...], files_from, null: bool) -> N
     status = report.finish()
     click.echo(f"forgot {change.forgotten:,} message(s)", err=True)
     sys.exit(status)
+
+
+def _date(value: str | None) -> int | None:
+    """--expire-before DATE (YYYY-MM-DD, UTC midnight) as seconds since 1970."""
+    if value is None:
+        return None
+    import calendar
+
+    try:
+        day = time.strptime(value, "%Y-%m-%d")
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a date YYYY-MM-DD") from None
+    return calendar.timegm(day)
+
+
+@cli.command()
+@model_option
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(),
+    help="Write the pruned model here (replaced atomically) instead of in place.",
+)
+@click.option(
+    "--min-docs",
+    type=click.IntRange(min=1),
+    metavar="K",
+    help="Drop the terms found in fewer than K messages.",
+)
+@click.option(
+    "--max-terms",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Keep only the N terms found in most messages (ties: in term order).",
+)
+@click.option(
+    "--expire-before",
+    metavar="DATE",
+    help="Expire the digests of messages learned before DATE (YYYY-MM-DD, UTC); digests of unknown learn time (models written before learn times were recorded) are kept.",
+)
+@click.option(
+    "--keep-digests",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Keep the digests of only the N messages learned last (unknown learn times count as oldest).",
+)
+def prune(
+    model_path: str,
+    output: str | None,
+    min_docs: int | None,
+    max_terms: int | None,
+    expire_before: str | None,
+    keep_digests: int | None,
+) -> None:
+    """Make a model smaller: drop rare terms, expire the digests of old messages.
+
+    Scoring uses the terms left; the class counts stay exact. What stops being exact: a
+    dropped term's counts are gone, so learning its word again counts it from zero, and
+    forgetting a message subtracts only the terms still in the model (never below zero). A
+    message whose digest expired cannot be forgotten (forget refuses it, saying why) and
+    learning it again counts it twice. 'nbspam info' shows how many terms were dropped
+    and digests expired, and when. Without -o the model is pruned in place.
+
+    \b
+    Example:
+      nbspam prune -m spam.nbm --min-docs 2 --max-terms 200000
+      nbspam prune -m spam.nbm --expire-before 2024-01-01 --keep-digests 100000
+    """
+    from .modelfile import load_model, write_model
+    from .update import prune as prune_model
+    from .update import update_model_file
+
+    if (min_docs, max_terms, expire_before, keep_digests) == (None, None, None, None):
+        raise click.UsageError(
+            "give what to prune: --min-docs, --max-terms, --expire-before or --keep-digests"
+        )
+    before = _date(expire_before)
+
+    def change(model):
+        return prune_model(
+            model,
+            min_docs=min_docs,
+            max_terms=max_terms,
+            expire_before=before,
+            keep_digests=keep_digests,
+        )
+
+    if output is None:
+        _, done = update_model_file(model_path, change)
+    else:
+        _check_output(output)
+        _refuse_same_file(output, model_path, "the model being pruned")
+        pruned, done = change(load_model(model_path))
+        write_model(pruned, output)
+    click.echo(
+        f"pruned {output or model_path}: kept {done.terms_kept:,} terms "
+        f"({done.terms_dropped:,} dropped), {done.digests_kept:,} digests "
+        f"({done.digests_expired:,} expired)",
+        err=True,
+    )
 
 
 @cli.command()
@@ -1052,10 +1154,11 @@ def info(model_path: str, fmt: str) -> None:
       nbspam info -m spam.nbm
       nbspam info -m spam.nbm -f json | jq .settings.train.alpha
     """
-    from .modelfile import load_model, read_header
+    from .modelfile import load_model, part_sizes, read_header
     from .render import model_info
 
-    for line in model_info(model_path, read_header(model_path), load_model(model_path), fmt):
+    header, model = read_header(model_path), load_model(model_path)
+    for line in model_info(model_path, header, model, fmt, sizes=part_sizes(model_path)):
         emit(line)
 
 

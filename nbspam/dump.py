@@ -22,10 +22,12 @@ Format 1: UTF-8 text, every line ending in a line feed, fields separated by tabs
                                        class, then the messages of each class holding it
                                        (classes in the order of the class lines); terms
                                        sorted by code point, each once
-    digests  digest  label             the column headings
-    DIGEST  LABEL                      one line per message learned: the 16-byte digest
-                                       of the message as 32 lowercase hex digits, and the
-                                       label it was learned as; sorted by digest
+    digests  digest  label  learned    the column headings
+    DIGEST  LABEL  LEARNED             one line per message learned: the 16-byte digest
+                                       of the message as 32 lowercase hex digits, the
+                                       label it was learned as, and when (seconds since
+                                       1970, -1 unknown); sorted by digest. (Dumps written
+                                       before learn times have no learned column: unknown.)
     end                                the last line: a dump without it is cut short
 
 A term or a label is written with backslash, tab, line feed and carriage return escaped
@@ -75,7 +77,9 @@ for the array table, the scoring table's header and the versions)."""
 MAX_COUNT = 2**63 - 1
 
 KEYS = ("tokenizer", "train", "cutoffs", "calibration", "info")
-DIGEST_HEADINGS = "digests\tdigest\tlabel"
+DIGEST_HEADINGS = "digests\tdigest\tlabel\tlearned"
+UNTIMED_HEADINGS = "digests\tdigest\tlabel"
+"""The digest headings of dumps written before learn times were recorded."""
 END = "end"
 
 _CHUNK = 4096  # terms or digests per chunk of the dump
@@ -108,10 +112,11 @@ def dump_lines(model: Model) -> Iterator[str]:
             yield f"{escape(term)}\t" + "\t".join(map(str, row))
     yield DIGEST_HEADINGS
     digests, seen = model.seen_digests, model.seen_labels.tolist()
+    times = model.seen_times.tolist()
     for start in range(0, len(seen), _CHUNK):
         block = np.ascontiguousarray(digests[start : start + _CHUNK], np.uint8).tobytes().hex()
         for i, k in enumerate(seen[start : start + _CHUNK]):
-            yield f"{block[32 * i : 32 * i + 32]}\t{labels[k]}"
+            yield f"{block[32 * i : 32 * i + 32]}\t{labels[k]}\t{times[start + i]}"
     yield END
 
 
@@ -183,6 +188,7 @@ class _Reader:
         self.header_bytes = 0
         self.first_term = 0  # the line of the first term
         self.end_line = 0
+        self.timed = True  # the digest lines have a learned column
 
     def fail(self, what: str, number: int | None = None) -> InputError:
         return InputError(f"line {self.number if number is None else number}: {what}")
@@ -208,10 +214,10 @@ class _Reader:
         lines = self.lines()
         self.header(lines)
         terms, counts = self.terms(lines)
-        digests, seen = self.digests(lines)
+        digests, seen, times = self.digests(lines)
         for _ in lines:
             raise self.fail(f"more after the {END!r} line, which ends a dump")
-        return self.built(terms, counts, digests, seen)
+        return self.built(terms, counts, digests, seen, times)
 
     # -- the parts, in order
 
@@ -377,7 +383,8 @@ class _Reader:
         for text in lines:
             term, _, tail = text.partition("\t")
             if counts_only.fullmatch(tail) is None:
-                if text == DIGEST_HEADINGS:
+                if text in (DIGEST_HEADINGS, UNTIMED_HEADINGS):
+                    self.timed = text == DIGEST_HEADINGS
                     return terms, self.checked_counts(terms, counts)
                 self.bad_term_line(text)
             if "\\" in term:
@@ -458,32 +465,54 @@ class _Reader:
                 continue
             raise self.fail(f"the term {_shown(term)} {what}", number)
 
-    def digests(self, lines: Iterator[str]) -> tuple[bytes, list[int]]:
-        """The digest lines, to the end line: (the digests, the label index of each)."""
+    def digests(self, lines: Iterator[str]) -> tuple[bytes, list[int], list[int]]:
+        """The digest lines, to the end line: (the digests, the label index of each, when
+        each was learned)."""
         index = {label: k for k, label in enumerate(self.labels)}
         escaped = {escape(label): k for k, label in enumerate(self.labels)}
         hexes: list[str] = []
         seen: list[int] = []
+        times: list[int] = []
         previous = ""
         for text in lines:
             digest, tab, label = text.partition("\t")
+            when = "-1"
+            if self.timed:
+                label, _, when = label.rpartition("\t")
             k = escaped.get(label)
-            if k is None or _DIGEST.fullmatch(digest) is None or digest <= previous:
+            if (
+                k is None
+                or _DIGEST.fullmatch(digest) is None
+                or digest <= previous
+                or _TIME.fullmatch(when) is None
+            ):
                 if text == END:
                     self.end_line = self.number
-                    return bytes.fromhex("".join(hexes)), seen
+                    return bytes.fromhex("".join(hexes)), seen, times
                 k = self.bad_digest_line(text, index)
                 if digest <= previous:
                     what = "again" if digest == previous else f"after {previous}"
                     raise self.fail(f"the digest {digest} {what}: digests are sorted, each once")
             hexes.append(digest)
             seen.append(k)
+            times.append(int(when))
             previous = digest
         raise self.cut_short("digests")
 
     def bad_digest_line(self, text: str, index: dict[str, int]) -> int:
         fields = text.split("\t")
-        if len(fields) != 2:
+        if self.timed:
+            if len(fields) != 3:
+                raise self.fail(
+                    f"{len(fields)} field(s), but a digest line has 3: the digest, the label "
+                    "and when it was learned"
+                )
+            if _TIME.fullmatch(fields[2]) is None:
+                raise self.fail(
+                    f"not a learn time (seconds since 1970, or -1): {_shown(fields[2])}"
+                )
+            fields = fields[:2]
+        elif len(fields) != 2:
             raise self.fail(
                 f"{len(fields)} field(s), but a digest line has 2: the digest and the label"
             )
@@ -495,7 +524,14 @@ class _Reader:
             raise self.fail(f"the label {_shown(label)} is not a class")
         return index[label]
 
-    def built(self, terms: list[str], counts: np.ndarray, digests: bytes, seen: list[int]) -> Model:
+    def built(
+        self,
+        terms: list[str],
+        counts: np.ndarray,
+        digests: bytes,
+        seen: list[int],
+        times: list[int],
+    ) -> Model:
         C = len(self.labels)
         model = Model(
             labels=tuple(self.labels),
@@ -507,6 +543,7 @@ class _Reader:
             training=self.values["train"],
             seen_digests=np.frombuffer(digests, np.uint8).reshape(-1, 16),
             seen_labels=np.array(seen, np.int64),
+            seen_times=np.array(times, np.int64),
             cutoffs=self.values["cutoffs"],
             calibration=self.values["calibration"],
             info=self.values["info"],
@@ -560,6 +597,7 @@ class _Reader:
 
 _COUNT = re.compile("[0-9]+")
 _DIGEST = re.compile("[0-9a-f]{32}")
+_TIME = re.compile("-1|0|[1-9][0-9]{0,17}")
 _ESCAPE = re.compile(r"\\(u[0-9A-Fa-f]{4}|.?)", re.DOTALL)
 _UNESCAPES = {"\\": "\\", "t": "\t", "n": "\n", "r": "\r"}
 _SURROGATE = re.compile("[\ud800-\udfff]")

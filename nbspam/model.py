@@ -49,7 +49,18 @@ class Model:
     The vocabulary filters
     (min_count, max_df, max_features) are applied when the scoring parameters are derived,
     so adding or removing documents only adds or subtracts counts.
+
+    seen_times (n,) is when each message was learned, in seconds since 1970 (UTC), or
+    `UNKNOWN_TIME` for messages learned before nbspam recorded it (a model built without
+    them gets that for every message); `update.prune` expires digests by it.
     """
+
+    def __post_init__(self) -> None:
+        n = len(self.seen_digests)
+        if len(self.seen_times) != n:
+            if len(self.seen_times):
+                raise ValueError("seen_times must have one entry per digest")
+            object.__setattr__(self, "seen_times", np.full(n, UNKNOWN_TIME, np.int64))
 
     labels: tuple[str, ...]
     terms: tuple[str, ...]
@@ -60,6 +71,7 @@ class Model:
     training: TrainConfig
     seen_digests: np.ndarray = field(default_factory=lambda: np.zeros((0, 16), np.uint8))
     seen_labels: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    seen_times: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     cutoffs: tuple[float, float] | None = None
     calibration: tuple[float, float] | None = None
     info: dict[str, Any] = field(default_factory=dict)
@@ -88,6 +100,10 @@ class Model:
     def form(self) -> LinearForm | FisherForm:
         """The model's scoring form (`forms`), derived from the counts on first use."""
         return make_form(self)
+
+
+UNKNOWN_TIME = -1
+"""The learn time of a message learned before models recorded learn times."""
 
 
 def make_form(model: Model) -> LinearForm | FisherForm:
@@ -133,11 +149,14 @@ def from_counts(
     seen: dict[bytes, str] | None = None,
     *,
     sorted_terms: bool = False,
+    times: dict[bytes, int] | None = None,
+    default_time: int = UNKNOWN_TIME,
 ) -> Model:
     """Build a Model from counts in any label and term order (they are sorted here; the
     terms not if ``sorted_terms`` says they already are).
 
-    ``seen`` maps the digest of every message counted to its label.
+    ``seen`` maps the digest of every message counted to its label, ``times`` some of
+    them to when they were learned (seconds since 1970); the others get ``default_time``.
 
     With --event-model auto the model is `config.AUTO_FALLBACK`'s: there is no
     cross-validation here to choose by (`training.train` runs one).
@@ -180,6 +199,7 @@ def from_counts(
         training=train_cfg,
         seen_digests=np.frombuffer(b"".join(d for d, _ in digests), np.uint8).reshape(-1, 16),
         seen_labels=np.array([labels.index(label) for _, label in digests], np.int64),
+        seen_times=np.array([(times or {}).get(d, default_time) for d, _ in digests], np.int64),
         info=dict(info or {}),
     )
     if not model.form.kept.size:
@@ -293,7 +313,9 @@ def fit_counted(counted: LabelledCounts, settings: Settings, *, rows: Rows | Non
     total = total.in_order(terms=order)
     if rows is not None:
         rows.terms, rows.order, rows.totals = total.terms, order, total
-    return from_counts(total, settings, info, counted.seen, sorted_terms=True)
+    return from_counts(
+        total, settings, info, counted.seen, sorted_terms=True, default_time=int(time.time())
+    )
 
 
 class CountTable:

@@ -3,7 +3,8 @@
 Arrays: ``terms`` (uint8, the sorted vocabulary as UTF-8 joined by line breaks),
 ``term_offsets`` (d + 1,) where each term starts in ``terms``, ``class_count`` (C,),
 ``term_count`` (C, d) and ``doc_count`` (C, d); ``seen_digests`` (n, 16) uint8 and
-``seen_labels`` (n,), the messages learned. Integers are 32-bit where the values fit, else
+``seen_labels`` (n,), the messages learned, and ``seen_times`` (n,) int64, when each was
+learned (seconds since 1970, -1 unknown; files written before it are read as all unknown). Integers are 32-bit where the values fit, else
 64-bit. The model is rebuilt from these counts (as int64).
 
 The scoring table lets one message be scored without numpy (`quick`): ``score_coef``
@@ -48,6 +49,7 @@ def save_model(model: Model, path: str | os.PathLike[str]) -> None:
     # counts as 32-bit integers when they fit: a smaller file is quicker to read and check
     arrays.update({name: _compact(getattr(model, name)) for name in _COUNTS})
     arrays["seen_digests"] = np.ascontiguousarray(model.seen_digests, np.uint8)
+    arrays["seen_times"] = np.ascontiguousarray(model.seen_times, "<i8")
     sc = model.form
     coef = np.zeros((len(model.labels), len(model.terms)), "<f8")
     coef[:, sc.kept] = sc.coef
@@ -96,6 +98,7 @@ def load_model(path: str | os.PathLike[str]) -> Model:
     Never unpickles."""
     box = schema.read(path)
     schema.check_counts(path, box)
+    _none = np.zeros(0, np.int64)  # a file written before learn times: all unknown
     arrays = {
         name: np.frombuffer(view, np.dtype(dtype)).reshape(shape)
         for name, (view, dtype, shape) in box.views.items()
@@ -108,12 +111,40 @@ def load_model(path: str | os.PathLike[str]) -> Model:
         doc_count=arrays["doc_count"].astype(np.int64),
         seen_digests=arrays["seen_digests"],
         seen_labels=arrays["seen_labels"].astype(np.int64),
+        seen_times=arrays["seen_times"].astype(np.int64) if "seen_times" in arrays else _none,
         tokenizer=box.tokenizer,
         training=box.training,
         cutoffs=box.cutoffs,
         calibration=box.calibration,
         info=box.info,
     )
+
+
+def part_sizes(path: str | os.PathLike[str]) -> dict[str, int]:
+    """The bytes each part of a model file takes: terms (the vocabulary and its offsets),
+    counts (class, term and document counts), digests (the messages learned: digests, labels
+    and learn times) and scoring (the scoring table); and the whole file."""
+    views = schema.read(path).views
+    sizes = dict.fromkeys(("terms", "counts", "digests", "scoring"), 0)
+    for name, (view, _, _) in views.items():
+        sizes[_PARTS[name]] += view.nbytes
+    sizes["file"] = os.path.getsize(path)
+    return sizes
+
+
+_PARTS = {
+    "terms": "terms",
+    "term_offsets": "terms",
+    "class_count": "counts",
+    "term_count": "counts",
+    "doc_count": "counts",
+    "seen_digests": "digests",
+    "seen_labels": "digests",
+    "seen_times": "digests",
+    "score_coef": "scoring",
+    "score_intercept": "scoring",
+    "score_weights": "scoring",
+}
 
 
 def read_header(path: str | os.PathLike[str]) -> dict[str, Any]:

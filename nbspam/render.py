@@ -350,10 +350,16 @@ def train_summary(model: Model, output: str, size: int) -> list[str]:
 
 
 def model_info(
-    model_path: str, header: dict[str, Any], model: Model, fmt: Literal["text", "json"]
+    model_path: str,
+    header: dict[str, Any],
+    model: Model,
+    fmt: Literal["text", "json"],
+    *,
+    sizes: dict[str, int] | None = None,
 ) -> Iterator[str]:
-    """What `info` shows of a model file: labels, counts, vocabulary, settings, history;
-    ``header`` is the file's (`modelfile.read_header`)."""
+    """What `info` shows of a model file: labels, counts, vocabulary, settings, history,
+    and the bytes each part takes (``sizes``, `modelfile.part_sizes`); ``header`` is the
+    file's (`modelfile.read_header`). A pruned model says what is no longer exact."""
     summary = {
         "path": model_path,
         "format_version": header["format_version"],
@@ -368,6 +374,13 @@ def model_info(
         "calibration": header.get("calibration"),
         "history": model.info,
     }
+    if sizes is not None:
+        summary["sizes"] = sizes
+    pruned = "pruned" in model.info or "expired" in model.info
+    if pruned:
+        from .update import PRUNE_NOTE
+
+        summary["inexact"] = PRUNE_NOTE
     if fmt == "json":
         yield from json_line(summary, indent=2).splitlines()
         return
@@ -396,9 +409,23 @@ def model_info(
             lines.append(
                 f"calibrated: P({model.training.positive}) = 1 / (1 + exp(-({a:.5g} log-odds {b:+.5g})))"
             )
+    if sizes is not None:
+        lines.append(
+            f"size:       {sizes['file']:,} bytes: terms {sizes['terms']:,}, counts "
+            f"{sizes['counts']:,}, digests {sizes['digests']:,} ({len(model.seen_labels):,} "
+            f"messages), scoring table {sizes['scoring']:,}"
+        )
     if "auto" in model.info:
         lines += auto_lines(model.info["auto"])
-    lines += [f"{key + ':':<11} {value}" for key, value in model.info.items() if key != "auto"]
+    for key, value in model.info.items():
+        if key in ("pruned", "expired") and isinstance(value, dict):
+            what = "terms dropped" if key == "pruned" else "digests expired"
+            count = value.get("terms_dropped", value.get("digests", 0))
+            lines.append(f"{key + ':':<11} {count:,} {what}, last on {value.get('last')}")
+        elif key != "auto":
+            lines.append(f"{key + ':':<11} {value}")
+    if pruned:
+        lines.append(f"inexact:    {summary['inexact']}")
     tok = header["tokenizer"]
     removed = len(tok["stop_words"])
     lines.append(

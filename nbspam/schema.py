@@ -41,11 +41,13 @@ ARRAYS: dict[str, tuple[tuple[str, ...], tuple[str | int, ...]]] = {
     "doc_count": (_INTS, ("C", "d")),
     "seen_digests": (("|u1",), ("n", 16)),
     "seen_labels": (_INTS, ("n",)),
+    "seen_times": (("<i8",), ("n",)),
     "score_coef": (("<f8",), ("C", "d")),
     "score_intercept": (("<f8",), ("C",)),
     "score_weights": (("<f8",), ("d",)),
 }
 _SCORING = ("score_coef", "score_intercept", "score_weights")
+_OPTIONAL = ("seen_times",)  # files written before learn times were recorded lack it
 _HEADER = {
     "format": True,
     "format_version": True,
@@ -145,6 +147,8 @@ def check_counts(path: str | os.PathLike[str], box: ModelFile) -> None:
     for name in ("class_count", "term_count", "doc_count"):
         if array(name).size and array(name).min() < 0:
             raise container.invalid(path, f"{name} has a negative count")
+    if "seen_times" in box.views and array("seen_times").size and array("seen_times").min() < -1:
+        raise container.invalid(path, "seen_times has a time before 1970 other than -1 (unknown)")
     blob, offsets = array("terms"), array("term_offsets")
     if offsets.size > 2 and not np.array_equal(np.flatnonzero(blob == 10) + 1, offsets[1:-1]):
         raise container.invalid(path, "the term offsets do not match the terms")
@@ -226,7 +230,7 @@ def _check_arrays(box: container.Container, labels: tuple[str, ...], *, fisher: 
     for name in views:
         if name not in ARRAYS:
             raise ValueError(f"unknown array {name!r}")
-    required = [name for name in ARRAYS if name not in _SCORING]
+    required = [name for name in ARRAYS if name not in _SCORING and name not in _OPTIONAL]
     if "score_coef" in views:
         required += ["score_coef", "score_intercept"]
         if len(labels) == 2 and not fisher:

@@ -9,6 +9,7 @@ learning a message twice a no-op and learning it under another label move its co
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -18,7 +19,7 @@ from .counts import ClassCounts
 from .errors import NbspamError, TrainingError
 from .headers import message_digest
 from .messages import Message
-from .model import CountTable, Model, _now, from_counts
+from .model import UNKNOWN_TIME, CountTable, Model, _now, from_counts
 
 T = TypeVar("T")
 
@@ -53,13 +54,20 @@ def seen_map(model: Model) -> dict[bytes, str]:
     return {bytes(d): model.labels[k] for d, k in zip(model.seen_digests, model.seen_labels)}
 
 
+def times_map(model: Model) -> dict[bytes, int]:
+    """When each learned message was learned, digest -> seconds since 1970 (or
+    `model.UNKNOWN_TIME`)."""
+    return dict(zip(map(bytes, model.seen_digests), model.seen_times.tolist()))
+
+
 def learn(model: Model, messages: Iterable[Message], label: str) -> tuple[Model, Change]:
     """Add messages to the model under ``label`` (a new label is allowed).
 
     A message already learned under ``label`` is left alone; one learned under another label
     has its counts moved. The result equals training on the old messages plus these.
     """
-    seen = seen_map(model)
+    seen, times = seen_map(model), times_map(model)
+    now = int(time.time())
     plus, minus = [], []
     unchanged = relabelled = 0
     for message in messages:
@@ -72,8 +80,8 @@ def learn(model: Model, messages: Iterable[Message], label: str) -> tuple[Model,
             minus.append(dataclasses.replace(message, label=old))
             relabelled += 1
         plus.append(dataclasses.replace(message, label=label))
-        seen[digest] = label
-    updated = _apply(model, plus, minus, seen)
+        seen[digest], times[digest] = label, now
+    updated = _apply(model, plus, minus, seen, times)
     return updated, Change(
         learned=len(plus) - relabelled, relabelled=relabelled, unchanged=unchanged
     )
@@ -81,18 +89,27 @@ def learn(model: Model, messages: Iterable[Message], label: str) -> tuple[Model,
 
 def forget(model: Model, messages: Iterable[Message]) -> tuple[Model, Change]:
     """Remove learned messages from the model; ones it never learned are listed as unknown.
+    If prune expired digests of the model, a message it does not remember is refused
+    (`NbspamError`, nothing forgotten): it may have been learned.
 
     The result equals training on the model's messages less these.
     """
     seen = seen_map(model)
+    expired = expired_note(model)
     minus, unknown = [], []
     for message in messages:
         label = seen.pop(message_digest(message.data), None)
+        if label is None and expired is not None:
+            raise NbspamError(
+                f"{message.id}: cannot forget: the model does not remember this message, "
+                f"but {expired}, so it may have been learned and its counts cannot be "
+                "told apart; nothing was forgotten"
+            )
         if label is None:
             unknown.append(message.id)
         else:
             minus.append(dataclasses.replace(message, label=label))
-    updated = _apply(model, [], minus, seen)
+    updated = _apply(model, [], minus, seen, times_map(model))
     return updated, Change(forgotten=len(minus), unknown=unknown)
 
 
@@ -109,8 +126,10 @@ def merge(models: Sequence[Model]) -> Model:
                 diff = _first_difference(getattr(first, part), getattr(other, part))
                 raise NbspamError(f"cannot merge models with different settings: {diff}")
     seen: dict[bytes, str] = {}
+    times: dict[bytes, int] = {}
     total: ClassCounts | None = None
     for model in models:
+        times.update(times_map(model))
         for digest, label in seen_map(model).items():
             if digest in seen:
                 raise NbspamError(
@@ -121,21 +140,37 @@ def merge(models: Sequence[Model]) -> Model:
         total = model.counts if total is None else total.plus(model.counts)
     settings = Settings(tokenizer=first.tokenizer, training=first.training)
     info = {"created": _now(), "merged": len(models)}
-    return from_counts(total.pruned(), settings, info, seen)
+    expired = sum(model.info.get("expired", {}).get("digests", 0) for model in models)
+    if expired:  # forget must still know that digests were expired from a part
+        info["expired"] = {
+            "digests": expired,
+            "last": max(m.info["expired"]["last"] for m in models if "expired" in m.info),
+        }
+    return from_counts(total.pruned(), settings, info, seen, times=times)
 
 
 def _apply(
-    model: Model, plus: list[Message], minus: list[Message], seen: dict[bytes, str]
+    model: Model,
+    plus: list[Message],
+    minus: list[Message],
+    seen: dict[bytes, str],
+    times: dict[bytes, int],
 ) -> Model:
     """The model with the counts of ``plus`` added and those of ``minus`` subtracted."""
     if not plus and not minus:
         return model
     total = model.counts
+    pruned = "pruned" in model.info
     for messages, sign in ((plus, 1), (minus, -1)):
         if messages:
             table = CountTable()
             table.add(messages, model.tokenizer)
-            total = total.plus(table.totals(), sign)
+            part = table.totals()
+            if sign < 0 and pruned:  # the terms prune dropped are not there to subtract
+                part = _within(part, model.terms)
+            total = total.plus(part, sign)
+    if pruned:
+        total = _clipped(total)
     if total.is_negative():
         raise TrainingError(
             "forgetting these messages would make counts negative: they were learned by a "
@@ -143,9 +178,29 @@ def _apply(
         )
     settings = Settings(tokenizer=model.tokenizer, training=model.training)
     info = {**model.info, "updated": _now()}
-    updated = from_counts(total.pruned(), settings, info, seen)
+    updated = from_counts(total.pruned(), settings, info, seen, times=times)
     # the cutoffs and calibration were fitted when the model was trained; they stay
     return dataclasses.replace(updated, cutoffs=model.cutoffs, calibration=model.calibration)
+
+
+def _within(counts: ClassCounts, terms: Sequence[str]) -> ClassCounts:
+    """``counts`` over only those of its terms that are among ``terms``."""
+    import numpy as np
+
+    known = set(terms)
+    cols = [j for j, term in enumerate(counts.terms) if term in known]
+    return counts.in_order(terms=np.array(cols, np.int64))
+
+
+def _clipped(counts: ClassCounts) -> ClassCounts:
+    """A pruned model's term counts after forgetting, never below zero: a term dropped and
+    learned again may be subtracted by a message that held it before (inexact, as
+    `PRUNE_NOTE` says)."""
+    import numpy as np
+
+    term_count = np.maximum(counts.term_count, 0)
+    doc_count = np.minimum(np.maximum(counts.doc_count, 0), term_count)
+    return dataclasses.replace(counts, term_count=term_count, doc_count=doc_count)
 
 
 def _first_difference(a, b) -> str:
@@ -155,3 +210,106 @@ def _first_difference(a, b) -> str:
                 f"{f.name} is {getattr(a, f.name)!r} in one and {getattr(b, f.name)!r} in another"
             )
     return "unknown"
+
+
+PRUNE_NOTE = (
+    "after pruning the counts of the terms dropped are gone: learning such a word again "
+    "counts it from zero, and forgetting a message subtracts only the terms still in the "
+    "model (never below zero); forgetting or relabelling a message whose digest expired is "
+    "not possible (learning it again counts it twice); the class counts stay exact"
+)
+"""What stops being exact once a model is pruned (shown by `info` and `prune --help`)."""
+
+
+@dataclass(frozen=True)
+class Pruning:
+    """What `prune` did: terms kept and dropped, digests kept and expired."""
+
+    terms_kept: int
+    terms_dropped: int
+    digests_kept: int
+    digests_expired: int
+
+
+def prune(
+    model: Model,
+    *,
+    min_docs: int | None = None,
+    max_terms: int | None = None,
+    expire_before: int | None = None,
+    keep_digests: int | None = None,
+) -> tuple[Model, Pruning]:
+    """The model with fewer terms and fewer digests of learned messages, to bound its size.
+
+    Terms: those in fewer than ``min_docs`` messages are dropped, then of the rest only the
+    ``max_terms`` in most messages are kept (ties: in term order). Their counts are gone
+    (`PRUNE_NOTE` says what that changes); the class counts stay. Digests: those learned
+    before ``expire_before`` (seconds since 1970) are expired, then all but the newest
+    ``keep_digests`` (ties in digest order; a digest of unknown time counts as oldest, and is
+    kept by ``expire_before``, which cannot tell its age). The model's info records how many
+    terms were dropped and digests expired, and when, so that `forget` can tell why a
+    message is unknown. Cutoffs and calibration stay, as after `learn`.
+    """
+    import numpy as np
+
+    doc_freq = model.doc_count.sum(axis=0)
+    keep = np.ones(len(model.terms), bool)
+    if min_docs is not None:
+        keep &= doc_freq >= min_docs
+    if max_terms is not None:
+        candidates = np.flatnonzero(keep)
+        best = candidates[np.argsort(-doc_freq[candidates], kind="stable")[:max_terms]]
+        keep = np.zeros(len(model.terms), bool)
+        keep[best] = True
+    cols = np.flatnonzero(keep)
+    times = model.seen_times
+    alive = np.ones(len(times), bool)
+    if expire_before is not None:
+        alive &= ~((times != UNKNOWN_TIME) & (times < expire_before))
+    if keep_digests is not None and alive.sum() > keep_digests:
+        left = np.flatnonzero(alive)
+        newest = left[np.lexsort((left, -times[left]))[:keep_digests]]
+        alive = np.zeros(len(times), bool)
+        alive[newest] = True
+    done = Pruning(
+        terms_kept=int(cols.size),
+        terms_dropped=len(model.terms) - int(cols.size),
+        digests_kept=int(alive.sum()),
+        digests_expired=len(times) - int(alive.sum()),
+    )
+    info = dict(model.info)
+    now = _now()
+    if done.terms_dropped:
+        before = info.get("pruned", {}).get("terms_dropped", 0)
+        info["pruned"] = {"terms_dropped": before + done.terms_dropped, "last": now}
+    if done.digests_expired:
+        before = info.get("expired", {}).get("digests", 0)
+        info["expired"] = {"digests": before + done.digests_expired, "last": now}
+    pruned = dataclasses.replace(
+        model,
+        terms=tuple(model.terms[j] for j in cols.tolist()),
+        term_count=np.ascontiguousarray(model.term_count[:, cols]),
+        doc_count=np.ascontiguousarray(model.doc_count[:, cols]),
+        seen_digests=np.ascontiguousarray(model.seen_digests[alive]),
+        seen_labels=model.seen_labels[alive],
+        seen_times=model.seen_times[alive],
+        info=info,
+    )
+    if not pruned.form.kept.size:
+        raise TrainingError(
+            "no terms would be left for the model to score with; keep more terms "
+            "(a lower --min-docs or a higher --max-terms)"
+        )
+    return pruned, done
+
+
+def expired_note(model: Model) -> str | None:
+    """Why a message the model does not remember may still have been learned: digests were
+    expired by prune (how many, and when last), or None if none ever were."""
+    expired = model.info.get("expired")
+    if not isinstance(expired, dict) or not expired.get("digests"):
+        return None
+    return (
+        f"prune expired {expired['digests']:,} digest(s) of this model, last on "
+        f"{expired.get('last', 'an unknown date')}"
+    )

@@ -495,7 +495,7 @@ def _a_digest_of_an_unknown_label(lines):
 def _no_digests_line(lines):
     n = digests_line(lines)
     return joined([*lines[: n - 1], "end"]), (
-        f"line {n}: the 'end' line before the digests: the line 'digests\\tdigest\\tlabel' is "
+        f"line {n}: the 'end' line before the digests: the line 'digests\\tdigest\\tlabel\\tlearned' is "
         "missing"
     )
 
@@ -668,10 +668,10 @@ def test_dump_writes_the_documented_lines(sample_model_path):
     counts = [*model.term_count[:, j], *model.doc_count[:, j]]
     assert lines[10 + j] == "money\t" + "\t".join(map(str, counts))
     d = len(model.terms)
-    assert lines[10 + d] == "digests\tdigest\tlabel"
-    assert (
-        lines[11 + d]
-        == f"{model.seen_digests[0].tobytes().hex()}\t{model.labels[model.seen_labels[0]]}"
+    assert lines[10 + d] == "digests\tdigest\tlabel\tlearned"
+    assert lines[11 + d] == (
+        f"{model.seen_digests[0].tobytes().hex()}\t{model.labels[model.seen_labels[0]]}"
+        f"\t{model.seen_times[0]}"
     )
     assert lines[11 + d + 48 :] == ["end", ""]
 
