@@ -356,12 +356,29 @@ _TRAIN_OPTIONS = [
 ]
 
 
+def engine_options(f):
+    """--engine and --scheduler: where the messages are tokenized and counted."""
+    f = click.option(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="With --engine dask: the address of a running Dask scheduler (tcp://HOST:PORT); without it a local cluster of --jobs worker processes is started.",
+    )(f)
+    return click.option(
+        "--engine",
+        type=click.Choice(["local", "dask"]),
+        default="local",
+        show_default=True,
+        help="local: worker processes on this machine; dask: the workers of a Dask cluster parse, tokenize and count, and their counts are added up (needs pip install 'nbspam[dask]'). Both give the same model.",
+    )(f)
+
+
 @cli.command()
 @click.argument("data", nargs=-1)
 @output_model_option()
 @files_from_options
 @train_options
 @jobs_option
+@engine_options
 def train(
     data: tuple[str, ...],
     output: str,
@@ -369,6 +386,8 @@ def train(
     null: bool,
     config_file: str | None,
     jobs: int,
+    engine: str,
+    scheduler: str | None,
     **options: Any,
 ) -> None:
     """Train a model on labelled messages and write it to a file.
@@ -394,8 +413,17 @@ def train(
     specs = [*data, *_listed(files_from, null)]
     if not specs:
         raise click.UsageError("give DATA to train on, or --files-from")
+    if scheduler is not None and engine != "dask":
+        raise click.UsageError("--scheduler is for --engine dask")
     messages = read_labelled(specs, report.problems)
-    model = train_model(messages, settings, progress=report.progress, jobs=jobs)
+    if engine == "dask":
+        from .cluster import dask_client
+        from .cluster import train as train_on_cluster
+
+        with dask_client(scheduler, jobs) as client:
+            model = train_on_cluster(messages, settings, client, progress=report.progress)
+    else:
+        model = train_model(messages, settings, progress=report.progress, jobs=jobs)
     from .modelfile import write_model  # not before training: it starts its workers first
 
     write_model(model, output)

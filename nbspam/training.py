@@ -12,7 +12,7 @@ from .counting import LabelledCounts
 from .messages import Message
 
 if TYPE_CHECKING:
-    from .model import Model
+    from .model import Model, Rows
 
 
 def train(
@@ -35,14 +35,23 @@ def train(
     """
     counted = LabelledCounts(messages, settings.tokenizer, progress=progress, jobs=jobs)
     # The workers are tokenizing: numpy and scipy are imported now, beside them, not before.
-    from .crossval import Tokenized
     from .model import CV_ROWS, Rows, fit_counted
+
+    cfg = settings.training
+    rows = Rows(CV_ROWS) if cfg.calibrate or cfg.model == AUTO else None
+    model = fit_counted(counted, settings, rows=rows)  # auto: the fallback, until chosen
+    return decide(model, rows, settings)
+
+
+def decide(model: Model, rows: Rows | None, settings: Settings) -> Model:
+    """The fitted model with auto's choice and the decision rule: from an internal
+    cross-validation of the count rows ``rows`` kept while fitting, or without them only
+    the cutoffs given in the settings. (`train`, and `cluster.train` after its reduce.)"""
+    from .crossval import Tokenized
     from .selection import internal_cv
 
     cfg = settings.training
     auto = cfg.model == AUTO
-    rows = Rows(CV_ROWS) if cfg.calibrate or auto else None
-    model = fit_counted(counted, settings, rows=rows)  # auto: the fallback, until chosen
     cutoffs = cfg.cutoffs if model.is_binary else None
     if rows is None:
         return dataclasses.replace(model, cutoffs=cutoffs)

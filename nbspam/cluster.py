@@ -1,0 +1,261 @@
+"""Training on a Dask cluster (`train --engine dask`): the same model as `training.train`.
+
+The messages are read here, in input order, and each distinct message is kept once, the
+first occurrence winning (by `headers.message_digest`, as `counting.LabelledCounts` does),
+in partitions of `parallel.CHUNK` messages. Each partition is sent to the cluster, whose
+workers parse, tokenize and count it (`counting.count_chunk`), then, once the number of
+messages is known, turn its counts into per-class counts and its share of the
+cross-validation sample (`model.Rows`: the rows whose number in the stream is a multiple
+of the final stride, the smallest power of two that leaves at most `model.CV_ROWS` rows).
+The per-class counts are added up in a tree of sparse additions (`counts.ClassCounts.plus`,
+over the union of the terms) on the workers. Then `training.decide` runs here, on the
+same totals and the same sample as local training, so the terms, counts, digests, auto's
+choice, cutoffs and calibration are those local training gives.
+
+Every task is a pure function of what it is sent, so a worker lost mid-run only costs its
+tasks being run again elsewhere (by Dask); a run that cannot finish ends in one
+`NbspamError` and writes nothing. Dask is an optional dependency: ``pip install
+'nbspam[dask]'``.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from .config import AUTO, Settings, TokenizerConfig
+from .counting import Counts, count_chunk
+from .errors import NbspamError
+from .headers import message_digest
+from .messages import Message
+from .parallel import CHUNK, chunks
+from .training import decide
+
+MISSING = "--engine dask needs Dask: pip install 'nbspam[dask]'"
+CONNECT_TIMEOUT = "20s"
+"""How long to try to reach a scheduler given by --scheduler."""
+
+
+def dask_client(scheduler: str | None, workers: int) -> Any:
+    """A context manager giving a `distributed.Client`: of the cluster at ``scheduler``, or
+    of a `LocalCluster` of ``workers`` processes started (and stopped) here."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise NbspamError(MISSING) from None
+
+    @contextmanager
+    def client() -> Iterator[Any]:
+        try:
+            if scheduler is not None:
+                made = Client(scheduler, timeout=CONNECT_TIMEOUT)
+                cluster = None
+            else:
+                cluster = LocalCluster(
+                    n_workers=workers,
+                    threads_per_worker=1,
+                    processes=workers > 1,
+                    dashboard_address=None,
+                )
+                made = Client(cluster)
+        except OSError as error:
+            raise NbspamError(f"cannot reach the Dask scheduler {scheduler}: {error}") from None
+        try:
+            yield made
+        finally:
+            made.close()
+            if cluster is not None:
+                cluster.close()
+
+    return client()
+
+
+def stride_for(n: int, limit: int) -> int:
+    """The stride `model.Rows` ends with after n messages: the smallest power of two that
+    keeps at most ``limit`` of them (those numbered 0, stride, 2 * stride, ...)."""
+    stride = 1
+    while -(-n // stride) > limit:
+        stride *= 2
+    return stride
+
+
+def summarize(
+    counted: Counts, labels: list[str], first: int, stride: int
+) -> tuple[Any, Counts, list[str], list[int]]:
+    """On a worker: a partition's per-class counts (labels in order of first appearance,
+    terms in the partition's order), and the rows of it the sample takes (as `Counts`
+    over the same terms), with their labels and numbers in the stream; none with a
+    ``stride`` of 0."""
+    import numpy as np
+
+    from . import naive_bayes as nb
+    from .counts import ClassCounts
+    from .vocabulary import TermIndex, renumber
+
+    X = renumber(counted, TermIndex(), grow=True)
+    order = list(dict.fromkeys(labels))
+    y = np.array([order.index(label) for label in labels], np.int64)
+    part = ClassCounts(tuple(order), tuple(counted.terms), *nb.class_counts(X, y, len(order)))
+    numbers = [first + i for i in range(len(labels)) if stride and (first + i) % stride == 0]
+    take = [n - first for n in numbers]
+    sizes = list(counted.sizes)
+    starts = [0]
+    for size in sizes:
+        starts.append(starts[-1] + size)
+    cols, counts = [], []
+    for i in take:
+        cols.extend(counted.cols[starts[i] : starts[i + 1]])
+        counts.extend(counted.counts[starts[i] : starts[i + 1]])
+    sample = Counts(
+        counted.terms,
+        type(counted.cols)("i", cols),
+        type(counted.counts)("i", counts),
+        type(counted.sizes)("i", [sizes[i] for i in take]),
+    )
+    return part, sample, [labels[i] for i in take], numbers
+
+
+def add(a: Any, b: Any) -> Any:
+    """On a worker: the sum of two partial per-class counts (over the union of terms)."""
+    return a.plus(b)
+
+
+def _tree_sum(client: Any, parts: list[Any]) -> Any:
+    """The sum of futures of per-class counts, added pairwise on the cluster."""
+    while len(parts) > 1:
+        pairs = [
+            client.submit(add, parts[i], parts[i + 1], key=_key("add"))
+            for i in range(0, len(parts) - 1, 2)
+        ]
+        parts = pairs + ([parts[-1]] if len(parts) % 2 else [])
+    return parts[0]
+
+
+def _key(name: str) -> str:
+    return f"nbspam-{name}-{uuid.uuid4().hex}"
+
+
+class Partitions:
+    """The distinct messages of a stream in partitions, read here: ``seen`` maps each
+    digest to its label (the first occurrence's), ``duplicates`` counts the others, and
+    ``labels`` are the labels of the messages kept, in order of first appearance."""
+
+    def __init__(self, messages: Iterable[Message], progress: Callable[[int], None] | None):
+        self.seen: dict[bytes, str] = {}
+        self.duplicates = 0
+        self.total = 0
+        self._messages, self._progress = messages, progress
+
+    def __iter__(self) -> Iterator[tuple[list[str], list[bytes | str]]]:
+        for chunk in chunks(self._messages, CHUNK):
+            fresh = []
+            for message in chunk:
+                digest = message_digest(message.data)
+                if digest in self.seen:
+                    self.duplicates += 1
+                else:
+                    self.seen[digest] = message.label
+                    fresh.append(message)
+            if self._progress:
+                self._progress(len(chunk))
+            if fresh:
+                self.total += len(fresh)
+                yield [m.label for m in fresh], [m.data for m in fresh]
+
+
+def train(
+    messages: Iterable[Message],
+    settings: Settings,
+    client: Any,
+    *,
+    progress: Callable[[int], None] | None = None,
+    limit: int | None = None,
+) -> Any:
+    """Train on a Dask cluster (``client``): the model `training.train` gives for the same
+    messages and settings. ``limit`` is the most rows the cross-validation sample keeps
+    (`model.CV_ROWS`)."""
+    import numpy as np
+
+    from .errors import TrainingError
+    from .model import CV_ROWS, Rows, _now, from_counts
+    from .vocabulary import TermIndex, renumber, sorted_order
+
+    started = time.perf_counter()
+    cfg = settings.training
+    parts = Partitions(messages, progress)
+    try:
+        counted, labels = [], []
+        for part_labels, datas in parts:
+            counted.append(_submit_count(client, settings.tokenizer, datas))
+            labels.append(part_labels)
+        if not counted:
+            raise TrainingError("no messages to train on")
+        keep_rows = cfg.calibrate or cfg.model == AUTO
+        stride = stride_for(parts.total, CV_ROWS if limit is None else limit)
+        summaries, first = [], 0
+        for future, part_labels in zip(counted, labels):
+            summaries.append(
+                client.submit(
+                    summarize,
+                    future,
+                    part_labels,
+                    first,
+                    stride if keep_rows else 0,
+                    key=_key("summarize"),
+                )
+            )
+            first += len(part_labels)
+        del counted  # the workers may drop a partition's counts once summarized
+        partials = [client.submit(_first, s, key=_key("part")) for s in summaries]
+        total = _tree_sum(client, partials).result()
+        samples = client.gather([client.submit(_rest, s, key=_key("rows")) for s in summaries])
+    except NbspamError:
+        raise
+    except Exception as error:  # a worker or the scheduler lost, a task failed
+        raise NbspamError(
+            f"training on the Dask cluster failed, no model was written: {error!r}"
+        ) from None
+    # labels in order of first appearance, as local training has them; terms sorted
+    arrival = list(dict.fromkeys(label for part in labels for label in part))
+    total = total.in_order(
+        [total.labels.index(label) for label in arrival], sorted_order(total.terms)
+    )
+    info = {
+        "created": _now(),
+        "seconds": round(time.perf_counter() - started, 3),
+        "duplicates": parts.duplicates,
+    }
+    model = from_counts(
+        total, settings, info, parts.seen, sorted_terms=True, default_time=int(time.time())
+    )
+    rows = None
+    if keep_rows:
+        rows = Rows(CV_ROWS if limit is None else limit)
+        rows.seen, rows.stride = parts.total, stride
+        index = TermIndex(total.terms)
+        for sample, sample_labels, numbers in samples:
+            if not sample_labels:
+                continue
+            X = renumber(sample, index, grow=False)
+            X = X.__class__(
+                (X.data.astype(np.int32), X.indices.astype(np.int32), X.indptr.astype(np.int32)),
+                shape=X.shape,
+            )
+            rows.chunks.append((X, list(sample_labels), np.array(numbers, np.int64)))
+        rows.terms, rows.order, rows.totals = total.terms, np.arange(len(total.terms)), total
+    return decide(model, rows, settings)
+
+
+def _submit_count(client: Any, tokenizer: TokenizerConfig, datas: list[bytes | str]) -> Any:
+    return client.submit(count_chunk, tokenizer, datas, key=_key("count"))
+
+
+def _first(summary: tuple) -> Any:
+    return summary[0]
+
+
+def _rest(summary: tuple) -> tuple:
+    return summary[1:]
