@@ -368,7 +368,7 @@ def engine_options(f):
         type=click.Choice(["local", "dask"]),
         default="local",
         show_default=True,
-        help="local: worker processes on this machine; dask: the workers of a Dask cluster parse, tokenize and count, and their counts are added up (needs pip install 'nbspam[dask]'). Both give the same model.",
+        help="local: worker processes on this machine; dask: the workers of a Dask cluster parse, tokenize and count (train: their counts are added up; predict: they score), needing pip install 'nbspam[dask]'. Both give the same model and the same predictions.",
     )(f)
 
 
@@ -494,8 +494,16 @@ def _listed(files_from, null: bool) -> Iterator[str]:
 @files_from_options
 @MESSAGE_FORMATS
 @jobs_option
+@engine_options
 def predict(
-    model_path: str, paths: tuple[str, ...], files_from, null: bool, fmt: str, jobs: int
+    model_path: str,
+    paths: tuple[str, ...],
+    files_from,
+    null: bool,
+    fmt: str,
+    jobs: int,
+    engine: str,
+    scheduler: str | None,
 ) -> None:
     """Classify messages: a label and posterior probabilities for each.
 
@@ -522,9 +530,21 @@ def predict(
 
     from .quick import load_scorer
 
+    if scheduler is not None and engine != "dask":
+        raise click.UsageError("--scheduler is for --engine dask")
     report = Reporter("scored")
     scorer = load_scorer(model_path)
     messages = read_inputs(_paths(paths, files_from, null), report.problems)
+    if engine == "dask":
+        from .cluster import dask_client
+        from .cluster import predict as predict_on_cluster
+
+        with dask_client(scheduler, jobs) as client:
+            results = predict_on_cluster(model_path, messages, client)
+            for line in render.predictions(results, scorer.labels, fmt):
+                emit(line)
+                report.progress(1)
+        sys.exit(report.finish())
     results = scorer.predict_messages(messages, jobs=jobs)
     for line in render.predictions(results, scorer.labels, fmt):
         emit(line)

@@ -58,7 +58,7 @@ def dask_client(scheduler: str | None, workers: int) -> Any:
                     n_workers=workers,
                     threads_per_worker=1,
                     processes=workers > 1,
-                    dashboard_address=None,
+                    dashboard_address="127.0.0.1:0",  # no fixed port to collide on
                 )
                 made = Client(cluster)
         except OSError as error:
@@ -259,3 +259,68 @@ def _first(summary: tuple) -> Any:
 
 def _rest(summary: tuple) -> tuple:
     return summary[1:]
+
+
+# -- batch scoring ---------------------------------------------------------------------------
+
+_SCORERS: dict[str, Any] = {}  # in a worker: the scorer of each model file it was sent
+
+
+def _scorer(model: bytes, key: str) -> Any:
+    """In a worker: the scorer (`quick.load_scorer`) of the model file whose bytes are
+    ``model``, made once per worker process."""
+    scorer = _SCORERS.get(key)
+    if scorer is None:
+        import os
+        import tempfile
+
+        from .quick import load_scorer
+
+        fd, path = tempfile.mkstemp(suffix=".nbm")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(model)
+            scorer = _SCORERS[key] = load_scorer(path)  # read whole into memory
+        finally:
+            os.unlink(path)
+    return scorer
+
+
+def score_part(model: bytes, key: str, messages: list[Message]) -> list[Any]:
+    """In a worker: the predictions of a partition of messages, as `predict` gives them."""
+    return list(_scorer(model, key).predict_messages(messages))
+
+
+def predict(
+    model_path: str,
+    messages: Iterable[Message],
+    client: Any,
+    *,
+    ahead: int | None = None,
+) -> Iterator[Any]:
+    """The predictions `quick.load_scorer(model_path).predict_messages` gives, in input
+    order, scored by the workers of a Dask cluster (``client``): the model file's bytes are
+    sent to every worker once, then partitions of `quick.SCORE_CHUNK` messages, at most
+    ``ahead`` (four per worker) at a time, so that memory stays bounded."""
+    from collections import deque
+
+    from .quick import SCORE_CHUNK
+
+    with open(model_path, "rb") as f:
+        data = f.read()
+    key = uuid.uuid4().hex
+    try:
+        model = client.scatter(data, broadcast=True, hash=False)
+        if ahead is None:
+            ahead = 4 * max(1, len(client.scheduler_info()["workers"]))
+        pending: deque[Any] = deque()
+        for part in chunks(messages, SCORE_CHUNK):
+            pending.append(client.submit(score_part, model, key, part, key=_key("score")))
+            if len(pending) >= ahead:
+                yield from pending.popleft().result()
+        while pending:
+            yield from pending.popleft().result()
+    except NbspamError:
+        raise
+    except Exception as error:  # a worker or the scheduler lost, a task failed
+        raise NbspamError(f"scoring on the Dask cluster failed: {error!r}") from None

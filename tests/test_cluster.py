@@ -70,7 +70,7 @@ distributed = pytest.importorskip(
 @pytest.fixture(scope="module")
 def client():
     cluster = distributed.LocalCluster(
-        n_workers=2, processes=False, threads_per_worker=1, dashboard_address=None
+        n_workers=2, processes=False, threads_per_worker=1, dashboard_address="127.0.0.1:0"
     )
     client = distributed.Client(cluster)
     yield client
@@ -152,6 +152,31 @@ def test_the_command_with_a_local_cluster(tmp_path):
     assert_same_trained_model(load_model(on_dask), load_model(local))
 
 
+@pytest.mark.parametrize("fmt", ["jsonl", "text"])
+def test_predict_on_a_local_cluster_prints_what_local_predict_prints(sample_model_path, fmt):
+    paths = (SAMPLE / "new", SAMPLE / "train")
+    local = cli_run("predict", "-m", sample_model_path, "-f", fmt, *paths)
+    result = cli_run(
+        "predict", "-m", sample_model_path, "-f", fmt, *paths, "--engine", "dask", "-j", "1"
+    )
+    assert (result.exit_code, result.stdout, result.stderr) == (0, local.stdout, local.stderr)
+
+
+def test_predict_keeps_the_input_order_with_few_partitions_ahead(client, sample_model_path):
+    from nbspam import cluster
+    from nbspam.quick import load_scorer
+
+    messages = [
+        Message(f"m{i}", ("free money " if i % 3 else "see you at lunch ") * (i % 7 + 1))
+        for i in range(300)
+    ]
+    expected = list(load_scorer(sample_model_path).predict_messages(messages))
+    got = list(cluster.predict(str(sample_model_path), messages, client, ahead=2))
+    assert [(p.id, p.log_odds, p.label) for p in got] == [
+        (p.id, p.log_odds, p.label) for p in expected
+    ]
+
+
 def test_no_messages_is_refused(client):
     from nbspam import cluster
     from nbspam.errors import TrainingError
@@ -217,6 +242,27 @@ def test_training_on_a_scheduler_and_two_worker_processes(processes, tmp_path):
     )
     assert done.returncode == 0, done.stderr.decode()
     assert_same_trained_model(load_model(on_dask), load_model(local))
+
+
+@pytest.mark.slow
+def test_predicting_on_a_scheduler_and_two_worker_processes(processes, sample_model_path):
+    address, _ = processes
+    paths = (SAMPLE / "new", SAMPLE / "train")
+    local = nbspam_process("predict", "-m", sample_model_path, "-f", "jsonl", *paths)
+    done = nbspam_process(
+        "predict",
+        "-m",
+        sample_model_path,
+        "-f",
+        "jsonl",
+        *paths,
+        "--scheduler",
+        address,
+        "--engine",
+        "dask",
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout == local.stdout and done.stdout
 
 
 @pytest.mark.slow
