@@ -197,7 +197,8 @@ def free_port() -> int:
 @pytest.fixture
 def processes():
     """A `dask scheduler` and two `dask worker` processes on 127.0.0.1 (no nanny, so that
-    killing a worker's process kills the worker): (address, the worker processes)."""
+    killing a worker's process kills the worker): (address, the worker processes, the
+    scheduler process)."""
     port = free_port()
     address = f"tcp://127.0.0.1:{port}"
     dask = [sys.executable, "-m", "dask"]
@@ -220,7 +221,7 @@ def processes():
     try:
         with distributed.Client(address, timeout="30s") as client:
             client.wait_for_workers(2, timeout=60)
-        yield address, workers
+        yield address, workers, started[0]
     finally:
         for process in reversed(started):
             process.terminate()
@@ -234,7 +235,7 @@ def processes():
 
 @pytest.mark.slow
 def test_training_on_a_scheduler_and_two_worker_processes(processes, tmp_path):
-    address, _ = processes
+    address, _, _ = processes
     local, on_dask = tmp_path / "local.nbm", tmp_path / "dask.nbm"
     assert cli_run("train", SAMPLE / "train", "-o", local).exit_code == 0
     done = nbspam_process(
@@ -246,7 +247,7 @@ def test_training_on_a_scheduler_and_two_worker_processes(processes, tmp_path):
 
 @pytest.mark.slow
 def test_predicting_on_a_scheduler_and_two_worker_processes(processes, sample_model_path):
-    address, _ = processes
+    address, _, _ = processes
     paths = (SAMPLE / "new", SAMPLE / "train")
     local = nbspam_process("predict", "-m", sample_model_path, "-f", "jsonl", *paths)
     done = nbspam_process(
@@ -271,7 +272,7 @@ def test_a_worker_killed_mid_training_costs_only_a_rerun(processes, sample_messa
     counts them again on the other, and the model is the one of local training."""
     from nbspam import cluster
 
-    address, workers = processes
+    address, workers, _ = processes
     monkeypatch.setattr(cluster, "CHUNK", 4)
     messages = with_duplicates(sample_messages)
     local = train_locally(messages, SETTINGS)
@@ -291,6 +292,30 @@ def test_a_worker_killed_mid_training_costs_only_a_rerun(processes, sample_messa
     with distributed.Client(address, timeout="30s") as client:
         on_dask = cluster.train(stream(client), SETTINGS, client)
     assert_same_trained_model(on_dask, local)
+
+
+@pytest.mark.slow
+def test_a_scheduler_lost_mid_training_is_one_error(processes, sample_messages, monkeypatch):
+    """When the run cannot finish (here the scheduler is killed half-way through the
+    messages) it ends in one error, never in a model of some of the messages."""
+    from nbspam import cluster
+    from nbspam.errors import NbspamError
+
+    address, workers, scheduler = processes
+    monkeypatch.setattr(cluster, "CHUNK", 4)
+
+    def stream():
+        for i, message in enumerate(sample_messages):
+            if i == len(sample_messages) // 2:
+                scheduler.kill()
+                scheduler.wait()
+            yield message
+
+    started = time.monotonic()
+    with distributed.Client(address, timeout="10s") as client:
+        with pytest.raises(NbspamError, match="^training on the Dask cluster failed, no model"):
+            cluster.train(stream(), SETTINGS, client)
+    assert time.monotonic() - started < 120
 
 
 def test_a_cluster_that_cannot_be_reached_is_one_line(tmp_path, monkeypatch):
