@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import os
@@ -368,8 +369,26 @@ def engine_options(f):
         type=click.Choice(["local", "dask"]),
         default="local",
         show_default=True,
-        help="local: worker processes on this machine; dask: the workers of a Dask cluster parse, tokenize and count (train: their counts are added up; predict: they score), needing pip install 'nbspam[dask]'. Both give the same model and the same predictions.",
+        help="local: worker processes on this machine; dask: the workers of a Dask cluster parse, tokenize and count (train: their counts are added up; predict: they score; evaluate: the folds are fitted here), needing pip install 'nbspam[dask]'. Both give the same model and the same predictions.",
     )(f)
+
+
+@contextlib.contextmanager
+def _counter(engine: str, scheduler: str | None, jobs: int) -> Iterator[Any]:
+    """What tokenizes and counts for --engine: worker processes here, or a Dask cluster
+    (connected to, or started, for the length of the block)."""
+    from .counting import count_chunks
+
+    if engine != "dask":
+        yield count_chunks
+        return
+    from functools import partial
+
+    from .cluster import count_chunks as count_on_cluster
+    from .cluster import dask_client
+
+    with dask_client(scheduler, jobs) as client:
+        yield partial(count_on_cluster, client)
 
 
 @cli.command()
@@ -656,6 +675,7 @@ def explain(
 )
 @train_options
 @jobs_option
+@engine_options
 def evaluate(
     data,
     cv_folds,
@@ -667,6 +687,8 @@ def evaluate(
     plot,
     config_file,
     jobs,
+    engine,
+    scheduler,
     **options,
 ):
     """Measure how well the settings of 'train' classify labelled messages.
@@ -700,23 +722,35 @@ def evaluate(
         from .plot import check_plot
 
         check_plot(plot)
+    if scheduler is not None and engine != "dask":
+        raise click.UsageError("--scheduler is for --engine dask")
     talk = Reporter("read")
     messages = read_labelled(data, talk.problems)
-    if test_data:
-        tests = read_labelled(test_data, talk.problems)
-        scores = ev.holdout(messages, tests, settings, talk.progress, jobs=jobs)
-    elif chronological:
-        scores = ev.chronological(
-            messages,
-            settings,
-            test_fraction=chronological,
-            progress=talk.progress,
-            jobs=jobs,
-        )
-    else:
-        scores = ev.cross_validate(
-            messages, settings, folds=cv_folds, seed=seed, progress=talk.progress, jobs=jobs
-        )
+    with _counter(engine, scheduler, jobs) as counter:
+        if test_data:
+            tests = read_labelled(test_data, talk.problems)
+            scores = ev.holdout(
+                messages, tests, settings, talk.progress, jobs=jobs, counter=counter
+            )
+        elif chronological:
+            scores = ev.chronological(
+                messages,
+                settings,
+                test_fraction=chronological,
+                progress=talk.progress,
+                jobs=jobs,
+                counter=counter,
+            )
+        else:
+            scores = ev.cross_validate(
+                messages,
+                settings,
+                folds=cv_folds,
+                seed=seed,
+                progress=talk.progress,
+                jobs=jobs,
+                counter=counter,
+            )
     status = talk.finish()
     for line in render_report(evaluation_report(scores, cutoffs=None, calibration=None), fmt):
         emit(line)

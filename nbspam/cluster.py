@@ -1,4 +1,5 @@
-"""Training on a Dask cluster (`train --engine dask`): the same model as `training.train`.
+"""Training on a Dask cluster (`train --engine dask`): the same model as `training.train`;
+and counting for `evaluate` and scoring for `predict` on one (`count_chunks`, `predict`).
 
 The messages are read here, in input order, and each distinct message is kept once, the
 first occurrence winning (by `headers.message_digest`, as `counting.LabelledCounts` does),
@@ -259,6 +260,40 @@ def _first(summary: tuple) -> Any:
 
 def _rest(summary: tuple) -> tuple:
     return summary[1:]
+
+
+# -- counting for evaluate -------------------------------------------------------------------
+
+
+def count_chunks(
+    client: Any,
+    items: Iterable[tuple[Any, list[bytes | str]]],
+    tokenizer: TokenizerConfig,
+    jobs: int | None = None,
+    *,
+    ahead: int | None = None,
+) -> Iterator[tuple[Any, Counts]]:
+    """(tag, counts) for each (tag, messages) chunk, in order, as `counting.count_chunks`
+    gives them, counted by the workers of a Dask cluster, at most ``ahead`` chunks (four
+    per worker) ahead of the reader. (``jobs`` is the local engine's, unused.)"""
+    from collections import deque
+
+    try:
+        if ahead is None:
+            ahead = 4 * max(1, len(client.scheduler_info()["workers"]))
+        pending: deque[tuple[Any, Any]] = deque()
+        for tag, datas in items:
+            pending.append((tag, _submit_count(client, tokenizer, datas)))
+            if len(pending) >= ahead:
+                tag, future = pending.popleft()
+                yield tag, future.result()
+        while pending:
+            tag, future = pending.popleft()
+            yield tag, future.result()
+    except NbspamError:
+        raise
+    except Exception as error:  # a worker or the scheduler lost, a task failed
+        raise NbspamError(f"counting on the Dask cluster failed: {error!r}") from None
 
 
 # -- batch scoring ---------------------------------------------------------------------------

@@ -36,6 +36,9 @@ from .selection import internal_cv
 from .vocabulary import TermIndex, renumber, stack_sorted
 
 Progress = Callable[[int], None]
+Counter_ = Callable[..., Iterator]
+"""What tokenizes and counts chunks of messages, in order: `counting.count_chunks` (worker
+processes here), or `cluster.count_chunks` with its client (a Dask cluster)."""
 
 CALIBRATION_PROTOCOL = (
     "each test fold scored with the cutoffs and Platt calibration that train fits on its "
@@ -53,11 +56,12 @@ def tokenize_all(
     tokenizer: TokenizerConfig,
     progress: Progress | None = None,
     jobs: int = 1,
+    counter: Counter_ = count_chunks,
 ) -> Tokenized:
     """Tokenize labelled messages once: (ids, labels, X over sorted terms, terms).
 
     ``progress`` is called with the number of messages of each chunk read; ``jobs`` worker
-    processes tokenize. Raises InputError for a message without a label or when there are
+    processes tokenize (``counter`` says where: the same counts either way). Raises InputError for a message without a label or when there are
     no messages.
     """
     index = TermIndex()
@@ -77,7 +81,7 @@ def tokenize_all(
 
     blocks = [
         renumber(counted, index, grow=True)
-        for _, counted in count_chunks(labelled_chunks(), tokenizer, jobs)
+        for _, counted in counter(labelled_chunks(), tokenizer, jobs)
     ]
     if not ids:
         raise InputError("no messages to evaluate")
@@ -112,6 +116,7 @@ def cross_validate(
     seed: int = 42,
     progress: Progress | None = None,
     jobs: int = 1,
+    counter: Counter_ = count_chunks,
 ) -> Scores:
     """Stratified k-fold cross-validation: each message scored by the model of the other folds.
 
@@ -120,7 +125,7 @@ def cross_validate(
     than folds.
     """
     started = time.perf_counter()
-    data = tokenize_all(messages, settings.tokenizer, progress, jobs)
+    data = tokenize_all(messages, settings.tokenizer, progress, jobs, counter)
     tokenized = time.perf_counter() - started
     fold, protocol = stratified_split(data.labels, folds, seed)
     return nested_scores(data, fold, settings, protocol=protocol, tokenize_seconds=tokenized)
@@ -133,6 +138,7 @@ def holdout(
     progress: Progress | None = None,
     *,
     jobs: int = 1,
+    counter: Counter_ = count_chunks,
 ) -> Scores:
     """Train on one set of messages, score another. Rows: the training messages, then the test.
 
@@ -149,7 +155,7 @@ def holdout(
             yield message
 
     data = tokenize_all(
-        chain(counted(train_messages), test_messages), settings.tokenizer, progress, jobs
+        chain(counted(train_messages), test_messages), settings.tokenizer, progress, jobs, counter
     )
     tokenized = time.perf_counter() - started
     n_test = len(data.ids) - n_train
@@ -172,6 +178,7 @@ def chronological(
     test_fraction: float,
     progress: Progress | None = None,
     jobs: int = 1,
+    counter: Counter_ = count_chunks,
 ) -> Scores:
     """Train on the oldest messages, test on the newest ``test_fraction`` of them.
 
@@ -191,7 +198,7 @@ def chronological(
             times.append(message_time(message.data, settings.tokenizer.mail))
             yield message
 
-    data = tokenize_all(dated(messages), settings.tokenizer, progress, jobs)
+    data = tokenize_all(dated(messages), settings.tokenizer, progress, jobs, counter)
     tokenized = time.perf_counter() - started
     n = len(data.ids)
     if n < 2:

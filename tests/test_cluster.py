@@ -177,6 +177,36 @@ def test_predict_keeps_the_input_order_with_few_partitions_ahead(client, sample_
     ]
 
 
+@pytest.mark.parametrize(
+    "split",
+    [("--folds", "4"), ("--test", str(SAMPLE / "train")), ("--chronological", "0.25")],
+    ids=["folds", "test", "chronological"],
+)
+def test_evaluate_on_a_local_cluster_reports_what_local_evaluate_reports(split, tmp_path):
+    import json
+
+    reports = []
+    for engine in (("--engine", "local"), ("--engine", "dask", "-j", "1")):
+        scores = tmp_path / f"{engine[1]}.jsonl"
+        result = cli_run(
+            "evaluate", SAMPLE / "train", *split, "-f", "json", "--scores", scores, *engine
+        )
+        assert result.exit_code == 0, result.stderr
+        report = json.loads(result.stdout)
+        del report["seconds"]
+        reports.append((report, scores.read_text()))
+    assert reports[0] == reports[1]
+
+
+def test_counting_keeps_the_order_with_few_chunks_ahead(client):
+    from nbspam import cluster
+    from nbspam.counting import count_chunks
+
+    items = [(i, [f"word{i} other{i % 3} common"] * (i % 4 + 1)) for i in range(40)]
+    expected = list(count_chunks(items, SETTINGS.tokenizer, 1))
+    assert list(cluster.count_chunks(client, items, SETTINGS.tokenizer, ahead=3)) == expected
+
+
 def test_no_messages_is_refused(client):
     from nbspam import cluster
     from nbspam.errors import TrainingError
