@@ -418,9 +418,11 @@ def model_info(
     if "auto" in model.info:
         lines += auto_lines(model.info["auto"])
     for key, value in model.info.items():
-        if key in ("pruned", "expired") and isinstance(value, dict):
+        count = (
+            value.get("terms_dropped", value.get("digests")) if isinstance(value, dict) else None
+        )
+        if key in ("pruned", "expired") and type(count) is int:
             what = "terms dropped" if key == "pruned" else "digests expired"
-            count = value.get("terms_dropped", value.get("digests", 0))
             lines.append(f"{key + ':':<11} {count:,} {what}, last on {value.get('last')}")
         elif key != "auto":
             lines.append(f"{key + ':':<11} {value}")

@@ -140,12 +140,14 @@ def merge(models: Sequence[Model]) -> Model:
         total = model.counts if total is None else total.plus(model.counts)
     settings = Settings(tokenizer=first.tokenizer, training=first.training)
     info = {"created": _now(), "merged": len(models)}
-    expired = sum(model.info.get("expired", {}).get("digests", 0) for model in models)
-    if expired:  # forget must still know that digests were expired from a part
-        info["expired"] = {
-            "digests": expired,
-            "last": max(m.info["expired"]["last"] for m in models if "expired" in m.info),
-        }
+    for key, what in (("expired", "digests"), ("pruned", "terms_dropped")):
+        # forget must still know that digests were expired, or terms dropped, from a part
+        parts = [m.info[key] for m in models if isinstance(m.info.get(key), dict)]
+        if parts:
+            info[key] = {
+                what: sum(p.get(what, 0) for p in parts if type(p.get(what, 0)) is int),
+                "last": max(str(p.get("last", "")) for p in parts),
+            }
     return from_counts(total.pruned(), settings, info, seen, times=times)
 
 
@@ -309,7 +311,9 @@ def expired_note(model: Model) -> str | None:
     expired = model.info.get("expired")
     if not isinstance(expired, dict) or not expired.get("digests"):
         return None
+    count = expired["digests"]
+    count = f"{count:,}" if type(count) is int else "some"  # info is free-form in a file
     return (
-        f"prune expired {expired['digests']:,} digest(s) of this model, last on "
+        f"prune expired {count} digest(s) of this model, last on "
         f"{expired.get('last', 'an unknown date')}"
     )

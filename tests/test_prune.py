@@ -15,6 +15,7 @@ from nbspam import container
 from nbspam.config import build_settings
 from nbspam.dump import dump_chunks, restore
 from nbspam.errors import NbspamError
+from nbspam.messages import Message
 from nbspam.model import UNKNOWN_TIME, fit_messages, from_counts
 from nbspam.modelfile import load_model, part_sizes, save_model
 from nbspam.update import PRUNE_NOTE, forget, learn, merge, prune
@@ -314,3 +315,32 @@ def test_info_shows_the_size_of_each_part(sample_model_path):
         f"{sizes['counts']:,}, digests {sizes['digests']:,} (48 messages), scoring table "
         f"{sizes['scoring']:,}"
     ) in text
+
+
+def test_merging_a_pruned_model_keeps_the_record_so_forget_stays_careful(model, sample_messages):
+    a = fit_messages(sample_messages[::2], SETTINGS)
+    b = fit_messages(sample_messages[1::2], SETTINGS)
+    a, _ = prune(a, min_docs=2, keep_digests=3)
+    merged = merge([a, b])
+    assert merged.info["expired"]["digests"] == len(sample_messages[::2]) - 3
+    assert merged.info["pruned"]["terms_dropped"] > 0
+    with pytest.raises(NbspamError, match="may have been learned"):
+        forget(merged, [sample_messages[0]])
+    after, change = forget(merged, [sample_messages[1]])  # b's: remembered, and subtracted
+    assert change.forgotten == 1 and not after.counts.is_negative()
+
+
+def test_a_hand_made_record_of_expiry_is_shown_without_failing(model):
+    from nbspam.render import model_info
+
+    odd = dataclasses.replace(model, info={"expired": {"digests": "many"}, "pruned": [1]})
+    header = {
+        "format_version": 1,
+        "nbspam_version": "x",
+        "tokenizer": dataclasses.asdict(model.tokenizer),
+        "train": dataclasses.asdict(model.training),
+    }
+    lines = list(model_info("m", header, odd, "text"))
+    assert "expired:    {'digests': 'many'}" in lines
+    with pytest.raises(NbspamError, match="prune expired some digest"):
+        forget(odd, [Message("x", b"never learned", "ham")])
