@@ -14,8 +14,8 @@ same totals and the same sample as local training, so the terms, counts, digests
 choice, cutoffs and calibration are those local training gives.
 
 Every task is a pure function of what it is sent, so a worker lost mid-run only costs its
-tasks being run again elsewhere (by Dask); a run that cannot finish ends in one
-`NbspamError` and writes nothing. Dask is an optional dependency: ``pip install
+tasks being run again elsewhere (by Dask); a run that cannot finish (the scheduler lost,
+or no worker left for `NO_WORKERS_TIMEOUT`) ends in one `NbspamError` and writes nothing. Dask is an optional dependency: ``pip install
 'nbspam[dask]'``.
 """
 
@@ -38,6 +38,9 @@ from .training import decide
 MISSING = "--engine dask needs Dask: pip install 'nbspam[dask]'"
 CONNECT_TIMEOUT = "20s"
 """How long to try to reach a scheduler given by --scheduler."""
+NO_WORKERS_TIMEOUT = 60.0
+"""How long a run waits, in seconds, while the cluster has no worker, before it fails
+(Dask itself would wait for workers for ever)."""
 
 
 def dask_client(scheduler: str | None, workers: int) -> Any:
@@ -135,6 +138,35 @@ def _tree_sum(client: Any, parts: list[Any]) -> Any:
     return parts[0]
 
 
+def _wait(client: Any, futures: list[Any]) -> None:
+    """Wait for ``futures``, failing (`NbspamError`) once the cluster has had no worker for
+    `NO_WORKERS_TIMEOUT` seconds."""
+    from distributed import TimeoutError as Pending
+    from distributed import wait
+
+    alone_since = None
+    while True:
+        try:
+            wait(futures, timeout=0.5)
+            return
+        except Pending:
+            pass
+        if client.nthreads():
+            alone_since = None
+            continue
+        alone_since = alone_since or time.monotonic()
+        if time.monotonic() - alone_since > NO_WORKERS_TIMEOUT:
+            raise NbspamError(
+                f"the Dask cluster has had no worker for {NO_WORKERS_TIMEOUT:g} s; "
+                "nothing was written"
+            )
+
+
+def _result(client: Any, future: Any) -> Any:
+    _wait(client, [future])
+    return future.result()
+
+
 def _key(name: str) -> str:
     return f"nbspam-{name}-{uuid.uuid4().hex}"
 
@@ -211,8 +243,11 @@ def train(
             first += len(part_labels)
         del counted  # the workers may drop a partition's counts once summarized
         partials = [client.submit(_first, s, key=_key("part")) for s in summaries]
-        total = _tree_sum(client, partials).result()
-        samples = client.gather([client.submit(_rest, s, key=_key("rows")) for s in summaries])
+        total = _tree_sum(client, partials)
+        rest = [client.submit(_rest, s, key=_key("rows")) for s in summaries]
+        _wait(client, [total, *rest])
+        total = total.result()
+        samples = client.gather(rest)
     except NbspamError:
         raise
     except Exception as error:  # a worker or the scheduler lost, a task failed
@@ -286,10 +321,10 @@ def count_chunks(
             pending.append((tag, _submit_count(client, tokenizer, datas)))
             if len(pending) >= ahead:
                 tag, future = pending.popleft()
-                yield tag, future.result()
+                yield tag, _result(client, future)
         while pending:
             tag, future = pending.popleft()
-            yield tag, future.result()
+            yield tag, _result(client, future)
     except NbspamError:
         raise
     except Exception as error:  # a worker or the scheduler lost, a task failed
@@ -352,9 +387,9 @@ def predict(
         for part in chunks(messages, SCORE_CHUNK):
             pending.append(client.submit(score_part, model, key, part, key=_key("score")))
             if len(pending) >= ahead:
-                yield from pending.popleft().result()
+                yield from _result(client, pending.popleft())
         while pending:
-            yield from pending.popleft().result()
+            yield from _result(client, pending.popleft())
     except NbspamError:
         raise
     except Exception as error:  # a worker or the scheduler lost, a task failed

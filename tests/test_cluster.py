@@ -253,8 +253,9 @@ def processes():
             client.wait_for_workers(2, timeout=60)
         yield address, workers, started[0]
     finally:
-        for process in reversed(started):
-            process.terminate()
+        for process in workers:  # they hold nothing to keep: stopped at once
+            process.kill()
+        started[0].terminate()
         for process in started:
             try:
                 process.wait(timeout=5)
@@ -342,10 +343,33 @@ def test_a_scheduler_lost_mid_training_is_one_error(processes, sample_messages, 
             yield message
 
     started = time.monotonic()
-    with distributed.Client(address, timeout="10s") as client:
+    with distributed.Client(address, timeout="3s") as client:
         with pytest.raises(NbspamError, match="^training on the Dask cluster failed, no model"):
             cluster.train(stream(), SETTINGS, client)
     assert time.monotonic() - started < 120
+
+
+@pytest.mark.slow
+def test_all_workers_lost_mid_training_is_one_error(processes, sample_messages, monkeypatch):
+    from nbspam import cluster
+    from nbspam.errors import NbspamError
+
+    _, workers, _ = processes
+    address = processes[0]
+    monkeypatch.setattr(cluster, "CHUNK", 4)
+    monkeypatch.setattr(cluster, "NO_WORKERS_TIMEOUT", 2.0)
+
+    def stream():
+        for i, message in enumerate(sample_messages):
+            if i == len(sample_messages) // 2:
+                for worker in workers:
+                    worker.kill()
+                    worker.wait()
+            yield message
+
+    with distributed.Client(address, timeout="10s") as client:
+        with pytest.raises(NbspamError, match="^the Dask cluster has had no worker for 2 s"):
+            cluster.train(stream(), SETTINGS, client)
 
 
 def test_a_cluster_that_cannot_be_reached_is_one_line(tmp_path, monkeypatch):
