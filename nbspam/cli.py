@@ -920,7 +920,7 @@ def sync(model_path: str, folders: tuple[str, ...], state_path: str | None) -> N
     run killed at any point loses and double-counts nothing. It holds the model's lock.
 
     \b
-    Example (Maildir++, Junk as a subfolder of the inbox):
+    Example: (Maildir++, Junk a subfolder of the inbox)
       nbspam sync -m spam.nbm spam=~/Maildir/.Junk ham=~/Maildir ham=~/Maildir/.Archive
     """
     from .sync import default_state_path
