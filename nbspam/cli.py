@@ -337,7 +337,7 @@ _TRAIN_OPTIONS = [
     click.option(
         "--cost-fp",
         type=float,
-        help="Cost of a false positive when choosing cutoffs by cost. [default: 10]",
+        help="Cost of a false positive when choosing cutoffs by cost. [default: 15]",
     ),
     click.option("--cost-fn", type=float, help="Cost of a false negative. [default: 1]"),
     click.option("--cost-unsure", type=float, help="Cost of an unsure verdict. [default: 0.2]"),
