@@ -8,7 +8,7 @@ import os
 import sys
 import time
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import click
@@ -227,6 +227,57 @@ def files_from_options(f):
 _DEFAULT_TRAIN = TrainConfig()
 
 
+def table_options(f):
+    """The options of typed tables (`tables`), for train and evaluate."""
+    f = click.option(
+        "--binning",
+        type=click.Choice(["quantile", "uniform"]),
+        default="quantile",
+        show_default=True,
+        help="Tables: how --bins cuts a continuous column: quantile (zero a bin of its own where the column holds zeros, the rest at its quantiles) or uniform (equal widths).",
+    )(f)
+    f = click.option(
+        "--bins",
+        type=click.IntRange(min=1),
+        help="Tables: cut every continuous column into N bins, modelled as categories (edges learned in training).",
+    )(f)
+    f = click.option(
+        "--column",
+        "column_kinds",
+        multiple=True,
+        metavar="NAME=KIND",
+        help="Tables: how to model a column: gaussian, categorical, bernoulli (x > 0), text or ignore (repeatable). [default: detected]",
+    )(f)
+    return click.option(
+        "--label-column",
+        metavar="NAME",
+        help="Tables: the column that holds the label; DATA is then read as a typed table. [default: label]",
+    )(f)
+
+
+def _typed_table(data: Sequence[str], options: dict[str, Any]) -> tuple[str | None, Any]:
+    """(the typed table DATA names or None, its settings), taking the table options out of
+    ``options``."""
+    from .tables import TableSettings, parse_column_options, typed_table
+
+    label_column = options.pop("label_column")
+    kinds = options.pop("column_kinds")
+    bins, binning = options.pop("bins"), options.pop("binning")
+    forced = label_column is not None or bool(kinds) or bins is not None
+    path = typed_table(list(data), forced)
+    if path is None:
+        return None, None
+    settings = TableSettings(
+        label_column=label_column or "label",
+        kinds=parse_column_options(kinds),
+        bins=bins,
+        binning=binning,
+        alpha=1.0 if options.get("alpha") is None else options["alpha"],
+        positive=options.get("positive"),
+    )
+    return path, settings
+
+
 def train_options(f):
     """The options of `train`, shared by every command that trains (train, evaluate)."""
     for option in reversed(_TRAIN_OPTIONS):
@@ -361,6 +412,7 @@ _TRAIN_OPTIONS = [
 @output_model_option()
 @files_from_options
 @train_options
+@table_options
 @jobs_option
 def train(
     data: tuple[str, ...],
@@ -378,6 +430,11 @@ def train(
     text columns, JSON Lines with label and text keys), or LABEL=PATH for every message of
     PATH under one label. --files-from reads more DATA, one per line.
 
+    A CSV or JSON Lines table without a text column (or any table with --label-column,
+    --column or --bins) is a typed table: each column is modelled by its kind (gaussian,
+    categorical, bernoulli, text), detected or given with --column; with --event-model auto
+    the continuous columns are modelled as internal cross-validation finds best.
+
     \b
     Example:
       nbspam train sample_data/train -o spam.nbm
@@ -388,10 +445,14 @@ def train(
     from .settings import settings_from
     from .training import train as train_model
 
+    specs = [*data, *_listed(files_from, null)]
+    table_path, table_settings = _typed_table(specs, options)
     settings = settings_from(config_file, options)
     _check_output(output)
+    if table_path is not None:
+        _train_table(table_path, table_settings, settings, output)
+        return
     report = Reporter("read")
-    specs = [*data, *_listed(files_from, null)]
     if not specs:
         raise click.UsageError("give DATA to train on, or --files-from")
     messages = read_labelled(specs, report.problems)
@@ -405,6 +466,19 @@ def train(
     for line in train_summary(model, output, os.path.getsize(output)):
         click.echo(line, err=True)
     sys.exit(status)
+
+
+def _train_table(path: str, table_settings: Any, settings: Any, output: str) -> None:
+    import dataclasses
+
+    from .render import table_train_summary
+    from .tables import save_table_model, train_table
+
+    table_settings = dataclasses.replace(table_settings, tokenizer=settings.tokenizer)
+    model = train_table(path, table_settings, auto=settings.training.model == AUTO)
+    save_table_model(model, output)
+    for line in table_train_summary(model, output, os.path.getsize(output)):
+        click.echo(line, err=True)
 
 
 def _check_output(path: str) -> None:
@@ -484,7 +558,11 @@ def predict(
       find ~/Maildir/new -type f | nbspam predict -m spam.nbm --files-from - -f jsonl
     """
     from . import render
+    from .tables import is_table_model
 
+    if is_table_model(model_path):
+        _predict_table(model_path, _paths(paths, files_from, null), fmt)
+        return
     if files_from is None and paths in ((), ("-",)):
         # one message on stdin (a mail filter's case): score it without numpy or scipy
         from .quick import predict_stdin
@@ -502,6 +580,40 @@ def predict(
         emit(line)
         report.progress(1)
     sys.exit(report.finish())
+
+
+def _predict_table(model_path: str, paths: Iterable[str], fmt: str) -> None:
+    """`predict` with a table model: every row of each table PATH."""
+    from collections import Counter
+
+    from . import render
+    from .tables import load_table_model, read_table
+
+    model = load_table_model(model_path)
+    unseen: Counter = Counter()
+    for path in paths:
+        table = read_table(path)
+        for line in render.predictions(model.predict(table, unseen), model.labels, fmt):
+            emit(line)
+    note = render.unseen_note(unseen)
+    if note:
+        click.echo(f"note: {note}", err=True)
+
+
+def _explain_table(model_path: str, paths: list[str], top: int | None, fmt: str) -> None:
+    """`explain` with a table model: the columns, or each row's contributions."""
+    from . import render
+    from .tables import describe, explain_rows, load_table_model, read_table
+
+    model = load_table_model(model_path)
+    if not paths:
+        for line in render.table_description(describe(model), fmt):
+            emit(line)
+        return
+    for path in paths:
+        for e in explain_rows(model, read_table(path)):
+            for line in render.row_explanation(e, fmt, top):
+                emit(line)
 
 
 @cli.command()
@@ -546,7 +658,12 @@ def explain(
     from . import render
     from .features import Analyzer
     from .modelfile import load_model
+    from .tables import is_table_model
 
+    if is_table_model(model_path):
+        listed = [*paths, *_listed(files_from, null)]
+        _explain_table(model_path, listed, top, fmt)
+        return
     model = load_model(model_path)
     if against is not None and against not in model.labels:
         raise NbspamError(f"--against {against!r} is not one of the labels {list(model.labels)}")
@@ -607,6 +724,7 @@ def explain(
     help="Draw the ROC curve and the score histograms to this .png or .svg file (needs matplotlib).",
 )
 @train_options
+@table_options
 @jobs_option
 def evaluate(
     data,
@@ -637,12 +755,15 @@ def evaluate(
       nbspam evaluate ../corpus --folds 5 -f markdown --plot roc.svg
       nbspam evaluate train/ --test test/ -f json
     """
+    import dataclasses
+
     from . import evaluate as ev
     from .messages import read_labelled
     from .render import render_report
     from .report import report as evaluation_report
     from .settings import settings_from
 
+    table_path, table_settings = _typed_table(data, options)
     settings = settings_from(config_file, options)
     # what would fail after the cross-validation fails before it
     for option, path in (("--scores", scores_file), ("--plot", plot)):
@@ -653,19 +774,32 @@ def evaluate(
 
         check_plot(plot)
     talk = Reporter("read")
-    messages = read_labelled(data, talk.problems)
-    if test_data:
+    if table_path is not None:
+        if test_data or chronological:
+            raise NbspamError("a typed table is evaluated by cross-validation only (--folds)")
+        from .tables import cross_validate_table
+
+        scores = cross_validate_table(
+            table_path,
+            dataclasses.replace(table_settings, tokenizer=settings.tokenizer),
+            auto=settings.training.model == AUTO,
+            folds=cv_folds,
+            seed=seed,
+        )
+    elif test_data:
+        messages = read_labelled(data, talk.problems)
         tests = read_labelled(test_data, talk.problems)
         scores = ev.holdout(messages, tests, settings, talk.progress, jobs=jobs)
     elif chronological:
         scores = ev.chronological(
-            messages,
+            read_labelled(data, talk.problems),
             settings,
             test_fraction=chronological,
             progress=talk.progress,
             jobs=jobs,
         )
     else:
+        messages = read_labelled(data, talk.problems)
         scores = ev.cross_validate(
             messages, settings, folds=cv_folds, seed=seed, progress=talk.progress, jobs=jobs
         )

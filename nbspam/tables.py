@@ -11,6 +11,7 @@ counts once, the multinomial of presence with smoothing alpha) and ``ignore``.
 from __future__ import annotations
 
 import csv
+import fnmatch
 import json
 import math
 import os
@@ -163,7 +164,8 @@ def detect_kind(cells: Sequence[str], path: str, name: str) -> str:
 
 
 def parse_column_options(options: Iterable[str]) -> dict[str, str]:
-    """--column NAME=KIND options as a mapping; a bad one is a ConfigError."""
+    """--column NAME=KIND options as a mapping in the order given; NAME may be a shell
+    pattern ('*' for every column but the label's). A bad one is a ConfigError."""
     kinds = {}
     for option in options:
         name, sep, kind = option.rpartition("=")
@@ -439,18 +441,28 @@ class TableSettings:
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
 
 
+def given_kind(patterns: dict[str, str], name: str) -> str | None:
+    """The kind --column gives a column: of the last NAME (or pattern) that matches it."""
+    found = None
+    for pattern, kind in patterns.items():
+        if fnmatch.fnmatchcase(name, pattern):
+            found = kind
+    return found
+
+
 def choose_kinds(table: Table, settings: TableSettings, path: str) -> dict[str, str]:
     """The kind of each column but the label's: --column where given, else detected; a
     column named 'id' is ignored."""
-    unknown = sorted(set(settings.kinds) - set(table.names))
-    if unknown:
-        raise ConfigError(f"--column {unknown[0]}: the table has no such column")
+    for pattern in settings.kinds:
+        if not fnmatch.filter(table.names, pattern):
+            raise ConfigError(f"--column {pattern}: the table has no such column")
     kinds = {}
     for name in table.names:
         if name == settings.label_column:
             continue
-        if name in settings.kinds:
-            kinds[name] = settings.kinds[name]
+        given = given_kind(settings.kinds, name)
+        if given is not None:
+            kinds[name] = given
         elif name.lower() == "id":
             kinds[name] = "ignore"
         else:
@@ -601,6 +613,9 @@ def describe(model: TableModel) -> dict[str, Any]:
         elif column.kind in ("categorical", "bernoulli"):
             logp = col.categorical_log_prob(column.stats.matrix(), model.alpha)
             cats = column.stats.categories
+            if column.edges is not None:  # bins in the order of their values
+                order = sorted(range(len(cats)), key=lambda j: -1 if cats[j] == "z" else int(cats[j]))
+                logp, cats = logp[:, order], [cats[j] for j in order]
             if model.is_binary:
                 w = logp[p] - logp[1 - p]
                 entry["weights"] = {column.bin_range(c): float(w[j]) for j, c in enumerate(cats)}
@@ -765,3 +780,179 @@ def is_table_model(path: str | os.PathLike[str]) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(header, dict) and "table" in header
+
+
+# --------------------------------------------------------------------------------------------
+# Choosing how to model the continuous columns (--event-model auto), and cross-validation
+# --------------------------------------------------------------------------------------------
+
+AUTO_FOLDS = 5
+AUTO_SEED = 42
+
+
+def treatments(table: Table, settings: TableSettings, path: str) -> dict[str, TableSettings]:
+    """The ways auto tries for the continuous columns (those detected as numbers that are
+    not all 0 or 1, and not set by --column): Gaussian; quantile bins, zero plus quartiles;
+    Bernoulli on x > 0. None where there is no such column, or --bins says how."""
+    import dataclasses
+
+    kinds = choose_kinds(table, dataclasses.replace(settings, kinds={}), path)
+    continuous = [
+        n for n, k in kinds.items() if k == "gaussian" and given_kind(settings.kinds, n) is None
+    ]
+    if not continuous or settings.bins is not None:
+        return {}
+    as_bernoulli = {**settings.kinds, **dict.fromkeys(continuous, "bernoulli")}
+    return {
+        "gaussian": dataclasses.replace(settings, bins=None),
+        "quantile bins (zero + quartiles)": dataclasses.replace(
+            settings, bins=4, binning="quantile"
+        ),
+        "bernoulli (x > 0)": dataclasses.replace(settings, bins=None, kinds=as_bernoulli),
+    }
+
+
+def fold_scores(
+    table: Table, settings: TableSettings, fold: np.ndarray, path: str
+) -> tuple[np.ndarray, tuple[str, ...], str | None]:
+    """(J (n, C) of every row scored by the model of the other folds, labels, positive)."""
+    jll = None
+    labels: tuple[str, ...] = ()
+    positive = None
+    for k in np.unique(fold[fold >= 0]):
+        model = fit_table(subset(table, np.flatnonzero(fold != k)), settings, path)
+        test = np.flatnonzero(fold == k)
+        part = model.joint_log_likelihood(subset(table, test), Counter())
+        if jll is None:
+            labels, positive = model.labels, model.positive
+            jll = np.full((len(table.rows), len(labels)), np.nan)
+        if model.labels != labels:
+            raise TrainingError("a fold lacks a label; use fewer folds")
+        jll[test] = part
+    assert jll is not None
+    return jll, labels, positive
+
+
+def auto_fit(
+    table: Table, settings: TableSettings, path: str = "the table"
+) -> tuple[TableModel, dict[str, Any]]:
+    """Fit with each of `treatments` scored by an internal stratified 5-fold cross-validation
+    (pooled log-odds, ROC AUC) and keep the best; ties keep the earlier. More than two
+    labels, or no continuous column: Gaussian, without cross-validation."""
+    from .metrics import roc_auc, stratified_folds
+
+    model = fit_table(table, settings, path)  # checks the label column and the labels
+    candidates = treatments(table, settings, path)
+    if not model.is_binary or not candidates:
+        return model, {}
+    y = np.array(table.column(settings.label_column), dtype=object)
+    fold = stratified_folds(y, AUTO_FOLDS, AUTO_SEED)
+    fold[y == ""] = -1
+    aucs = {}
+    for name, candidate in candidates.items():
+        jll, labels_, positive = fold_scores(table, candidate, fold, path)
+        p = labels_.index(positive) if positive else 1
+        scored = fold >= 0
+        odds = jll[scored, p] - jll[scored, 1 - p]
+        aucs[name] = float(roc_auc(odds, y[scored] == labels_[p]))
+    best = max(aucs, key=lambda n: (aucs[n], -list(aucs).index(n)))
+    model = fit_table(table, candidates[best], path)
+    return model, {"chose": best, "roc_auc": aucs, "folds": AUTO_FOLDS}
+
+
+# --------------------------------------------------------------------------------------------
+# What the commands call
+# --------------------------------------------------------------------------------------------
+
+
+def typed_table(specs: Sequence[str], forced: bool) -> str | None:
+    """The path of the typed table that DATA names, or None where DATA holds messages.
+
+    With a table option (``forced``: --label-column, --column, --bins) DATA must be one table.
+    Without one, a single CSV table without a 'text' column, or a JSON Lines table whose
+    first object has no 'text' string, is a typed table (a table with text is read as
+    messages, as always)."""
+    one = len(specs) == 1 and specs[0].lower().endswith(TABLE_SUFFIXES) and os.path.isfile(specs[0])
+    if forced:
+        if not one:
+            raise ConfigError("--label-column, --column and --bins take one table as DATA")
+        return specs[0]
+    if not one:
+        return None
+    path, lower = specs[0], specs[0].lower()
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            first = f.readline()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if lower.endswith(".csv"):
+        names = next(csv.reader([first]), [])
+        return path if names and "text" not in [n.strip().lower() for n in names] else None
+    if lower.endswith((".jsonl", ".ndjson")):
+        try:
+            obj = json.loads(first)
+        except json.JSONDecodeError:
+            return None
+        return path if isinstance(obj, dict) and not isinstance(obj.get("text"), str) else None
+    return None
+
+
+def train_table(path: str, settings: TableSettings, auto: bool) -> TableModel:
+    """The model `train` writes for a typed table: with auto, `auto_fit`."""
+    import time
+
+    table = read_table(path)
+    if auto:
+        model, chosen = auto_fit(table, settings, path)
+    else:
+        model, chosen = fit_table(table, settings, path), {}
+    model.info = {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "rows": len(table.rows)}
+    if chosen:
+        model.info["auto"] = chosen
+    return model
+
+
+def cross_validate_table(
+    path: str, settings: TableSettings, auto: bool, folds: int, seed: int
+) -> Any:
+    """`crossval.Scores` of stratified k-fold cross-validation of a typed table (folds as
+    `evaluate` deals them); with auto each training part chooses for itself (nested)."""
+    from .crossval import Scores, stratified_split
+
+    table = read_table(path)
+    y_all = table.column(settings.label_column) if settings.label_column in table.names else []
+    table = subset(table, [i for i, v in enumerate(y_all) if v])
+    y = table.column(settings.label_column) if table.rows else []
+    fold, protocol = stratified_split(y, folds, seed)
+    jll: np.ndarray | None = None
+    labels: tuple[str, ...] = ()
+    positive = None
+    for k in range(folds):
+        train_part = subset(table, np.flatnonzero(fold != k))
+        if auto:
+            model, _ = auto_fit(train_part, settings, path)
+        else:
+            model = fit_table(train_part, settings, path)
+        test = np.flatnonzero(fold == k)
+        part = model.joint_log_likelihood(subset(table, test), Counter())
+        if jll is None:
+            labels, positive = model.labels, model.positive
+            jll = np.zeros((len(table.rows), len(labels)))
+        if model.labels != labels:
+            raise TrainingError("a fold lacks a label; use fewer folds")
+        jll[test] = part
+    assert jll is not None
+    binary = len(labels) == 2
+    p = labels.index(positive) if binary and positive else None
+    log_post, log_odds = posteriors(jll, p)
+    return Scores(
+        ids=tuple(table.ids),
+        labels=tuple(y),
+        classes=labels,
+        log_posterior=log_post,
+        log_odds=log_odds,
+        positive=positive if binary else None,
+        fold=fold,
+        seconds={},
+        protocol=protocol,
+    )
