@@ -614,7 +614,9 @@ def describe(model: TableModel) -> dict[str, Any]:
             logp = col.categorical_log_prob(column.stats.matrix(), model.alpha)
             cats = column.stats.categories
             if column.edges is not None:  # bins in the order of their values
-                order = sorted(range(len(cats)), key=lambda j: -1 if cats[j] == "z" else int(cats[j]))
+                order = sorted(
+                    range(len(cats)), key=lambda j: -1 if cats[j] == "z" else int(cats[j])
+                )
                 logp, cats = logp[:, order], [cats[j] for j in order]
             if model.is_binary:
                 w = logp[p] - logp[1 - p]
@@ -906,7 +908,10 @@ def train_table(path: str, settings: TableSettings, auto: bool) -> TableModel:
         model, chosen = auto_fit(table, settings, path)
     else:
         model, chosen = fit_table(table, settings, path), {}
-    model.info = {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "rows": len(table.rows)}
+    model.info = {
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "rows": len(table.rows),
+    }
     if chosen:
         model.info["auto"] = chosen
     return model
