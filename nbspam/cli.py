@@ -600,6 +600,18 @@ def _predict_table(model_path: str, paths: Iterable[str], fmt: str) -> None:
         click.echo(f"note: {note}", err=True)
 
 
+def _update_table(model_path: str, paths: list[str], sign: int, label: str | None) -> None:
+    """`learn` (every row as ``label``) and `forget` (each row as its label column says)
+    with a table model: the rows of each table PATH."""
+    from .tables import read_table, update_table_file
+
+    if not paths:
+        raise click.UsageError("a table model learns and forgets the rows of a table: give PATH")
+    n = sum(update_table_file(model_path, read_table(path), sign, label) for path in paths)
+    verb = "learned" if sign > 0 else "forgot"
+    click.echo(f"{verb} {n:,} row(s)" + (f" as {label}" if label else ""), err=True)
+
+
 def _explain_table(model_path: str, paths: list[str], top: int | None, fmt: str) -> None:
     """`explain` with a table model: the columns, or each row's contributions."""
     from . import render
@@ -982,9 +994,13 @@ def learn(
       nbspam learn -m spam.nbm --label spam missed-spam.eml
       nbspam learn -m spam.nbm --label ham ~/Maildir/.Ham/cur
     """
+    from .tables import is_table_model
     from .update import learn as learn_messages
     from .update import update_model_file
 
+    if is_table_model(model_path):
+        _update_table(model_path, [*paths, *_listed(files_from, null)], +1, label)
+        return
     report = Reporter("learned")
     messages = read_inputs(_paths(paths, files_from, null), report.problems)
 
@@ -1020,9 +1036,13 @@ def forget(model_path: str, paths: tuple[str, ...], files_from, null: bool) -> N
     Example:
       nbspam forget -m spam.nbm wrongly-learned.eml
     """
+    from .tables import is_table_model
     from .update import forget as forget_messages
     from .update import update_model_file
 
+    if is_table_model(model_path):
+        _update_table(model_path, [*paths, *_listed(files_from, null)], -1, None)
+        return
     report = Reporter("forgot")
     messages = read_inputs(_paths(paths, files_from, null), report.problems)
     _, change = update_model_file(model_path, lambda m: forget_messages(m, messages))

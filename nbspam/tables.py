@@ -560,8 +560,49 @@ def add_rows(model: TableModel, table: Table, sign: int) -> int:
         if c >= 0:
             model.class_count[c] += sign
             n += 1
+    if sign < 0 and not _non_negative(model):
+        raise InputError("these rows were not all learned by the model: nothing forgotten")
+    return n
+
+
+def _non_negative(model: TableModel) -> bool:
+    """Whether every count of the model is >= 0 (after forgetting rows)."""
     if min(model.class_count) < 0:
-        raise InputError("forgetting more rows of a class than the model learned")
+        return False
+    for c in model.columns:
+        if c.kind == "gaussian" and (min(c.stats.n) < 0 or min(c.stats.s2) < 0):
+            return False
+        if c.kind in ("categorical", "bernoulli") and min(map(min, c.stats.counts), default=0) < 0:
+            return False
+        if c.kind == "text" and min(c.stats.rows) < 0:
+            return False
+    return True
+
+
+def update_table_file(path: str, table: Table, sign: int, label: str | None = None) -> int:
+    """Learn (sign 1, every row as ``label``) or forget (sign -1, each row as its label
+    column says) the rows of a table in the table model at ``path``, under the model's lock;
+    the file is replaced only when every row was counted. Returns the rows counted."""
+    from .container import remove_leftovers
+    from .lock import model_lock
+
+    with model_lock(path):
+        remove_leftovers(path)
+        model = load_table_model(path)
+        if label is not None:
+            if label not in model.labels:
+                raise InputError(
+                    f"{path} has no label {label!r} (its labels: {', '.join(model.labels)})"
+                )
+            names = [n for n in table.names if n != model.label_column] + [model.label_column]
+            rows = [
+                [cell for name, cell in zip(table.names, row) if name != model.label_column]
+                + [label]
+                for row in table.rows
+            ]
+            table = Table(names, rows, table.ids)
+        n = add_rows(model, table, sign)
+        save_table_model(model, path)
     return n
 
 

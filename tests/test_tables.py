@@ -352,3 +352,22 @@ def test_bad_cell_is_one_error_line(tmp_path):
     r = cli_run("train", data, "-o", tmp_path / "b.nbm")
     assert r.exit_code == 1
     assert r.stderr.startswith("Error: ") and "'oops' is not a number" in r.stderr
+
+
+def test_learn_and_forget_commands_are_exact(tmp_path):
+    X, y = random_gaussian(n=100)
+    whole, part, extra = tmp_path / "whole.csv", tmp_path / "part.csv", tmp_path / "extra.csv"
+    write_csv(whole, X, y)
+    write_csv(part, X[:80], y[:80])
+    spam = np.flatnonzero(y[80:] == 1) + 80
+    write_csv(extra, X[spam], y[spam])
+    model = tmp_path / "m.nbm"
+    assert cli_run("train", part, "-o", model, "--column", "*=gaussian").exit_code == 0
+    before = to_header(load_table_model(model))
+    r = cli_run("learn", "-m", model, "--label", "spam", extra)
+    assert r.exit_code == 0 and f"learned {spam.size} row(s) as spam" in r.stderr
+    assert cli_run("forget", "-m", model, extra).exit_code == 0
+    assert to_header(load_table_model(model)) == before
+    r = cli_run("forget", "-m", model, whole)  # rows it never learned
+    assert r.exit_code == 1 and "not all learned" in r.stderr
+    assert to_header(load_table_model(model)) == before
