@@ -35,7 +35,8 @@ def pooled(table, labels, splits, fit) -> tuple[np.ndarray, list[str]]:
         jll = model.joint_log_likelihood(subset(table, test), Counter())
         p = model.positive_index
         scores[test] = jll[:, p] - jll[:, 1 - p]
-        chosen.append(info.get("chose", ""))
+        changed = len(info.get("columns", {}))
+        chosen.append(f"{info['chose']} + {changed} columns otherwise" if info else "")
     return scores, chosen
 
 

@@ -665,6 +665,15 @@ def table_train_summary(model: Any, output: str, size: int) -> list[str]:
             f"auto chose {auto['chose']} for the continuous columns "
             f"(internal {auto['folds']}-fold ROC AUC: {tried})"
         )
+        if auto.get("columns"):
+            changed: dict[str, list[str]] = {}
+            for name, how in auto["columns"].items():
+                changed.setdefault(how, []).append(name)
+            parts = "; ".join(f"{how}: {', '.join(names)}" for how, names in changed.items())
+            lines.append(
+                f"auto then modelled {len(auto['columns'])} column(s) otherwise, "
+                f"internal ROC AUC {auto['roc_auc_mixed']:.4f} ({parts})"
+            )
     if model.is_binary:
         lines.append(f"positive class: {model.positive} (log-odds > 0 point to it)")
     lines.append(f"wrote {output} ({size / 1e6:.1f} MB)")
