@@ -475,7 +475,8 @@ def _train_table(path: str, table_settings: Any, settings: Any, output: str) -> 
     from .tables import save_table_model, train_table
 
     table_settings = dataclasses.replace(table_settings, tokenizer=settings.tokenizer)
-    model = train_table(path, table_settings, auto=settings.training.model == AUTO)
+    cfg = settings.training
+    model = train_table(path, table_settings, auto=cfg.model == AUTO, cfg=cfg)
     save_table_model(model, output)
     for line in table_train_summary(model, output, os.path.getsize(output)):
         click.echo(line, err=True)
@@ -797,6 +798,7 @@ def evaluate(
             auto=settings.training.model == AUTO,
             folds=cv_folds,
             seed=seed,
+            cfg=settings.training,
         )
     elif test_data:
         messages = read_labelled(data, talk.problems)

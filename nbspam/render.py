@@ -676,6 +676,15 @@ def table_train_summary(model: Any, output: str, size: int) -> list[str]:
             )
     if model.is_binary:
         lines.append(f"positive class: {model.positive} (log-odds > 0 point to it)")
+        if model.cutoffs is not None:
+            negative = next(label for label in model.labels if label != model.positive)
+            low, high = model.cutoffs
+            lines.append(
+                f"cutoffs: {negative} below {low:+.3f}, {model.positive} from {high:+.3f} "
+                "log-odds, unsure between"
+            )
+        if model.calibration is not None:
+            lines.append("calibration: Platt scaling fitted by internal cross-validation")
     lines.append(f"wrote {output} ({size / 1e6:.1f} MB)")
     return lines
 

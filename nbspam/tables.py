@@ -16,6 +16,7 @@ import fnmatch
 import json
 import math
 import os
+import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -293,6 +294,10 @@ class TableModel:
     positive: str | None = None
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
     info: dict[str, Any] = field(default_factory=dict)
+    cutoffs: tuple[float, float] | None = None
+    """Two classes: the (negative, positive) cutoffs on the log-odds, as a Model's."""
+    calibration: tuple[float, float] | None = None
+    """Two classes: the Platt calibration (a, b), as a Model's."""
 
     @property
     def is_binary(self) -> bool:
@@ -373,8 +378,8 @@ class TableModel:
                 log_post[i].tolist(),
                 None if log_odds is None else float(log_odds[i]),
                 positive=self.positive if self.is_binary else None,
-                cutoffs=None,
-                calibration=None,
+                cutoffs=self.cutoffs,
+                calibration=self.calibration,
             )
 
 
@@ -711,8 +716,26 @@ def to_header(model: TableModel) -> dict[str, Any]:
             "tokenizer": dataclasses.asdict(model.tokenizer),
             "columns": cols,
             "info": model.info,
+            "cutoffs": None if model.cutoffs is None else [_clamp(c) for c in model.cutoffs],
+            "calibration": None if model.calibration is None else list(model.calibration),
         }
     }
+
+
+def _clamp(cutoff: float) -> float:
+    """An infinite cutoff as JSON holds it: the largest float, which no log-odds reaches."""
+    return max(-sys.float_info.max, min(sys.float_info.max, cutoff))
+
+
+def _pair(value: Any, what: str) -> tuple[float, float] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or len(value) != 2:
+        raise ValueError(what)
+    pair = tuple(float(v) for v in value)
+    if not all(math.isfinite(v) for v in pair):
+        raise ValueError(what)
+    return pair  # type: ignore[return-value]
 
 
 def from_header(path: str | os.PathLike[str], header: dict[str, Any]) -> TableModel:
@@ -788,7 +811,18 @@ def _from_header(t: dict[str, Any]) -> TableModel:
         positive=positive,
         tokenizer=config_from_dict(TokenizerConfig, t["tokenizer"]),
         info=dict(t.get("info") or {}),
+        cutoffs=_cutoffs(_pair(t.get("cutoffs"), "cutoffs"), C),
+        calibration=_pair(t.get("calibration"), "calibration"),
     )
+
+
+def _cutoffs(pair: tuple[float, float] | None, classes: int) -> tuple[float, float] | None:
+    if pair is None:
+        return None
+    if classes != 2 or pair[0] > pair[1]:
+        raise ValueError("cutoffs")
+    big = sys.float_info.max
+    return tuple(math.copysign(math.inf, c) if abs(c) == big else c for c in pair)  # type: ignore[return-value]
 
 
 def save_table_model(model: TableModel, path: str | os.PathLike[str]) -> None:
@@ -892,6 +926,41 @@ MIN_GAIN = 1e-4
 def auto_fit(
     table: Table, settings: TableSettings, path: str = "the table"
 ) -> tuple[TableModel, dict[str, Any]]:
+    """The model of `auto_choice`'s settings, and what it chose."""
+    final, info, _ = auto_choice(table, settings, path)
+    return fit_table(table, final, path), info
+
+
+def internal_odds(table: Table, settings: TableSettings, path: str) -> InternalOdds:
+    """The out-of-fold log-odds of an internal stratified 5-fold cross-validation."""
+    y = np.array(table.column(settings.label_column), dtype=object)
+    fold = stratified_folds_of(y)
+    bias, contrib, _, positive = fold_contributions(table, settings, fold, path)
+    return InternalOdds(bias + contrib.sum(axis=1), fold, y, positive)
+
+
+@dataclass
+class InternalOdds:
+    """Out-of-fold log-odds (n,) of the rows of a table, their folds (-1: unlabelled), labels
+    and the positive label."""
+
+    odds: np.ndarray
+    fold: np.ndarray
+    labels: np.ndarray
+    positive: str
+
+
+def stratified_folds_of(y: np.ndarray) -> np.ndarray:
+    from .metrics import stratified_folds
+
+    fold = stratified_folds(y, AUTO_FOLDS, AUTO_SEED)
+    fold[y == ""] = -1
+    return fold
+
+
+def auto_choice(
+    table: Table, settings: TableSettings, path: str = "the table"
+) -> tuple[TableSettings, dict[str, Any], InternalOdds | None]:
     """Choose how to model the continuous columns by an internal stratified 5-fold
     cross-validation of the table (pooled log-odds, ROC AUC), in two rounds:
 
@@ -901,16 +970,18 @@ def auto_fit(
 
     Naive Bayes adds up its columns, so the second round costs no fitting: a row's
     out-of-fold log-odds under any mix is the bias plus each column's contribution under
-    its treatment. More than two labels, or no continuous column: no cross-validation."""
-    from .metrics import roc_auc, stratified_folds
+    its treatment. More than two labels, or no continuous column: no cross-validation.
+
+    Returns (the settings chosen, what auto tried, the out-of-fold log-odds of the choice
+    or None)."""
+    from .metrics import roc_auc
 
     model = fit_table(table, settings, path)  # checks the label column and the labels
     candidates = treatments(table, settings, path)
-    if not model.is_binary or not candidates:
-        return model, {}
+    if not model.is_binary or not candidates or min(model.class_count) < AUTO_FOLDS:
+        return settings, {}, None
     y = np.array(table.column(settings.label_column), dtype=object)
-    fold = stratified_folds(y, AUTO_FOLDS, AUTO_SEED)
-    fold[y == ""] = -1
+    fold = stratified_folds_of(y)
     scored = fold >= 0
     parts = {name: fold_contributions(table, c, fold, path) for name, c in candidates.items()}
     first = next(iter(parts.values()))
@@ -951,7 +1022,47 @@ def auto_fit(
     if changed:
         info["columns"] = changed
         info["roc_auc_mixed"] = score
-    return fit_table(table, final, path), info
+    return final, info, InternalOdds(odds, fold, y, first[3])
+
+
+def fit_with_rule(
+    table: Table, settings: TableSettings, *, auto: bool, cfg: Any, path: str = "the table"
+) -> TableModel:
+    """The model `train` makes: with ``auto`` the settings `auto_choice` picks; for two
+    classes with ``cfg.calibrate`` (a `config.TrainConfig`) the cutoffs and Platt
+    calibration that `calibration.rule_from_scores` fits on the out-of-fold log-odds of an
+    internal cross-validation (auto's own, else one more), or ``cfg.cutoffs`` alone."""
+    from .calibration import rule_from_scores
+    from .crossval import Scores
+
+    chosen, odds = {}, None
+    if auto:
+        settings, chosen, odds = auto_choice(table, settings, path)
+    model = fit_table(table, settings, path)
+    if chosen:
+        model.info["auto"] = chosen
+    if not model.is_binary:
+        return model
+    model.cutoffs = cfg.cutoffs
+    if not cfg.calibrate:
+        return model
+    if odds is None:
+        if min(model.class_count) < AUTO_FOLDS:
+            return model  # too few rows of a label for an internal cross-validation
+        odds = internal_odds(table, settings, path)
+    n = len(odds.odds)
+    scores = Scores(
+        ids=tuple(table.ids),
+        labels=tuple(odds.labels.tolist()),
+        classes=model.labels,
+        log_posterior=np.zeros((n, len(model.labels))),
+        log_odds=odds.odds,
+        positive=odds.positive,
+        fold=odds.fold,
+        seconds={},
+    )
+    model.cutoffs, model.calibration = rule_from_scores(scores, cfg)
+    return model
 
 
 # --------------------------------------------------------------------------------------------
@@ -991,30 +1102,27 @@ def typed_table(specs: Sequence[str], forced: bool) -> str | None:
     return None
 
 
-def train_table(path: str, settings: TableSettings, auto: bool) -> TableModel:
-    """The model `train` writes for a typed table: with auto, `auto_fit`."""
+def train_table(path: str, settings: TableSettings, auto: bool, cfg: Any) -> TableModel:
+    """The model `train` writes for a typed table (`fit_with_rule`)."""
     import time
 
     table = read_table(path)
-    if auto:
-        model, chosen = auto_fit(table, settings, path)
-    else:
-        model, chosen = fit_table(table, settings, path), {}
-    model.info = {
-        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "rows": len(table.rows),
-    }
-    if chosen:
-        model.info["auto"] = chosen
+    model = fit_with_rule(table, settings, auto=auto, cfg=cfg, path=path)
+    model.info.update(
+        created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), rows=len(table.rows)
+    )
     return model
 
 
 def cross_validate_table(
-    path: str, settings: TableSettings, auto: bool, folds: int, seed: int
+    path: str, settings: TableSettings, auto: bool, folds: int, seed: int, cfg: Any
 ) -> Any:
     """`crossval.Scores` of stratified k-fold cross-validation of a typed table (folds as
-    `evaluate` deals them); with auto each training part chooses for itself (nested)."""
+    `evaluate` deals them); each training part chooses (auto) and fits its decision rule
+    for itself (nested), as `train` would on it."""
     from .crossval import Scores, stratified_split
+    from .decision import Rule
+    from .evaluate import with_decision_rules
 
     table = read_table(path)
     y_all = table.column(settings.label_column) if settings.label_column in table.names else []
@@ -1024,12 +1132,12 @@ def cross_validate_table(
     jll: np.ndarray | None = None
     labels: tuple[str, ...] = ()
     positive = None
+    rules = {}
     for k in range(folds):
         train_part = subset(table, np.flatnonzero(fold != k))
-        if auto:
-            model, _ = auto_fit(train_part, settings, path)
-        else:
-            model = fit_table(train_part, settings, path)
+        model = fit_with_rule(train_part, settings, auto=auto, cfg=cfg, path=path)
+        if model.is_binary:
+            rules[k] = Rule(model.cutoffs, model.calibration)
         test = np.flatnonzero(fold == k)
         part = model.joint_log_likelihood(subset(table, test), Counter())
         if jll is None:
@@ -1042,7 +1150,7 @@ def cross_validate_table(
     binary = len(labels) == 2
     p = labels.index(positive) if binary and positive else None
     log_post, log_odds = posteriors(jll, p)
-    return Scores(
+    scores = Scores(
         ids=tuple(table.ids),
         labels=tuple(y),
         classes=labels,
@@ -1053,3 +1161,4 @@ def cross_validate_table(
         seconds={},
         protocol=protocol,
     )
+    return with_decision_rules(scores, rules) if rules else scores

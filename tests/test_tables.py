@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from nbspam import columns as col
+from nbspam.config import TrainConfig
 from nbspam.errors import InputError, ModelFileError
 from nbspam.tables import (
     Table,
@@ -24,6 +25,7 @@ from nbspam.tables import (
     describe,
     explain_rows,
     fit_table,
+    fit_with_rule,
     load_table_model,
     read_table,
     save_table_model,
@@ -279,8 +281,26 @@ def test_auto_and_cross_validation(tmp_path):
     write_csv(path, X, y)
     model, chosen = auto_fit(read_table(str(path)), TableSettings())
     assert chosen["chose"] in chosen["roc_auc"] and len(chosen["roc_auc"]) == 3
-    scores = cross_validate_table(str(path), TableSettings(), auto=False, folds=3, seed=1)
+    scores = cross_validate_table(
+        str(path), TableSettings(), auto=False, folds=3, seed=1, cfg=TrainConfig()
+    )
     assert scores.log_odds is not None and np.isfinite(scores.log_odds).all()
+    assert set(scores.rules) == {0, 1, 2} and scores.verdicts is not None
+
+
+def test_decision_rule_and_its_file(tmp_path):
+    table = mixed_table()
+    model = fit_with_rule(table, TableSettings(), auto=True, cfg=TrainConfig())
+    assert model.cutoffs is not None and model.calibration is not None
+    model.cutoffs = (-math.inf, 2.0)
+    path = tmp_path / "r.nbm"
+    save_table_model(model, path)
+    again = load_table_model(path)
+    assert again.cutoffs == (-math.inf, 2.0) and again.calibration == model.calibration
+    first = next(again.predict(table))
+    assert first.verdict in ("ham", "spam", "unsure")
+    none = fit_with_rule(table, TableSettings(), auto=False, cfg=TrainConfig(calibrate=False))
+    assert none.cutoffs is None and none.calibration is None
 
 
 def write_csv(path, X, y, names=None):
@@ -305,6 +325,7 @@ def test_commands_on_a_typed_table(tmp_path):
     r = cli_run("train", data, "-o", model, "--column", "*=gaussian")
     assert r.exit_code == 0, r.output
     assert "columns gaussian: 5: x0, x1, x2, x3, x4" in r.stderr
+    assert "cutoffs: ham below" in r.stderr and "calibration: Platt" in r.stderr
     r = cli_run("predict", "-m", model, data, "-f", "jsonl")
     assert r.exit_code == 0
     lines = [json.loads(line) for line in r.stdout.splitlines()]
