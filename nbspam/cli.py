@@ -559,7 +559,7 @@ def predict(
       find ~/Maildir/new -type f | nbspam predict -m spam.nbm --files-from - -f jsonl
     """
     from . import render
-    from .tables import is_table_model
+    from .container import is_table_model
 
     if is_table_model(model_path):
         _predict_table(model_path, _paths(paths, files_from, null), fmt)
@@ -593,6 +593,8 @@ def _predict_table(model_path: str, paths: Iterable[str], fmt: str) -> None:
     model = load_table_model(model_path)
     unseen: Counter = Counter()
     for path in paths:
+        if path == "-":
+            raise NbspamError(f"{model_path} is a table model: give the tables to score as PATH")
         table = read_table(path)
         for line in render.predictions(model.predict(table, unseen), model.labels, fmt):
             emit(line)
@@ -611,6 +613,19 @@ def _update_table(model_path: str, paths: list[str], sign: int, label: str | Non
     n = sum(update_table_file(model_path, read_table(path), sign, label) for path in paths)
     verb = "learned" if sign > 0 else "forgot"
     click.echo(f"{verb} {n:,} row(s)" + (f" as {label}" if label else ""), err=True)
+
+
+def _merge_tables(models: tuple[str, ...], output: str) -> bool:
+    """`merge` of table models; False where the first model is not one."""
+    from .container import is_table_model
+    from .tables import load_table_model, merge_table_models, save_table_model
+
+    if not is_table_model(models[0]):
+        return False
+    merged = merge_table_models([load_table_model(path) for path in models])
+    save_table_model(merged, output)
+    click.echo(f"merged {len(models)} table models into {output}", err=True)
+    return True
 
 
 def _explain_table(model_path: str, paths: list[str], top: int | None, fmt: str) -> None:
@@ -669,9 +684,9 @@ def explain(
     """
     from . import explain as ex
     from . import render
+    from .container import is_table_model
     from .features import Analyzer
     from .modelfile import load_model
-    from .tables import is_table_model
 
     if is_table_model(model_path):
         listed = [*paths, *_listed(files_from, null)]
@@ -996,7 +1011,7 @@ def learn(
       nbspam learn -m spam.nbm --label spam missed-spam.eml
       nbspam learn -m spam.nbm --label ham ~/Maildir/.Ham/cur
     """
-    from .tables import is_table_model
+    from .container import is_table_model
     from .update import learn as learn_messages
     from .update import update_model_file
 
@@ -1038,7 +1053,7 @@ def forget(model_path: str, paths: tuple[str, ...], files_from, null: bool) -> N
     Example:
       nbspam forget -m spam.nbm wrongly-learned.eml
     """
-    from .tables import is_table_model
+    from .container import is_table_model
     from .update import forget as forget_messages
     from .update import update_model_file
 
@@ -1119,6 +1134,8 @@ def merge(models: tuple[str, ...], output: str) -> None:
     if len(models) < 2:
         raise click.UsageError("merge needs two or more models")
     _check_output(output)
+    if _merge_tables(models, output):
+        return
     merged = merge_models([load_model(path) for path in models])
     write_model(merged, output)
     click.echo(f"merged {len(models)} models into {output}", err=True)

@@ -842,22 +842,10 @@ def load_table_model(path: str | os.PathLike[str]) -> TableModel:
 
 
 def is_table_model(path: str | os.PathLike[str]) -> bool:
-    """Whether the model file at ``path`` is a table model (False for anything else, which
-    the usual reader then refuses or reads)."""
-    from . import container
+    """Whether the model file at ``path`` is a table model (`container.is_table_model`)."""
+    from .container import is_table_model as peek
 
-    try:
-        with open(path, "rb") as f:
-            prefix = f.read(container._PREFIX.size)
-            if len(prefix) < container._PREFIX.size or not prefix.startswith(container.MAGIC):
-                return False
-            _, _, head_len = container._PREFIX.unpack(prefix)
-            if head_len > container.MAX_HEADER:
-                return False
-            header = json.loads(f.read(head_len))
-    except (OSError, ValueError):
-        return False
-    return isinstance(header, dict) and "table" in header
+    return peek(path)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1162,3 +1150,49 @@ def cross_validate_table(
         protocol=protocol,
     )
     return with_decision_rules(scores, rules) if rules else scores
+
+
+def merge_table_models(models: Sequence[TableModel]) -> TableModel:
+    """Add table models trained on disjoint rows with the same columns (names, kinds, bin
+    edges), labels and settings: the result equals training on all the rows, with no
+    decision rule (it was fitted on the parts)."""
+    first = models[0]
+
+    def layout(m: TableModel) -> Any:
+        return (
+            m.labels,
+            m.label_column,
+            m.alpha,
+            m.positive,
+            m.tokenizer,
+            [(c.name, c.kind, c.edges, c.zero_bin) for c in m.columns],
+        )
+
+    for other in models[1:]:
+        if layout(other) != layout(first):
+            raise TrainingError(
+                "cannot merge table models with other labels, settings or columns (kinds and "
+                "bin edges must be the same: train the parts with the same --column and no auto)"
+            )
+    columns = []
+    for j, column in enumerate(first.columns):
+        stats = column.stats
+        for other in models[1:]:
+            o = other.columns[j].stats
+            if column.kind == "text":
+                terms = {t: list(v) for t, v in stats.terms.items()}
+                for t, v in o.terms.items():
+                    terms[t] = [a + b for a, b in zip(terms.get(t, [0] * len(v)), v)]
+                stats = TextStats([a + b for a, b in zip(stats.rows, o.rows)], terms)
+            elif stats is not None:
+                stats = stats.combine(o)
+        columns.append(dataclasses.replace(column, stats=stats))
+    counts = [sum(m.class_count[c] for m in models) for c in range(len(first.labels))]
+    return dataclasses.replace(
+        first,
+        class_count=counts,
+        columns=columns,
+        info={"merged": len(models)},
+        cutoffs=None,
+        calibration=None,
+    )

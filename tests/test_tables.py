@@ -392,3 +392,33 @@ def test_learn_and_forget_commands_are_exact(tmp_path):
     r = cli_run("forget", "-m", model, whole)  # rows it never learned
     assert r.exit_code == 1 and "not all learned" in r.stderr
     assert to_header(load_table_model(model)) == before
+
+
+def test_merge_equals_training_on_all_rows(tmp_path):
+    table = mixed_table()
+    settings = TableSettings()
+    whole = fit_table(table, settings)
+    a = fit_table(subset(table, range(0, 60)), settings)
+    b = fit_table(subset(table, range(60, 120)), settings)
+    for path, model in (("a.nbm", a), ("b.nbm", b)):
+        save_table_model(model, tmp_path / path)
+    r = cli_run("merge", tmp_path / "a.nbm", tmp_path / "b.nbm", "-o", tmp_path / "all.nbm")
+    assert r.exit_code == 0, r.output
+    merged = load_table_model(tmp_path / "all.nbm")
+    assert np.array_equal(merged.joint_log_likelihood(table), whole.joint_log_likelihood(table))
+    for x, y in zip(merged.columns, whole.columns):
+        if x.kind == "gaussian":
+            assert (x.stats.n, x.stats.s1, x.stats.s2) == (y.stats.n, y.stats.s1, y.stats.s2)
+
+
+def test_a_table_model_on_stdin_says_what_it_needs(tmp_path):
+    from tests.helpers import nbspam_process
+
+    model = tmp_path / "m.nbm"
+    save_table_model(fit_table(mixed_table(), TableSettings()), model)
+    done = nbspam_process("predict", "-m", model, stdin=b"hello")
+    assert done.returncode == 1
+    assert (
+        done.stderr.decode().strip()
+        == f"Error: {model} is a table model: give the tables to score as PATH"
+    )
