@@ -582,7 +582,9 @@ def _non_negative(model: TableModel) -> bool:
             return False
         if c.kind in ("categorical", "bernoulli") and min(map(min, c.stats.counts), default=0) < 0:
             return False
-        if c.kind == "text" and min(c.stats.rows) < 0:
+        if c.kind == "text" and (
+            min(c.stats.rows) < 0 or any(min(v) < 0 for v in c.stats.terms.values())
+        ):
             return False
     return True
 
