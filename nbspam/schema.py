@@ -115,8 +115,7 @@ def read(path: str | os.PathLike[str]) -> ModelFile:
     box = container.read(path)
     if "table" in box.header:  # a model of a typed table (`tables`), read by its own reader
         raise ModelFileError(
-            f"{path} is a model of a typed table, which only train, predict, explain and "
-            "evaluate take"
+            f"{path} is a model of a typed table: this command takes models of messages only"
         )
     try:
         return _checked(box)
