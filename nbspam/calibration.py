@@ -41,7 +41,7 @@ def choose_cutoffs(
     scores: Scores,
     *,
     target_fpr: float | None = None,
-    cost_fp: float = 10.0,
+    cost_fp: float = 15.0,
     cost_fn: float = 1.0,
     cost_unsure: float = 0.2,
 ) -> tuple[float, float]:

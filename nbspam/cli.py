@@ -9,7 +9,7 @@ import os
 import sys
 import time
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import click
@@ -228,6 +228,57 @@ def files_from_options(f):
 _DEFAULT_TRAIN = TrainConfig()
 
 
+def table_options(f):
+    """The options of typed tables (`tables`), for train and evaluate."""
+    f = click.option(
+        "--binning",
+        type=click.Choice(["quantile", "uniform"]),
+        default="quantile",
+        show_default=True,
+        help="Tables: how --bins cuts a continuous column: quantile (zero a bin of its own where the column holds zeros, the rest at its quantiles) or uniform (equal widths).",
+    )(f)
+    f = click.option(
+        "--bins",
+        type=click.IntRange(min=1),
+        help="Tables: cut every continuous column into N bins, modelled as categories (edges learned in training).",
+    )(f)
+    f = click.option(
+        "--column",
+        "column_kinds",
+        multiple=True,
+        metavar="NAME=KIND",
+        help="Tables: how to model a column: gaussian, categorical, bernoulli (x > 0), text or ignore (repeatable). [default: detected]",
+    )(f)
+    return click.option(
+        "--label-column",
+        metavar="NAME",
+        help="Tables: the column that holds the label; DATA is then read as a typed table. [default: label]",
+    )(f)
+
+
+def _typed_table(data: Sequence[str], options: dict[str, Any]) -> tuple[str | None, Any]:
+    """(the typed table DATA names or None, its settings), taking the table options out of
+    ``options``."""
+    from .tables import TableSettings, parse_column_options, typed_table
+
+    label_column = options.pop("label_column")
+    kinds = options.pop("column_kinds")
+    bins, binning = options.pop("bins"), options.pop("binning")
+    forced = label_column is not None or bool(kinds) or bins is not None
+    path = typed_table(list(data), forced)
+    if path is None:
+        return None, None
+    settings = TableSettings(
+        label_column=label_column or "label",
+        kinds=parse_column_options(kinds),
+        bins=bins,
+        binning=binning,
+        alpha=1.0 if options.get("alpha") is None else options["alpha"],
+        positive=options.get("positive"),
+    )
+    return path, settings
+
+
 def train_options(f):
     """The options of `train`, shared by every command that trains (train, evaluate)."""
     for option in reversed(_TRAIN_OPTIONS):
@@ -338,7 +389,7 @@ _TRAIN_OPTIONS = [
     click.option(
         "--cost-fp",
         type=float,
-        help="Cost of a false positive when choosing cutoffs by cost. [default: 10]",
+        help="Cost of a false positive when choosing cutoffs by cost. [default: 15]",
     ),
     click.option("--cost-fn", type=float, help="Cost of a false negative. [default: 1]"),
     click.option("--cost-unsure", type=float, help="Cost of an unsure verdict. [default: 0.2]"),
@@ -396,6 +447,7 @@ def _counter(engine: str, scheduler: str | None, jobs: int) -> Iterator[Any]:
 @output_model_option()
 @files_from_options
 @train_options
+@table_options
 @jobs_option
 @engine_options
 def train(
@@ -416,6 +468,11 @@ def train(
     text columns, JSON Lines with label and text keys), or LABEL=PATH for every message of
     PATH under one label. --files-from reads more DATA, one per line.
 
+    A CSV or JSON Lines table without a text column (or any table with --label-column,
+    --column or --bins) is a typed table: each column is modelled by its kind (gaussian,
+    categorical, bernoulli, text), detected or given with --column; with --event-model auto
+    the continuous columns are modelled as internal cross-validation finds best.
+
     \b
     Example:
       nbspam train sample_data/train -o spam.nbm
@@ -426,14 +483,20 @@ def train(
     from .settings import settings_from
     from .training import train as train_model
 
+    specs = [*data, *_listed(files_from, null)]
+    table_path, table_settings = _typed_table(specs, options)
     settings = settings_from(config_file, options)
     _check_output(output)
-    report = Reporter("read")
-    specs = [*data, *_listed(files_from, null)]
-    if not specs:
-        raise click.UsageError("give DATA to train on, or --files-from")
     if scheduler is not None and engine != "dask":
         raise click.UsageError("--scheduler is for --engine dask")
+    if table_path is not None:
+        if engine == "dask":
+            raise NbspamError("--engine dask trains on messages, not on a typed table")
+        _train_table(table_path, table_settings, settings, output)
+        return
+    report = Reporter("read")
+    if not specs:
+        raise click.UsageError("give DATA to train on, or --files-from")
     messages = read_labelled(specs, report.problems)
     if engine == "dask":
         from .cluster import dask_client
@@ -452,6 +515,20 @@ def train(
     for line in train_summary(model, output, os.path.getsize(output)):
         click.echo(line, err=True)
     sys.exit(status)
+
+
+def _train_table(path: str, table_settings: Any, settings: Any, output: str) -> None:
+    import dataclasses
+
+    from .render import table_train_summary
+    from .tables import save_table_model, train_table
+
+    table_settings = dataclasses.replace(table_settings, tokenizer=settings.tokenizer)
+    cfg = settings.training
+    model = train_table(path, table_settings, auto=cfg.model == AUTO, cfg=cfg)
+    save_table_model(model, output)
+    for line in table_train_summary(model, output, os.path.getsize(output)):
+        click.echo(line, err=True)
 
 
 def _check_output(path: str) -> None:
@@ -539,7 +616,13 @@ def predict(
       find ~/Maildir/new -type f | nbspam predict -m spam.nbm --files-from - -f jsonl
     """
     from . import render
+    from .container import is_table_model
 
+    if is_table_model(model_path):
+        if engine == "dask":
+            raise NbspamError("--engine dask scores messages, not rows of a typed table")
+        _predict_table(model_path, _paths(paths, files_from, null), fmt)
+        return
     if files_from is None and paths in ((), ("-",)):
         # one message on stdin (a mail filter's case): score it without numpy or scipy
         from .quick import predict_stdin
@@ -569,6 +652,67 @@ def predict(
         emit(line)
         report.progress(1)
     sys.exit(report.finish())
+
+
+def _predict_table(model_path: str, paths: Iterable[str], fmt: str) -> None:
+    """`predict` with a table model: every row of each table PATH."""
+    from collections import Counter
+
+    from . import render
+    from .tables import load_table_model, read_table
+
+    model = load_table_model(model_path)
+    unseen: Counter = Counter()
+    for path in paths:
+        if path == "-":
+            raise NbspamError(f"{model_path} is a table model: give the tables to score as PATH")
+        table = read_table(path)
+        for line in render.predictions(model.predict(table, unseen), model.labels, fmt):
+            emit(line)
+    note = render.unseen_note(unseen)
+    if note:
+        click.echo(f"note: {note}", err=True)
+
+
+def _update_table(model_path: str, paths: list[str], sign: int, label: str | None) -> None:
+    """`learn` (every row as ``label``) and `forget` (each row as its label column says)
+    with a table model: the rows of each table PATH."""
+    from .tables import read_table, update_table_file
+
+    if not paths:
+        raise click.UsageError("a table model learns and forgets the rows of a table: give PATH")
+    n = sum(update_table_file(model_path, read_table(path), sign, label) for path in paths)
+    verb = "learned" if sign > 0 else "forgot"
+    click.echo(f"{verb} {n:,} row(s)" + (f" as {label}" if label else ""), err=True)
+
+
+def _merge_tables(models: tuple[str, ...], output: str) -> bool:
+    """`merge` of table models; False where the first model is not one."""
+    from .container import is_table_model
+    from .tables import load_table_model, merge_table_models, save_table_model
+
+    if not is_table_model(models[0]):
+        return False
+    merged = merge_table_models([load_table_model(path) for path in models])
+    save_table_model(merged, output)
+    click.echo(f"merged {len(models)} table models into {output}", err=True)
+    return True
+
+
+def _explain_table(model_path: str, paths: list[str], top: int | None, fmt: str) -> None:
+    """`explain` with a table model: the columns, or each row's contributions."""
+    from . import render
+    from .tables import describe, explain_rows, load_table_model, read_table
+
+    model = load_table_model(model_path)
+    if not paths:
+        for line in render.table_description(describe(model), fmt):
+            emit(line)
+        return
+    for path in paths:
+        for e in explain_rows(model, read_table(path)):
+            for line in render.row_explanation(e, fmt, top):
+                emit(line)
 
 
 @cli.command()
@@ -611,9 +755,14 @@ def explain(
     """
     from . import explain as ex
     from . import render
+    from .container import is_table_model
     from .features import Analyzer
     from .modelfile import load_model
 
+    if is_table_model(model_path):
+        listed = [*paths, *_listed(files_from, null)]
+        _explain_table(model_path, listed, top, fmt)
+        return
     model = load_model(model_path)
     if against is not None and against not in model.labels:
         raise NbspamError(f"--against {against!r} is not one of the labels {list(model.labels)}")
@@ -674,6 +823,7 @@ def explain(
     help="Draw the ROC curve and the score histograms to this .png or .svg file (needs matplotlib).",
 )
 @train_options
+@table_options
 @jobs_option
 @engine_options
 def evaluate(
@@ -707,12 +857,15 @@ def evaluate(
       nbspam evaluate ../corpus --folds 5 -f markdown --plot roc.svg
       nbspam evaluate train/ --test test/ -f json
     """
+    import dataclasses
+
     from . import evaluate as ev
     from .messages import read_labelled
     from .render import render_report
     from .report import report as evaluation_report
     from .settings import settings_from
 
+    table_path, table_settings = _typed_table(data, options)
     settings = settings_from(config_file, options)
     # what would fail after the cross-validation fails before it
     for option, path in (("--scores", scores_file), ("--plot", plot)):
@@ -725,32 +878,49 @@ def evaluate(
     if scheduler is not None and engine != "dask":
         raise click.UsageError("--scheduler is for --engine dask")
     talk = Reporter("read")
-    messages = read_labelled(data, talk.problems)
-    with _counter(engine, scheduler, jobs) as counter:
-        if test_data:
-            tests = read_labelled(test_data, talk.problems)
-            scores = ev.holdout(
-                messages, tests, settings, talk.progress, jobs=jobs, counter=counter
-            )
-        elif chronological:
-            scores = ev.chronological(
-                messages,
-                settings,
-                test_fraction=chronological,
-                progress=talk.progress,
-                jobs=jobs,
-                counter=counter,
-            )
-        else:
-            scores = ev.cross_validate(
-                messages,
-                settings,
-                folds=cv_folds,
-                seed=seed,
-                progress=talk.progress,
-                jobs=jobs,
-                counter=counter,
-            )
+    if table_path is not None:
+        if test_data or chronological:
+            raise NbspamError("a typed table is evaluated by cross-validation only (--folds)")
+        if engine == "dask":
+            raise NbspamError("--engine dask evaluates messages, not a typed table")
+        from .tables import cross_validate_table
+
+        scores = cross_validate_table(
+            table_path,
+            dataclasses.replace(table_settings, tokenizer=settings.tokenizer),
+            auto=settings.training.model == AUTO,
+            folds=cv_folds,
+            seed=seed,
+            cfg=settings.training,
+        )
+    else:
+        with _counter(engine, scheduler, jobs) as counter:
+            if test_data:
+                messages = read_labelled(data, talk.problems)
+                tests = read_labelled(test_data, talk.problems)
+                scores = ev.holdout(
+                    messages, tests, settings, talk.progress, jobs=jobs, counter=counter
+                )
+            elif chronological:
+                scores = ev.chronological(
+                    read_labelled(data, talk.problems),
+                    settings,
+                    test_fraction=chronological,
+                    progress=talk.progress,
+                    jobs=jobs,
+                    counter=counter,
+                )
+            else:
+                messages = read_labelled(data, talk.problems)
+                scores = ev.cross_validate(
+                    messages,
+                    settings,
+                    folds=cv_folds,
+                    seed=seed,
+                    progress=talk.progress,
+                    jobs=jobs,
+                    counter=counter,
+                )
     status = talk.finish()
     for line in render_report(evaluation_report(scores, cutoffs=None, calibration=None), fmt):
         emit(line)
@@ -930,9 +1100,13 @@ def learn(
       nbspam learn -m spam.nbm --label spam missed-spam.eml
       nbspam learn -m spam.nbm --label ham ~/Maildir/.Ham/cur
     """
+    from .container import is_table_model
     from .update import learn as learn_messages
     from .update import update_model_file
 
+    if is_table_model(model_path):
+        _update_table(model_path, [*paths, *_listed(files_from, null)], +1, label)
+        return
     report = Reporter("learned")
     messages = read_inputs(_paths(paths, files_from, null), report.problems)
 
@@ -970,9 +1144,13 @@ def forget(model_path: str, paths: tuple[str, ...], files_from, null: bool) -> N
     Example:
       nbspam forget -m spam.nbm wrongly-learned.eml
     """
+    from .container import is_table_model
     from .update import forget as forget_messages
     from .update import update_model_file
 
+    if is_table_model(model_path):
+        _update_table(model_path, [*paths, *_listed(files_from, null)], -1, None)
+        return
     report = Reporter("forgot")
     messages = read_inputs(_paths(paths, files_from, null), report.problems)
     _, change = update_model_file(model_path, lambda m: forget_messages(m, messages))
@@ -1084,6 +1262,50 @@ def prune(
 
 
 @cli.command()
+@model_option
+@click.argument("folders", nargs=-1, required=True, metavar="LABEL=FOLDER...")
+@click.option(
+    "--state",
+    "state_path",
+    type=click.Path(dir_okay=False),
+    help="Where sync keeps what it has learned. [default: MODEL.sync]",
+)
+def sync(model_path: str, folders: tuple[str, ...], state_path: str | None) -> None:
+    """Learn what was done with the mail in FOLDERS: each message as its folder's label.
+
+    Each folder is given with a label of the model, LABEL=FOLDER (a Maildir, or a folder of
+    message files). A message new in a spam folder is learned as spam; one moved from the
+    Junk folder to the inbox is relabelled, its counts moved, so the model equals training
+    on the messages under the labels their folders give them now. Messages deleted from
+    every folder stay learned (use forget). Run it from cron: a state file (MODEL.sync)
+    remembers what was learned, so a run opens only the messages new to a folder, and a
+    run killed at any point loses and double-counts nothing. It holds the model's lock.
+
+    \b
+    Example: (Maildir++, Junk a subfolder of the inbox)
+      nbspam sync -m spam.nbm spam=~/Maildir/.Junk ham=~/Maildir ham=~/Maildir/.Archive
+    """
+    from .sync import default_state_path
+    from .sync import sync as sync_folders
+
+    report = Reporter("synced")
+    done = sync_folders(
+        model_path, folders, state_path or default_state_path(model_path), report.problems
+    )
+    status = report.finish()
+    learned = (
+        ", ".join(f"{n:,} as {label}" for label, n in done.learned.items() if n) or "nothing new"
+    )
+    click.echo(
+        f"synced {done.found:,} message(s), opened {done.opened:,}: learned {learned}, "
+        f"{done.relabelled:,} moved from another label, {done.unchanged:,} already known"
+        + (f"; {done.gone:,} no longer in the folders (still learned)" if done.gone else ""),
+        err=True,
+    )
+    sys.exit(status)
+
+
+@cli.command()
 @click.argument("models", nargs=-1, required=True, type=click.Path())
 @output_model_option("the merged model")
 def merge(models: tuple[str, ...], output: str) -> None:
@@ -1103,6 +1325,8 @@ def merge(models: tuple[str, ...], output: str) -> None:
     if len(models) < 2:
         raise click.UsageError("merge needs two or more models")
     _check_output(output)
+    if _merge_tables(models, output):
+        return
     merged = merge_models([load_model(path) for path in models])
     write_model(merged, output)
     click.echo(f"merged {len(models)} models into {output}", err=True)

@@ -121,7 +121,7 @@ class TrainConfig:
     calibrate: bool = True
     folds: int = 5
     target_fpr: float | None = None
-    cost_fp: float = 10.0
+    cost_fp: float = 15.0
     cost_fn: float = 1.0
     cost_unsure: float = 0.2
     cutoffs: tuple[float, float] | None = None

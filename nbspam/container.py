@@ -107,6 +107,33 @@ def read(path: str | os.PathLike[str]) -> Container:
         raise ModelFileError(f"cannot read model file {path}: {exc.strerror or exc}") from None
 
 
+def is_table_model(path: str | os.PathLike[str]) -> bool:
+    """Whether the file at ``path`` is a model of a typed table (`tables`): its header has a
+    "table" field. Reads the header only, and only of a regular file; False for anything
+    else, which `read` then refuses or reads. Standard library only, as all of this module:
+    `predict` asks before it scores one message without numpy."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or a device: never read here
+            return False
+        with os.fdopen(fd, "rb", buffering=0, closefd=False) as f:
+            prefix = f.read(_PREFIX.size)
+            if len(prefix) < _PREFIX.size or not prefix.startswith(MAGIC):
+                return False
+            _, _, head_len = _PREFIX.unpack(prefix)
+            if head_len > MAX_HEADER:
+                return False
+            header = json.loads(f.read(head_len))
+    except (OSError, ValueError, RecursionError):  # the usual reader then says what is wrong
+        return False
+    finally:
+        os.close(fd)
+    return isinstance(header, dict) and "table" in header
+
+
 def invalid(path: str | os.PathLike[str], what: str) -> ModelFileError:
     """The error for a model file that passed the checksum but breaks the format."""
     return ModelFileError(f"{path} is not a valid nbspam model: {what}")

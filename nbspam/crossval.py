@@ -27,12 +27,15 @@ from .sparse import sp
 
 
 class Tokenized(NamedTuple):
-    """Labelled messages as count rows: ids (n,), labels (n,), X (n, d), terms (d,) sorted."""
+    """Labelled messages as count rows: ids (n,), labels (n,), X (n, d), terms (d,) sorted;
+    ``copies`` (n,), where given, numbers the distinct messages (rows of one message share
+    a number), so that a model counts a repeated message once, as `train` does."""
 
     ids: list[str]
     labels: list[str]
     X: sp.csr_matrix
     terms: list[str]
+    copies: np.ndarray | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -170,7 +173,10 @@ def score_split(
     for k in test_folds:  # one fold's model at a time: each is the size of the whole model
         clock = time.perf_counter()
         fold_settings = settings if isinstance(settings, Settings) else settings[k]
-        model = _fit_without(data, y, fold == k, counts, fold_settings)
+        held = fold == k
+        if data.copies is not None:  # a message repeated in the training part counts once
+            held = held | repeats(data.copies, fold != k)
+        model = _fit_without(data, y, held, counts, fold_settings)
         _check_test_labels(set(labels[fold == k]), model.labels)
         fitted = time.perf_counter()
         seconds["train"] += fitted - clock
@@ -233,6 +239,23 @@ def _check_test_labels(test_labels: set[str], model_labels: Sequence[str]) -> No
             f"the test messages have label(s) {unknown} that the training messages lack "
             f"(training labels: {list(model_labels)})"
         )
+
+
+def repeats(copies: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Mask (n,) of the rows among ``rows`` (a mask) that repeat an earlier one of them:
+    the same message again (``copies``, `Tokenized`)."""
+    chosen = np.flatnonzero(rows)
+    _, first = np.unique(copies[chosen], return_index=True)
+    out = rows.copy()
+    out[chosen[first]] = False
+    return out
+
+
+def training_rows(data: Tokenized, rows: np.ndarray) -> np.ndarray:
+    """The indices of the rows (a mask) that a model of them counts: each message once."""
+    if data.copies is not None:
+        rows = rows & ~repeats(data.copies, rows)
+    return np.flatnonzero(rows)
 
 
 def subset(data: Tokenized, rows: np.ndarray) -> Tokenized:

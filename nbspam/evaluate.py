@@ -25,10 +25,10 @@ import numpy as np
 from . import metrics
 from .config import AUTO, Settings, TokenizerConfig
 from .counting import count_chunks
-from .crossval import Scores, Tokenized, score_split, stratified_split, subset
+from .crossval import Scores, Tokenized, score_split, stratified_split, subset, training_rows
 from .decision import Rule, verdict
 from .errors import ConfigError, InputError, NbspamError, os_error_message
-from .headers import message_time
+from .headers import message_digest, message_time
 from .messages import Message
 from .parallel import CHUNK, chunks
 from .render import json_line
@@ -58,7 +58,8 @@ def tokenize_all(
     jobs: int = 1,
     counter: Counter_ = count_chunks,
 ) -> Tokenized:
-    """Tokenize labelled messages once: (ids, labels, X over sorted terms, terms).
+    """Tokenize labelled messages once: (ids, labels, X over sorted terms, terms, which
+    rows are copies of one message).
 
     ``progress`` is called with the number of messages of each chunk read; ``jobs`` worker
     processes tokenize (``counter`` says where: the same counts either way). Raises InputError for a message without a label or when there are
@@ -67,6 +68,8 @@ def tokenize_all(
     index = TermIndex()
     ids: list[str] = []
     labels: list[str] = []
+    copies: dict[bytes, int] = {}
+    copy_of: list[int] = []
 
     def labelled_chunks() -> Iterator[tuple[int, list[bytes | str]]]:
         for chunk in chunks(messages, CHUNK):
@@ -75,6 +78,7 @@ def tokenize_all(
                     raise InputError(f"{message.id}: no label; evaluation needs labelled messages")
                 ids.append(message.id)
                 labels.append(message.label)
+                copy_of.append(copies.setdefault(message_digest(message.data), len(copies)))
             yield len(chunk), [m.data for m in chunk]
             if progress:
                 progress(len(chunk))
@@ -86,7 +90,7 @@ def tokenize_all(
     if not ids:
         raise InputError("no messages to evaluate")
     X, terms = stack_sorted(blocks, index.terms)
-    return Tokenized(ids, labels, X, terms)
+    return Tokenized(ids, labels, X, terms, np.array(copy_of, dtype=np.int64))
 
 
 def chronological_order(times: Sequence[float | None]) -> np.ndarray:
@@ -239,7 +243,7 @@ def nested_scores(
     and for two classes with the cutoffs and calibration it fits there."""
     clock = time.perf_counter()
     choices = {
-        k: internal_cv(subset(data, np.flatnonzero(fold != k)), settings)
+        k: internal_cv(subset(data, training_rows(data, fold != k)), settings)
         for k in sorted(set(fold[fold >= 0].tolist()))
     }
     chosen = time.perf_counter() - clock

@@ -183,7 +183,7 @@ def _read_file(path: str, problems: Problems) -> Iterator[Message]:
         if mbox:
             os.close(os.open(path, os.O_RDONLY))
         else:
-            data = _read_bytes(path)
+            data = read_bytes(path)
     except OSError as exc:
         problems.skip(path, os_reason(exc))
         return
@@ -596,7 +596,7 @@ def is_maildir(folder: str) -> bool:
     return os.path.isdir(os.path.join(folder, "cur")) and os.path.isdir(os.path.join(folder, "new"))
 
 
-def _read_bytes(path: str) -> bytes:
+def read_bytes(path: str) -> bytes:
     """The first `MAX_MESSAGE_BYTES` + 1 bytes of a file (all of a smaller one) by plain
     system calls: for a small message about a quarter less time than ``open().read()``,
     which also makes a buffer and asks for the terminal mode.

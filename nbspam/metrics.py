@@ -655,7 +655,7 @@ def choose_cutoffs_by_cost(
     scores: Any,
     is_positive: Any,
     *,
-    cost_fp: float = 10.0,
+    cost_fp: float = 15.0,
     cost_fn: float = 1.0,
     cost_unsure: float = 0.2,
 ) -> tuple[float, float]:

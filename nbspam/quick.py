@@ -248,10 +248,13 @@ def predict_stdin(model_path: str, fmt: str) -> bool:
     As `predict` reads it: its first `messages.MAX_MESSAGE_BYTES` (a note says if there was
     more); binary data is reported on stderr and ends the command with status 3.
     """
+    from .container import is_table_model
     from .errors import EXIT_SKIPPED
     from .messages import Problems, read_stdin
     from .render import predictions
 
+    if is_table_model(model_path):  # a table model scores the rows of tables (`tables`)
+        return False
     quick = load_quick(model_path)
     if quick is None:
         return False

@@ -668,3 +668,123 @@ def _calibration_section(report: dict[str, Any]) -> _Section:
 
 def _mean(value: float | None) -> str:
     return "" if value is None else f"{value:.3f}"
+
+
+# --------------------------------------------------------------------------------------------
+# Table models (`tables`)
+# --------------------------------------------------------------------------------------------
+
+
+def table_train_summary(model: Any, output: str, size: int) -> list[str]:
+    """What `train` says about a table model: rows per class, the kind chosen for each
+    column (grouped by kind), auto's choice, and the file written."""
+    counts = ", ".join(f"{label} {n:,}" for label, n in zip(model.labels, model.class_count))
+    lines = [f"trained a table model on {sum(model.class_count):,} rows ({counts})"]
+    by_kind: dict[str, list[str]] = {}
+    for c in model.columns:
+        kind = c.kind if c.edges is None else "categorical (binned)"
+        by_kind.setdefault(kind, []).append(c.name)
+    for kind, names in by_kind.items():
+        shown = ", ".join(names[:6]) + (f", ... ({len(names) - 6} more)" if len(names) > 6 else "")
+        lines.append(f"columns {kind}: {len(names)}: {shown}")
+    auto = model.info.get("auto")
+    if auto:
+        tried = ", ".join(f"{name} {auc:.4f}" for name, auc in auto["roc_auc"].items())
+        lines.append(
+            f"auto chose {auto['chose']} for the continuous columns "
+            f"(internal {auto['folds']}-fold ROC AUC: {tried})"
+        )
+        if auto.get("columns"):
+            changed: dict[str, list[str]] = {}
+            for name, how in auto["columns"].items():
+                changed.setdefault(how, []).append(name)
+            parts = "; ".join(f"{how}: {', '.join(names)}" for how, names in changed.items())
+            lines.append(
+                f"auto then modelled {len(auto['columns'])} column(s) otherwise, "
+                f"internal ROC AUC {auto['roc_auc_mixed']:.4f} ({parts})"
+            )
+    if model.is_binary:
+        lines.append(f"positive class: {model.positive} (log-odds > 0 point to it)")
+        if model.cutoffs is not None:
+            negative = next(label for label in model.labels if label != model.positive)
+            low, high = model.cutoffs
+            lines.append(
+                f"cutoffs: {negative} below {low:+.3f}, {model.positive} from {high:+.3f} "
+                "log-odds, unsure between"
+            )
+        if model.calibration is not None:
+            lines.append("calibration: Platt scaling fitted by internal cross-validation")
+    lines.append(f"wrote {output} ({size / 1e6:.1f} MB)")
+    return lines
+
+
+def unseen_note(unseen: Any) -> str | None:
+    """One line on the categories not seen in training that scoring left out, or None."""
+    if not unseen:
+        return None
+    (name, value), _ = unseen.most_common(1)[0]
+    columns = len({n for n, _ in unseen})
+    return (
+        f"{sum(unseen.values()):,} value(s) in {columns} column(s) were categories not seen in "
+        f"training and were left out of their rows' scores (e.g. {name}={value!r})"
+    )
+
+
+def table_description(entries: Sequence[dict[str, Any]], fmt: Format) -> Iterator[str]:
+    """The global explanation of a table model: per Gaussian column the mean and variance
+    per class and the kind of boundary; per categorical column each category's weight."""
+    if fmt == "jsonl":
+        for entry in entries:
+            yield json_line(entry)
+        return
+    if fmt == "tsv":
+        yield "\t".join(["column", "kind", "what", "value"])
+        for e in entries:
+            for key in ("mean", "variance", "weights", "log_theta"):
+                for what, value in e.get(key, {}).items():
+                    yield "\t".join(
+                        [tsv_cell(e["column"]), e["kind"], tsv_cell(f"{key} {what}"), str(value)]
+                    )
+        return
+    for e in entries:
+        if e["kind"] == "gaussian":
+            parts = ", ".join(
+                f"{label}: mean {e['mean'][label]:.6g} variance {e['variance'][label]:.6g}"
+                for label in e["mean"]
+            )
+            boundary = f" ({e['boundary']} boundary)" if "boundary" in e else ""
+            yield f"{e['column']}: gaussian{boundary}: {parts}"
+        elif "weights" in e:
+            parts = ", ".join(f"{cat} {w:+.4f}" for cat, w in e["weights"].items())
+            yield f"{e['column']}: {e['kind']}, log-odds weight per category: {parts}"
+        elif "log_theta" in e:
+            yield f"{e['column']}: {e['kind']}, {len(e['log_theta'])} categories"
+        elif e["kind"] == "text":
+            yield f"{e['column']}: text, {e['terms']:,} terms"
+        else:
+            yield f"{e['column']}: {e['kind']}"
+
+
+def row_explanation(e: dict[str, Any], fmt: Format, top: int | None) -> Iterator[str]:
+    """One row's log-odds split into the bias and each column's contribution."""
+    shown = e["contributions"] if top is None else e["contributions"][:top]
+    if fmt == "jsonl":
+        yield json_line(
+            {**e, "contributions": [{"column": n, "contribution": v} for n, v in shown]}
+        )
+        return
+    if fmt == "tsv":
+        yield "\t".join(["path", "column", "contribution"])
+        yield "\t".join([tsv_cell(e["path"]), "(bias)", repr(e["bias"])])
+        for n, v in shown:
+            yield "\t".join([tsv_cell(e["path"]), tsv_cell(n), repr(v)])
+        return
+    yield f"{e['path']}: log-odds {e['log_odds']:+.4f}"
+    yield f"  {e['bias']:>+12.4f}  (bias: the prior)"
+    for n, v in shown:
+        yield f"  {v:>+12.4f}  {n}"
+    hidden = len(e["contributions"]) - len(shown)
+    if hidden:
+        rest = sum(v for _, v in e["contributions"][len(shown) :])
+        yield f"  {rest:>+12.4f}  ({hidden} more columns)"
+    yield f"  {e['log_odds']:>+12.4f}  = log-odds"

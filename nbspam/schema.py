@@ -24,7 +24,7 @@ from typing import Any
 
 from . import container
 from .config import TokenizerConfig, TrainConfig, config_from_dict, parse_cutoffs
-from .errors import ConfigError
+from .errors import ConfigError, ModelFileError
 from .event_models import event_model
 
 MAX_LABELS = 1000
@@ -115,6 +115,10 @@ _FORMATS = {"|u1": "B", "<i4": "i", "<u4": "I", "<i8": "q", "<u8": "Q", "<f8": "
 def read(path: str | os.PathLike[str]) -> ModelFile:
     """Read the model file at ``path`` (`container.read`) and check what it holds."""
     box = container.read(path)
+    if "table" in box.header:  # a model of a typed table (`tables`), read by its own reader
+        raise ModelFileError(
+            f"{path} is a model of a typed table: this command takes models of messages only"
+        )
     try:
         return _checked(box)
     except (ValueError, ConfigError) as exc:

@@ -171,6 +171,20 @@ def internal_cv(data: Tokenized, settings: Settings, totals: ClassCounts | None 
             return Choice(cfg, None)
         scores = cross_validate_matrix(data, settings, folds=folds, totals=totals)
         return Choice(cfg, rule_from_scores(scores, cfg))
+    return choose(data, settings, totals, folds=folds, binary=binary)
+
+
+def choose(
+    data: Tokenized,
+    settings: Settings,
+    totals: ClassCounts | None,
+    *,
+    folds: int,
+    binary: bool,
+) -> Choice:
+    """auto's choice (`internal_cv`): each candidate cross-validated on the same folds; the
+    first round's event models, then the changes of the second round on its winner."""
+    cfg = settings.training
     stop_words = cfg.stop_words or load_stop_words("english", settings.tokenizer)
     base = dataclasses.replace(cfg, stop_words=())
     tried: list[Tried] = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -20,11 +21,17 @@ def run(*args):
     return result
 
 
-def test_evaluate_scores_are_what_train_and_predict_give(tmp_path):
+@pytest.mark.parametrize("repeated", [0, 4], ids=["distinct", "with repeated messages"])
+def test_evaluate_scores_are_what_train_and_predict_give(tmp_path, repeated):
+    data = tmp_path / "data"
+    shutil.copytree(SAMPLE / "train", data)
+    for label in ("ham", "spam"):  # copies under other names: train counts each once
+        for path in sorted((data / label).iterdir())[:repeated]:
+            shutil.copy(path, data / label / f"copy-{path.name}")
     scores_file = tmp_path / "scores.jsonl"
-    run("evaluate", SAMPLE / "train", "--folds", "3", "--scores", scores_file, "-f", "json")
+    run("evaluate", data, "--folds", "3", "--scores", scores_file, "-f", "json")
     rows = [json.loads(line) for line in scores_file.read_text().splitlines()]
-    assert len(rows) == 48 and {r["fold"] for r in rows} == {0, 1, 2}
+    assert len(rows) == 48 + 2 * repeated and {r["fold"] for r in rows} == {0, 1, 2}
     for fold in (0, 2):
         # the training part of this fold, in the order evaluate read it: label folders sorted
         for r in rows:

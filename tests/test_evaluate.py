@@ -117,13 +117,22 @@ def multi_class_scores() -> Scores:
 # --------------------------------------------------------------------------------------------
 
 
-def test_tokenize_all_counts_over_sorted_terms():
-    ids, labels, X, terms = tokenize_all(
-        [Message("1", "zebra apple apple", "ham"), Message("2", "mango zebra", "spam")],
+def test_tokenize_all_counts_over_sorted_terms_and_numbers_the_copies():
+    ids, labels, X, terms, copies = tokenize_all(
+        [
+            Message("1", "zebra apple apple", "ham"),
+            Message("2", "mango zebra", "spam"),
+            Message("3", "zebra apple apple", "ham"),
+        ],
         SETTINGS.tokenizer,
     )
-    assert (ids, labels, terms) == (["1", "2"], ["ham", "spam"], ["apple", "mango", "zebra"])
-    np.testing.assert_array_equal(X.toarray(), [[2, 0, 1], [0, 1, 1]])
+    assert (ids, labels, terms) == (
+        ["1", "2", "3"],
+        ["ham", "spam", "ham"],
+        ["apple", "mango", "zebra"],
+    )
+    np.testing.assert_array_equal(X.toarray(), [[2, 0, 1], [0, 1, 1], [2, 0, 1]])
+    np.testing.assert_array_equal(copies, [0, 1, 0])
     with pytest.raises(InputError, match="3: no label"):
         tokenize_all([Message("3", "no label here")], SETTINGS.tokenizer)
     with pytest.raises(InputError, match="no messages"):

@@ -596,14 +596,14 @@ def test_an_unreadable_message_is_reported_left_alone_and_exits_3(
     import nbspam.messages
 
     bad = maildir / "new" / "002.eml"
-    real_read = nbspam.messages._read_bytes
+    real_read = nbspam.messages.read_bytes
 
     def fake_read(path):  # as root, a file's mode cannot stop it being read
         if str(path) == str(bad):
             raise PermissionError(errno.EACCES, "Permission denied", str(path))
         return real_read(path)
 
-    monkeypatch.setattr(nbspam.messages, "_read_bytes", fake_read)
+    monkeypatch.setattr(nbspam.messages, "read_bytes", fake_read)
     junk = tmp_path / "Junk"
     args = ["filter", "-m", own_model, str(maildir), "--move-spam", str(junk), "--report", "-"]
     result = cli_run(*args)

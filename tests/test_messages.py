@@ -418,7 +418,7 @@ def test_mbox_by_suffix_is_read_a_message_at_a_time_and_reported_as_any_file(mon
     def whole(path):  # an mbox of tens of thousands of messages must not be held at once
         raise AssertionError(f"{path} read whole")
 
-    monkeypatch.setattr(nbspam.messages, "_read_bytes", whole)
+    monkeypatch.setattr(nbspam.messages, "read_bytes", whole)
     problems, lines = collector()
     got = list(read_messages(["box.mbox", "gone.mbox"], problems))
     assert [m.data for m in got] == MBOX_MESSAGES

@@ -1,0 +1,143 @@
+"""Naive Bayes on the columns of a table: the statistics each column type keeps per class,
+and the log-likelihood each gives (MATH.md, "Categorical features" and "Gaussian features").
+
+Every statistic is exact, so that adding rows and taking them away again (learn, forget,
+merge) gives back the same statistic bit for bit:
+
+- categorical (and Bernoulli, the categorical of the two values 0 and 1): counts N_jc of the
+  rows of class c whose value is category j;
+- Gaussian: per class the count n_c and the exact sums S1 = sum x * 2^1074 and
+  S2 = sum x^2 * 2^2148 as Python integers. Every float64 is a whole multiple of 2^-1074, so
+  both sums are whole numbers, and subtracting the rows added gives back the same sums. The
+  mean and variance are derived from them as fractions (`fractions.Fraction`) and rounded
+  once to float64.
+
+The functions are pure; shapes are given as (C,) per class, (C, K) per class and category.
+A missing cell (an empty one) adds to no statistic and counts for no class when scored.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+SCALE = 1074
+"""x * 2^SCALE is a whole number for every finite float64 x."""
+
+VAR_SMOOTHING = 1e-9
+"""The variance floor, as scikit-learn's GaussianNB: this times the largest variance of any
+Gaussian column (over all the rows) is added to every class variance."""
+
+
+def exact(x: float) -> int:
+    """x * 2^1074 as an integer (exact for any finite float64)."""
+    num, den = float(x).as_integer_ratio()
+    return num * ((1 << SCALE) // den)
+
+
+@dataclass
+class Gaussian:
+    """A numeric column: per class the count n (C,) and the exact sums s1, s2 (C,) of
+    x * 2^1074 and x^2 * 2^2148 (Python integers)."""
+
+    n: list[int]
+    s1: list[int]
+    s2: list[int]
+
+    @classmethod
+    def empty(cls, classes: int) -> Gaussian:
+        return cls([0] * classes, [0] * classes, [0] * classes)
+
+    def add(self, c: int, x: float, sign: int = 1) -> None:
+        """Add (sign 1) or take away (sign -1) one value x of class c."""
+        m = exact(x)
+        self.n[c] += sign
+        self.s1[c] += sign * m
+        self.s2[c] += sign * m * m
+
+    def combine(self, other: Gaussian, sign: int = 1) -> Gaussian:
+        return Gaussian(
+            [a + sign * b for a, b in zip(self.n, other.n)],
+            [a + sign * b for a, b in zip(self.s1, other.s1)],
+            [a + sign * b for a, b in zip(self.s2, other.s2)],
+        )
+
+    def mean_var(self) -> tuple[np.ndarray, np.ndarray]:
+        """(mu (C,), sigma2 (C,)): mu_c = S1 / (n_c 2^1074) and the MLE variance
+        (n S2 - S1^2) / (n^2 2^2148), each an exact fraction rounded once; NaN where a
+        class has no value."""
+        means, vars_ = [], []
+        for n, s1, s2 in zip(self.n, self.s1, self.s2):
+            if n <= 0:
+                means.append(math.nan)
+                vars_.append(math.nan)
+                continue
+            means.append(float(Fraction(s1, n << SCALE)))
+            vars_.append(float(Fraction(n * s2 - s1 * s1, (n * n) << (2 * SCALE))))
+        return np.array(means), np.array(vars_)
+
+    def total_var(self) -> float:
+        """The MLE variance of the column over all the rows of every class (exact, rounded)."""
+        n, s1, s2 = sum(self.n), sum(self.s1), sum(self.s2)
+        if n <= 0:
+            return 0.0
+        return float(Fraction(n * s2 - s1 * s1, (n * n) << (2 * SCALE)))
+
+
+def gaussian_log_likelihood(x: np.ndarray, mu: np.ndarray, var: np.ndarray) -> np.ndarray:
+    """log P(x | c) (n, C) of values x (n,) under N(mu_c, var_c), mu and var (C,):
+    -0.5 log(2 pi var_c) - (x - mu_c)^2 / (2 var_c); 0 where x is NaN (missing)."""
+    out = -0.5 * np.log(2.0 * np.pi * var)[None, :] - 0.5 * (x[:, None] - mu[None, :]) ** 2 / var
+    return np.where(np.isnan(x)[:, None], 0.0, out)
+
+
+@dataclass
+class Categorical:
+    """A categorical column: its categories (K,) in order of first appearance, and the
+    counts N_jc per class as lists (C lists of K)."""
+
+    categories: list[str]
+    counts: list[list[int]]
+    fixed: bool = False
+    """True for a Bernoulli column: the categories are exactly '0' and '1'."""
+    index: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.index = {cat: j for j, cat in enumerate(self.categories)}
+
+    @classmethod
+    def empty(cls, classes: int, categories: list[str] | None = None) -> Categorical:
+        cats = list(categories or [])
+        return cls(cats, [[0] * len(cats) for _ in range(classes)], fixed=categories is not None)
+
+    def add(self, c: int, value: str, sign: int = 1) -> None:
+        j = self.index.get(value)
+        if j is None:
+            if sign < 0 or self.fixed:
+                raise ValueError(f"category {value!r} was never added")
+            j = self.index[value] = len(self.categories)
+            self.categories.append(value)
+            for row in self.counts:
+                row.append(0)
+        self.counts[c][j] += sign
+
+    def combine(self, other: Categorical, sign: int = 1) -> Categorical:
+        out = Categorical(list(self.categories), [list(r) for r in self.counts], self.fixed)
+        for j, cat in enumerate(other.categories):
+            for c, row in enumerate(other.counts):
+                if row[j]:
+                    out.add(c, cat, sign * row[j])
+        return out
+
+    def matrix(self) -> np.ndarray:
+        return np.array(self.counts, dtype=np.float64).reshape(len(self.counts), -1)
+
+
+def categorical_log_prob(counts: np.ndarray, alpha: float) -> np.ndarray:
+    """log theta_jc (C, K) from counts N_jc (C, K): (N_jc + alpha) / (N_c + alpha K), N_c the
+    class's rows with a value in this column (as scikit-learn's CategoricalNB)."""
+    k, alpha = counts.shape[1], max(alpha, 1e-10)  # alpha 0: floored, as scikit-learn does
+    return np.log(counts + alpha) - np.log(counts.sum(axis=1, keepdims=True) + alpha * k)

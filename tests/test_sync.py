@@ -1,0 +1,218 @@
+"""nbspam sync: folders with labels, learned; moves relabelled exactly; reruns cost the
+changes; kills lose and double-count nothing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import nbspam.messages
+from nbspam.config import Settings
+from nbspam.messages import Message, Problems
+from nbspam.model import fit_messages
+from nbspam.modelfile import load_model
+from nbspam.sync import load_state, sync
+from tests.helpers import ENV, SAMPLE, cli_run
+
+COUNTS = (
+    "labels",
+    "terms",
+    "class_count",
+    "term_count",
+    "doc_count",
+    "seen_digests",
+    "seen_labels",
+)
+
+
+def maildir(path: Path) -> Path:
+    for sub in ("cur", "new", "tmp"):
+        (path / sub).mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def deliver(folder: Path, name: str, data: bytes, flags: str = "S") -> Path:
+    path = folder / "cur" / f"{name}:2,{flags}"
+    path.write_bytes(data)
+    return path
+
+
+def mailbox(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A model trained on the sample, and a Maildir++ with the sample's spam in .Junk and
+    its ham in the inbox."""
+    inbox = maildir(tmp_path / "Maildir")
+    junk = maildir(inbox / ".Junk")
+    for label, folder in (("spam", junk), ("ham", inbox)):
+        for path in sorted((SAMPLE / "train" / label).iterdir()):
+            deliver(folder, f"1700000000.{label}{path.stem}.host", path.read_bytes())
+    model = tmp_path / "m.nbm"
+    assert cli_run("train", SAMPLE / "train", "-o", model).exit_code == 0
+    return model, inbox, junk
+
+
+def expected_counts(model_path: Path, folders: dict[str, Path]):
+    """The model trained on the messages in the folders under the folders' labels, with the
+    settings of the model at ``model_path``."""
+    model = load_model(model_path)
+    messages = [
+        Message(str(path), path.read_bytes(), label)
+        for label, folder in folders.items()
+        for sub in ("cur", "new")
+        for path in sorted((folder / sub).iterdir())
+    ]
+    return fit_messages(messages, Settings(tokenizer=model.tokenizer, training=model.training))
+
+
+def assert_same_counts(a, b) -> None:
+    for name in COUNTS:
+        left, right = getattr(a, name), getattr(b, name)
+        if isinstance(left, np.ndarray):
+            assert np.array_equal(left, right), name
+        else:
+            assert left == right, name
+
+
+def run_sync(model: Path, inbox: Path, junk: Path):
+    return sync(str(model), [f"spam={junk}", f"ham={inbox}"], f"{model}.sync", Problems())
+
+
+def test_a_move_out_of_junk_is_relabelled_exactly(tmp_path):
+    model, inbox, junk = mailbox(tmp_path)
+    first = run_sync(model, inbox, junk)
+    assert (first.found, first.opened, first.unchanged, first.relabelled) == (48, 48, 48, 0)
+    moved = sorted((junk / "cur").iterdir())[0]
+    os.rename(moved, inbox / "cur" / moved.name.replace(":2,S", ":2,RS"))  # read and replied
+    new = deliver(
+        junk, "1700000100.new.host", b"Subject: win a prize\n\nclaim your free prize now\n"
+    )
+    done = run_sync(model, inbox, junk)
+    assert (done.found, done.opened, done.relabelled) == (49, 2, 1)
+    assert done.learned == {"ham": 0, "spam": 1}
+    assert_same_counts(load_model(model), expected_counts(model, {"spam": junk, "ham": inbox}))
+    state = load_state(f"{model}.sync")
+    assert state["maildir:" + moved.name.split(":2,")[0]][0] == "ham"
+    assert state["maildir:" + new.name.split(":2,")[0]][0] == "spam"
+    again = run_sync(model, inbox, junk)
+    assert (again.opened, again.learned, again.relabelled) == (0, {}, 0)
+
+
+def test_a_rerun_opens_only_the_changed_files_of_ten_thousand(tmp_path, monkeypatch):
+    inbox = maildir(tmp_path / "Maildir")
+    junk = maildir(inbox / ".Junk")
+    for i in range(10_000):
+        folder = junk if i % 4 == 0 else inbox
+        body = f"Subject: note {i}\n\nword{i} and the usual text {i % 97}\n"
+        deliver(folder, f"1700000000.M{i}P1.host", body.encode())
+    model = tmp_path / "m.nbm"
+    assert cli_run("train", SAMPLE / "train", "-o", model).exit_code == 0
+    assert run_sync(model, inbox, junk).opened == 10_000
+    moved = sorted((inbox / "cur").iterdir())[:10]
+    for path in moved:
+        os.rename(path, junk / "cur" / path.name)
+    opened = []
+    real_read = nbspam.messages.read_bytes
+    monkeypatch.setattr(nbspam.messages, "read_bytes", lambda p: opened.append(p) or real_read(p))
+    done = run_sync(model, inbox, junk)
+    assert sorted(opened) == sorted(str(junk / "cur" / p.name) for p in moved)
+    assert (done.found, done.opened, done.relabelled) == (10_000, 10, 10)
+
+
+@pytest.mark.parametrize(
+    "where", ["before the model is written", "between the model and the state"]
+)
+def test_a_run_killed_anywhere_loses_and_double_counts_nothing(tmp_path, monkeypatch, where):
+    import nbspam.modelfile
+    import nbspam.sync
+
+    model, inbox, junk = mailbox(tmp_path)
+    run_sync(model, inbox, junk)
+    for path in sorted((junk / "cur").iterdir())[:3]:
+        os.rename(path, inbox / "cur" / path.name)
+    deliver(inbox, "1700000200.new.host", b"Subject: lunch\n\nsee you at noon\n")
+
+    class Killed(BaseException):
+        pass
+
+    def killed(*args, **kwargs):
+        raise Killed
+
+    target = (
+        (nbspam.modelfile, "save_model")
+        if where.startswith("before")
+        else (nbspam.sync, "save_state")
+    )
+    with monkeypatch.context() as patch:
+        patch.setattr(*target, killed)
+        with pytest.raises(Killed):
+            run_sync(model, inbox, junk)
+    done = run_sync(model, inbox, junk)
+    assert done.opened == 4
+    assert_same_counts(load_model(model), expected_counts(model, {"spam": junk, "ham": inbox}))
+
+
+def test_sigkill_during_runs_then_a_full_run_gives_the_exact_model(tmp_path):
+    model, inbox, junk = mailbox(tmp_path)
+    for i in range(3000):
+        deliver(
+            inbox if i % 3 else junk,
+            f"1700001000.K{i}.host",
+            f"Subject: s{i}\n\nw{i} x{i % 7}\n".encode(),
+        )
+    args = [sys.executable, "-m", "nbspam", "sync", "-m", model, f"spam={junk}", f"ham={inbox}"]
+    for delay in (0.4, 0.8, 1.2):
+        child = subprocess.Popen(
+            args, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        time.sleep(delay)
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    assert cli_run("sync", "-m", model, f"spam={junk}", f"ham={inbox}").exit_code == 0
+    assert_same_counts(load_model(model), expected_counts(model, {"spam": junk, "ham": inbox}))
+
+
+def test_a_file_gone_before_it_is_read_is_left_for_the_next_run(tmp_path, monkeypatch):
+    model, inbox, junk = mailbox(tmp_path)
+    run_sync(model, inbox, junk)
+    moved = sorted((junk / "cur").iterdir())[0]
+    os.rename(moved, inbox / "cur" / moved.name)
+    real_read = nbspam.messages.read_bytes
+
+    def vanished(path):
+        raise FileNotFoundError(path)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(nbspam.messages, "read_bytes", vanished)
+        assert run_sync(model, inbox, junk).opened == 0
+    assert nbspam.messages.read_bytes is real_read
+    assert run_sync(model, inbox, junk).relabelled == 1
+
+
+def test_the_command_reports_in_one_line_and_refuses_bad_folders(tmp_path):
+    model, inbox, junk = mailbox(tmp_path)
+    result = cli_run("sync", "-m", model, f"spam={junk}", f"ham={inbox}")
+    assert result.exit_code == 0
+    assert result.stderr == (
+        "synced 48 message(s), opened 48: learned nothing new, 0 moved from another label, "
+        "48 already known\n"
+    )
+    assert (tmp_path / "m.nbm.sync").exists()
+    result = cli_run("sync", "-m", model, f"junk={junk}")
+    assert (result.exit_code, result.stderr) == (
+        2,
+        f"Error: junk={junk}: the model has no label 'junk' (its labels: ham, spam)\n",
+    )
+    result = cli_run("sync", "-m", model, str(junk))
+    assert result.exit_code == 2
+    assert result.stderr.startswith("Error: give each folder as LABEL=FOLDER")
+    shutil.copy(sorted((junk / "cur").iterdir())[0], inbox / "cur")  # a copy in both
+    result = cli_run("sync", "-m", model, f"spam={junk}", f"ham={inbox}")
+    assert result.exit_code == 3
+    assert "in folders of two labels at once, left as it was" in result.stderr

@@ -1,0 +1,428 @@
+"""Typed tables: Gaussian, categorical, Bernoulli and text columns in one model; parity with
+scikit-learn, exact learning and forgetting, the model file, and the commands."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nbspam import columns as col
+from nbspam.config import TrainConfig
+from nbspam.errors import InputError, ModelFileError
+from nbspam.tables import (
+    Table,
+    TableSettings,
+    add_rows,
+    auto_fit,
+    bin_edges,
+    cross_validate_table,
+    describe,
+    explain_rows,
+    fit_table,
+    fit_with_rule,
+    load_table_model,
+    read_table,
+    save_table_model,
+    subset,
+    to_header,
+)
+from tests.helpers import cli_run
+
+SPAMBASE = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "spambase" / "spambase.csv"
+needs_spambase = pytest.mark.skipif(not SPAMBASE.exists(), reason="no Spambase corpus here")
+
+
+def table_of(X: np.ndarray, y, names=None) -> Table:
+    names = names or [f"x{j}" for j in range(X.shape[1])]
+    rows = [
+        [repr(float(v)) if not isinstance(v, str) else v for v in row] + [str(label)]
+        for row, label in zip(X.tolist(), y)
+    ]
+    return Table([*names, "label"], rows, [f"t#{i + 2}" for i in range(len(rows))])
+
+
+def close(a: np.ndarray, b: np.ndarray, rel: float = 1e-10) -> bool:
+    return bool((np.abs(a - b) <= rel * np.maximum(1.0, np.abs(b))).all())
+
+
+def random_gaussian(seed: int = 0, n: int = 300, d: int = 5):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    X = rng.normal(size=(n, d)) * rng.uniform(0.1, 100, d) + y[:, None] * rng.normal(size=d)
+    X[:, 0] = 3.0  # a constant column: zero variance, floored
+    return X, y
+
+
+# --------------------------------------------------------------------------------------------
+# The maths, against scikit-learn
+# --------------------------------------------------------------------------------------------
+
+
+def test_gaussian_matches_scikit_learn_on_random_data():
+    from sklearn.naive_bayes import GaussianNB
+
+    X, y = random_gaussian()
+    model = fit_table(table_of(X, y), TableSettings(kinds={"*": "gaussian"}))
+    ref = GaussianNB().fit(X, y)
+    jll = model.joint_log_likelihood(table_of(X, y))
+    assert close(jll, ref.predict_joint_log_proba(X))
+    for j in range(X.shape[1]):
+        mu, var = model.gaussian_params()[f"x{j}"]
+        assert close(mu, ref.theta_[:, j]) and close(var, ref.var_[:, j])
+
+
+def test_categorical_matches_scikit_learn_on_random_data():
+    from sklearn.naive_bayes import CategoricalNB
+
+    rng = np.random.default_rng(1)
+    n = 400
+    y = rng.integers(0, 3, n)
+    X = rng.integers(0, 4, (n, 3)) + (y[:, None] == 2)
+    cats = np.array(["a", "b", "c", "d", "e"], dtype=object)[X]
+    table = table_of(cats, y)
+    model = fit_table(table, TableSettings(alpha=0.5))
+    assert {c.kind for c in model.columns} == {"categorical"}
+    ref = CategoricalNB(alpha=0.5).fit(X, y)
+    assert close(model.joint_log_likelihood(table), ref.predict_joint_log_proba(X))
+
+
+def test_bernoulli_matches_scikit_learn():
+    from sklearn.naive_bayes import BernoulliNB
+
+    rng = np.random.default_rng(2)
+    X = rng.exponential(size=(200, 4)) * (rng.random((200, 4)) < 0.4)
+    y = rng.integers(0, 2, 200)
+    table = table_of(X, y)
+    model = fit_table(table, TableSettings(kinds={"*": "bernoulli"}, alpha=0.3))
+    ref = BernoulliNB(alpha=0.3, binarize=0.0).fit(X, y)
+    assert close(model.joint_log_likelihood(table), ref.predict_joint_log_proba(X))
+
+
+@needs_spambase
+def test_spambase_matches_scikit_learn_gaussian_and_categorical():
+    from sklearn.naive_bayes import CategoricalNB, GaussianNB
+
+    table = read_table(str(SPAMBASE))
+    X = np.array([[float(v) for v in row[:-1]] for row in table.rows])
+    y = np.array([row[-1] for row in table.rows])
+    gauss = fit_table(table, TableSettings(kinds={"*": "gaussian"}))
+    jll = gauss.joint_log_likelihood(table)
+    ref = GaussianNB().fit(X, y).predict_joint_log_proba(X)
+    assert close(jll, ref)
+    assert close(jll[:, 1] - jll[:, 0], ref[:, 1] - ref[:, 0])
+
+    binned = fit_table(table, TableSettings(bins=4, binning="quantile"))
+    codes = np.zeros(X.shape, np.int64)
+    for j, column in enumerate(binned.columns):
+        values = [column.value(cell, "", None) for cell in table.column(column.name)]
+        codes[:, j] = [column.stats.index[v] for v in values]
+    ref = CategoricalNB(alpha=1.0, min_categories=codes.max(axis=0) + 1).fit(codes, y)
+    # scikit-learn counts categories 0..max; a code never seen in training is all smoothing
+    jll = binned.joint_log_likelihood(table)
+    assert close(jll, ref.predict_joint_log_proba(codes))
+
+
+def test_variance_floor_is_scikit_learns():
+    X, y = random_gaussian()
+    model = fit_table(table_of(X, y), TableSettings(kinds={"*": "gaussian"}))
+    assert model.epsilon() == pytest.approx(1e-9 * np.var(X, axis=0).max(), rel=1e-12)
+    _, var = model.gaussian_params()["x0"]  # the constant column
+    assert (var == model.epsilon()).all()
+
+
+def test_exact_sums_give_mean_and_variance_correctly_rounded():
+    g = col.Gaussian.empty(1)
+    values = [0.1, 0.2, 0.3, 1e-300, 5e-324, -7.5]
+    for x in values:
+        g.add(0, x)
+    mu, var = g.mean_var()
+    from fractions import Fraction
+
+    exact_mu = sum(map(Fraction, values)) / len(values)
+    exact_var = sum((Fraction(x) - exact_mu) ** 2 for x in values) / len(values)
+    assert mu[0] == float(exact_mu) and var[0] == float(exact_var)
+
+
+# --------------------------------------------------------------------------------------------
+# Exact learning and forgetting
+# --------------------------------------------------------------------------------------------
+
+
+def mixed_table(seed: int = 3, n: int = 120) -> Table:
+    rng = np.random.default_rng(seed)
+    y = rng.choice(["ham", "spam"], n)
+    rows = []
+    for label in y:
+        rows.append(
+            [
+                repr(float(rng.normal() * (3 if label == "spam" else 1))),
+                rng.choice(["red", "green", "blue"]),
+                str(int(rng.random() < (0.7 if label == "spam" else 0.2))),
+                "win free money now" if label == "spam" else "meeting notes for the team",
+                label,
+            ]
+        )
+    return Table(["size", "colour", "flag", "body", "label"], rows, [f"m#{i}" for i in range(n)])
+
+
+def test_mixed_columns_are_detected():
+    model = fit_table(mixed_table(), TableSettings())
+    kinds = {c.name: c.kind for c in model.columns}
+    assert kinds == {
+        "size": "gaussian",
+        "colour": "categorical",
+        "flag": "bernoulli",
+        "body": "text",
+    }
+
+
+def test_learn_then_forget_gives_the_same_statistics_bit_for_bit():
+    table = mixed_table()
+    a, b = subset(table, range(70)), subset(table, range(70, 120))
+    model = fit_table(a, TableSettings())
+    before = json.dumps(to_header(model))
+    add_rows(model, b, +1)
+    assert json.dumps(to_header(model)) != before
+    add_rows(model, b, -1)
+    assert json.dumps(to_header(model)) == before
+
+
+def test_training_on_a_then_learning_b_equals_training_on_both():
+    table = mixed_table()
+    a, b = subset(table, range(70)), subset(table, range(70, 120))
+    model = fit_table(a, TableSettings())
+    add_rows(model, b, +1)
+    whole = fit_table(table, TableSettings())
+    for x, y in zip(model.columns, whole.columns):
+        if x.kind == "gaussian":
+            assert (x.stats.n, x.stats.s1, x.stats.s2) == (y.stats.n, y.stats.s1, y.stats.s2)
+    assert np.array_equal(model.joint_log_likelihood(table), whole.joint_log_likelihood(table))
+
+
+# --------------------------------------------------------------------------------------------
+# Scoring, explaining, the file
+# --------------------------------------------------------------------------------------------
+
+
+def test_unseen_category_is_left_out_and_counted():
+    model = fit_table(mixed_table(), TableSettings())
+    new = Table(["size", "colour", "flag", "body"], [["0.5", "purple", "1", "free money"]], ["n#1"])
+    unseen: Counter = Counter()
+    jll = model.joint_log_likelihood(new, unseen)
+    assert np.isfinite(jll).all() and unseen == {("colour", "purple"): 1}
+
+
+def test_contributions_add_up_to_the_log_odds():
+    table = mixed_table()
+    model = fit_table(table, TableSettings())
+    jll = model.joint_log_likelihood(table)
+    p = model.positive_index
+    for i, e in enumerate(explain_rows(model, table)):
+        total = e["bias"] + sum(v for _, v in e["contributions"])
+        assert total == pytest.approx(jll[i, p] - jll[i, 1 - p], abs=1e-9)
+        assert e["log_odds"] == pytest.approx(total, abs=1e-12)
+
+
+def test_describe_says_linear_or_quadratic():
+    rows = [[repr(x), "a"] for x in (1.0, 2.0, 3.0)] + [[repr(x), "b"] for x in (11.0, 12.0, 13.0)]
+    model = fit_table(Table(["x", "label"], rows, [str(i) for i in range(6)]), TableSettings())
+    (entry,) = describe(model)
+    assert entry["boundary"] == "linear"
+    rows[0][0] = "0.0"
+    model = fit_table(Table(["x", "label"], rows, [str(i) for i in range(6)]), TableSettings())
+    assert describe(model)[0]["boundary"] == "quadratic"
+
+
+def test_model_file_round_trip(tmp_path):
+    table = mixed_table()
+    model = fit_table(table, TableSettings(bins=3))
+    path = tmp_path / "t.nbm"
+    save_table_model(model, path)
+    again = load_table_model(path)
+    assert to_header(again) == to_header(model)
+    assert np.array_equal(again.joint_log_likelihood(table), model.joint_log_likelihood(table))
+
+
+def test_a_bad_table_model_file_is_refused(tmp_path):
+    from nbspam import container
+
+    header = to_header(fit_table(mixed_table(), TableSettings()))
+    header["table"]["class_count"] = [-1, 3]
+    path = tmp_path / "bad.nbm"
+    container.write(path, header, {})
+    with pytest.raises(ModelFileError, match="not a valid nbspam table model"):
+        load_table_model(path)
+
+
+def test_bins():
+    x = np.array([0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8], dtype=float)
+    edges, zero = bin_edges(x, 2, "quantile")
+    assert zero and edges == [4.5]
+    edges, zero = bin_edges(x, 4, "uniform")
+    assert not zero and edges == [2.0, 4.0, 6.0]
+
+
+def test_malformed_number_names_row_and_column():
+    rows = [[repr(float(i)), "a" if i % 2 else "b"] for i in range(300)]
+    rows[7][0] = "1.2.3"
+    with pytest.raises(InputError, match=r"row 8 of column 'x': '1.2.3' is not a number"):
+        fit_table(Table(["x", "label"], rows, [str(i) for i in range(300)]), TableSettings())
+
+
+def test_auto_and_cross_validation(tmp_path):
+    X, y = random_gaussian(n=200)
+    path = tmp_path / "g.csv"
+    write_csv(path, X, y)
+    model, chosen = auto_fit(read_table(str(path)), TableSettings())
+    assert chosen["chose"] in chosen["roc_auc"] and len(chosen["roc_auc"]) == 3
+    scores = cross_validate_table(
+        str(path), TableSettings(), auto=False, folds=3, seed=1, cfg=TrainConfig()
+    )
+    assert scores.log_odds is not None and np.isfinite(scores.log_odds).all()
+    assert set(scores.rules) == {0, 1, 2} and scores.verdicts is not None
+
+
+def test_decision_rule_and_its_file(tmp_path):
+    table = mixed_table()
+    model = fit_with_rule(table, TableSettings(), auto=True, cfg=TrainConfig())
+    assert model.cutoffs is not None and model.calibration is not None
+    model.cutoffs = (-math.inf, 2.0)
+    path = tmp_path / "r.nbm"
+    save_table_model(model, path)
+    again = load_table_model(path)
+    assert again.cutoffs == (-math.inf, 2.0) and again.calibration == model.calibration
+    first = next(again.predict(table))
+    assert first.verdict in ("ham", "spam", "unsure")
+    none = fit_with_rule(table, TableSettings(), auto=False, cfg=TrainConfig(calibrate=False))
+    assert none.cutoffs is None and none.calibration is None
+
+
+def write_csv(path, X, y, names=None):
+    names = names or [f"x{j}" for j in range(X.shape[1])]
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow([*names, "label"])
+        for row, label in zip(X.tolist(), y):
+            w.writerow([*map(repr, row), "spam" if label else "ham"])
+
+
+# --------------------------------------------------------------------------------------------
+# The commands
+# --------------------------------------------------------------------------------------------
+
+
+def test_commands_on_a_typed_table(tmp_path):
+    X, y = random_gaussian(n=120)
+    data = tmp_path / "g.csv"
+    write_csv(data, X, y)
+    model = tmp_path / "g.nbm"
+    r = cli_run("train", data, "-o", model, "--column", "*=gaussian")
+    assert r.exit_code == 0, r.output
+    assert "columns gaussian: 5: x0, x1, x2, x3, x4" in r.stderr
+    assert "cutoffs: ham below" in r.stderr and "calibration: Platt" in r.stderr
+    r = cli_run("predict", "-m", model, data, "-f", "jsonl")
+    assert r.exit_code == 0
+    lines = [json.loads(line) for line in r.stdout.splitlines()]
+    assert len(lines) == 120 and lines[0]["path"] == f"{data}#2"
+    r = cli_run("explain", "-m", model)
+    assert r.exit_code == 0 and "x1: gaussian (quadratic boundary)" in r.stdout
+    r = cli_run("explain", "-m", model, data, "-f", "jsonl")
+    first = json.loads(r.stdout.splitlines()[0])
+    assert math.isclose(first["log_odds"], lines[0]["log_odds"], abs_tol=1e-9)
+    r = cli_run("evaluate", data, "--folds", "3", "--column", "*=gaussian", "-f", "json")
+    assert r.exit_code == 0, r.output
+    r = cli_run("info", "-m", model)
+    assert r.exit_code == 1
+    assert (
+        r.stderr
+        == f"Error: {model} is a model of a typed table: this command takes models of messages only\n"
+    )
+
+
+def test_unseen_category_is_one_note(tmp_path):
+    data = tmp_path / "c.jsonl"
+    data.write_text(
+        "".join(
+            json.dumps({"colour": c, "label": lab}) + "\n"
+            for c, lab in [("red", "spam"), ("blue", "ham"), ("red", "spam"), ("green", "ham")]
+        )
+    )
+    model = tmp_path / "c.nbm"
+    assert cli_run("train", data, "-o", model).exit_code == 0
+    new = tmp_path / "new.jsonl"
+    new.write_text('{"colour": "purple"}\n{"colour": "teal"}\n{"colour": "red"}\n')
+    r = cli_run("predict", "-m", model, new)
+    assert r.exit_code == 0 and len(r.stdout.splitlines()) == 3
+    assert r.stderr.count("\n") == 1 and "2 value(s) in 1 column(s)" in r.stderr
+
+
+def test_a_text_table_is_still_read_as_messages(tmp_path):
+    data = tmp_path / "t.csv"
+    data.write_text("label,text\nspam,win free money\nham,meeting at noon\n" * 3)
+    r = cli_run("train", data, "-o", tmp_path / "t.nbm", "--no-calibrate")
+    assert r.exit_code == 0 and "table model" not in r.stderr
+
+
+def test_bad_cell_is_one_error_line(tmp_path):
+    data = tmp_path / "b.csv"
+    data.write_text(
+        "x,label\n" + "".join(f"{i}.5,{'ab'[i % 2]}\n" for i in range(200)) + "oops,a\n"
+    )
+    r = cli_run("train", data, "-o", tmp_path / "b.nbm")
+    assert r.exit_code == 1
+    assert r.stderr.startswith("Error: ") and "'oops' is not a number" in r.stderr
+
+
+def test_learn_and_forget_commands_are_exact(tmp_path):
+    X, y = random_gaussian(n=100)
+    whole, part, extra = tmp_path / "whole.csv", tmp_path / "part.csv", tmp_path / "extra.csv"
+    write_csv(whole, X, y)
+    write_csv(part, X[:80], y[:80])
+    spam = np.flatnonzero(y[80:] == 1) + 80
+    write_csv(extra, X[spam], y[spam])
+    model = tmp_path / "m.nbm"
+    assert cli_run("train", part, "-o", model, "--column", "*=gaussian").exit_code == 0
+    before = to_header(load_table_model(model))
+    r = cli_run("learn", "-m", model, "--label", "spam", extra)
+    assert r.exit_code == 0 and f"learned {spam.size} row(s) as spam" in r.stderr
+    assert cli_run("forget", "-m", model, extra).exit_code == 0
+    assert to_header(load_table_model(model)) == before
+    r = cli_run("forget", "-m", model, whole)  # rows it never learned
+    assert r.exit_code == 1 and "not all learned" in r.stderr
+    assert to_header(load_table_model(model)) == before
+
+
+def test_merge_equals_training_on_all_rows(tmp_path):
+    table = mixed_table()
+    settings = TableSettings()
+    whole = fit_table(table, settings)
+    a = fit_table(subset(table, range(0, 60)), settings)
+    b = fit_table(subset(table, range(60, 120)), settings)
+    for path, model in (("a.nbm", a), ("b.nbm", b)):
+        save_table_model(model, tmp_path / path)
+    r = cli_run("merge", tmp_path / "a.nbm", tmp_path / "b.nbm", "-o", tmp_path / "all.nbm")
+    assert r.exit_code == 0, r.output
+    merged = load_table_model(tmp_path / "all.nbm")
+    assert np.array_equal(merged.joint_log_likelihood(table), whole.joint_log_likelihood(table))
+    for x, y in zip(merged.columns, whole.columns):
+        if x.kind == "gaussian":
+            assert (x.stats.n, x.stats.s1, x.stats.s2) == (y.stats.n, y.stats.s1, y.stats.s2)
+
+
+def test_a_table_model_on_stdin_says_what_it_needs(tmp_path):
+    from tests.helpers import nbspam_process
+
+    model = tmp_path / "m.nbm"
+    save_table_model(fit_table(mixed_table(), TableSettings()), model)
+    done = nbspam_process("predict", "-m", model, stdin=b"hello")
+    assert done.returncode == 1
+    assert (
+        done.stderr.decode().strip()
+        == f"Error: {model} is a table model: give the tables to score as PATH"
+    )
