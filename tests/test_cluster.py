@@ -403,3 +403,26 @@ def test_messages_as_text_and_bytes_alike(client):
     assert_same_trained_model(
         cluster.train(messages, settings, client), train_locally(messages, settings)
     )
+
+
+def test_a_typed_table_is_refused_by_the_dask_engine(tmp_path):
+    from tests.test_tables import random_gaussian, write_csv
+
+    X, y = random_gaussian(n=60)
+    data, model = tmp_path / "g.csv", tmp_path / "g.nbm"
+    write_csv(data, X, y)
+    table = ("--column", "*=gaussian")
+    for command, expected in (
+        (("train", data, "-o", model), "trains on messages, not on a typed table"),
+        (("evaluate", data, "--folds", "3"), "evaluates messages, not a typed table"),
+    ):
+        result = cli_run(*command, *table, "--engine", "dask")
+        assert (result.exit_code, result.stderr) == (1, f"Error: --engine dask {expected}\n")
+    assert cli_run("train", data, "-o", model, *table).exit_code == 0
+    result = cli_run("predict", "-m", model, data, "--engine", "dask")
+    assert (result.exit_code, result.stderr) == (
+        1,
+        "Error: --engine dask scores messages, not rows of a typed table\n",
+    )
+    result = cli_run("prune", "-m", model, "--min-docs", "2")
+    assert result.exit_code == 1 and "a model of a typed table" in result.stderr
