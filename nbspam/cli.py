@@ -751,6 +751,46 @@ def explain(
     type=click.Path(dir_okay=False),
     help="Draw the ROC curve and the score histograms to this .png or .svg file (needs matplotlib).",
 )
+@click.option(
+    "--online",
+    is_flag=True,
+    help="Instead: the TREC spam track's online protocol: score each message in order, then learn it.",
+)
+@click.option(
+    "--order",
+    type=click.Choice(["date", "input", "shuffle"]),
+    default="date",
+    show_default=True,
+    help="--online: messages by Date header (undated ones keep their place), as given, or shuffled with --seed.",
+)
+@click.option(
+    "--learn",
+    "learn_policy",
+    type=click.Choice(["all", "errors", "unsure", "autolearn"]),
+    default="all",
+    show_default=True,
+    help="--online: learn every message, the errors, the errors and unsure ones (true labels), or only confident ones with the label given (autolearn).",
+)
+@click.option(
+    "--warmup",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="--online: train on the first N messages first (they fix the event model and the cutoffs).  [default: 10%, at most 1,000]",
+)
+@click.option(
+    "--autolearn-spam",
+    type=click.FloatRange(0.5, 1, min_open=True),
+    default=0.999,
+    show_default=True,
+    help="--learn autolearn: learn as spam at this calibrated probability or above.",
+)
+@click.option(
+    "--autolearn-ham",
+    type=click.FloatRange(0, 0.5, max_open=True),
+    default=0.001,
+    show_default=True,
+    help="--learn autolearn: learn as ham at this calibrated probability or below.",
+)
 @train_options
 @table_options
 @jobs_option
@@ -763,6 +803,12 @@ def evaluate(
     fmt,
     scores_file,
     plot,
+    online,
+    order,
+    learn_policy,
+    warmup,
+    autolearn_spam,
+    autolearn_ham,
     config_file,
     jobs,
     **options,
@@ -782,6 +828,7 @@ def evaluate(
       nbspam evaluate sample_data/train --folds 4
       nbspam evaluate ../corpus --folds 5 -f markdown --plot roc.svg
       nbspam evaluate train/ --test test/ -f json
+      nbspam evaluate ../mail --online --learn errors --plot curve.svg
     """
     import dataclasses
 
@@ -793,6 +840,10 @@ def evaluate(
 
     table_path, table_settings = _typed_table(data, options)
     settings = settings_from(config_file, options)
+    if online and (test_data or chronological):
+        raise click.UsageError(
+            "--online is a protocol of its own: not with --test or --chronological"
+        )
     # what would fail after the cross-validation fails before it
     for option, path in (("--scores", scores_file), ("--plot", plot)):
         if path:
@@ -802,8 +853,36 @@ def evaluate(
 
         check_plot(plot)
     talk = Reporter("read")
+    if online and table_path is None:
+        from .online import evaluate_online
+
+        result = evaluate_online(
+            read_labelled(data, talk.problems),
+            settings,
+            order=order,
+            seed=seed,
+            policy=learn_policy,
+            warmup=warmup,
+            autolearn_spam=autolearn_spam,
+            autolearn_ham=autolearn_ham,
+            progress=talk.progress,
+            jobs=jobs,
+        )
+        status = talk.finish()
+        evaluated = evaluation_report(result.scores, cutoffs=None, calibration=None)
+        evaluated["online"] = result.summary
+        for line in render_report(evaluated, fmt):
+            emit(line)
+        if scores_file:
+            ev.write_scores(result.scores, scores_file)
+        if plot:
+            from .plot import plot_online
+
+            plot_online(result.scores, result.curve, plot)
+            click.echo(f"wrote {plot}", err=True)
+        sys.exit(status)
     if table_path is not None:
-        if test_data or chronological:
+        if test_data or chronological or online:
             raise NbspamError("a typed table is evaluated by cross-validation only (--folds)")
         from .tables import cross_validate_table
 

@@ -149,6 +149,33 @@ def read_stream(
     )
 
 
+def evaluate_online(
+    messages: Iterable[Message],
+    settings: Settings,
+    *,
+    order: str = "date",
+    seed: int = 42,
+    policy: str = "all",
+    warmup: int | None = None,
+    autolearn_spam: float = AUTOLEARN_SPAM,
+    autolearn_ham: float = AUTOLEARN_HAM,
+    progress: Progress | None = None,
+    jobs: int = 1,
+) -> Online:
+    """Read, tokenize and order labelled messages, then `run_online`."""
+    started = time.perf_counter()
+    stream = read_stream(messages, settings, order=order, seed=seed, progress=progress, jobs=jobs)
+    return run_online(
+        stream,
+        settings,
+        policy=policy,
+        warmup=warmup,
+        autolearn_spam=autolearn_spam,
+        autolearn_ham=autolearn_ham,
+        tokenize_seconds=time.perf_counter() - started,
+    )
+
+
 class Learner:
     """Per-class counts over the stream's vocabulary, learned a count row at a time, and
     the record of learned messages (digest -> (row, label)) that `update.learn` keeps."""
@@ -362,7 +389,7 @@ def run_online(
             f"{w:,} oldest (warm-up), which fixed the event model ({training.model}) "
             "and the cutoffs"
         ),
-        "calibration": "the cutoffs and Platt calibration train fits on the warm-up",
+        "calibration": "each message scored with the cutoffs and Platt calibration train fits on the warm-up (internal cross-validation)",
     }
     if policy == "autolearn":
         protocol["autolearn"] = {"spam": autolearn_spam, "ham": autolearn_ham}
