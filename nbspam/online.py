@@ -87,6 +87,8 @@ class Online:
     learned: np.ndarray
     curve: list[dict[str, Any]]
     summary: dict[str, Any]
+    counts: ClassCounts
+    """The counts learned by the end: the warm-up and what the policy learned."""
 
 
 def warmup_size(n: int) -> int:
@@ -243,8 +245,6 @@ class Learner:
                 training=self.settings.training,
             )
             kept = kept_columns(model)
-            if not kept.size:
-                raise TrainingError("no terms survive the vocabulary filters")
             cfg = model.training
             em = event_model(cfg.model)
             if isinstance(em, Fisher):
@@ -266,6 +266,8 @@ class Learner:
                 form = LinearForm(
                     kept, self.terms, coef, intercept, em.presence(cfg), weights, bias, positive
                 )
+            if not form.kept.size:  # as `model.from_counts` refuses such a model
+                raise TrainingError("no terms survive the vocabulary filters (or no clue)")
             position = np.full(len(self.terms), -1, np.int64)
             position[form.kept] = np.arange(form.kept.size)
             self._form = form, position
@@ -424,7 +426,10 @@ def run_online(
         "errors_per_1000": round(1000.0 * float(wrong.mean()), 3),
         "curve": curve,
     }
-    return Online(scores, learned, curve, summary)
+    final = ClassCounts(
+        classes, learner.terms, learner.class_count, learner.term_count, learner.doc_count
+    )
+    return Online(scores, learned, curve, summary, final.pruned())
 
 
 def learn_label(
