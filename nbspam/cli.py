@@ -988,6 +988,25 @@ def _move_option(kind: str, what: str):
     type=click.Path(dir_okay=False),
     help="Folders: the record of messages filtered before. [default: MODEL.state]",
 )
+@click.option(
+    "--autolearn",
+    is_flag=True,
+    help="Learn the messages scored with very high confidence, under their verdict (into MODEL).",
+)
+@click.option(
+    "--autolearn-spam",
+    type=click.FloatRange(0.5, 1, min_open=True),
+    default=0.999,
+    show_default=True,
+    help="--autolearn: learn as spam at this calibrated probability or above.",
+)
+@click.option(
+    "--autolearn-ham",
+    type=click.FloatRange(0, 0.5, max_open=True),
+    default=0.001,
+    show_default=True,
+    help="--autolearn: learn as ham at this calibrated probability or below.",
+)
 @jobs_option
 def filter_mail(
     model_path: str,
@@ -999,6 +1018,9 @@ def filter_mail(
     dry_run: bool,
     report_path: str | None,
     state_path: str | None,
+    autolearn: bool,
+    autolearn_spam: float,
+    autolearn_ham: float,
     jobs: int,
 ) -> None:
     """Classify mail unattended: one message on stdin, or Maildirs and folders.
@@ -1015,6 +1037,12 @@ def filter_mail(
     new mail and a message moved back by hand stays where it is. A move is a rename on one
     file system, and a copy flushed to disk before the unlink across two: no message is
     lost, even if the run is killed.
+
+    With --autolearn the messages whose calibrated probability of spam is at least
+    --autolearn-spam (learned as spam) or at most --autolearn-ham (as ham) are learned
+    into MODEL after they are scored, as 'learn' would, unless MODEL learned them before.
+    Mistakes learned this way are not corrected: see the README for what it does to
+    accuracy.
 
     \b
     Example:
@@ -1034,11 +1062,16 @@ def filter_mail(
         )
         if given
     ]
+    from .filtering import Autolearn
+
+    learner = Autolearn(autolearn_spam, autolearn_ham) if autolearn else None
     if not paths:
         misuse = f"{', '.join(batch_only)}: for folders only, give PATHs" if batch_only else None
         from .filtering import filter_stdin
 
-        sys.exit(filter_stdin(model_path, exit_status=exit_status, misuse=misuse))
+        sys.exit(
+            filter_stdin(model_path, exit_status=exit_status, misuse=misuse, autolearn=learner)
+        )
     if exit_status:
         raise click.UsageError("--exit-status is for one message on stdin (no PATH)")
     from .filtering import filter_folders, report_writer
@@ -1059,9 +1092,24 @@ def filter_mail(
             report=write,
             progress=report.progress,
             jobs=jobs,
+            autolearn=learner,
         )
     status = report.finish()
     click.echo(summary.line(dry_run=dry_run), err=True)
+    if learner is not None:
+        from .filtering import learn_confident
+
+        sure = summary.autolearned
+        spam = sum(m.label == scorer.positive for m in sure)
+        if dry_run:
+            click.echo(f"autolearn: {len(sure):,} sure enough to learn, none learned", err=True)
+        else:
+            learned = learn_confident(model_path, sure)
+            click.echo(
+                f"autolearn: {learned:,} learned of {len(sure):,} sure enough "
+                f"({spam:,} spam, {len(sure) - spam:,} ham; the rest learned before)",
+                err=True,
+            )
     sys.exit(status)
 
 

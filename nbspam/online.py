@@ -18,7 +18,8 @@ it). Then the policy decides whether, and under which label, message i is learne
 - ``unsure``: errors and the messages in the unsure band, with their true labels;
 - ``autolearn``: only a message the model was very sure of (calibrated probability of spam
   at least ``autolearn_spam`` or at most ``autolearn_ham``), with the label the model
-  gave it, right or wrong: what `filter --autolearn` does, with no correction by a person.
+  gave it, right or wrong, unless it was learned before: what `filter --autolearn` does,
+  with no correction by a person.
 
 Learning goes as `update.learn` goes: a message is known by its digest, learning it again
 under the same label does nothing, and under the other label moves its counts.
@@ -367,6 +368,8 @@ def run_online(
         label = learn_label(
             policy, data.labels[i], v, sure, positive, negative, autolearn_spam, autolearn_ham
         )
+        if policy == "autolearn" and stream.digests[i] in learner.seen:
+            label = None  # as filter --autolearn: never over what was learned before
         if label is not None and learner.learn(i, stream.digests[i], label):
             learned[i] = label
     online_seconds = time.perf_counter() - clock
