@@ -766,10 +766,10 @@ def explain(
 @click.option(
     "--learn",
     "learn_policy",
-    type=click.Choice(["all", "errors", "unsure", "autolearn"]),
+    type=click.Choice(["all", "errors", "unsure", "autolearn", "errors+autolearn"]),
     default="all",
     show_default=True,
-    help="--online: learn every message, the errors, the errors and unsure ones (true labels), or only confident ones with the label given (autolearn).",
+    help="--online: learn every message, the errors, the errors and unsure ones (true labels), only confident ones with the label given (autolearn), or errors and confident ones.",
 )
 @click.option(
     "--warmup",

@@ -19,7 +19,9 @@ it). Then the policy decides whether, and under which label, message i is learne
 - ``autolearn``: only a message the model was very sure of (calibrated probability of spam
   at least ``autolearn_spam`` or at most ``autolearn_ham``), with the label the model
   gave it, right or wrong, unless it was learned before: what `filter --autolearn` does,
-  with no correction by a person.
+  with no correction by a person;
+- ``errors+autolearn``: both, as a user who corrects the filter's mistakes (`learn`) while
+  `filter --autolearn` runs: an error with its true label, else a sure one with its verdict.
 
 Learning goes as `update.learn` goes: a message is known by its digest, learning it again
 under the same label does nothing, and under the other label moves its counts.
@@ -56,7 +58,7 @@ from .model import Model, kept_columns, prior_weights
 from .selection import internal_cv
 from .sparse import sp
 
-POLICIES = ("all", "errors", "unsure", "autolearn")
+POLICIES = ("all", "errors", "unsure", "autolearn", "errors+autolearn")
 ORDERS = ("date", "input", "shuffle")
 WARMUP_FRACTION = 0.1
 WARMUP_MAX = 1000
@@ -368,7 +370,8 @@ def run_online(
         label = learn_label(
             policy, data.labels[i], v, sure, positive, negative, autolearn_spam, autolearn_ham
         )
-        if policy == "autolearn" and stream.digests[i] in learner.seen:
+        corrected = policy == "errors+autolearn" and v not in (data.labels[i], UNSURE)
+        if policy.endswith("autolearn") and not corrected and stream.digests[i] in learner.seen:
             label = None  # as filter --autolearn: never over what was learned before
         if label is not None and learner.learn(i, stream.digests[i], label):
             learned[i] = label
@@ -453,6 +456,9 @@ def learn_label(
         return truth if given not in (truth, UNSURE) else None
     if policy == "unsure":
         return truth if given != truth else None
+    if policy == "errors+autolearn":
+        args = (truth, given, probability, positive, negative, autolearn_spam, autolearn_ham)
+        return learn_label("errors", *args) or learn_label("autolearn", *args)
     if policy == "autolearn":
         if probability >= autolearn_spam:
             return positive

@@ -134,6 +134,13 @@ def test_policies_learn_what_they_say():
             chosen = v != t
             assert (v == UNSURE).any()
             assert ((learned != "") == chosen).all() and (learned[chosen] == t[chosen]).all()
+        elif policy == "errors+autolearn":
+            sure = (cal >= 0.7) | (cal <= 0.3)
+            assert (learned[wrong] == t[wrong]).all()
+            assert ((learned != "") <= (wrong | sure)).all()
+            extra = (learned != "") & ~wrong  # the model's own label
+            assert (learned[extra & (cal >= 0.7)] == "spam").all()
+            assert (learned[extra & (cal <= 0.3)] == "ham").all()
         else:
             sure = (cal >= 0.7) | (cal <= 0.3)
             assert sure.any() and (~sure).any()
@@ -160,6 +167,12 @@ def test_learn_label_by_policy():
     assert label("autolearn", ham, spam, 0.995) == spam
     assert label("autolearn", spam, ham, 0.01) == ham
     assert label("autolearn", spam, spam, 0.98) is None
+    assert label("errors+autolearn", spam, ham, 0.5) == spam  # a correction
+    assert label("errors+autolearn", spam, ham, 0.001) == spam
+    assert (
+        label("errors+autolearn", ham, ham, 0.001) == ham
+        and label("errors+autolearn", ham, ham) is None
+    )
     with pytest.raises(ConfigError):
         label("sometimes", spam, spam)
 
