@@ -297,14 +297,16 @@ def run_online(
     stream: Stream,
     settings: Settings,
     *,
-    policy: str = "errors",
+    policy: str = "all",
     warmup: int | None = None,
     autolearn_spam: float = AUTOLEARN_SPAM,
     autolearn_ham: float = AUTOLEARN_HAM,
     tokenize_seconds: float = 0.0,
 ) -> Online:
     """Score every message after the warm-up by the model of what came before it, then
-    learn it as ``policy`` says (module docstring)."""
+    learn it as ``policy`` says (module docstring). The autolearn thresholds apply to the
+    calibrated probability, or to the raw posterior when the warm-up was too small to
+    calibrate."""
     if policy not in POLICIES:
         raise ConfigError(f"--learn must be one of {', '.join(POLICIES)}, not {policy!r}")
     if not 0.0 <= autolearn_ham < 0.5 < autolearn_spam <= 1.0:
@@ -393,13 +395,13 @@ def run_online(
         "event_model": training.model,
         "description": (
             f"online (TREC spam track): {n - w:,} messages in {stream.order['by']}, each "
-            f"scored, then learned by policy '{policy}'; trained first on the "
-            f"{w:,} oldest (warm-up), which fixed the event model ({training.model}) "
-            "and the cutoffs"
+            f"scored, then learned by policy '{policy}', after a warm-up of {w:,} trained "
+            f"on as train would, which fixed the event model ({training.model}) and the "
+            "cutoffs"
         ),
         "calibration": "each message scored with the cutoffs and Platt calibration train fits on the warm-up (internal cross-validation)",
     }
-    if policy == "autolearn":
+    if policy.endswith("autolearn"):
         protocol["autolearn"] = {"spam": autolearn_spam, "ham": autolearn_ham}
     if auto:
         protocol["auto"] = f"event model chosen on the warm-up: {auto}"
