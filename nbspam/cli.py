@@ -822,6 +822,46 @@ def explain(
     type=click.Path(dir_okay=False),
     help="Draw the ROC curve and the score histograms to this .png or .svg file (needs matplotlib).",
 )
+@click.option(
+    "--online",
+    is_flag=True,
+    help="Instead: the TREC spam track's online protocol: score each message in order, then learn it.",
+)
+@click.option(
+    "--order",
+    type=click.Choice(["date", "input", "shuffle"]),
+    default="date",
+    show_default=True,
+    help="--online: messages by Date header (undated ones keep their place), as given, or shuffled with --seed.",
+)
+@click.option(
+    "--learn",
+    "learn_policy",
+    type=click.Choice(["all", "errors", "unsure", "autolearn", "errors+autolearn"]),
+    default="all",
+    show_default=True,
+    help="--online: learn every message, the errors, the errors and unsure ones (true labels), only confident ones with the label given (autolearn), or errors and confident ones.",
+)
+@click.option(
+    "--warmup",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="--online: train on the first N messages first (they fix the event model and the cutoffs).  [default: 10%, at most 1,000]",
+)
+@click.option(
+    "--autolearn-spam",
+    type=click.FloatRange(0.5, 1, min_open=True),
+    default=0.999,
+    show_default=True,
+    help="--learn autolearn: learn as spam at this calibrated probability or above.",
+)
+@click.option(
+    "--autolearn-ham",
+    type=click.FloatRange(0, 0.5, max_open=True),
+    default=0.001,
+    show_default=True,
+    help="--learn autolearn: learn as ham at this calibrated probability or below.",
+)
 @train_options
 @table_options
 @jobs_option
@@ -835,6 +875,12 @@ def evaluate(
     fmt,
     scores_file,
     plot,
+    online,
+    order,
+    learn_policy,
+    warmup,
+    autolearn_spam,
+    autolearn_ham,
     config_file,
     jobs,
     engine,
@@ -856,6 +902,7 @@ def evaluate(
       nbspam evaluate sample_data/train --folds 4
       nbspam evaluate ../corpus --folds 5 -f markdown --plot roc.svg
       nbspam evaluate train/ --test test/ -f json
+      nbspam evaluate ../mail --online --learn errors --plot curve.svg
     """
     import dataclasses
 
@@ -867,6 +914,10 @@ def evaluate(
 
     table_path, table_settings = _typed_table(data, options)
     settings = settings_from(config_file, options)
+    if online and (test_data or chronological):
+        raise click.UsageError(
+            "--online is a protocol of its own: not with --test or --chronological"
+        )
     # what would fail after the cross-validation fails before it
     for option, path in (("--scores", scores_file), ("--plot", plot)):
         if path:
@@ -878,8 +929,36 @@ def evaluate(
     if scheduler is not None and engine != "dask":
         raise click.UsageError("--scheduler is for --engine dask")
     talk = Reporter("read")
+    if online and table_path is None:
+        from .online import evaluate_online
+
+        result = evaluate_online(
+            read_labelled(data, talk.problems),
+            settings,
+            order=order,
+            seed=seed,
+            policy=learn_policy,
+            warmup=warmup,
+            autolearn_spam=autolearn_spam,
+            autolearn_ham=autolearn_ham,
+            progress=talk.progress,
+            jobs=jobs,
+        )
+        status = talk.finish()
+        evaluated = evaluation_report(result.scores, cutoffs=None, calibration=None)
+        evaluated["online"] = result.summary
+        for line in render_report(evaluated, fmt):
+            emit(line)
+        if scores_file:
+            ev.write_scores(result.scores, scores_file)
+        if plot:
+            from .plot import plot_online
+
+            plot_online(result.scores, result.curve, plot)
+            click.echo(f"wrote {plot}", err=True)
+        sys.exit(status)
     if table_path is not None:
-        if test_data or chronological:
+        if test_data or chronological or online:
             raise NbspamError("a typed table is evaluated by cross-validation only (--folds)")
         if engine == "dask":
             raise NbspamError("--engine dask evaluates messages, not a typed table")
@@ -998,6 +1077,25 @@ def _move_option(kind: str, what: str):
     type=click.Path(dir_okay=False),
     help="Folders: the record of messages filtered before. [default: MODEL.state]",
 )
+@click.option(
+    "--autolearn",
+    is_flag=True,
+    help="Learn the messages scored with very high confidence, under their verdict (into MODEL).",
+)
+@click.option(
+    "--autolearn-spam",
+    type=click.FloatRange(0.5, 1, min_open=True),
+    default=0.999,
+    show_default=True,
+    help="--autolearn: learn as spam at this calibrated probability or above.",
+)
+@click.option(
+    "--autolearn-ham",
+    type=click.FloatRange(0, 0.5, max_open=True),
+    default=0.001,
+    show_default=True,
+    help="--autolearn: learn as ham at this calibrated probability or below.",
+)
 @jobs_option
 def filter_mail(
     model_path: str,
@@ -1009,6 +1107,9 @@ def filter_mail(
     dry_run: bool,
     report_path: str | None,
     state_path: str | None,
+    autolearn: bool,
+    autolearn_spam: float,
+    autolearn_ham: float,
     jobs: int,
 ) -> None:
     """Classify mail unattended: one message on stdin, or Maildirs and folders.
@@ -1025,6 +1126,12 @@ def filter_mail(
     new mail and a message moved back by hand stays where it is. A move is a rename on one
     file system, and a copy flushed to disk before the unlink across two: no message is
     lost, even if the run is killed.
+
+    With --autolearn the messages whose calibrated probability of spam is at least
+    --autolearn-spam (learned as spam) or at most --autolearn-ham (as ham) are learned
+    into MODEL after they are scored, as 'learn' would, unless MODEL learned them before.
+    Mistakes learned this way are not corrected: see the README for what it does to
+    accuracy.
 
     \b
     Example:
@@ -1044,11 +1151,16 @@ def filter_mail(
         )
         if given
     ]
+    from .filtering import Autolearn
+
+    learner = Autolearn(autolearn_spam, autolearn_ham) if autolearn else None
     if not paths:
         misuse = f"{', '.join(batch_only)}: for folders only, give PATHs" if batch_only else None
         from .filtering import filter_stdin
 
-        sys.exit(filter_stdin(model_path, exit_status=exit_status, misuse=misuse))
+        sys.exit(
+            filter_stdin(model_path, exit_status=exit_status, misuse=misuse, autolearn=learner)
+        )
     if exit_status:
         raise click.UsageError("--exit-status is for one message on stdin (no PATH)")
     from .filtering import filter_folders, report_writer
@@ -1069,9 +1181,24 @@ def filter_mail(
             report=write,
             progress=report.progress,
             jobs=jobs,
+            autolearn=learner,
         )
     status = report.finish()
     click.echo(summary.line(dry_run=dry_run), err=True)
+    if learner is not None:
+        from .filtering import learn_confident
+
+        sure = summary.autolearned
+        spam = sum(m.label == scorer.positive for m in sure)
+        if dry_run:
+            click.echo(f"autolearn: {len(sure):,} sure enough to learn, none learned", err=True)
+        else:
+            learned = learn_confident(model_path, sure)
+            click.echo(
+                f"autolearn: {learned:,} learned of {len(sure):,} sure enough "
+                f"({spam:,} spam, {len(sure) - spam:,} ham; the rest learned before)",
+                err=True,
+            )
     sys.exit(status)
 
 

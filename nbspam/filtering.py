@@ -15,6 +15,13 @@ new mail and leaves alone a message the user moved back. Moves never lose a mess
 file systems a copy flushed to disk and renamed into place, then the unlink. A run killed at
 any point leaves each message in its folder, at its destination, or (for a moment) in both;
 the next run recognises the copy by its digest and finishes the move.
+
+Autolearn (`Autolearn`), as SpamAssassin's bayes_auto_learn: a message the model is very
+sure of, by its calibrated probability of spam (at least 0.999: spam; at most 0.001: ham,
+by default), is learned under that verdict, at the end of the run, through `update` under
+the model's lock. A message the model learned before, under either label, is left alone:
+autolearn never overrides what a person taught. What it does to accuracy is measured by
+`nbspam evaluate --online --learn autolearn` (README).
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .decision import UNSURE, Prediction
@@ -81,8 +88,63 @@ def verdict_kind(verdict: str | None, positive: str | None) -> str:
 #: Exit statuses of ``filter --exit-status`` (bogofilter's convention).
 FILTER_EXIT = {"spam": 0, "ham": 1, "unsure": 2, "error": 3}
 
+AUTOLEARN_SPAM = 0.999
+AUTOLEARN_HAM = 0.001
 
-def filter_stdin(model_path: str, *, exit_status: bool, misuse: str | None = None) -> int:
+
+@dataclass(frozen=True)
+class Autolearn:
+    """Learn a message whose calibrated probability of spam is at least ``spam`` as the
+    positive label, one at most ``ham`` as the negative label."""
+
+    spam: float = AUTOLEARN_SPAM
+    ham: float = AUTOLEARN_HAM
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.ham < 0.5 < self.spam <= 1.0:
+            raise FilterError(
+                "the autolearn thresholds need 0 <= ham threshold < 0.5 < spam threshold "
+                f"<= 1, not {self.ham!r} and {self.spam!r}"
+            )
+
+    def label(self, prediction: Prediction, labels: tuple[str, ...], positive: str) -> str | None:
+        """The label to learn a scored message as, or None (not sure enough)."""
+        p = prediction.calibrated
+        if p is None:
+            raise FilterError(
+                "autolearn needs a calibrated model: train it with calibration (the default)"
+            )
+        if p >= self.spam:
+            return positive
+        if p <= self.ham:
+            return next(label for label in labels if label != positive)
+        return None
+
+
+def learn_confident(model_path: str, confident: list[Message]) -> int:
+    """Learn the labelled ``confident`` messages into the model file, under its lock, each
+    unless the model learned it before (under either label); the number learned."""
+    if not confident:
+        return 0
+    from .update import learn, seen_map, update_model_file
+
+    def change(model: Any) -> tuple[Any, int]:
+        seen = seen_map(model)
+        new = [m for m in confident if message_digest(m.data) not in seen]
+        for label in sorted({m.label for m in new}):
+            model, _ = learn(model, [m for m in new if m.label == label], label)
+        return model, len(new)
+
+    return update_model_file(model_path, change)[1]
+
+
+def filter_stdin(
+    model_path: str,
+    *,
+    exit_status: bool,
+    misuse: str | None = None,
+    autolearn: Autolearn | None = None,
+) -> int:
     """Pass the message on stdin to stdout with its verdict header; return the exit status.
 
     Whatever fails (a bad model, a bug, a broken installation, binary data), the original
@@ -91,13 +153,21 @@ def filter_stdin(model_path: str, *, exit_status: bool, misuse: str | None = Non
 
     Only the first `MAX_MESSAGE_BYTES` are read before the verdict, and scored (a note says
     so); the rest of a longer message is passed on after them a piece at a time.
+
+    With ``autolearn`` a message scored with enough confidence is then learned into the
+    model (`Autolearn`, `learn_confident`); if that fails the message has still come out,
+    and the error is reported as any other.
     """
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     data = stdin.read(MAX_MESSAGE_BYTES + 1)
-    output, kind, error = data, None, misuse
+    output, kind, error, learned = data, None, misuse, None
     if error is None:
         try:
-            output, kind = filter_single(model_path, data)
+            output, kind, prediction, labels, positive = _filter_one(model_path, data)
+            if autolearn is not None and positive is not None:
+                label = autolearn.label(prediction, labels, positive)
+                if label is not None:
+                    learned = Message("-", data[:MAX_MESSAGE_BYTES], label)
         except Exception as exc:  # whatever it is, the message must come out
             output, error = data, _one_line_error(exc)
     stdout.write(output)
@@ -106,6 +176,11 @@ def filter_stdin(model_path: str, *, exit_status: bool, misuse: str | None = Non
         if error is None:
             print(f"note: -: scored the first {MAX_MESSAGE_BYTES >> 20} MiB", file=sys.stderr)
     stdout.flush()
+    if learned is not None:
+        try:
+            learn_confident(model_path, [learned])
+        except Exception as exc:
+            error = f"autolearn: {_one_line_error(exc)}"
     if error is not None:
         print(f"Error: {error}", file=sys.stderr)
         return FILTER_EXIT["error"] if exit_status else NbspamError.exit_code
@@ -124,21 +199,24 @@ def filter_single(model_path: str, data: bytes) -> tuple[bytes, str]:
     by the batch scorer: the same verdict either way; on its first `MAX_MESSAGE_BYTES`.
     Raises on any failure (binary data too); the caller then passes ``data`` on unchanged.
     """
+    return _filter_one(model_path, data)[:2]
+
+
+def _filter_one(
+    model_path: str, data: bytes
+) -> tuple[bytes, str, Prediction, tuple[str, ...], str | None]:
+    """`filter_single`'s (message, kind), then the prediction, the model's labels and its
+    positive label."""
     if is_binary(data):
         raise InputError(f"{BINARY}: passed on unscored")
-    prediction, positive = _predict_one(model_path, data[:MAX_MESSAGE_BYTES])
-    return add_status_header(data, status_value(prediction)), verdict_kind(
-        prediction.verdict, positive
-    )
-
-
-def _predict_one(model_path: str, data: bytes) -> tuple[Prediction, str | None]:
-    """(the prediction for one message, the model's positive label)."""
     from .quick import load_scorer
 
     scorer = load_scorer(model_path)
     require_two_classes(scorer.labels)
-    return scorer.predict("-", data), scorer.positive
+    prediction = scorer.predict("-", data[:MAX_MESSAGE_BYTES])
+    kind = verdict_kind(prediction.verdict, scorer.positive)
+    output = add_status_header(data, status_value(prediction))
+    return output, kind, prediction, tuple(scorer.labels), scorer.positive
 
 
 # -- finding the messages ---------------------------------------------------------------------
@@ -204,6 +282,8 @@ class Summary:
     moved: int = 0
     kept: int = 0
     errors: int = 0
+    autolearned: list[Message] = field(default_factory=list)
+    """With autolearn: the messages sure enough to learn, each with the label to learn."""
 
     def line(self, *, dry_run: bool = False) -> str:
         moved = "would be moved" if dry_run else "moved"
@@ -236,6 +316,7 @@ def filter_folders(
     progress: Callable[[int], None] | None = None,
     lock_timeout: float = DEFAULT_TIMEOUT,
     jobs: int = 1,
+    autolearn: Autolearn | None = None,
 ) -> Summary:
     """Filter the message files of Maildirs and folders; see the module docstring.
 
@@ -245,7 +326,9 @@ def filter_folders(
     one record per new message (path, verdict, log_odds, probability, action, destination).
     Unreadable or unmovable messages are reported through ``problems`` and left where they
     are. A dry run moves nothing and writes no state. The state file's lock is held for the
-    whole run, so two runs never handle the same message.
+    whole run, so two runs never handle the same message. With ``autolearn`` the new
+    messages sure enough to learn are listed in the summary's ``autolearned`` (the caller
+    learns them: `learn_confident`; a dry run lists them too).
     """
     require_two_classes(scorer.labels)
     unknown = set(moves) - set(KINDS)
@@ -255,6 +338,7 @@ def filter_folders(
         kind: open_destination(path, create=not dry_run) for kind, path in moves.items() if path
     }
     run = _Run(scorer, Plan(destinations, dry_run), problems or Problems(), report, progress)
+    run.autolearn = autolearn
     with nullcontext() if dry_run else model_lock(state_path, timeout=lock_timeout):
         state = FilterState(state_path, write=not dry_run)
         try:
@@ -287,6 +371,8 @@ class _Run:
         self.problems = _ReportedProblems(problems, self._failed)
         self.pending: deque[tuple[MessageFile, bytes]] = deque()  # read, not yet scored
         self.queued: set[bytes] = set()  # their digests
+        self.autolearn: Autolearn | None = None
+        self.data: dict[bytes, bytes] = {}  # with autolearn: the bytes of the pending ones
 
     def filter(self, files: Iterable[MessageFile], state: FilterState, jobs: int = 1) -> None:
         """Score the new messages a chunk at a time (by ``jobs`` workers, in order) and act
@@ -296,6 +382,12 @@ class _Run:
             file, digest = self.pending.popleft()
             self.queued.discard(digest)
             self._act(file, digest, prediction, state)
+            if self.autolearn is not None:
+                data = self.data.pop(digest)
+                positive = self.scorer.positive
+                label = self.autolearn.label(prediction, tuple(self.scorer.labels), positive)
+                if label is not None:
+                    self.summary.autolearned.append(Message(file.path, data, label))
             self.progress(1)
 
     def _new_messages(self, files: Iterable[MessageFile], state: FilterState) -> Iterator[Message]:
@@ -312,6 +404,8 @@ class _Run:
             self.summary.new += 1
             self.pending.append((file, digest))
             self.queued.add(digest)
+            if self.autolearn is not None:
+                self.data[digest] = message.data
             yield message
 
     def _act(

@@ -109,6 +109,11 @@ UNKNOWN_TIME = -1
 def make_form(model: Model) -> LinearForm | FisherForm:
     """Apply the vocabulary filters (with --max-features, the terms of most documents or of
     most mutual information with the label), then the event model's scoring form."""
+    return event_model(model.training.model).form(model, kept_columns(model))
+
+
+def kept_columns(model: Model) -> np.ndarray:
+    """The columns of the model's vocabulary that its vocabulary filters keep, in order."""
     cfg = model.training
     n_docs = int(model.class_count.sum())
     doc_freq = model.doc_count.sum(axis=0)
@@ -125,7 +130,7 @@ def make_form(model: Model) -> LinearForm | FisherForm:
         max_features=cfg.max_features,
         rank=rank,
     )
-    return event_model(cfg.model).form(model, np.flatnonzero(keep))
+    return np.flatnonzero(keep)
 
 
 def prior_weights(prior: Any, labels: Sequence[str]) -> np.ndarray | None:

@@ -142,3 +142,50 @@ def draw_histogram(
     axes.set_ylabel("messages (log scale)")
     axes.set_title("Scores of the evaluated messages")
     axes.legend()
+
+
+def plot_online(scores: Scores, curve: list[dict[str, Any]], path: str) -> None:
+    """Write an online evaluation's ROC curve, log-odds histogram and learning curve to
+    ``path``: the learning curve is the errors (false positives and negatives) per 1,000
+    messages in each block of the stream, and over all the messages so far."""
+    fmt = plot_format(path)
+    if scores.log_odds is None or scores.positive is None or scores.verdicts is None:
+        raise PlotError("the plots need a two-class model (log-odds of a positive class)")
+    mask = scores.evaluated
+    odds = scores.log_odds[mask]
+    truth = np.array(scores.labels, dtype=object)[mask]
+    pos = truth == scores.positive
+    if pos.all() or not pos.any():
+        raise PlotError("the plots need evaluated messages of both classes")
+    try:
+        import matplotlib
+    except ImportError:
+        raise PlotError(f"--plot needs matplotlib: {INSTALL_HINT}") from None
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(16, 4.5), layout="constrained")
+    FigureCanvasAgg(figure)
+    roc_axes, hist_axes, curve_axes = figure.subplots(1, 3)
+    draw_roc(roc_axes, odds, pos, scores.positive)
+    rule = scores.rules.get(0)
+    draw_histogram(
+        hist_axes, odds, pos, scores.positive, scores.negative or "", rule and rule.cutoffs
+    )
+    verdicts = scores.verdicts[mask]
+    wrong = (verdicts != truth) & (verdicts != "unsure")
+    seen = np.arange(1, wrong.size + 1)
+    curve_axes.plot(seen, 1000 * np.cumsum(wrong) / seen, color="tab:blue", label="so far")
+    edges = [b["first"] - 1 for b in curve] + [curve[-1]["last"]]
+    rates = [b["errors_per_1000"] for b in curve]
+    curve_axes.stairs(rates, edges, color="tab:orange", label="in each block")
+    curve_axes.set_xlabel("messages scored")
+    curve_axes.set_ylabel("errors per 1,000 messages")
+    curve_axes.set_title(f"Learning curve: policy {scores.protocol.get('policy', '?')}")
+    curve_axes.grid(True, alpha=0.3)
+    curve_axes.legend()
+    try:
+        with matplotlib.rc_context({"svg.hashsalt": "nbspam"}):
+            figure.savefig(path, format=fmt, metadata=_metadata(fmt))
+    except OSError as exc:
+        raise PlotError(f"cannot write {path}: {exc.strerror or exc}") from None

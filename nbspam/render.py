@@ -528,6 +528,8 @@ def _sections(report: dict[str, Any]) -> list[_Section]:
             sections.append(_cutoff_section(report))
         if report["calibration"] is not None:
             sections.append(_calibration_section(report))
+    if report.get("online") is not None:
+        sections.append(_online_section(report["online"]))
     if report["seconds"]:
         times = ", ".join(f"{stage} {s:.1f} s" for stage, s in report["seconds"].items())
         sections.append(("Timings", [times]))
@@ -616,8 +618,13 @@ def _cutoff_section(report: dict[str, Any]) -> _Section:
             else f"{_cut(rule['ham_cutoff'])}..{_cut(rule['spam_cutoff'])}"
             for rule in cut["per_fold"].values()
         ]
+        whose = (
+            "the cutoffs train fits on the warm-up"
+            if "online" in report
+            else "each fold's own cutoffs, as train fits them on the fold's training part"
+        )
         line = (
-            f"each fold's own cutoffs, as train fits them on the fold's training part: "
+            f"{whose}: "
             f"{negative} below, {positive} from, unsure between (log-odds): {', '.join(pairs)}"
         )
     else:
@@ -630,6 +637,28 @@ def _cutoff_section(report: dict[str, Any]) -> _Section:
         f"{cut['false_negatives']:,}, unsure {cut['unsure']:,} ({cut['unsure_rate']:.2%})"
     )
     return "Cutoffs", [line, _confusion_table(cut["confusion"]), outcome]
+
+
+def _online_section(online: dict[str, Any]) -> _Section:
+    """The learning curve of an online evaluation: errors per block of messages."""
+    line = (
+        f"policy {online['policy']}: {online['learned']:,} of {online['scored']:,} messages "
+        f"learned ({online['learned_wrong']:,} under the wrong label), "
+        f"{online['errors']:,} errors, {online['errors_per_1000']:.2f} per 1,000"
+    )
+    header = ("messages", "false pos.", "false neg.", "unsure", "errors per 1,000", "learned")
+    rows = tuple(
+        (
+            f"{b['first']:,}-{b['last']:,}",
+            f"{b['fp']:,}",
+            f"{b['fn']:,}",
+            f"{b['unsure']:,}",
+            f"{b['errors_per_1000']:.1f}",
+            f"{b['learned']:,}",
+        )
+        for b in online["curve"]
+    )
+    return "Learning curve", [line, _Table(header, rows)]
 
 
 def _calibration_section(report: dict[str, Any]) -> _Section:

@@ -81,7 +81,8 @@ def report(
         held_out = None if scores.calibrated is None else scores.calibrated[mask]
         if held_out is not None and np.isnan(held_out).any():
             held_out = None  # some training part was too small to calibrate
-        out["calibration"] = _calibration(odds, pos, raw, held_out, calibration)
+        how = scores.protocol.get("calibration", CALIBRATION_PROTOCOL)
+        out["calibration"] = _calibration(odds, pos, raw, held_out, calibration, how)
     return out
 
 
@@ -187,14 +188,16 @@ def _calibration(
     raw: np.ndarray,
     held_out: np.ndarray | None,
     calibration: tuple[float, float] | None,
+    held_out_how: str = CALIBRATION_PROTOCOL,
 ) -> dict[str, Any]:
     """Brier score, log loss and reliability table of the raw and the calibrated probability.
 
-    The calibrated probability is the held-out one when the split computed it; else the
+    The calibrated probability is the held-out one when the split computed it (as
+    ``held_out_how`` says); else the
     given Platt parameters applied to the very scores they were presumably fitted on.
     """
     if held_out is not None:
-        calibrated, how = held_out, CALIBRATION_PROTOCOL
+        calibrated, how = held_out, held_out_how
     elif calibration is not None:
         calibrated = metrics.apply_platt(odds, *calibration)
         how = "the given Platt parameters, applied to the evaluated scores (not held out)"
