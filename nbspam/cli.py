@@ -928,6 +928,8 @@ def evaluate(
         check_plot(plot)
     if scheduler is not None and engine != "dask":
         raise click.UsageError("--scheduler is for --engine dask")
+    if online and engine == "dask":
+        raise NbspamError("--online learns one message at a time here: not with --engine dask")
     talk = Reporter("read")
     if online and table_path is None:
         from .online import evaluate_online

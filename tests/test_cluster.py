@@ -426,3 +426,11 @@ def test_a_typed_table_is_refused_by_the_dask_engine(tmp_path):
     )
     result = cli_run("prune", "-m", model, "--min-docs", "2")
     assert result.exit_code == 1 and "a model of a typed table" in result.stderr
+
+
+def test_online_evaluation_is_refused_by_the_dask_engine():
+    result = cli_run("evaluate", SAMPLE / "train", "--online", "--engine", "dask")
+    assert (result.exit_code, result.stderr) == (
+        1,
+        "Error: --online learns one message at a time here: not with --engine dask\n",
+    )
