@@ -1589,9 +1589,17 @@ def info(model_path: str, fmt: str) -> None:
       nbspam info -m spam.nbm
       nbspam info -m spam.nbm -f json | jq .settings.train.alpha
     """
+    from .container import is_table_model
     from .modelfile import load_model, part_sizes, read_header
-    from .render import model_info
+    from .render import model_info, table_model_info
 
+    if is_table_model(model_path):
+        from .tables import load_table_model
+
+        table = load_table_model(model_path)
+        for line in table_model_info(model_path, table, os.path.getsize(model_path), fmt):
+            emit(line)
+        return
     header, model = read_header(model_path), load_model(model_path)
     for line in model_info(model_path, header, model, fmt, sizes=part_sizes(model_path)):
         emit(line)

@@ -747,6 +747,51 @@ def table_train_summary(model: Any, output: str, size: int) -> list[str]:
     return lines
 
 
+def table_model_info(model_path: str, model: Any, size: int, fmt: str) -> Iterator[str]:
+    """What `info` shows of a table model: rows per class, each column's kind (and bins),
+    the decision rule, its history and the file's size."""
+    columns = [
+        {"column": c.name, "kind": c.kind, **({"bin_edges": c.edges} if c.edges else {})}
+        for c in model.columns
+    ]
+    summary = {
+        "path": model_path,
+        "kind": "table",
+        "labels": {label: int(n) for label, n in zip(model.labels, model.class_count)},
+        "positive": model.positive if model.is_binary else None,
+        "label_column": model.label_column,
+        "columns": columns,
+        "alpha": model.alpha,
+        "cutoffs": None if model.cutoffs is None else list(model.cutoffs),
+        "calibration": None if model.calibration is None else list(model.calibration),
+        "history": model.info,
+        "bytes": size,
+    }
+    if fmt == "json":
+        yield from json_line(summary, indent=2).splitlines()
+        return
+    yield f"model:      {model_path} (a table model, {size:,} bytes)"
+    yield (
+        "labels:     "
+        + ", ".join(f"{k} {v:,}" for k, v in summary["labels"].items())
+        + (f" (positive: {model.positive}; label column {model.label_column})")
+    )
+    by_kind: dict[str, list[str]] = {}
+    for c in model.columns:
+        kind = c.kind if c.edges is None else f"categorical ({len(c.edges) + 1} bins)"
+        by_kind.setdefault(kind, []).append(c.name)
+    for kind, names in by_kind.items():
+        yield f"columns:    {kind}: {', '.join(names)}"
+    yield f"settings:   alpha {model.alpha:g} (categorical columns), prior fitted"
+    if model.cutoffs is not None:
+        yield f"cutoffs:    below {model.cutoffs[0]:+.3f}, from {model.cutoffs[1]:+.3f} log-odds"
+    if model.calibration is not None:
+        a, b = model.calibration
+        yield f"calibrated: P({model.positive}) = 1 / (1 + exp(-({a:.5g} log-odds {b:+.5g})))"
+    for key, value in model.info.items():
+        yield f"{key + ':':<11} {value}"
+
+
 def unseen_note(unseen: Any) -> str | None:
     """One line on the categories not seen in training that scoring left out, or None."""
     if not unseen:

@@ -338,6 +338,15 @@ def test_commands_on_a_typed_table(tmp_path):
     r = cli_run("evaluate", data, "--folds", "3", "--column", "*=gaussian", "-f", "json")
     assert r.exit_code == 0, r.output
     r = cli_run("info", "-m", model)
+    assert r.exit_code == 0, r.stderr
+    assert (
+        r.stdout.splitlines()[0]
+        == f"model:      {model} (a table model, {model.stat().st_size:,} bytes)"
+    )
+    shown = json.loads(cli_run("info", "-m", model, "-f", "json").stdout)
+    assert shown["kind"] == "table" and shown["label_column"] == "label"
+    assert {c["kind"] for c in shown["columns"]} == {"gaussian"}
+    r = cli_run("dump", "-m", model)
     assert r.exit_code == 1
     assert (
         r.stderr
