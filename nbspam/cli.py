@@ -149,6 +149,29 @@ def model_option(f):
     )(f)
 
 
+def autolearn_options(when: str):
+    """--autolearn-spam and --autolearn-ham, the thresholds of autolearn on the calibrated
+    probability; ``when`` names the option that uses them."""
+
+    def decorate(f):
+        f = click.option(
+            "--autolearn-ham",
+            type=click.FloatRange(0, 0.5, max_open=True),
+            default=0.001,
+            show_default=True,
+            help=f"{when}: learn as ham at this calibrated probability or below.",
+        )(f)
+        return click.option(
+            "--autolearn-spam",
+            type=click.FloatRange(0.5, 1, min_open=True),
+            default=0.999,
+            show_default=True,
+            help=f"{when}: learn as spam at this calibrated probability or above.",
+        )(f)
+
+    return decorate
+
+
 def output_model_option(what: str = "the model file"):
     """-o/--output: where a command that makes a model writes it."""
     return click.option(
@@ -848,20 +871,7 @@ def explain(
     metavar="N",
     help="--online: train on the first N messages first (they fix the event model and the cutoffs).  [default: 10%, at most 1,000]",
 )
-@click.option(
-    "--autolearn-spam",
-    type=click.FloatRange(0.5, 1, min_open=True),
-    default=0.999,
-    show_default=True,
-    help="--learn autolearn: learn as spam at this calibrated probability or above.",
-)
-@click.option(
-    "--autolearn-ham",
-    type=click.FloatRange(0, 0.5, max_open=True),
-    default=0.001,
-    show_default=True,
-    help="--learn autolearn: learn as ham at this calibrated probability or below.",
-)
+@autolearn_options("--learn autolearn")
 @train_options
 @table_options
 @jobs_option
@@ -1084,20 +1094,7 @@ def _move_option(kind: str, what: str):
     is_flag=True,
     help="Learn the messages scored with very high confidence, under their verdict (into MODEL).",
 )
-@click.option(
-    "--autolearn-spam",
-    type=click.FloatRange(0.5, 1, min_open=True),
-    default=0.999,
-    show_default=True,
-    help="--autolearn: learn as spam at this calibrated probability or above.",
-)
-@click.option(
-    "--autolearn-ham",
-    type=click.FloatRange(0, 0.5, max_open=True),
-    default=0.001,
-    show_default=True,
-    help="--autolearn: learn as ham at this calibrated probability or below.",
-)
+@autolearn_options("--autolearn")
 @jobs_option
 def filter_mail(
     model_path: str,

@@ -28,9 +28,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from .config import AUTO, Settings, TokenizerConfig
-from .counting import Counts, count_chunk
+from .counting import Counts, count_chunk, first_copies
 from .errors import NbspamError
-from .headers import message_digest
 from .messages import Message
 from .parallel import CHUNK, chunks
 from .training import decide
@@ -184,14 +183,8 @@ class Partitions:
 
     def __iter__(self) -> Iterator[tuple[list[str], list[bytes | str]]]:
         for chunk in chunks(self._messages, CHUNK):
-            fresh = []
-            for message in chunk:
-                digest = message_digest(message.data)
-                if digest in self.seen:
-                    self.duplicates += 1
-                else:
-                    self.seen[digest] = message.label
-                    fresh.append(message)
+            fresh = first_copies(chunk, self.seen)
+            self.duplicates += len(chunk) - len(fresh)
             if self._progress:
                 self._progress(len(chunk))
             if fresh:

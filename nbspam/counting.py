@@ -105,14 +105,20 @@ class LabelledCounts:
         self, messages: Iterable[Message], progress: Callable[[int], None] | None
     ) -> Iterator[tuple[list[str], list[bytes | str]]]:
         for chunk in chunks(messages):
-            fresh = []
-            for message in chunk:
-                digest = message_digest(message.data)
-                if digest in self.seen:
-                    self.duplicates += 1
-                else:
-                    self.seen[digest] = message.label
-                    fresh.append(message)
+            fresh = first_copies(chunk, self.seen)
+            self.duplicates += len(chunk) - len(fresh)
             yield [m.label for m in fresh], [m.data for m in fresh]
             if progress:
                 progress(len(chunk))
+
+
+def first_copies(messages: Sequence[Message], seen: dict[bytes, str]) -> list[Message]:
+    """The messages whose bytes are not in ``seen`` (digest -> label) yet, each added to it
+    as it comes: a repeated message counts once, under the label of its first copy."""
+    fresh = []
+    for message in messages:
+        digest = message_digest(message.data)
+        if digest not in seen:
+            seen[digest] = message.label
+            fresh.append(message)
+    return fresh
