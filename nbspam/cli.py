@@ -282,7 +282,8 @@ def table_options(f):
 def _typed_table(data: Sequence[str], options: dict[str, Any]) -> tuple[str | None, Any]:
     """(the typed table DATA names or None, its settings), taking the table options out of
     ``options``."""
-    from .tables import TableSettings, parse_column_options, typed_table
+    from .table_model import TableSettings
+    from .tables import parse_column_options, typed_table
 
     label_column = options.pop("label_column")
     kinds = options.pop("column_kinds")
@@ -544,7 +545,8 @@ def _train_table(path: str, table_settings: Any, settings: Any, output: str) -> 
     import dataclasses
 
     from .render import table_train_summary
-    from .tables import save_table_model, train_table
+    from .table_model import save_table_model
+    from .table_training import train_table
 
     table_settings = dataclasses.replace(table_settings, tokenizer=settings.tokenizer)
     cfg = settings.training
@@ -682,7 +684,8 @@ def _predict_table(model_path: str, paths: Iterable[str], fmt: str) -> None:
     from collections import Counter
 
     from . import render
-    from .tables import load_table_model, read_table
+    from .table_model import load_table_model
+    from .tables import read_table
 
     model = load_table_model(model_path)
     unseen: Counter = Counter()
@@ -700,7 +703,8 @@ def _predict_table(model_path: str, paths: Iterable[str], fmt: str) -> None:
 def _update_table(model_path: str, paths: list[str], sign: int, label: str | None) -> None:
     """`learn` (every row as ``label``) and `forget` (each row as its label column says)
     with a table model: the rows of each table PATH."""
-    from .tables import read_table, update_table_file
+    from .table_model import update_table_file
+    from .tables import read_table
 
     if not paths:
         raise click.UsageError("a table model learns and forgets the rows of a table: give PATH")
@@ -712,7 +716,7 @@ def _update_table(model_path: str, paths: list[str], sign: int, label: str | Non
 def _merge_tables(models: tuple[str, ...], output: str) -> bool:
     """`merge` of table models; False where the first model is not one."""
     from .container import is_table_model
-    from .tables import load_table_model, merge_table_models, save_table_model
+    from .table_model import load_table_model, merge_table_models, save_table_model
 
     if not is_table_model(models[0]):
         return False
@@ -725,7 +729,8 @@ def _merge_tables(models: tuple[str, ...], output: str) -> bool:
 def _explain_table(model_path: str, paths: list[str], top: int | None, fmt: str) -> None:
     """`explain` with a table model: the columns, or each row's contributions."""
     from . import render
-    from .tables import describe, explain_rows, load_table_model, read_table
+    from .table_model import describe, explain_rows, load_table_model
+    from .tables import read_table
 
     model = load_table_model(model_path)
     if not paths:
@@ -974,7 +979,7 @@ def evaluate(
             raise NbspamError("a typed table is evaluated by cross-validation only (--folds)")
         if engine == "dask":
             raise NbspamError("--engine dask evaluates messages, not a typed table")
-        from .tables import cross_validate_table
+        from .table_training import cross_validate_table
 
         scores = cross_validate_table(
             table_path,
@@ -1591,7 +1596,7 @@ def info(model_path: str, fmt: str) -> None:
     from .render import model_info, table_model_info
 
     if is_table_model(model_path):
-        from .tables import load_table_model
+        from .table_model import load_table_model
 
         table = load_table_model(model_path)
         for line in table_model_info(model_path, table, os.path.getsize(model_path), fmt):

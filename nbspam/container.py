@@ -108,7 +108,7 @@ def read(path: str | os.PathLike[str]) -> Container:
 
 
 def is_table_model(path: str | os.PathLike[str]) -> bool:
-    """Whether the file at ``path`` is a model of a typed table (`tables`): its header has a
+    """Whether the file at ``path`` is a model of a typed table (`table_model`): its header has a
     "table" field. Reads the header only, and only of a regular file; False for anything
     else, which `read` then refuses or reads. Standard library only, as all of this module:
     `predict` asks before it scores one message without numpy."""

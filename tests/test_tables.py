@@ -15,23 +15,20 @@ import pytest
 from nbspam import columns as col
 from nbspam.config import TrainConfig
 from nbspam.errors import InputError, ModelFileError
-from nbspam.tables import (
-    Table,
+from nbspam.table_model import (
     TableSettings,
     add_rows,
-    auto_fit,
     bin_edges,
-    cross_validate_table,
     describe,
     explain_rows,
     fit_table,
-    fit_with_rule,
     load_table_model,
-    read_table,
     save_table_model,
     subset,
     to_header,
 )
+from nbspam.table_training import auto_fit, cross_validate_table, fit_with_rule
+from nbspam.tables import Table, read_table
 from tests.helpers import cli_run
 
 SPAMBASE = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "spambase" / "spambase.csv"
