@@ -66,11 +66,21 @@ def read_messages(
     """Messages from each path in turn: '-' (one message on stdin), a file (one message, an
     mbox, or a table by its suffix), a Maildir, or a folder (every file below it). Only table
     rows can carry a label."""
+    from .remote import is_glob, is_url, local_glob, url_messages
+
     for path in paths:
         if path == "-":
             message = read_stdin(problems, stdin)
             if message is not None:
                 yield message
+        elif is_url(path):
+            yield from url_messages(path, problems)
+        elif is_glob(path):
+            matches = local_glob(path)
+            if not matches:
+                problems.skip(path, "no file matches")
+            for match in matches:
+                yield from _read_path(match, problems, tables=True)
         else:
             yield from _read_path(path, problems, tables=True)
 
@@ -121,7 +131,7 @@ def read_labelled(specs: Iterable[str], problems: Problems) -> Iterator[Message]
     A spec is a folder with one subfolder per label (messages found recursively below each),
     a table (TSV ``label<TAB>text`` lines, CSV with ``label`` and ``text`` columns, JSON Lines
     with ``label`` and ``text`` keys), or ``LABEL=PATH`` for every message of PATH (a file,
-    folder, Maildir or mbox) under one label.
+    folder, Maildir or mbox, a glob of them, or a URL: `remote`) under one label.
     """
     for spec in specs:
         label, sep, path = spec.partition("=")
