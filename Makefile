@@ -49,6 +49,7 @@ bench: $(VENV)/.test
 	    --variant "nbspam bernoulli:event-model=bernoulli;alpha=0.5" \
 	    --variant "nbspam fisher:event-model=fisher" --sklearn --bogofilter || exit 1; \
 	done
+	$(BIN)/python bench/tables.py ../shared/corpora/spambase/spambase.csv --sklearn
 	$(BIN)/python bench/speed.py
 	$(BIN)/python bench/twins.py ../shared/corpora/spamassassin
 
