@@ -1523,10 +1523,9 @@ def dump(model_path: str, output: str | None) -> None:
                 raise
             raise NbspamError(output_error(error, stdout=True)) from None
         return
-    from .container import _write_atomically, target
+    from .container import write_file
 
-    # the writer of model files: a temporary file beside the target, flushed, renamed over it
-    _write_atomically(output, target(output), dump_chunks(model))
+    write_file(output, dump_chunks(model), what="dump")
     click.echo(f"dumped {model_path} to {output}", err=True)
 
 

@@ -21,6 +21,7 @@ import re
 import stat
 import struct
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,7 +82,7 @@ def write(path: str | os.PathLike[str], header: dict[str, Any], blobs: dict[str,
     for part in parts:
         crc = zlib.crc32(part, crc)
     parts.append(struct.pack("<I", crc))
-    _write_atomically(path, target(path), parts)
+    write_file(path, parts)
 
 
 def read(path: str | os.PathLike[str]) -> Container:
@@ -286,14 +287,20 @@ def _aligned(n: int) -> int:
     return (n + 7) // 8 * 8
 
 
-def _write_atomically(path: str | os.PathLike[str], real: Path, parts: list[bytes]) -> None:
+def write_file(
+    path: str | os.PathLike[str], parts: Iterable[bytes], *, what: str = "model file"
+) -> None:
+    """Write ``parts`` to ``path`` atomically: a temporary file beside its `target`,
+    flushed to disk, then renamed over it, so a reader sees the old file or the new and a
+    failure leaves the old one; ``what`` names the file in the one-line error."""
+    real = target(path)
     folder = real.parent
     try:
         import tempfile  # writing only: reading a model (a cold start) does without it
 
         fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=folder)
     except OSError as exc:
-        raise ModelFileError(f"cannot write model file {path}: {exc.strerror or exc}") from None
+        raise ModelFileError(f"cannot write {what} {path}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "wb") as f:
             for part in parts:
@@ -305,7 +312,7 @@ def _write_atomically(path: str | os.PathLike[str], real: Path, parts: list[byte
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
         if isinstance(exc, OSError):
-            raise ModelFileError(f"cannot write model file {path}: {exc.strerror or exc}") from None
+            raise ModelFileError(f"cannot write {what} {path}: {exc.strerror or exc}") from None
         raise
     fsync_folder(folder)
 

@@ -8,6 +8,7 @@ use it.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -40,6 +41,21 @@ class Prediction:
     log_odds: float | None = None
     verdict: str | None = None
     calibrated: float | None = None
+
+
+def stored_cutoffs(cutoffs: tuple[float, float] | None) -> list[float] | None:
+    """Cutoffs as a model file's JSON holds them: an infinite one (every message of that
+    side unsure, as the rule of least cost may choose) as the largest float, which no
+    log-odds reaches either; JSON has no infinity."""
+    if cutoffs is None:
+        return None
+    return [max(-sys.float_info.max, min(sys.float_info.max, c)) for c in cutoffs]
+
+
+def read_cutoffs(stored: tuple[float, float]) -> tuple[float, float]:
+    """`stored_cutoffs` back: the largest float as infinite."""
+    ham, spam = (math.copysign(math.inf, c) if abs(c) == sys.float_info.max else c for c in stored)
+    return ham, spam
 
 
 def verdict(

@@ -50,7 +50,6 @@ line. A model whose scoring table would not be finite is refused at its end line
 from __future__ import annotations
 
 import json
-import math
 import re
 from array import array
 from collections.abc import Iterator
@@ -62,10 +61,11 @@ import numpy as np
 from . import __version__
 from .config import TokenizerConfig, TrainConfig, config_from_dict, parse_cutoffs
 from .container import MAGIC, MAX_HEADER
+from .decision import read_cutoffs, stored_cutoffs
 from .errors import ConfigError, InputError
 from .forms import LinearForm
 from .model import Model
-from .schema import MAX_LABEL_CHARS, MAX_LABELS
+from .schema import MAX_LABEL_CHARS, MAX_LABELS, number_pair
 
 FORMAT_VERSION = 1
 FIRST_LINE = f"# nbspam dump {FORMAT_VERSION}"
@@ -95,7 +95,7 @@ def dump_lines(model: Model) -> Iterator[str]:
     header = {
         "tokenizer": asdict(model.tokenizer),
         "train": asdict(model.training),
-        "cutoffs": None if model.cutoffs is None else list(model.cutoffs),
+        "cutoffs": stored_cutoffs(model.cutoffs),
         "calibration": None if model.calibration is None else list(model.calibration),
         "info": model.info,
     }
@@ -300,8 +300,13 @@ class _Reader:
                 if not isinstance(value, dict):
                     raise ConfigError("must be a JSON object")
                 return value
-            pair = _pair(value)
-            return parse_cutoffs(list(pair)) if key == "cutoffs" and pair else pair
+            try:
+                pair = number_pair(value, "must be null or two finite numbers")
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
+            if key == "cutoffs" and pair:
+                return read_cutoffs(parse_cutoffs(list(pair)))
+            return pair
         except ConfigError as exc:
             raise self.fail(f"{key}: {_cut(str(exc))}") from None
 
@@ -611,22 +616,6 @@ def _shown(text: str, limit: int = 60) -> str:
 def _cut(message: str, limit: int = 300) -> str:
     """A message cut to ``limit`` characters (one about a value of any length)."""
     return message if len(message) <= limit else message[:limit] + "..."
-
-
-def _pair(value: Any) -> tuple[float, float] | None:
-    """null, or two finite numbers (as a model file's cutoffs and calibration)."""
-    if value is None:
-        return None
-    if not isinstance(value, list) or len(value) != 2 or not all(map(_finite, value)):
-        raise ConfigError("must be null or two finite numbers")
-    return float(value[0]), float(value[1])
-
-
-def _finite(value: Any) -> bool:
-    try:
-        return type(value) in (int, float) and math.isfinite(value)
-    except OverflowError:  # an integer too large for a float
-        return False
 
 
 def _no_constant(name: str) -> None:

@@ -43,12 +43,18 @@ class EventModel:
         vocabulary): here, a naive Bayes model's linear form, with the class prior, and for
         two classes the log-odds weights and bias."""
         from . import naive_bayes as nb
+        from .counts import ClassCounts
         from .forms import LinearForm
         from .model import prior_weights
 
         cfg = model.training
         log_prior = nb.class_log_prior(model.class_count, prior_weights(cfg.prior, model.labels))
-        coef, intercept = self.linear(model.counts.in_order(terms=kept), log_prior, cfg)
+        # the counts of the kept columns; the linear forms read only the numbers, so the
+        # kept terms are not named here (an online evaluation derives forms many times)
+        counts = ClassCounts(
+            model.labels, (), model.class_count, model.term_count[:, kept], model.doc_count[:, kept]
+        )
+        coef, intercept = self.linear(counts, log_prior, cfg)
         positive = model.positive_index if model.is_binary else None
         weights = bias = None
         if positive is not None:

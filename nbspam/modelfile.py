@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 from typing import Any
 
 import numpy as np
 
 from . import container, schema
 from .container import Blob
+from .decision import stored_cutoffs
 from .forms import LinearForm
 from .model import Model
 
@@ -65,7 +65,7 @@ def save_model(model: Model, path: str | os.PathLike[str]) -> None:
         "tokenizer": dataclasses.asdict(model.tokenizer),
         "train": dataclasses.asdict(model.training),
         "info": model.info,
-        "cutoffs": None if model.cutoffs is None else [_finite(c) for c in model.cutoffs],
+        "cutoffs": stored_cutoffs(model.cutoffs),
         "calibration": None if model.calibration is None else list(model.calibration),
         "score": {"binary": sc.binary, "bias": sc.bias}
         if linear
@@ -76,12 +76,6 @@ def save_model(model: Model, path: str | os.PathLike[str]) -> None:
         for name, a in arrays.items()
     }
     container.write(path, header, blobs)
-
-
-def _finite(cutoff: float) -> float:
-    """A cutoff as JSON holds it: an infinite one (every message unsure on that side, as the
-    cost rule may choose) as the largest float, which no log-odds reaches either."""
-    return max(-sys.float_info.max, min(sys.float_info.max, cutoff))
 
 
 def write_model(model: Model, path: str | os.PathLike[str]) -> None:

@@ -43,18 +43,17 @@ from typing import Any
 
 import numpy as np
 
-from . import naive_bayes as nb
 from .config import Settings
 from .counts import ClassCounts
 from .crossval import Scores, Tokenized, subset
 from .decision import UNSURE, calibrated_probability, verdict
 from .errors import ConfigError, InputError, TrainingError
 from .evaluate import Progress, chronological_order, tokenize_all
-from .event_models import Fisher, event_model
+from .event_models import event_model
 from .forms import FisherForm, LinearForm
 from .headers import message_digest, message_time
 from .messages import Message
-from .model import Model, kept_columns, prior_weights
+from .model import Model, kept_columns
 from .selection import internal_cv
 from .sparse import sp
 
@@ -233,9 +232,8 @@ class Learner:
         """(the scoring form of the counts learned so far, the position of each vocabulary
         column among the kept terms, -1 for a dropped one), derived again only after a change.
 
-        The form is the one `model.make_form` derives, without naming the kept terms
-        (which only explanations need): the event model's linear form from the counts of
-        the kept columns, or the Fisher form.
+        The form is the one `model.make_form` derives: the event model's, over the kept
+        columns.
         """
         if self._form is None:
             model = Model(
@@ -248,27 +246,7 @@ class Learner:
                 training=self.settings.training,
             )
             kept = kept_columns(model)
-            cfg = model.training
-            em = event_model(cfg.model)
-            if isinstance(em, Fisher):
-                form: LinearForm | FisherForm = em.form(model, kept)
-            else:
-                log_prior = nb.class_log_prior(
-                    model.class_count, prior_weights(cfg.prior, model.labels)
-                )
-                counts = ClassCounts(
-                    model.labels,
-                    (),  # unnamed: the linear forms read only the counts
-                    model.class_count,
-                    self.term_count[:, kept],
-                    self.doc_count[:, kept],
-                )
-                coef, intercept = em.linear(counts, log_prior, cfg)
-                positive = model.positive_index
-                weights, bias = nb.pair_weights(coef, intercept, positive, 1 - positive)
-                form = LinearForm(
-                    kept, self.terms, coef, intercept, em.presence(cfg), weights, bias, positive
-                )
+            form = event_model(model.training.model).form(model, kept)
             if not form.kept.size:  # as `model.from_counts` refuses such a model
                 raise TrainingError("no terms survive the vocabulary filters (or no clue)")
             position = np.full(len(self.terms), -1, np.int64)

@@ -50,25 +50,45 @@ def plot_evaluation(
     edge). Right: the log-odds of ham and spam as two histograms, with the cutoffs marked.
     """
     fmt = plot_format(path)
+    mask, odds, pos = _two_classes(scores)
+    figure = _figure(11)
+    roc_axes, hist_axes = figure.subplots(1, 2)
+    draw_roc(roc_axes, odds, pos, scores.positive)
+    draw_histogram(hist_axes, odds, pos, scores.positive, scores.negative or "", cutoffs)
+    _save(figure, path, fmt)
+
+
+def _two_classes(scores: Scores) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the evaluated messages (n,), their log-odds, whether each is positive), or
+    PlotError unless a two-class model scored messages of both classes."""
     if scores.log_odds is None or scores.positive is None:
         raise PlotError("the plots need a two-class model (log-odds of a positive class)")
     mask = scores.evaluated
-    odds = scores.log_odds[mask]
     pos = np.array(scores.labels, dtype=object)[mask] == scores.positive
     if pos.all() or not pos.any():
         raise PlotError("the plots need evaluated messages of both classes")
+    return mask, scores.log_odds[mask], pos
+
+
+def _figure(width: float) -> Any:
+    """A matplotlib figure ``width`` inches wide that draws without a screen, or PlotError
+    saying how to install matplotlib."""
     try:
-        import matplotlib
+        import matplotlib  # noqa: F401  (the package first: its parts may be loaded already)
     except ImportError:
         raise PlotError(f"--plot needs matplotlib: {INSTALL_HINT}") from None
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=(11, 4.5), layout="constrained")
+    figure = Figure(figsize=(width, 4.5), layout="constrained")
     FigureCanvasAgg(figure)
-    roc_axes, hist_axes = figure.subplots(1, 2)
-    draw_roc(roc_axes, odds, pos, scores.positive)
-    draw_histogram(hist_axes, odds, pos, scores.positive, scores.negative or "", cutoffs)
+    return figure
+
+
+def _save(figure: Any, path: str, fmt: str) -> None:
+    """Write the figure to ``path``; the same plot gives the same file."""
+    import matplotlib
+
     try:
         with matplotlib.rc_context({"svg.hashsalt": "nbspam"}):  # same plot, same SVG ids
             figure.savefig(path, format=fmt, metadata=_metadata(fmt))
@@ -149,23 +169,11 @@ def plot_online(scores: Scores, curve: list[dict[str, Any]], path: str) -> None:
     ``path``: the learning curve is the errors (false positives and negatives) per 1,000
     messages in each block of the stream, and over all the messages so far."""
     fmt = plot_format(path)
-    if scores.log_odds is None or scores.positive is None or scores.verdicts is None:
+    if scores.verdicts is None:
         raise PlotError("the plots need a two-class model (log-odds of a positive class)")
-    mask = scores.evaluated
-    odds = scores.log_odds[mask]
+    mask, odds, pos = _two_classes(scores)
     truth = np.array(scores.labels, dtype=object)[mask]
-    pos = truth == scores.positive
-    if pos.all() or not pos.any():
-        raise PlotError("the plots need evaluated messages of both classes")
-    try:
-        import matplotlib
-    except ImportError:
-        raise PlotError(f"--plot needs matplotlib: {INSTALL_HINT}") from None
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(16, 4.5), layout="constrained")
-    FigureCanvasAgg(figure)
+    figure = _figure(16)
     roc_axes, hist_axes, curve_axes = figure.subplots(1, 3)
     draw_roc(roc_axes, odds, pos, scores.positive)
     rule = scores.rules.get(0)
@@ -184,8 +192,4 @@ def plot_online(scores: Scores, curve: list[dict[str, Any]], path: str) -> None:
     curve_axes.set_title(f"Learning curve: policy {scores.protocol.get('policy', '?')}")
     curve_axes.grid(True, alpha=0.3)
     curve_axes.legend()
-    try:
-        with matplotlib.rc_context({"svg.hashsalt": "nbspam"}):
-            figure.savefig(path, format=fmt, metadata=_metadata(fmt))
-    except OSError as exc:
-        raise PlotError(f"cannot write {path}: {exc.strerror or exc}") from None
+    _save(figure, path, fmt)

@@ -234,9 +234,10 @@ def load_scorer(path: str | os.PathLike[str]) -> TableScorer | ModelScorer:
 
 def load_quick(path: str | os.PathLike[str]) -> TableScorer | None:
     """The scoring table of a model file, or None where this path cannot be used (a file
-    without a table, or a big-endian machine); refuses a bad file as `schema.read` does."""
-    box = schema.read(path)
-    if sys.byteorder != "little" or not box.has_scoring_table:
+    without a table, a model of a typed table, or a big-endian machine); refuses a bad file
+    as `schema.read` does."""
+    box = schema.read(path, table_model=True)
+    if box is None or sys.byteorder != "little" or not box.has_scoring_table:
         return None
     return TableScorer(box, path)
 
@@ -248,14 +249,11 @@ def predict_stdin(model_path: str, fmt: str) -> bool:
     As `predict` reads it: its first `messages.MAX_MESSAGE_BYTES` (a note says if there was
     more); binary data is reported on stderr and ends the command with status 3.
     """
-    from .container import is_table_model
     from .errors import EXIT_SKIPPED
     from .messages import Problems, read_stdin
     from .render import predictions
 
-    if is_table_model(model_path):  # a table model scores the rows of tables (`tables`)
-        return False
-    quick = load_quick(model_path)
+    quick = load_quick(model_path)  # None for a table model, which scores rows of tables
     if quick is None:
         return False
     problems = Problems(functools.partial(print, file=sys.stderr))

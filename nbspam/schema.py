@@ -19,11 +19,11 @@ from __future__ import annotations
 import math
 import operator
 import os
-import sys
 from typing import Any
 
 from . import container
 from .config import TokenizerConfig, TrainConfig, config_from_dict, parse_cutoffs
+from .decision import read_cutoffs
 from .errors import ConfigError, ModelFileError
 from .event_models import event_model
 
@@ -112,10 +112,14 @@ class ModelFile:
 _FORMATS = {"|u1": "B", "<i4": "i", "<u4": "I", "<i8": "q", "<u8": "Q", "<f8": "d"}
 
 
-def read(path: str | os.PathLike[str]) -> ModelFile:
-    """Read the model file at ``path`` (`container.read`) and check what it holds."""
+def read(path: str | os.PathLike[str], *, table_model: bool = False) -> ModelFile | None:
+    """Read the model file at ``path`` (`container.read`) and check what it holds. A model
+    of a typed table (`table_model`, read by its own reader) is refused, or with
+    ``table_model`` is None."""
     box = container.read(path)
-    if "table" in box.header:  # a model of a typed table (`tables`), read by its own reader
+    if "table" in box.header:
+        if table_model:
+            return None
         raise ModelFileError(
             f"{path} is a model of a typed table: this command takes models of messages only"
         )
@@ -190,11 +194,8 @@ def _checked(box: container.Container) -> ModelFile:
     if isinstance(train.prior, tuple) and {label for label, _ in train.prior} != set(labels):
         raise ValueError("the prior names other labels than the model has")
     cutoffs = _pair(header, "cutoffs")
-    if cutoffs is not None:  # an infinite cutoff is written as the largest float
-        cutoffs = tuple(
-            math.copysign(math.inf, c) if abs(c) == sys.float_info.max else c
-            for c in parse_cutoffs(list(cutoffs))
-        )
+    if cutoffs is not None:
+        cutoffs = read_cutoffs(parse_cutoffs(list(cutoffs)))
     calibration = _pair(header, "calibration")
     _check_arrays(box, labels, fisher=train.model == "fisher")
     if "score_coef" in box.views:
@@ -219,11 +220,16 @@ def _labels(labels: Any) -> tuple[str, ...]:
 def _pair(header: dict[str, Any], key: str) -> tuple[float, float] | None:
     """cutoffs or calibration: absent, or two finite numbers (which only a two-class model
     uses; a label learned later keeps them)."""
-    value = header.get(key)
+    return number_pair(header.get(key), f"{key} must be two finite numbers")
+
+
+def number_pair(value: Any, error: str) -> tuple[float, float] | None:
+    """None for null, else two finite numbers as floats: a model's cutoffs or calibration
+    as JSON holds them; ValueError(``error``) for anything else."""
     if value is None:
         return None
     if not isinstance(value, list) or len(value) != 2 or not all(map(_finite, value)):
-        raise ValueError(f"{key} must be two finite numbers")
+        raise ValueError(error)
     return float(value[0]), float(value[1])
 
 

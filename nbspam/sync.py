@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from . import messages
-from .container import fsync_folder
+from .container import write_file
 from .errors import ConfigError, NbspamError, os_reason
 from .headers import message_digest
 from .messages import Message, Problems, checked_message, folder_files
@@ -119,24 +119,12 @@ def load_state(path: str) -> dict[str, tuple[str, str]]:
 
 
 def save_state(path: str, state: dict[str, tuple[str, str]]) -> None:
-    """Write the state whole: a temporary file beside it, flushed, then renamed over it."""
-    tmp = f"{path}.tmp.{os.getpid()}"
+    """Write the state whole, atomically (`container.write_file`)."""
     lines = [_HEADER] + [
         f"{key}\t{label}\t{digest}" for key, (label, digest) in sorted(state.items())
     ]
-    try:
-        with open(tmp, "w", encoding="utf-8", errors="surrogateescape") as f:
-            f.write("\n".join(lines) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        fsync_folder(os.path.dirname(os.path.abspath(path)))
-    except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise NbspamError(f"cannot write sync state {path}: {os_reason(exc)}") from None
+    text = "\n".join(lines) + "\n"
+    write_file(path, [text.encode("utf-8", "surrogateescape")], what="sync state")
 
 
 def sync(

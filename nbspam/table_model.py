@@ -9,7 +9,6 @@ import dataclasses
 import fnmatch
 import math
 import os
-import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -18,8 +17,11 @@ from typing import Any
 import numpy as np
 
 from . import columns as col
+from . import naive_bayes as nb
 from .config import TokenizerConfig
+from .decision import read_cutoffs, stored_cutoffs
 from .errors import ConfigError, InputError, ModelFileError, TrainingError
+from .schema import number_pair
 from .tables import DEFAULT_BINS, KINDS, TABLE_KIND, Table, detect_kind, parse_number
 
 # --------------------------------------------------------------------------------------------
@@ -228,9 +230,9 @@ class TableModel:
 
 
 def posteriors(jll: np.ndarray, positive: int | None) -> tuple[np.ndarray, np.ndarray | None]:
-    """(log posteriors (n, C) by log-sum-exp, log-odds J_pos - J_neg (n,) or None)."""
-    top = jll.max(axis=1, keepdims=True)
-    log_post = jll - (top + np.log(np.exp(jll - top).sum(axis=1, keepdims=True)))
+    """(log posteriors (n, C) (`naive_bayes.log_posterior`), log-odds J_pos - J_neg (n,) or
+    None)."""
+    log_post = nb.log_posterior(jll)
     if positive is None:
         return log_post, None
     return log_post, jll[:, positive] - jll[:, 1 - positive]
@@ -562,26 +564,10 @@ def to_header(model: TableModel) -> dict[str, Any]:
             "tokenizer": dataclasses.asdict(model.tokenizer),
             "columns": cols,
             "info": model.info,
-            "cutoffs": None if model.cutoffs is None else [_clamp(c) for c in model.cutoffs],
+            "cutoffs": stored_cutoffs(model.cutoffs),
             "calibration": None if model.calibration is None else list(model.calibration),
         }
     }
-
-
-def _clamp(cutoff: float) -> float:
-    """An infinite cutoff as JSON holds it: the largest float, which no log-odds reaches."""
-    return max(-sys.float_info.max, min(sys.float_info.max, cutoff))
-
-
-def _pair(value: Any, what: str) -> tuple[float, float] | None:
-    if value is None:
-        return None
-    if not isinstance(value, list) or len(value) != 2:
-        raise ValueError(what)
-    pair = tuple(float(v) for v in value)
-    if not all(math.isfinite(v) for v in pair):
-        raise ValueError(what)
-    return pair  # type: ignore[return-value]
 
 
 def from_header(path: str | os.PathLike[str], header: dict[str, Any]) -> TableModel:
@@ -657,8 +643,8 @@ def _from_header(t: dict[str, Any]) -> TableModel:
         positive=positive,
         tokenizer=config_from_dict(TokenizerConfig, t["tokenizer"]),
         info=dict(t.get("info") or {}),
-        cutoffs=_cutoffs(_pair(t.get("cutoffs"), "cutoffs"), C),
-        calibration=_pair(t.get("calibration"), "calibration"),
+        cutoffs=_cutoffs(number_pair(t.get("cutoffs"), "cutoffs"), C),
+        calibration=number_pair(t.get("calibration"), "calibration"),
     )
 
 
@@ -667,8 +653,7 @@ def _cutoffs(pair: tuple[float, float] | None, classes: int) -> tuple[float, flo
         return None
     if classes != 2 or pair[0] > pair[1]:
         raise ValueError("cutoffs")
-    big = sys.float_info.max
-    return tuple(math.copysign(math.inf, c) if abs(c) == big else c for c in pair)  # type: ignore[return-value]
+    return read_cutoffs(pair)
 
 
 def save_table_model(model: TableModel, path: str | os.PathLike[str]) -> None:

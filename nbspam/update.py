@@ -254,15 +254,15 @@ def prune(
     """
     import numpy as np
 
-    doc_freq = model.doc_count.sum(axis=0)
-    keep = np.ones(len(model.terms), bool)
-    if min_docs is not None:
-        keep &= doc_freq >= min_docs
-    if max_terms is not None:
-        candidates = np.flatnonzero(keep)
-        best = candidates[np.argsort(-doc_freq[candidates], kind="stable")[:max_terms]]
-        keep = np.zeros(len(model.terms), bool)
-        keep[best] = True
+    from .vocabulary import select_terms
+
+    # the filters a model scores with, applied for good (every term is in a message)
+    keep = select_terms(
+        model.doc_count.sum(axis=0),
+        int(model.class_count.sum()),
+        min_count=min_docs or 1,
+        max_features=max_terms,
+    )
     cols = np.flatnonzero(keep)
     times = model.seen_times
     alive = np.ones(len(times), bool)

@@ -819,3 +819,16 @@ def test_a_dump_that_restores_gives_a_model_that_reads_back(lines, tmp_path_fact
     save_model(model, path)
     assert_same_model(load_model(path), model)
     assert cli_run("info", "-m", path).exit_code == 0
+
+
+@pytest.mark.parametrize("cutoffs", [(-np.inf, np.inf), (-np.inf, 2.5), (-1.0, np.inf)])
+def test_infinite_cutoffs_come_back(sample_model_path, tmp_path, cutoffs):
+    # the rule of least cost may leave every message of a side unsure; JSON has no infinity
+    model = dataclasses.replace(load_model(sample_model_path), cutoffs=cutoffs)
+    save_model(model, tmp_path / "m.nbm")
+    text = dumped(load_model(tmp_path / "m.nbm"))
+    assert b"Infinity" not in text
+    restored = restore(io.BytesIO(text))
+    assert restored.cutoffs == cutoffs
+    save_model(restored, tmp_path / "r.nbm")
+    assert (tmp_path / "r.nbm").read_bytes() == (tmp_path / "m.nbm").read_bytes()
