@@ -921,7 +921,7 @@ def evaluate(
     """
     import dataclasses
 
-    from . import evaluate as ev
+    from . import evaluation as ev
     from .messages import read_labelled
     from .render import render_report
     from .report import report as evaluation_report
