@@ -226,3 +226,16 @@ def test_a_typed_table_trains_a_table_classifier(tmp_path):
     assert [p.log_odds for p in model.predict(table)] == pytest.approx(expected, rel=1e-12)
     rows_explained = model.explain(table)
     assert rows_explained[0]["log_odds"] == pytest.approx(expected[0], rel=1e-12)
+
+
+def test_the_python_guide_runs(monkeypatch):
+    """Every example of docs/python.md gives the output it shows."""
+    import doctest
+
+    root = SAMPLE.parent
+    monkeypatch.chdir(root)
+    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    result = doctest.testfile(
+        str(root / "docs" / "python.md"), module_relative=False, optionflags=flags
+    )
+    assert result.attempted > 20 and result.failed == 0
