@@ -80,7 +80,9 @@ def train(
     from .training import train as train_model
 
     items = _items(data)
-    table_path, table_settings = _typed_table(items, label_column, columns, bins, binning, settings)
+    table_path, table_settings = typed_table_settings(
+        items, label_column, columns, bins, binning, settings
+    )
     resolved = settings_from(_path(config), settings)
     if table_path is not None:
         from .table_training import train_table
@@ -120,7 +122,9 @@ def evaluate(
     from .settings import settings_from
 
     items = _items(data)
-    table_path, table_settings = _typed_table(items, label_column, columns, bins, binning, settings)
+    table_path, table_settings = typed_table_settings(
+        items, label_column, columns, bins, binning, settings
+    )
     resolved = settings_from(_path(config), settings)
     if test is not None and chronological is not None:
         raise NbspamError("give test or chronological, not both")
@@ -354,7 +358,7 @@ def _is_pair(item: Any) -> bool:
     )
 
 
-def _typed_table(
+def typed_table_settings(
     items: list[Any],
     label_column: str | None,
     columns: Iterable[str],
