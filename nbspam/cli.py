@@ -282,25 +282,10 @@ def table_options(f):
 def _typed_table(data: Sequence[str], options: dict[str, Any]) -> tuple[str | None, Any]:
     """(the typed table DATA names or None, its settings), taking the table options out of
     ``options``."""
-    from .table_model import TableSettings
-    from .tables import parse_column_options, typed_table
+    from .api import typed_table_settings
 
-    label_column = options.pop("label_column")
-    kinds = options.pop("column_kinds")
-    bins, binning = options.pop("bins"), options.pop("binning")
-    forced = label_column is not None or bool(kinds) or bins is not None
-    path = typed_table(list(data), forced)
-    if path is None:
-        return None, None
-    settings = TableSettings(
-        label_column=label_column or "label",
-        kinds=parse_column_options(kinds),
-        bins=bins,
-        binning=binning,
-        alpha=1.0 if options.get("alpha") is None else options["alpha"],
-        positive=options.get("positive"),
-    )
-    return path, settings
+    table = [options.pop(name) for name in ("label_column", "column_kinds", "bins", "binning")]
+    return typed_table_settings(list(data), *table, options)
 
 
 def train_options(f):
@@ -921,7 +906,7 @@ def evaluate(
     """
     import dataclasses
 
-    from . import evaluate as ev
+    from . import evaluation as ev
     from .messages import read_labelled
     from .render import render_report
     from .report import report as evaluation_report

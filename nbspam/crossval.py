@@ -2,7 +2,7 @@
 
 Messages come as count rows (`Tokenized`). Each fold's model is fitted from counts (the
 totals less the fold's rows), so it is exactly the model `train` would fit on the other
-rows. `evaluate` builds its splits on this, and `calibration` the internal
+rows. `evaluation` builds its splits on this, and `calibration` the internal
 cross-validation that chooses a model's cutoffs and calibration.
 """
 

@@ -48,7 +48,7 @@ from .counts import ClassCounts
 from .crossval import Scores, Tokenized, subset
 from .decision import UNSURE, calibrated_probability, verdict
 from .errors import ConfigError, InputError, TrainingError
-from .evaluate import Progress, chronological_order, tokenize_all
+from .evaluation import Progress, chronological_order, tokenize_all
 from .event_models import event_model
 from .forms import FisherForm, LinearForm
 from .headers import message_digest, message_time

@@ -18,7 +18,7 @@ from . import metrics
 from .crossval import Scores
 from .decision import UNSURE, verdict
 from .errors import ConfigError, InputError
-from .evaluate import CALIBRATION_PROTOCOL
+from .evaluation import CALIBRATION_PROTOCOL
 
 #: False-positive rates at which the report gives the best spam recall.
 RECALL_FPRS: tuple[float, ...] = (0.001, 0.01)

@@ -249,7 +249,7 @@ def cross_validate_table(
     for itself (nested), as `train` would on it."""
     from .crossval import Scores, stratified_split
     from .decision import Rule
-    from .evaluate import with_decision_rules
+    from .evaluation import with_decision_rules
 
     table = read_table(path)
     y_all = table.column(settings.label_column) if settings.label_column in table.names else []

@@ -1,4 +1,4 @@
-"""Tests of nbspam.evaluate and nbspam.plot: splits, hand-computed report values, rendering."""
+"""Tests of nbspam.evaluation and nbspam.plot: splits, hand-computed report values, rendering."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from nbspam.config import build_settings
 from nbspam.crossval import Scores, Tokenized, stratified_split
 from nbspam.decision import verdict
 from nbspam.errors import ConfigError, InputError
-from nbspam.evaluate import (
+from nbspam.evaluation import (
     chronological,
     chronological_order,
     cross_validate,

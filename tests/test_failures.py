@@ -149,12 +149,12 @@ def test_evaluate_scores_on_a_full_disk_are_one_line():
 def test_evaluate_refuses_an_output_it_could_not_write_before_the_work(
     tmp_path, monkeypatch, option, name, message
 ):
-    import nbspam.evaluate
+    import nbspam.evaluation
 
     def never(*args, **kwargs):
         raise AssertionError("the cross-validation ran")
 
-    monkeypatch.setattr(nbspam.evaluate, "cross_validate", never)
+    monkeypatch.setattr(nbspam.evaluation, "cross_validate", never)
     path = tmp_path / name
     result = cli_run("evaluate", SAMPLE / "train", option, path)
     assert result.exit_code == 1
@@ -165,7 +165,7 @@ def test_evaluate_refuses_an_output_it_could_not_write_before_the_work(
 def test_evaluate_without_matplotlib_says_so_before_the_work(tmp_path, monkeypatch):
     import importlib.util
 
-    import nbspam.evaluate
+    import nbspam.evaluation
 
     real = importlib.util.find_spec
     monkeypatch.setattr(
@@ -173,7 +173,7 @@ def test_evaluate_without_matplotlib_says_so_before_the_work(tmp_path, monkeypat
         "find_spec",
         lambda name, *a: None if name == "matplotlib" else real(name, *a),
     )
-    monkeypatch.setattr(nbspam.evaluate, "cross_validate", None)  # never reached
+    monkeypatch.setattr(nbspam.evaluation, "cross_validate", None)  # never reached
     result = cli_run("evaluate", SAMPLE / "train", "--plot", tmp_path / "p.svg")
     assert result.exit_code == 1
     assert result.stderr.startswith("Error: --plot needs matplotlib: pip install")

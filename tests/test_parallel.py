@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from nbspam.config import build_settings
-from nbspam.evaluate import tokenize_all
+from nbspam.evaluation import tokenize_all
 from nbspam.messages import Message, Problems, read_labelled
 from nbspam.model import fit_messages, score
 from tests.helpers import assert_same_model

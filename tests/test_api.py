@@ -1,0 +1,241 @@
+"""The Python API (`nbspam.train`, `load`, `evaluate` and a model's methods): the same
+models, predictions, explanations and reports as the commands, and the same errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import nbspam
+from nbspam.modelfile import load_model
+from tests.helpers import ENV, SAMPLE, assert_same_model, cli_run
+
+SPAM = b"Subject: cheap meds\n\nBuy cheap meds now, click here, free money."
+HAM = b"Subject: lunch\n\nShall we meet for lunch on Thursday with the team?"
+
+
+def cli_model(tmp_path, *args):
+    path = tmp_path / "cli.nbm"
+    result = cli_run("train", *args, "-o", path)
+    assert result.exit_code == 0, result.stderr
+    return load_model(path)
+
+
+def test_import_nbspam_imports_no_numpy():
+    code = "import sys, nbspam; print('numpy' in sys.modules, 'nbspam.api' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=ENV, capture_output=True, text=True, check=True
+    )
+    assert out.stdout == "False False\n"
+
+
+def test_the_api_is_exported_lazily():
+    assert {"train", "load", "evaluate", "NbspamError", "Prediction"} <= set(dir(nbspam))
+    assert nbspam.NbspamError is __import__("nbspam.errors").errors.NbspamError
+    from nbspam import ConfigError, train
+
+    assert callable(train) and issubclass(ConfigError, nbspam.NbspamError)
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        nbspam.nothing  # noqa: B018
+
+
+def test_nbspam_evaluate_stays_the_function_after_the_commands_ran(tmp_path):
+    cli_run("evaluate", SAMPLE / "train", "--folds", "2", "--event-model", "bernoulli")
+    assert callable(nbspam.evaluate)
+
+
+@pytest.mark.parametrize(
+    "options, settings",
+    [
+        (
+            ["--event-model", "multinomial", "--alpha", "0.5", "--min-count", "2"],
+            {"event_model": "multinomial", "alpha": 0.5, "min_count": 2},
+        ),
+        # YAML defaults, an option over them, the stop words resolved to their words
+        (
+            ["-c", "configs/bernoulli.yaml", "--alpha", "0.25", "--cutoffs=-3,4"],
+            {"config": "configs/bernoulli.yaml", "alpha": 0.25, "cutoffs": "-3,4"},
+        ),
+        ([], {}),  # auto: the choice and the decision rule by internal cross-validation
+    ],
+)
+def test_train_gives_the_model_the_command_writes(tmp_path, monkeypatch, options, settings):
+    monkeypatch.chdir(SAMPLE.parent)
+    expected = cli_model(tmp_path, "sample_data/train", *options)
+    model = nbspam.train("sample_data/train", **settings)
+    assert isinstance(model, nbspam.Classifier)
+    assert_same_model(model.model, expected)
+    assert model.model.cutoffs == expected.cutoffs
+    assert model.model.calibration == expected.calibration
+    assert model.model.info.get("auto") == expected.info.get("auto")
+
+
+def test_pairs_train_as_the_rows_of_a_table(tmp_path):
+    texts = [("buy cheap meds now", "spam"), ("lunch on thursday?", "ham")] * 3
+    texts += [("free money click here", "spam"), ("the team meets at noon", "ham")]
+    table = tmp_path / "t.tsv"
+    table.write_text("".join(f"{label}\t{text}\n" for text, label in texts))
+    expected = cli_model(tmp_path, table, "--event-model", "bernoulli", "--no-calibrate")
+    model = nbspam.train(texts, event_model="bernoulli", calibrate=False)
+    assert_same_model(model.model, expected)
+    mixed = nbspam.train([f"spam={SAMPLE}/train/spam", *texts], event_model="bernoulli")
+    assert set(mixed.labels) == {"ham", "spam"} and mixed.model.class_count.sum() > len(texts)
+
+
+def test_predict_gives_what_the_command_prints(tmp_path, sample_model_path):
+    model = nbspam.load(sample_model_path)
+    result = cli_run("predict", "-m", sample_model_path, "-f", "jsonl", SAMPLE / "new")
+    printed = [json.loads(line) for line in result.stdout.splitlines()]
+    got = model.predict(SAMPLE / "new")
+    assert [p.id for p in got] == [line["path"] for line in printed]
+    assert [p.log_odds for p in got] == [line["log_odds"] for line in printed]
+    assert [p.verdict for p in got] == [line["verdict"] for line in printed]
+    assert [p.calibrated for p in got] == [line["calibrated"] for line in printed]
+    # bytes are a raw message, as a file holds it; text is text, as a table row holds it
+    data = (SAMPLE / "new" / "001.eml").read_bytes()
+    as_bytes, as_text = model.predict([data, data.decode()])
+    assert (as_bytes.id, as_text.id) == ("0", "1")
+    assert as_bytes.log_odds == printed[0]["log_odds"]
+    assert isinstance(as_bytes, nbspam.Prediction)
+    row = tmp_path / "row.tsv"
+    row.write_text("ham\tLunch on Thursday?\n")
+    from_table = cli_run("predict", "-m", sample_model_path, "-f", "jsonl", row).stdout
+    assert model.predict("Lunch on Thursday?")[0].log_odds == json.loads(from_table)["log_odds"]
+
+
+def test_explain_splits_the_log_odds_as_the_command_does(sample_model_path):
+    model = nbspam.load(sample_model_path)
+    path = SAMPLE / "new" / "002.eml"
+    result = cli_run("explain", "-m", sample_model_path, "-f", "jsonl", path)
+    printed = json.loads(result.stdout.splitlines()[0])
+    e = model.explain(path)
+    assert e.log_odds == printed["log_odds"] == model.predict(path)[0].log_odds
+    assert e.bias + sum(c.contribution for c in e.contributions) == pytest.approx(e.log_odds)
+    top = model.explain(top=3)
+    assert [group.toward for group in top] == ["spam", "ham"]
+    assert all(len(group.terms) == 3 for group in top)
+
+
+def test_learn_and_forget_are_exact(tmp_path):
+    model = nbspam.train(f"{SAMPLE}/train", event_model="multinomial", calibrate=False)
+    before = model.model
+    change = model.learn([SPAM, HAM], "spam")
+    assert (change.learned, change.relabelled, change.unchanged) == (2, 0, 0)
+    moved = model.learn(HAM, "ham")
+    assert (moved.learned, moved.relabelled) == (0, 1)
+    expected = nbspam.train(
+        [f"{SAMPLE}/train", (SPAM, "spam"), (HAM, "ham")],
+        event_model="multinomial",
+        calibrate=False,
+    )
+    assert_same_model(model.model, expected.model)
+    gone = model.forget([SPAM, HAM, b"Subject: never learned\n\nhello"])
+    assert gone.forgotten == 2 and gone.unknown == ["2"]
+    assert_same_model(model.model, before)
+
+
+def test_learn_refuses_a_new_label_unless_asked(sample_model_path):
+    model = nbspam.load(sample_model_path)
+    with pytest.raises(nbspam.NbspamError) as error:
+        model.learn(SPAM, "phishing")
+    assert str(error.value) == (
+        "the model has no label 'phishing' (its labels: ham, spam); give new_label=True to add one"
+    )
+    model.learn(SPAM, "phishing", new_label=True)
+    assert model.labels == ("ham", "phishing", "spam")
+
+
+def test_save_and_load(tmp_path, sample_model_path):
+    model = nbspam.load(sample_model_path)
+    model.save(tmp_path / "copy.nbm")
+    again = nbspam.load(str(tmp_path / "copy.nbm"))
+    assert_same_model(again.model, model.model)
+    assert again.predict(SPAM)[0].log_odds == model.predict(SPAM)[0].log_odds
+
+
+def test_errors_are_the_ones_the_command_prints(tmp_path):
+    missing = tmp_path / "missing.nbm"
+    result = cli_run("predict", "-m", missing, SAMPLE / "new")
+    with pytest.raises(nbspam.ModelFileError) as error:
+        nbspam.load(missing)
+    assert result.stderr == f"Error: {error.value}\n" and result.exit_code == 1
+    result = cli_run("train", SAMPLE / "train", "-o", tmp_path / "m.nbm", "--alpha", "-1")
+    with pytest.raises(nbspam.ConfigError) as error:
+        nbspam.train(SAMPLE / "train", alpha=-1)
+    assert result.stderr == f"Error: {error.value}\n" and result.exit_code == 2
+    with pytest.raises(nbspam.TrainingError, match="at least two labels"):
+        nbspam.train([("one text", "spam")])
+    with pytest.raises(nbspam.InputError, match="item 0 of the training data"):
+        nbspam.train([42])
+
+
+def test_a_skipped_input_is_a_warning_with_the_line_the_command_prints(tmp_path):
+    model = nbspam.train(f"{SAMPLE}/train", event_model="bernoulli", calibrate=False)
+    (tmp_path / "binary").write_bytes(b"\0\1\2 not a message")
+    (tmp_path / "empty").mkdir()
+    with pytest.warns(nbspam.SkippedInputWarning) as caught:
+        got = model.predict([tmp_path / "binary", tmp_path / "empty", HAM])
+    assert [str(w.message) for w in caught] == [
+        f"{tmp_path / 'binary'}: binary data, not a message",
+        f"{tmp_path / 'empty'}: no messages found",
+    ]
+    assert [p.id for p in got] == ["2"]
+
+
+def test_evaluate_gives_the_report_the_command_prints(monkeypatch):
+    monkeypatch.chdir(SAMPLE.parent)
+    args = ["sample_data/train", "--folds", "3", "--seed", "7", "--event-model", "bernoulli"]
+    printed = json.loads(cli_run("evaluate", *args, "-f", "json").stdout)
+    report = nbspam.evaluate("sample_data/train", folds=3, seed=7, event_model="bernoulli")
+    for got in (printed, report):
+        got.pop("seconds")
+    assert json.loads(json.dumps(report)) == printed
+    held_out = nbspam.evaluate(
+        "sample_data/train", test="sample_data/train", event_model="bernoulli"
+    )
+    assert held_out["protocol"]["method"] == "holdout" and held_out["accuracy"] == 1.0
+
+
+def test_a_typed_table_trains_a_table_classifier(tmp_path):
+    rng = np.random.default_rng(0)
+    rows = ["x,colour,label"]
+    for i in range(80):
+        spam = i % 2 == 1
+        rows.append(
+            f"{rng.normal(3 if spam else 0):.3f},{'red' if spam else 'blue'},{'spam' if spam else 'ham'}"
+        )
+    table = tmp_path / "t.csv"
+    table.write_text("\n".join(rows) + "\n")
+    cli = cli_run("train", table, "-o", tmp_path / "t.nbm", "--no-calibrate")
+    assert cli.exit_code == 0, cli.stderr
+    model = nbspam.train(table, calibrate=False)
+    assert isinstance(model, nbspam.TableClassifier)
+    loaded = nbspam.load(tmp_path / "t.nbm")
+    assert isinstance(loaded, nbspam.TableClassifier)
+    printed = cli_run("predict", "-m", tmp_path / "t.nbm", "-f", "jsonl", table).stdout
+    expected = [json.loads(line)["log_odds"] for line in printed.splitlines()]
+    assert [p.log_odds for p in loaded.predict(table)] == expected
+    assert [p.log_odds for p in model.predict(str(table))] == expected
+    model.save(tmp_path / "again.nbm")
+    assert [p.log_odds for p in nbspam.load(tmp_path / "again.nbm").predict(table)] == expected
+    assert model.forget(table) == 80 and model.learn(table) == 80
+    assert [p.log_odds for p in model.predict(table)] == pytest.approx(expected, rel=1e-12)
+    rows_explained = model.explain(table)
+    assert rows_explained[0]["log_odds"] == pytest.approx(expected[0], rel=1e-12)
+
+
+def test_the_python_guide_runs(monkeypatch):
+    """Every example of docs/python.md gives the output it shows."""
+    import doctest
+
+    root = SAMPLE.parent
+    monkeypatch.chdir(root)
+    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    result = doctest.testfile(
+        str(root / "docs" / "python.md"), module_relative=False, optionflags=flags
+    )
+    assert result.attempted > 20 and result.failed == 0
