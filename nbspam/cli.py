@@ -444,7 +444,7 @@ def engine_options(f):
         type=click.Choice(["local", "dask"]),
         default="local",
         show_default=True,
-        help="local: worker processes on this machine; dask: the workers of a Dask cluster parse, tokenize and count (train: their counts are added up; predict: they score; evaluate: the folds are fitted here), needing pip install 'nbspam[dask]'. Both give the same model and the same predictions.",
+        help="local: worker processes on this machine; dask: the workers of a Dask cluster parse, tokenize and count (train: their counts are added up; predict: they score; evaluate: the folds are fitted here), needing Dask: pip install 'dask[distributed]'. Both give the same model and the same predictions.",
     )(f)
 
 
