@@ -1,13 +1,22 @@
 # Two commands do all the set-up on a fresh machine with only python3:
 #   make demo   create .venv, install nbspam, train on sample_data/, predict and explain
 #   make test   create .venv, install nbspam with its test tools, run the tests
+# and for the rest:
+#   make lint          ruff over the code, tests and benchmarks
+#   make man           the man pages of nbspam and each command, into build/man
+#   make install-man   install them into $(PREFIX)/share/man/man1 (PREFIX=/usr/local)
+#   make bench         accuracy and speed beside scikit-learn and bogofilter (minutes)
+#   make clean         remove .venv, the demo's output and the caches
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 OUT    ?= demo-out
+PREFIX ?= /usr/local
+MANDIR ?= $(PREFIX)/share/man/man1
+MANOUT  = build/man
 PIP     = $(BIN)/python -m pip --disable-pip-version-check --quiet
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean man install-man
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,7 +47,7 @@ test: $(VENV)/.test
 	$(BIN)/python -m pytest -q
 
 lint: $(VENV)/.test
-	$(BIN)/ruff check nbspam tests bench
+	$(BIN)/ruff check nbspam tests bench tools
 
 # bogofilter (Debian's package) runs beside nbspam for comparison where it can be installed
 bench: $(VENV)/.test
@@ -53,5 +62,18 @@ bench: $(VENV)/.test
 	$(BIN)/python bench/speed.py
 	$(BIN)/python bench/twins.py ../shared/corpora/spamassassin
 
+# the pages are made from the click commands by click-man, one of the test tools;
+# install-man only copies them, so `make man && sudo make install-man` builds as yourself
+man: $(MANOUT)/nbspam.1
+	@echo "man pages in $(MANOUT)/: man $(MANOUT)/nbspam.1"
+
+$(MANOUT)/nbspam.1: $(VENV)/.test tools/man.py $(wildcard nbspam/*.py)
+	rm -rf $(MANOUT)
+	$(BIN)/python tools/man.py $(MANOUT) >/dev/null
+
+install-man: $(MANOUT)/nbspam.1
+	install -d $(DESTDIR)$(MANDIR)
+	install -m 644 $(MANOUT)/*.1 $(DESTDIR)$(MANDIR)/
+
 clean:
-	rm -rf $(VENV) $(OUT) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(OUT) $(MANOUT) .pytest_cache .ruff_cache .hypothesis

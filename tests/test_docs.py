@@ -1,10 +1,15 @@
 """The documentation covers the commands, options, exit statuses and modules the program has,
-the README stays short, every link in the docs leads somewhere."""
+the README stays short, every link in the docs leads somewhere, and every command has a
+man page."""
 
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 from nbspam.cli import cli
 from nbspam.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_SKIPPED, EXIT_USAGE
@@ -134,3 +139,52 @@ def test_math_sections_cited_by_the_code_exist():
     assert cited <= headings, sorted(cited - headings)
     for page in PAGES:
         assert "MATH.md" not in text(page), page.name
+
+
+@pytest.fixture(scope="module")
+def man_pages(tmp_path_factory) -> Path:
+    pytest.importorskip("click_man", reason="click-man is one of the test tools")
+    folder = tmp_path_factory.mktemp("man")
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "man.py"), str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    return folder
+
+
+def test_every_command_has_a_man_page_with_its_help_and_options(man_pages):
+    expected = {"nbspam.1"} | {f"nbspam-{name}.1" for name in cli.commands}
+    assert {p.name for p in man_pages.iterdir()} == expected
+    for name, command in cli.commands.items():
+        page = text(man_pages / f"nbspam-{name}.1")
+        assert page.startswith(f'.TH "NBSPAM {name.upper()}" "1" '), name
+        first = command.help.split("\n", 1)[0]
+        assert first.replace("\\", "\\e") in page, name
+        for long_name in options(command, hidden=False):
+            assert long_name.replace("-", "\\-") in page, f"{name} {long_name}"
+        assert ".SH EXIT STATUS" in page and "\\fBnbspam\\fP(1)" in page, name
+
+
+def test_the_nbspam_man_page_lists_the_commands_and_points_to_the_docs(man_pages):
+    page = text(man_pages / "nbspam.1")
+    for name in cli.commands:
+        assert f"\\fBnbspam-{name}\\fP(1)" in page, name
+    see_also = page.split(".SH SEE ALSO\n", 1)[1]
+    for doc in ("docs/cli.md", "docs/filtering.md", "docs/math.md", "README.md"):
+        assert doc in see_also, doc
+
+
+def test_help_text_that_looks_like_roff_is_escaped():
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        pytest.importorskip("click_man", reason="click-man is one of the test tools")
+        from man import roff_text
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+    assert roff_text(".so /etc/passwd\n'x\na\\b") == "\\&.so /etc/passwd\n\\&'x\na\\eb"
+    assert roff_text("Example:\n\b\n  nbspam a\n  nbspam b\n\nmore") == (
+        "Example:\n.nf\n  nbspam a\n  nbspam b\n.fi\n\nmore"
+    )
