@@ -1,5 +1,6 @@
 # Two commands do all the set-up on a fresh machine with only python3:
-#   make demo   create .venv, install nbspam, train on sample_data/, predict and explain
+#   make demo   create .venv, install nbspam, train on sample_data/, predict and explain,
+#               then print the commands to try next
 #   make test   create .venv, install nbspam with its test tools, run the tests
 # and for the rest:
 #   make lint          ruff over the code, tests and benchmarks
@@ -42,6 +43,15 @@ demo: $(VENV)/.runtime
 	$(BIN)/nbspam predict -m $(OUT)/spam.nbm sample_data/new sample_data/mbox/spam.mbox sample_data/maildir/ham
 	$(BIN)/nbspam explain -m $(OUT)/spam.nbm --top 8
 	$(BIN)/nbspam explain -m $(OUT)/spam.nbm --top 12 sample_data/new/001.eml
+	@echo
+	@echo "Try next (the model is $(OUT)/spam.nbm; README.md and docs/ explain the rest):"
+	@echo "  . $(BIN)/activate   # or call $(BIN)/nbspam"
+	@echo "  nbspam predict -m $(OUT)/spam.nbm -f jsonl sample_data/new"
+	@echo "  nbspam filter -m $(OUT)/spam.nbm < sample_data/new/001.eml   # the message, with its verdict header"
+	@echo "  nbspam evaluate sample_data/train --folds 4"
+	@echo "  nbspam info -m $(OUT)/spam.nbm"
+	@echo "  nbspam --help   # every command; nbspam COMMAND --help for its options"
+	@echo "  make man && man build/man/nbspam.1   # the manual pages"
 
 test: $(VENV)/.test
 	$(BIN)/python -m pytest -q

@@ -188,3 +188,35 @@ def test_help_text_that_looks_like_roff_is_escaped():
     assert roff_text("Example:\n\b\n  nbspam a\n  nbspam b\n\nmore") == (
         "Example:\n.nf\n  nbspam a\n  nbspam b\n.fi\n\nmore"
     )
+
+
+def test_make_demo_ends_with_commands_to_try_that_work(tmp_path):
+    """make demo trains, predicts and explains, then prints what to try next; each nbspam
+    command it suggests runs as printed."""
+    venv = Path(sys.executable).parent.parent
+    if not (venv / ".runtime").exists():
+        pytest.skip("make demo runs in the checkout's .venv, made by make test")
+    out = tmp_path / "demo"
+    result = subprocess.run(
+        ["make", "-s", "demo", f"VENV={venv}", f"OUT={out}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    tail = result.stdout.split("\nTry next", 1)[1].splitlines()[1:]
+    assert tail and all(line.startswith("  ") for line in tail), tail
+    suggested = [line.split("   #", 1)[0].strip() for line in tail]
+    assert f"nbspam info -m {out}/spam.nbm" in suggested
+    nbspam = str(venv / "bin" / "nbspam")
+    for command in suggested:
+        if command.startswith("nbspam "):
+            ran = subprocess.run(
+                command.replace("nbspam", nbspam, 1),
+                shell=True,
+                cwd=ROOT,
+                capture_output=True,
+                timeout=60,
+            )
+            assert ran.returncode == 0, (command, ran.stderr)
