@@ -1134,7 +1134,7 @@ def filter_mail(
     With --autolearn the messages whose calibrated probability of spam is at least
     --autolearn-spam (learned as spam) or at most --autolearn-ham (as ham) are learned
     into MODEL after they are scored, as 'learn' would, unless MODEL learned them before.
-    Mistakes learned this way are not corrected: see the README for what it does to
+    Mistakes learned this way are not corrected: see docs/learning.md for what it does to
     accuracy.
 
     \b

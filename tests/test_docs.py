@@ -220,3 +220,14 @@ def test_make_demo_ends_with_commands_to_try_that_work(tmp_path):
                 timeout=60,
             )
             assert ran.returncode == 0, (command, ran.stderr)
+
+
+def test_help_and_docstrings_point_to_the_docs_page_that_holds_the_subject():
+    """The README is short now: help and docstrings name the page in docs/ instead."""
+    pointers = []
+    for path in (ROOT / "nbspam").glob("*.py"):
+        pointers += [f"{path.name}: {m}" for m in re.findall(r"(?:see|\()the README\b|\(README\)", text(path))]
+        for page in re.findall(r"\bdocs/([\w-]+\.md)", text(path)):
+            assert (DOCS / page).exists(), f"{path.name}: docs/{page}"
+    assert not pointers, pointers
+    assert "docs/learning.md" in cli.commands["filter"].help
