@@ -429,7 +429,7 @@ def engine_options(f):
         type=click.Choice(["local", "dask"]),
         default="local",
         show_default=True,
-        help="local: worker processes on this machine; dask: the workers of a Dask cluster parse, tokenize and count (train: their counts are added up; predict: they score; evaluate: the folds are fitted here), needing pip install 'nbspam[dask]'. Both give the same model and the same predictions.",
+        help="local: worker processes on this machine; dask: the workers of a Dask cluster parse, tokenize and count (train: their counts are added up; predict: they score; evaluate: the folds are fitted here), needing Dask: pip install 'dask[distributed]'. Both give the same model and the same predictions.",
     )(f)
 
 
@@ -1119,7 +1119,7 @@ def filter_mail(
     With --autolearn the messages whose calibrated probability of spam is at least
     --autolearn-spam (learned as spam) or at most --autolearn-ham (as ham) are learned
     into MODEL after they are scored, as 'learn' would, unless MODEL learned them before.
-    Mistakes learned this way are not corrected: see the README for what it does to
+    Mistakes learned this way are not corrected: see docs/learning.md for what it does to
     accuracy.
 
     \b

@@ -16,7 +16,7 @@ choice, cutoffs and calibration are those local training gives.
 Every task is a pure function of what it is sent, so a worker lost mid-run only costs its
 tasks being run again elsewhere (by Dask); a run that cannot finish (the scheduler lost,
 or no worker left for `NO_WORKERS_TIMEOUT`) ends in one `NbspamError` and writes nothing. Dask is an optional dependency: ``pip install
-'nbspam[dask]'``.
+'dask[distributed]'`` (or ``pip install '.[dask]'`` in nbspam's checkout).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from .messages import Message
 from .parallel import CHUNK, chunks
 from .training import decide
 
-MISSING = "--engine dask needs Dask: pip install 'nbspam[dask]'"
+MISSING = "--engine dask needs Dask: pip install 'dask[distributed]' (pipx inject nbspam 'dask[distributed]' under pipx)"
 CONNECT_TIMEOUT = "20s"
 """How long to try to reach a scheduler given by --scheduler."""
 NO_WORKERS_TIMEOUT = 60.0

@@ -1,5 +1,5 @@
 """Naive Bayes on the columns of a table: the statistics each column type keeps per class,
-and the log-likelihood each gives (MATH.md, "Categorical features" and "Gaussian features").
+and the log-likelihood each gives (docs/math.md, "Categorical features" and "Gaussian features").
 
 Every statistic is exact, so that adding rows and taking them away again (learn, forget,
 merge) gives back the same statistic bit for bit:

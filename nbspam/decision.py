@@ -63,7 +63,7 @@ def verdict(
 ) -> str:
     """The negative label below the ham cutoff, the positive label at or above the spam
     cutoff, 'unsure' between. Without cutoffs: the Bayes decision, no unsure band (a
-    log-odds of exactly 0 is negative, as MATH.md decides + iff w.x + b > 0)."""
+    log-odds of exactly 0 is negative, as docs/math.md, "The linear form: weights and bias", decides + iff w.x + b > 0)."""
     if cutoffs is None or cutoffs == (0.0, 0.0):
         return positive if log_odds > 0 else negative
     ham_cutoff, spam_cutoff = cutoffs

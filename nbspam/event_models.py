@@ -3,7 +3,7 @@
 As scikit-learn's discrete naive Bayes classes share one skeleton and differ only in a few
 pieces, a naive Bayes event model here supplies just two: whether a message's terms count
 by presence, and the linear form J_c(x) = intercept_c + sum_a f(x_a) coef_ca of its joint
-log-likelihood (`naive_bayes`, MATH.md); the shared `EventModel.form` makes the rest
+log-likelihood (`naive_bayes`, docs/math.md, "The linear form: weights and bias"); the shared `EventModel.form` makes the rest
 (the log-odds of two classes). Robinson–Fisher combining is not linear, and supplies its
 own form (`Fisher`). The vocabulary filters, the prior, cutoffs, calibration, learn and
 forget are shared by all. A new event model is a new class here and its name in
@@ -65,7 +65,7 @@ class EventModel:
 
 class Multinomial(EventModel):
     """Words drawn from a class's distribution over the vocabulary, theta_ac smoothed by
-    alpha; with ``binary`` each word counts once per message (MATH.md)."""
+    alpha; with ``binary`` each word counts once per message (docs/math.md, "Multinomial event model")."""
 
     name = "multinomial"
 
@@ -106,7 +106,7 @@ class Complement(Multinomial):
     """Complement naive Bayes (Rennie et al. 2003): each class's weights estimated from the
     messages of all the other classes, from the multinomial model's counts (``binary``: each
     word once per message), with no prior; ``complement_norm`` divides each class's weights
-    by the sum of their sizes (MATH.md). Rennie's transforms of the counts (tf, idf, length)
+    by the sum of their sizes (docs/math.md, "Complement naive Bayes"). Rennie's transforms of the counts (tf, idf, length)
     are left out, so that learn, forget and merge stay exact."""
 
     name = "complement"
@@ -123,7 +123,7 @@ class Complement(Multinomial):
 class Fisher(EventModel):
     """Robinson's smoothed spam probability f(w) of each word from the document counts, and
     Fisher's chi-square combining of a message's clues (the words with |f - 1/2| >=
-    min_dev), as bogofilter scores mail; two classes, presence only (MATH.md)."""
+    min_dev), as bogofilter scores mail; two classes, presence only (docs/math.md, "Robinson–Fisher combining")."""
 
     name = "fisher"
 

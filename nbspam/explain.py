@@ -71,7 +71,7 @@ class Clue:
 
 @dataclass(frozen=True)
 class FisherExplanation:
-    """A Robinson–Fisher score from its clues (MATH.md): the sums of ln f and ln(1 - f)
+    """A Robinson–Fisher score from its clues (docs/math.md, "Robinson–Fisher combining"): the sums of ln f and ln(1 - f)
     over the k clues, the log tails ln H = ln Q(-2 sum ln f, 2k) and ln S = ln Q(-2 sum
     ln(1 - f), 2k), and log_odds = logit(I), I = (1 + H - S) / 2, what `predict` reports."""
 
@@ -98,7 +98,7 @@ def top_terms(model: Model, n: int, *, against: str | None = None) -> list[Class
 
     Two classes: the positive class against the negative and the negative against the
     positive (w and -w). More classes: each class against ``against`` or, by default, against
-    the largest other class (MATH.md: weights per pair against a reference class).
+    the largest other class (docs/math.md, "The linear form: weights and bias": weights per pair against a reference class).
     Ties in weight are broken by term order, so the output is deterministic.
     """
     sc = model.form

@@ -21,7 +21,7 @@ sure of, by its calibrated probability of spam (at least 0.999: spam; at most 0.
 by default), is learned under that verdict, at the end of the run, through `update` under
 the model's lock. A message the model learned before, under either label, is left alone:
 autolearn never overrides what a person taught. What it does to accuracy is measured by
-`nbspam evaluate --online --learn autolearn` (README).
+`nbspam evaluate --online --learn autolearn` (docs/evaluation.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Robinson–Fisher combining (MATH.md): each word's spam probability f(w) from the document
+"""Robinson–Fisher combining (docs/math.md): each word's spam probability f(w) from the document
 counts, and a message's score from Fisher's chi-square tails, as logit(I) in log space.
 
 bogofilter, SpamBayes and SpamAssassin's Bayes score mail this way. Their scores pile up at

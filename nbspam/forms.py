@@ -66,7 +66,7 @@ class LinearForm(_Kept):
 
 @dataclass(frozen=True, eq=False)
 class FisherForm(_Kept):
-    """Robinson–Fisher scoring (`fisher`, MATH.md) over the clues: the kept terms are the
+    """Robinson–Fisher scoring (`fisher`, docs/math.md, "Robinson–Fisher combining") over the clues: the kept terms are the
     words with |f - 1/2| >= min_dev, log_f (k,) = ln f and log_not_f (k,) = ln(1 - f) of
     each. A message's score is logit(I) from the sums over its clues; ``positive`` is the
     row of the spam class. Presence only."""

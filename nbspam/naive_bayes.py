@@ -1,4 +1,4 @@
-"""The mathematics of naive Bayes (MATH.md) as small pure functions on numpy arrays.
+"""The mathematics of naive Bayes (docs/math.md) as small pure functions on numpy arrays.
 
 Shapes: C classes, d terms, n documents. Counts are int64, everything in log space float64.
 The naive Bayes event models are linear in their document features, so all are reduced to
@@ -60,7 +60,7 @@ def class_log_prior(class_count: np.ndarray, weights: np.ndarray | None = None) 
 def smoothing(alpha: float, has_zero: bool) -> float:
     """The alpha actually used: alpha itself, or ALPHA_FLOOR when alpha = 0 meets a zero count.
 
-    MATH.md: with l = 0 an unseen (word, class) pair has estimate 0 and log 0 must never
+    docs/math.md, "Smoothing": with l = 0 an unseen (word, class) pair has estimate 0 and log 0 must never
     reach a score; it is floored, and a SmoothingWarning says so.
     """
     if alpha == 0 and has_zero:
@@ -194,6 +194,6 @@ def pair_weights(
     log P(+|x) - log P(-|x) = b + sum_a f(x_a) w_a exactly. For the multinomial model
     w_a = log theta_a+ - log theta_a- and b = log pi_+ - log pi_-; for the Bernoulli model
     w_a = log[theta_a+ (1 - theta_a-) / (theta_a- (1 - theta_a+))] and
-    b = sum_a log[(1 - theta_a+) / (1 - theta_a-)] + log(pi_+ / pi_-)  (MATH.md).
+    b = sum_a log[(1 - theta_a+) / (1 - theta_a-)] + log(pi_+ / pi_-)  (docs/math.md, "The linear form: weights and bias").
     """
     return coef[positive] - coef[negative], float(intercept[positive] - intercept[negative])

@@ -1,6 +1,6 @@
 """Pictures of an evaluation: the ROC curve and the score histogram, as PNG or SVG.
 
-matplotlib is optional (``pip install 'nbspam[plot]'``); it is imported only when a plot is
+matplotlib is optional (``pip install matplotlib``); it is imported only when a plot is
 drawn, and always through its Agg canvas, so no window or display is ever needed.
 """
 
@@ -16,7 +16,7 @@ from .crossval import Scores
 from .errors import PlotError
 
 PLOT_SUFFIXES: dict[str, str] = {".png": "png", ".svg": "svg"}
-INSTALL_HINT = "pip install 'nbspam[plot]' (or pip install matplotlib)"
+INSTALL_HINT = "pip install matplotlib (pipx inject nbspam matplotlib under pipx)"
 HISTOGRAM_BINS = 60
 
 

@@ -201,7 +201,7 @@ def mutual_information(doc_count: np.ndarray, class_count: np.ndarray) -> np.nda
         I(a; Y) = sum_{v in {0, 1}} sum_c P(b_a = v, y = c) log[P(b_a = v, y = c) / (P(b_a = v) P(y = c))]
 
     with P(b_a = 1, y = c) = df_ac / N, P(b_a = 0, y = c) = (N_c - df_ac) / N, P(y = c) = N_c / N
-    and P(b_a = v) = sum_c P(b_a = v, y = c); 0 log 0 = 0 (MATH.md). A term in every message
+    and P(b_a = v) = sum_c P(b_a = v, y = c); 0 log 0 = 0 (docs/math.md, "Mutual information"). A term in every message
     of some classes and in none of the others tells the label apart best; a term as frequent
     in every class has I = 0.
     """

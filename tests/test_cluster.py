@@ -37,7 +37,8 @@ def test_without_dask_the_engine_says_how_to_install_it(monkeypatch, tmp_path):
     result = cli_run("train", SAMPLE / "train", "-o", tmp_path / "m.nbm", "--engine", "dask")
     assert (result.exit_code, result.stderr) == (
         1,
-        "Error: --engine dask needs Dask: pip install 'nbspam[dask]'\n",
+        "Error: --engine dask needs Dask: pip install 'dask[distributed]'"
+        " (pipx inject nbspam 'dask[distributed]' under pipx)\n",
     )
     assert not (tmp_path / "m.nbm").exists()
 
@@ -63,7 +64,7 @@ def test_stride_is_the_one_rows_ends_with():
 
 
 distributed = pytest.importorskip(
-    "distributed", reason="Dask is not installed: pip install 'nbspam[dask]'"
+    "distributed", reason="Dask is not installed: pip install 'dask[distributed]'"
 )
 
 

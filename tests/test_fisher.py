@@ -1,4 +1,4 @@
-"""Robinson–Fisher combining against MATH.md: hand-computed values and scipy as an oracle."""
+"""Robinson–Fisher combining against docs/math.md: hand-computed values and scipy as an oracle."""
 
 from __future__ import annotations
 
@@ -105,7 +105,7 @@ def fisher_path(sample_models):
 
 
 def _by_hand(model, tokens):
-    """logit(I) of a message from MATH.md: f of every vocabulary word from the counts, the
+    """logit(I) of a message from docs/math.md: f of every vocabulary word from the counts, the
     message's distinct words that are clues, the two sums, Fisher's tails."""
     cfg = model.training
     f = word_probabilities(

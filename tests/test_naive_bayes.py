@@ -1,4 +1,4 @@
-"""The models against MATH.md: hand-worked examples, invariants, scikit-learn as an oracle."""
+"""The models against docs/math.md: hand-worked examples, invariants, scikit-learn as an oracle."""
 
 from __future__ import annotations
 

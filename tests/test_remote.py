@@ -4,6 +4,7 @@ from, so the same model, on the local engine and on Dask."""
 from __future__ import annotations
 
 import json
+import sys
 import uuid
 
 import pytest
@@ -73,3 +74,13 @@ def test_nothing_matching_and_an_unknown_protocol_are_one_line(bucket, sample_mo
     )
     result = cli_run("predict", "-m", sample_model_path, str(SAMPLE / "none-*.eml"))
     assert (result.exit_code, result.stderr) == (3, f"{SAMPLE / 'none-*.eml'}: no file matches\n")
+
+
+def test_without_fsspec_a_url_says_how_to_install_it(monkeypatch, sample_model_path):
+    monkeypatch.setitem(sys.modules, "fsspec", None)  # import fsspec fails
+    result = cli_run("predict", "-m", sample_model_path, "memory://bucket/x.eml")
+    assert (result.exit_code, result.stderr) == (
+        1,
+        "Error: memory://bucket/x.eml: reading URLs needs fsspec: pip install fsspec"
+        " (it comes with 'dask[distributed]')\n",
+    )
