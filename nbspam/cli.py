@@ -493,6 +493,10 @@ def train(
     from .training import train as train_model
 
     specs = [*data, *_listed(files_from, null)]
+    check_outputs(
+        [("-o", output, "the model")],
+        [*_data_inputs(specs), *_setting_inputs(config_file, options)],
+    )
     table_path, table_settings = _typed_table(specs, options)
     settings = settings_from(config_file, options)
     _check_output(output)
@@ -559,6 +563,39 @@ def check_writable(path: str, option: str) -> None:
         raise NbspamError(f"{option} {path}: no such folder {folder}")
     if not os.access(path if os.path.exists(path) else folder, os.W_OK):
         raise NbspamError(f"{option} {path}: permission denied")
+
+
+def check_outputs(outputs, inputs) -> None:
+    """`safefiles.check_outputs`: no output may be an input, before any work starts."""
+    from .safefiles import check_outputs as check
+
+    check(outputs, inputs)
+
+
+def _data_inputs(specs: Iterable[str]) -> list[tuple[str, str]]:
+    """(path, what) of each DATA spec: a LABEL=PATH spec names PATH (as `read_labelled`
+    reads it)."""
+    out = []
+    for spec in specs:
+        label, sep, path = spec.partition("=")
+        if sep and label and not os.path.exists(spec):
+            spec = path
+        out.append((spec, f"the input {spec}"))
+    return out
+
+
+def _inputs(paths: Iterable[str]) -> list[tuple[str, str]]:
+    """(path, what) of each PATH a command reads."""
+    return [(path, f"the input {path}") for path in paths]
+
+
+def _setting_inputs(config_file: str | None, options: dict[str, Any]) -> list[tuple[str, str]]:
+    """(path, what) of the files of settings a training command reads."""
+    words = options.get("stop_words")
+    files = [("the --config file", config_file)]
+    if words not in (None, "english", "none"):
+        files.append(("the --stop-words file", words))
+    return [(path, what) for what, path in files if path]
 
 
 def read_inputs(paths: Iterable[str], problems) -> Iterator:
@@ -912,6 +949,10 @@ def evaluate(
     from .report import report as evaluation_report
     from .settings import settings_from
 
+    check_outputs(
+        [("--scores", scores_file, "the --scores file"), ("--plot", plot, "the --plot file")],
+        [*_data_inputs([*data, *test_data]), *_setting_inputs(config_file, options)],
+    )
     table_path, table_settings = _typed_table(data, options)
     settings = settings_from(config_file, options)
     if online and (test_data or chronological):
@@ -1077,7 +1118,7 @@ def _move_option(kind: str, what: str):
     "--state",
     "state_path",
     type=click.Path(dir_okay=False),
-    help="Folders: the record of messages filtered before. [default: MODEL.state]",
+    help="Folders: the record of messages filtered before, never written through a symbolic link, made with the model's mode and group. [default: MODEL.state]",
 )
 @click.option(
     "--autolearn",
@@ -1156,6 +1197,15 @@ def filter_mail(
     from .mailstore import default_state_path
     from .quick import load_scorer
 
+    state_path = state_path or default_state_path(model_path)
+    check_outputs(
+        [
+            ("-m", model_path, "the model"),
+            ("--state", None if dry_run else state_path, "the --state file"),
+            ("--report", report_path, "the --report file"),
+        ],
+        _inputs(paths),
+    )
     scorer = load_scorer(model_path)
     report = Reporter("filtered")
     moves = {"spam": move_spam, "unsure": move_unsure, "ham": move_ham}
@@ -1164,13 +1214,14 @@ def filter_mail(
             scorer,
             paths,
             moves,
-            state_path=state_path or default_state_path(model_path),
+            state_path=state_path,
             dry_run=dry_run,
             problems=report.problems,
             report=write,
             progress=report.progress,
             jobs=jobs,
             autolearn=learner,
+            model_path=model_path,
         )
     status = report.finish()
     click.echo(summary.line(dry_run=dry_run), err=True)
@@ -1220,11 +1271,14 @@ def learn(
     from .update import learn as learn_messages
     from .update import update_model_file
 
+    given = [*paths, *_listed(files_from, null)]
+    check_outputs([("-m", model_path, "the model")], _inputs(given))
     if is_table_model(model_path):
-        _update_table(model_path, [*paths, *_listed(files_from, null)], +1, label)
+        _update_table(model_path, given, +1, label)
         return
     report = Reporter("learned")
-    messages = read_inputs(_paths(paths, files_from, null), report.problems)
+    stdin = not paths and files_from is None
+    messages = read_inputs(["-"] if stdin else given, report.problems)
 
     def change(model):
         if label not in model.labels and not new_label:
@@ -1264,11 +1318,14 @@ def forget(model_path: str, paths: tuple[str, ...], files_from, null: bool) -> N
     from .update import forget as forget_messages
     from .update import update_model_file
 
+    given = [*paths, *_listed(files_from, null)]
+    check_outputs([("-m", model_path, "the model")], _inputs(given))
     if is_table_model(model_path):
-        _update_table(model_path, [*paths, *_listed(files_from, null)], -1, None)
+        _update_table(model_path, given, -1, None)
         return
     report = Reporter("forgot")
-    messages = read_inputs(_paths(paths, files_from, null), report.problems)
+    stdin = not paths and files_from is None
+    messages = read_inputs(["-"] if stdin else given, report.problems)
     _, change = update_model_file(model_path, lambda m: forget_messages(m, messages))
     for name in change.unknown:
         report.problems.skip(name, "not learned by this model, nothing to forget")
@@ -1366,7 +1423,9 @@ def prune(
         _, done = update_model_file(model_path, change)
     else:
         _check_output(output)
-        _refuse_same_file(output, model_path, "the model being pruned")
+        check_outputs(
+            [("-o", output, "the pruned model")], [(model_path, "the model being pruned")]
+        )
         pruned, done = change(load_model(model_path))
         write_model(pruned, output)
     click.echo(
@@ -1384,7 +1443,7 @@ def prune(
     "--state",
     "state_path",
     type=click.Path(dir_okay=False),
-    help="Where sync keeps what it has learned. [default: MODEL.sync]",
+    help="Where sync keeps what it has learned, never written through a symbolic link, made with the model's mode and group. [default: MODEL.sync]",
 )
 def sync(model_path: str, folders: tuple[str, ...], state_path: str | None) -> None:
     """Learn what was done with the mail in FOLDERS: each message as its folder's label.
@@ -1404,10 +1463,13 @@ def sync(model_path: str, folders: tuple[str, ...], state_path: str | None) -> N
     from .sync import default_state_path
     from .sync import sync as sync_folders
 
-    report = Reporter("synced")
-    done = sync_folders(
-        model_path, folders, state_path or default_state_path(model_path), report.problems
+    state_path = state_path or default_state_path(model_path)
+    check_outputs(
+        [("-m", model_path, "the model"), ("--state", state_path, "the --state file")],
+        _data_inputs(folders),
     )
+    report = Reporter("synced")
+    done = sync_folders(model_path, folders, state_path, report.problems)
     status = report.finish()
     learned = (
         ", ".join(f"{n:,} as {label}" for label, n in done.learned.items() if n) or "nothing new"
@@ -1440,6 +1502,7 @@ def merge(models: tuple[str, ...], output: str) -> None:
 
     if len(models) < 2:
         raise click.UsageError("merge needs two or more models")
+    check_outputs([("-o", output, "the merged model")], [(m, f"the model {m}") for m in models])
     _check_output(output)
     if _merge_tables(models, output):
         return
@@ -1495,7 +1558,7 @@ def dump(model_path: str, output: str | None) -> None:
 
     if output is not None:
         _check_output(output)
-        _refuse_same_file(output, model_path, "the model being dumped")
+        check_outputs([("-o", output, "the dump")], [(model_path, "the model being dumped")])
     model = load_model(model_path)
     if output is None:
         out = sys.stdout.buffer
@@ -1539,7 +1602,7 @@ def restore(source: str, output: str) -> None:
     if source == "-":
         model = restore_model(sys.stdin.buffer)
     else:
-        _refuse_same_file(output, source, "the dump being read")
+        check_outputs([("-o", output, "the model")], [(source, "the dump being read")])
         try:
             stream = open(source, "rb")
         except OSError as error:
@@ -1552,16 +1615,6 @@ def restore(source: str, output: str) -> None:
         f"{len(model.seen_labels):,} messages learned",
         err=True,
     )
-
-
-def _refuse_same_file(output: str, other: str, what: str) -> None:
-    """Refuse -o naming the file a command reads (it would be replaced by what is made of it)."""
-    try:
-        same = os.path.samefile(output, other)
-    except OSError:
-        return
-    if same:
-        raise NbspamError(f"-o {output} is {what}; give another file")
 
 
 @cli.command()

@@ -28,6 +28,13 @@ from typing import Any
 
 from . import __version__
 from .errors import ModelFileError
+from .safefiles import (
+    apply_permissions,
+    check_side_path,
+    create_temporary,
+    file_kind,
+    permissions_of,
+)
 
 MAGIC = b"\x89NBSPAM\n"
 FORMAT_VERSION = 1
@@ -100,7 +107,7 @@ def read(path: str | os.PathLike[str]) -> Container:
         stats = os.fstat(fd)
         if not stat.S_ISREG(stats.st_mode):
             os.close(fd)
-            kind = _kind(stats.st_mode)
+            kind = file_kind(stats.st_mode)
             raise ModelFileError(f"cannot read model file {path}: {kind}, not a regular file")
         with os.fdopen(fd, "rb", buffering=0) as f:
             return _read(path, f, stats.st_size)
@@ -225,18 +232,6 @@ def _no_constant(name: str) -> None:
     raise ValueError(f"{name} is not a number")
 
 
-def _kind(mode: int) -> str:
-    """What a file that is not a regular file is, for an error message."""
-    kinds = [
-        (stat.S_ISDIR, "it is a folder"),
-        (stat.S_ISFIFO, "it is a FIFO"),
-        (stat.S_ISSOCK, "it is a socket"),
-        (stat.S_ISCHR, "it is a device"),
-        (stat.S_ISBLK, "it is a device"),
-    ]
-    return next((text for test, text in kinds if test(mode)), "it is a special file")
-
-
 def target(path: str | os.PathLike[str]) -> Path:
     """Where writing ``path`` (a model, or a file updated under its `lock`) goes: through
     symbolic links to the final target, which must be a regular file if it exists (a
@@ -249,7 +244,7 @@ def target(path: str | os.PathLike[str]) -> Path:
     except OSError as exc:
         raise ModelFileError(f"cannot write {path}: {exc.strerror or exc}") from None
     if not stat.S_ISREG(mode):
-        raise ModelFileError(f"cannot write {path}: {_kind(mode)}, not a regular file")
+        raise ModelFileError(f"cannot write {path}: {file_kind(mode)}, not a regular file")
     return real
 
 
@@ -288,17 +283,29 @@ def _aligned(n: int) -> int:
 
 
 def write_file(
-    path: str | os.PathLike[str], parts: Iterable[bytes], *, what: str = "model file"
+    path: str | os.PathLike[str],
+    parts: Iterable[bytes],
+    *,
+    what: str = "model file",
+    beside: str | os.PathLike[str] | None = None,
 ) -> None:
     """Write ``parts`` to ``path`` atomically: a temporary file beside its `target`,
     flushed to disk, then renamed over it, so a reader sees the old file or the new and a
-    failure leaves the old one; ``what`` names the file in the one-line error."""
-    real = target(path)
+    failure leaves the old one; ``what`` names the file in the one-line error.
+
+    The new file keeps the mode and group of the file it replaces (`safefiles`). A file
+    kept ``beside`` a model (a sync state) is written at ``path`` itself, never through a
+    link, with the model's mode and group.
+    """
+    if beside is None:
+        real = target(path)
+        permissions = permissions_of(real)
+    else:
+        real = check_side_path(path, what)
+        permissions = permissions_of(beside)
     folder = real.parent
     try:
-        import tempfile  # writing only: reading a model (a cold start) does without it
-
-        fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=folder)
+        fd, tmp = create_temporary(folder, real.name)
     except OSError as exc:
         raise ModelFileError(f"cannot write {what} {path}: {exc.strerror or exc}") from None
     try:
@@ -306,8 +313,8 @@ def write_file(
             for part in parts:
                 f.write(part)
             f.flush()
+            apply_permissions(f.fileno(), permissions)
             os.fsync(f.fileno())
-        os.chmod(tmp, _mode_for(real))
         os.replace(tmp, real)
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
@@ -330,13 +337,3 @@ def fsync_folder(folder: str | os.PathLike[str]) -> None:
         pass
     finally:
         os.close(dir_fd)
-
-
-def _mode_for(path: Path) -> int:
-    """Keep an existing file's permissions; a new file gets 0o666 less the umask."""
-    try:
-        return path.stat().st_mode & 0o777
-    except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask

@@ -45,6 +45,12 @@ class LockError(NbspamError):
     or the lock file cannot be written."""
 
 
+class UnsafeFileError(NbspamError):
+    """A file nbspam would write is a symbolic link, a hard link or not a regular file where
+    it must be one (`safefiles`), or an output of a command is one of its inputs: refused
+    before anything is written."""
+
+
 class FilterError(NbspamError):
     """Mail cannot be filtered as asked: a multi-class model, an mbox, an unusable folder."""
 

@@ -317,6 +317,7 @@ def filter_folders(
     lock_timeout: float = DEFAULT_TIMEOUT,
     jobs: int = 1,
     autolearn: Autolearn | None = None,
+    model_path: str | None = None,
 ) -> Summary:
     """Filter the message files of Maildirs and folders; see the module docstring.
 
@@ -328,7 +329,8 @@ def filter_folders(
     are. A dry run moves nothing and writes no state. The state file's lock is held for the
     whole run, so two runs never handle the same message. With ``autolearn`` the new
     messages sure enough to learn are listed in the summary's ``autolearned`` (the caller
-    learns them: `learn_confident`; a dry run lists them too).
+    learns them: `learn_confident`; a dry run lists them too). The state file and its lock
+    are made with the permissions of the file at ``model_path`` (`safefiles`).
     """
     require_two_classes(scorer.labels)
     unknown = set(moves) - set(KINDS)
@@ -339,8 +341,10 @@ def filter_folders(
     }
     run = _Run(scorer, Plan(destinations, dry_run), problems or Problems(), report, progress)
     run.autolearn = autolearn
-    with nullcontext() if dry_run else model_lock(state_path, timeout=lock_timeout):
-        state = FilterState(state_path, write=not dry_run)
+    beside = model_path or state_path
+    locked = model_lock(state_path, timeout=lock_timeout, beside=beside)
+    with nullcontext() if dry_run else locked:
+        state = FilterState(state_path, write=not dry_run, beside=beside)
         try:
             if not dry_run:
                 for destination in destinations.values():

@@ -5,10 +5,15 @@ however it exits (even by SIGKILL), so a lock can never be left stale by a dead 
 a live holder that keeps it longer than the timeout makes the waiting command give up
 with a one-line error that names its process id. Readers need no lock: model files are
 replaced by an atomic rename, so a reader sees the old model or the new one.
+
+The lock file is a file beside the model (`safefiles`): never opened through a symbolic
+link, created exclusively with the model's mode and group, so that every user who may
+write a shared model may also take its lock.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import time
@@ -17,24 +22,40 @@ from contextlib import contextmanager
 
 from .container import target
 from .errors import LockError, os_reason
+from .safefiles import check_side_path, open_side_file
 
 DEFAULT_TIMEOUT = 60.0
 
 
 @contextmanager
-def model_lock(path: str | os.PathLike[str], *, timeout: float = DEFAULT_TIMEOUT) -> Iterator[None]:
+def model_lock(
+    path: str | os.PathLike[str],
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    beside: str | os.PathLike[str] | None = None,
+) -> Iterator[None]:
     """Hold the exclusive lock of the model at ``path`` for the duration of the block.
 
     The lock is beside the model's `container.target` (through symbolic links), so that two
     writers reaching one file by different links exclude each other; a target that is not a
-    regular file is refused before any lock file is made beside it.
+    regular file is refused before any lock file is made beside it. The lock of a file kept
+    ``beside`` a model (`filter`'s state) is beside that file itself, which may not be a
+    link, and takes the model's permissions.
     """
-    real = target(path)
+    if beside is None:
+        real = target(path)
+        like = real
+    else:
+        real = check_side_path(path, "state file")
+        like = beside
     lock_path = real.with_name(real.name + ".lock")
     try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+        fd = open_side_file(lock_path, os.O_RDWR | os.O_CREAT, what="lock file", like=like)
     except OSError as exc:
-        raise LockError(f"cannot create lock file {lock_path}: {os_reason(exc)}") from None
+        hint = ""
+        if exc.errno == errno.EACCES and os.path.lexists(lock_path):  # made by an old nbspam
+            hint = "; its owner can give it the model's mode (chmod g+rw), or remove it"
+        raise LockError(f"cannot create lock file {lock_path}: {os_reason(exc)}{hint}") from None
     try:
         deadline = time.monotonic() + timeout
         while True:

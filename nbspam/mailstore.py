@@ -14,7 +14,6 @@ from __future__ import annotations
 import errno
 import os
 import shutil
-import stat
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
@@ -24,6 +23,7 @@ from .container import fsync_folder
 from .errors import FilterError, os_reason
 from .headers import message_digest, one_line
 from .messages import is_maildir
+from .safefiles import open_side_file
 
 TMP_PREFIX = ".nbspam-tmp."
 STATE_SUFFIX = ".state"
@@ -44,24 +44,22 @@ class FilterState:
     read (a line cut short by a crash) are ignored: their message is handled again.
     """
 
-    def __init__(self, path: str, *, write: bool) -> None:
+    def __init__(self, path: str, *, write: bool, beside: str | None = None) -> None:
         self.path = path
         self.digests = self._load(path)
-        self._fd = self._open(path) if write else None
+        self._fd = self._open(path, beside) if write else None
 
     @staticmethod
     def _load(path: str) -> set[bytes]:
         try:
-            # not blocking on a FIFO, and refusing a device (/dev/zero never ends)
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            # never through a link, not blocking on a FIFO, refusing a device (/dev/zero)
+            fd = open_side_file(path, os.O_RDONLY, what="state file")
         except FileNotFoundError:
             return set()
         except OSError as exc:
             raise FilterError(f"cannot read state file {path}: {os_reason(exc)}") from None
         try:
             with os.fdopen(fd, "rb") as f:
-                if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                    raise FilterError(f"state file {path} is not a regular file")
                 lines = f.read().split(b"\n")
         except OSError as exc:
             raise FilterError(f"cannot read state file {path}: {os_reason(exc)}") from None
@@ -76,10 +74,13 @@ class FilterState:
         return digests
 
     @staticmethod
-    def _open(path: str) -> int:
+    def _open(path: str, beside: str | None) -> int:
+        """The state open to append to, made (with the model's permissions, see
+        `safefiles`) if missing; never through a link."""
         try:
-            new = not os.path.exists(path)
-            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+            new = not os.path.lexists(path)
+            flags = os.O_RDWR | os.O_APPEND | os.O_CREAT
+            fd = open_side_file(path, flags, what="state file", like=beside)
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":
                 os.write(fd, b"\n")  # end a line a crash cut short

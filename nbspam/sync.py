@@ -32,6 +32,7 @@ from .container import write_file
 from .errors import ConfigError, NbspamError, os_reason
 from .headers import message_digest
 from .messages import Message, Problems, checked_message, folder_files
+from .safefiles import open_side_file
 
 STATE_SUFFIX = ".sync"
 _HEADER = "# nbspam sync state 1: key<TAB>label<TAB>digest"
@@ -102,9 +103,11 @@ def list_folders(
 
 def load_state(path: str) -> dict[str, tuple[str, str]]:
     """key -> (label, digest hex) of the messages learned by earlier runs; a line a crash
-    cut short, or one that cannot be read, is left out (its message is read again)."""
+    cut short, or one that cannot be read, is left out (its message is read again). Never
+    read through a symbolic link (`safefiles`)."""
     try:
-        with open(path, encoding="utf-8", errors="surrogateescape") as f:
+        fd = open_side_file(path, os.O_RDONLY, what="sync state")
+        with open(fd, encoding="utf-8", errors="surrogateescape") as f:
             lines = f.read().split("\n")
     except FileNotFoundError:
         return {}
@@ -118,13 +121,16 @@ def load_state(path: str) -> dict[str, tuple[str, str]]:
     return state
 
 
-def save_state(path: str, state: dict[str, tuple[str, str]]) -> None:
-    """Write the state whole, atomically (`container.write_file`)."""
+def save_state(path: str, state: dict[str, tuple[str, str]], *, model: str | None = None) -> None:
+    """Write the state whole, atomically (`container.write_file`), at ``path`` itself (never
+    through a link) with the permissions of the file at ``model``."""
     lines = [_HEADER] + [
         f"{key}\t{label}\t{digest}" for key, (label, digest) in sorted(state.items())
     ]
     text = "\n".join(lines) + "\n"
-    write_file(path, [text.encode("utf-8", "surrogateescape")], what="sync state")
+    write_file(
+        path, [text.encode("utf-8", "surrogateescape")], what="sync state", beside=model or path
+    )
 
 
 def sync(
@@ -171,7 +177,7 @@ def sync(
             for key, message in keyed:
                 kept[key] = (label, message_digest(message.data).hex())
         gone = sum(1 for key in state if key not in found)
-        save_state(state_path, kept)
+        save_state(state_path, kept, model=model_path)
     return SyncReport(
         found=len(found),
         opened=sum(map(len, learned.values())),

@@ -51,11 +51,12 @@ def test_unicode_terms_survive(tmp_path):
     assert load_model(tmp_path / "u.nbm").terms == ("straße", "subject:ünïcode", "東京")
 
 
-def test_no_temporary_file_is_left_and_permissions_follow_umask(saved):
+def test_no_temporary_file_is_left_and_a_new_model_is_not_for_others(saved):
+    # the umask, less every permission of others: a model holds the words of mail
     assert os.listdir(saved.parent) == ["m.nbm"]
     umask = os.umask(0)
     os.umask(umask)
-    assert saved.stat().st_mode & 0o777 == 0o666 & ~umask
+    assert saved.stat().st_mode & 0o777 == 0o666 & ~umask & ~0o007
 
 
 def test_a_failed_write_keeps_the_old_file(model, saved, monkeypatch):

@@ -1,0 +1,329 @@
+"""A model shared on a mail host: what a member of its group can plant beside it is never
+written through, every member can lock and replace it, and no output may be an input."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from nbspam.modelfile import load_model
+from tests.helpers import SAMPLE, cli_run
+
+MESSAGE = SAMPLE / "new" / "001.eml"
+VICTIM = "a file of root's\n"
+
+
+def maildir(path: Path) -> Path:
+    for sub in ("cur", "new", "tmp"):
+        (path / sub).mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture
+def mail(tmp_path) -> Path:
+    """A Maildir with one message in new/."""
+    folder = maildir(tmp_path / "mail")
+    shutil.copyfile(MESSAGE, folder / "new" / "1.eml")
+    return folder
+
+
+@pytest.fixture
+def victim(tmp_path) -> Path:
+    """A file a neighbour would like root to overwrite (/etc/some-root-file)."""
+    path = tmp_path / "etc" / "some-root-file"
+    path.parent.mkdir()
+    path.write_text(VICTIM)
+    return path
+
+
+# -- files beside the model are never written through links -------------------------------------
+
+COMMANDS = {
+    "prune": ["prune", "--keep-digests", "100000"],
+    "learn": ["learn", "-l", "ham", MESSAGE],
+    "forget": ["forget", MESSAGE],
+    "sync": ["sync", "ham={mail}"],
+    "filter": ["filter", "-j", "1", "{mail}"],
+}
+
+
+@pytest.mark.parametrize(
+    "command, suffix, what",
+    [
+        ("prune", ".lock", "lock file"),
+        ("learn", ".lock", "lock file"),
+        ("forget", ".lock", "lock file"),
+        ("sync", ".lock", "lock file"),
+        ("sync", ".sync", "sync state"),
+        ("filter", ".state", "state file"),
+        ("filter", ".state.lock", "lock file"),
+    ],
+)
+def test_a_planted_link_beside_the_model_is_refused(
+    sample_model, mail, victim, command, suffix, what
+):
+    side = Path(f"{sample_model}{suffix}")
+    side.symlink_to(victim)
+    before = sample_model.read_bytes()
+    args = [str(a).format(mail=mail) for a in COMMANDS[command]]
+    result = cli_run(args[0], "-m", sample_model, *args[1:])
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: {what} {side} is a symbolic link: refusing to write through it; remove it\n",
+    )
+    assert victim.read_text() == VICTIM
+    assert side.is_symlink() and sample_model.read_bytes() == before
+    assert (mail / "new" / "1.eml").is_file()
+
+
+def test_a_dangling_link_is_not_followed_to_make_a_file(sample_model, mail, tmp_path):
+    target = tmp_path / "etc" / "new-root-file"
+    target.parent.mkdir()
+    state = Path(f"{sample_model}.sync")
+    state.symlink_to(target)
+    result = cli_run("sync", "-m", sample_model, f"ham={mail}")
+    assert result.exit_code == 1
+    assert "is a symbolic link: refusing to write through it" in result.stderr
+    assert not target.exists()
+
+
+@pytest.mark.parametrize("command, suffix", [("learn", ".lock"), ("filter", ".state")])
+def test_a_planted_hard_link_beside_the_model_is_refused(
+    sample_model, mail, victim, command, suffix
+):
+    side = Path(f"{sample_model}{suffix}")
+    os.link(victim, side)
+    args = [str(a).format(mail=mail) for a in COMMANDS[command]]
+    result = cli_run(args[0], "-m", sample_model, *args[1:])
+    assert result.exit_code == 1
+    assert result.stderr.endswith(
+        f" {side} has 2 hard links: refusing to write through them; remove it\n"
+    )
+    assert victim.read_text() == VICTIM
+
+
+def test_a_fifo_as_state_is_refused_without_waiting(sample_model, mail):
+    state = Path(f"{sample_model}.state")
+    os.mkfifo(state)
+    result = cli_run("filter", "-j", "1", "-m", sample_model, mail)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: cannot write state file {state}: it is a FIFO, not a regular file\n",
+    )
+
+
+def test_the_model_itself_may_stay_a_link(sample_model, tmp_path):
+    link = tmp_path / "link.nbm"
+    link.symlink_to(sample_model)
+    assert cli_run("learn", "-m", link, "-l", "ham", MESSAGE).exit_code == 0
+    assert link.is_symlink() and Path(f"{sample_model}.lock").is_file()
+
+
+# -- permissions of a shared model ----------------------------------------------------------------
+
+
+def test_a_replaced_model_keeps_its_mode_owner_and_group(sample_model):
+    os.chown(sample_model, 4321, 4322)
+    os.chmod(sample_model, 0o660)
+    if (sample_model.stat().st_uid, sample_model.stat().st_gid) != (4321, 4322):
+        pytest.skip("giving a file away needs root")
+    assert cli_run("learn", "-m", sample_model, "-l", "spam", MESSAGE).exit_code == 0
+    stats = sample_model.stat()
+    assert (stats.st_mode & 0o7777, stats.st_uid, stats.st_gid) == (0o660, 4321, 4322)
+    lock = Path(f"{sample_model}.lock").stat()
+    assert (lock.st_mode & 0o7777, lock.st_gid) == (0o660, 4322)
+
+
+def test_a_new_model_is_not_for_others(tmp_path):
+    old = os.umask(0o022)
+    try:
+        assert cli_run("train", SAMPLE / "train", "-o", tmp_path / "new.nbm").exit_code == 0
+    finally:
+        os.umask(old)
+    assert (tmp_path / "new.nbm").stat().st_mode & 0o777 == 0o640
+    assert (tmp_path / "new.nbm.lock").stat().st_mode & 0o777 == 0o640
+
+
+GROUP, ALICE, BOB = 4700, 4701, 4702
+
+
+def as_user(uid: int, umask: int, *args) -> tuple[int, str]:
+    """`nbspam ARGS` in a forked child of this process run as user ``uid`` of group GROUP
+    only, with ``umask``: (exit status, stderr). Everything the command imports must be
+    imported already (this interpreter may lie in a folder the user cannot read)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            os.close(read)
+            os.setgroups([])
+            os.setgid(GROUP)
+            os.setuid(uid)
+            os.umask(umask)
+            result = cli_run(*args)
+            os.write(write, json.dumps([result.exit_code, result.stderr]).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as f:
+        data = f.read()
+    os.waitpid(pid, 0)
+    return tuple(json.loads(data))
+
+
+@pytest.fixture
+def shared():
+    """A folder 2775 root:GROUP, as the README sets one up, under a folder all may enter."""
+    if os.geteuid() != 0:
+        pytest.skip("running commands as two users of one group needs root")
+    base = Path(tempfile.mkdtemp(prefix="nbspam-shared-"))
+    try:
+        base.chmod(0o755)
+        folder = base / "mu"
+        folder.mkdir()
+        os.chown(folder, 0, GROUP)
+        folder.chmod(0o2775)
+        yield folder
+    finally:
+        shutil.rmtree(base)
+
+
+def test_two_users_of_one_group_share_a_model(shared, sample_model_path):
+    model = shared / "spam.nbm"
+    shutil.copyfile(sample_model_path, model)
+    os.chown(model, 0, GROUP)
+    model.chmod(0o660)  # the one step of the set-up: the group may write the model
+    mail = maildir(shared / "mail")
+    shutil.copyfile(MESSAGE, mail / "new" / "1.eml")
+    messages = [shared / f"{n}.eml" for n in (1, 2)]
+    for n, path in enumerate(messages):
+        path.write_bytes(b"Subject: note %d\n\nmeeting at noon, agenda attached\n" % n)
+    # the commands' lazy imports, made here: the users cannot read this interpreter's folder
+    warm = shared.parent / "warm.nbm"
+    shutil.copyfile(sample_model_path, warm)
+    for args in (["learn", "-l", "ham", MESSAGE], ["filter", "-j", "1", str(mail)]):
+        assert cli_run(args[0], "-m", warm, *args[1:]).exit_code == 0
+    warm.with_name("warm.nbm.state").unlink()
+
+    for user, umask, message in ((ALICE, 0o077, messages[0]), (BOB, 0o022, messages[1])):
+        status, stderr = as_user(user, umask, "learn", "-m", model, "-l", "ham", message)
+        assert status == 0, stderr
+        assert stderr.startswith("learned 1 message(s) as ham")
+        status, stderr = as_user(user, umask, "filter", "-j", "1", "-m", model, mail)
+        assert status == 0, stderr
+    for path in (model, *(Path(f"{model}{s}") for s in (".lock", ".state", ".state.lock"))):
+        stats = path.stat()
+        assert (stat.S_IMODE(stats.st_mode), stats.st_gid) == (0o660, GROUP), path
+    assert model.stat().st_uid == BOB  # who replaced it last
+    assert len(load_model(model).seen_labels) == len(load_model(sample_model_path).seen_labels) + 2
+
+
+# -- an output that is an input -------------------------------------------------------------------
+
+
+def test_sync_refuses_the_model_as_its_state(sample_model, mail):
+    before = sample_model.read_bytes()
+    result = cli_run("sync", "-m", sample_model, "--state", sample_model, f"ham={mail}")
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: --state {sample_model} is the model; give another file\n",
+    )
+    assert sample_model.read_bytes() == before
+
+
+@pytest.mark.parametrize("option", ["--state", "--report"])
+def test_filter_refuses_the_model_as_its_state_or_report(sample_model, mail, option):
+    before = sample_model.read_bytes()
+    result = cli_run("filter", "-j", "1", "-m", sample_model, option, sample_model, mail)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: {option} {sample_model} is the model; give another file\n",
+    )
+    assert sample_model.read_bytes() == before
+
+
+def test_filter_refuses_one_file_as_state_and_report(sample_model, mail, tmp_path):
+    both = tmp_path / "record"
+    result = cli_run("filter", "-m", sample_model, "--state", both, "--report", both, mail)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: --report {both} is the --state file; give another file\n",
+    )
+    assert not both.exists()
+
+
+@pytest.fixture
+def data(tmp_path) -> Path:
+    """A copy of sample_data/train."""
+    return Path(shutil.copytree(SAMPLE / "train", tmp_path / "data"))
+
+
+def test_train_refuses_a_message_of_its_data_as_output(data, tmp_path):
+    mail = data / "ham" / "001.eml"
+    before = mail.read_bytes()
+    result = cli_run("train", data, "-o", mail)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: -o {mail} is in the input {data}; give another file\n",
+    )
+    link = tmp_path / "out.nbm"  # a link to it, elsewhere: its target would be replaced
+    link.symlink_to(mail)
+    result = cli_run("train", data, "-o", link)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: -o {link} is in the input {data}; give another file\n",
+    )
+    assert mail.read_bytes() == before
+
+
+def test_train_refuses_a_labelled_file_as_output(tmp_path):
+    mbox = tmp_path / "spam.mbox"
+    shutil.copyfile(SAMPLE / "mbox" / os.listdir(SAMPLE / "mbox")[0], mbox)
+    result = cli_run("train", f"spam={mbox}", f"ham={SAMPLE / 'train' / 'ham'}", "-o", mbox)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: -o {mbox} is the input {mbox}; give another file\n",
+    )
+
+
+@pytest.mark.parametrize("command", ["learn", "forget"])
+def test_learn_and_forget_refuse_the_model_as_a_message(sample_model, command):
+    before = sample_model.read_bytes()
+    args = ["-l", "ham"] if command == "learn" else []
+    result = cli_run(command, "-m", sample_model, *args, MESSAGE, sample_model)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: -m {sample_model} is the input {sample_model}; give another file\n",
+    )
+    assert sample_model.read_bytes() == before
+
+
+def test_evaluate_refuses_outputs_among_its_inputs(data, tmp_path):
+    mail = data / "spam" / "001.eml"
+    result = cli_run("evaluate", data, "--scores", mail)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: --scores {mail} is in the input {data}; give another file\n",
+    )
+    out = tmp_path / "out.svg"
+    result = cli_run("evaluate", data, "--scores", out, "--plot", out)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: --plot {out} is the --scores file; give another file\n",
+    )
+
+
+def test_merge_refuses_one_of_its_models_as_output(sample_model, sample_model_path):
+    before = sample_model.read_bytes()
+    result = cli_run("merge", sample_model_path, sample_model, "-o", sample_model)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: -o {sample_model} is the model {sample_model}; give another file\n",
+    )
+    assert sample_model.read_bytes() == before
