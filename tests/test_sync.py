@@ -370,3 +370,83 @@ def test_nested_plain_folders_the_more_specific_one_wins(tmp_path):
         model_now,
         fit_messages(files, Settings(tokenizer=model_now.tokenizer, training=model_now.training)),
     )
+
+
+_PEAK = """
+import resource, sys
+import nbspam.update
+from nbspam.messages import Problems
+from nbspam.modelfile import load_model
+from nbspam.sync import sync
+
+nbspam.update.CHUNK_BYTES = 1 << 20  # a small chunk, for a small test
+model, junk, inbox = sys.argv[1:]
+load_model(model)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+done = sync(model, [f"spam={junk}", f"ham={inbox}"], model + ".sync", Problems())
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(done.opened, (after - before) * 1024)
+"""
+
+
+def test_memory_does_not_grow_with_the_bytes_read(tmp_path):
+    model, inbox, junk = mailbox(tmp_path)
+    line = " ".join(f"w{i}" for i in range(40)) + "\n"
+    for i in range(400):  # 26 MB
+        body = f"Subject: long {i}\n\nunique{i}\n" + line * 1600
+        deliver(junk if i % 2 else inbox, f"1700000600.L{i}.host", body.encode())
+    child = subprocess.run(
+        [sys.executable, "-c", _PEAK, model, junk, inbox], env=ENV, capture_output=True
+    )
+    assert child.returncode == 0, child.stderr
+    opened, growth = map(int, child.stdout.split())
+    assert opened == 448
+    assert growth < 26_000_000 / 3  # before: 83 MB, all the messages and their counts
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_after_any_moves_copies_and_deletes_the_model_is_the_folders(tmp_path, seed):
+    """The invariant: after each run the model equals training on every message it was
+    trained on or sync saw, under the label all its copies in the folders give it now; a
+    message deleted from every folder keeps its last label, one whose copies disagree keeps
+    the label it had (or stays out)."""
+    import random
+
+    model, inbox, junk = mailbox(tmp_path)
+    base = [
+        Message(str(p), p.read_bytes(), label)
+        for label in ("ham", "spam")
+        for p in sorted((SAMPLE / "train" / label).iterdir())
+    ]
+    rng = random.Random(seed)
+    folders = {"spam": junk / "cur", "ham": inbox / "cur"}
+    expected = {m.data: m.label for m in base}
+    for step in range(25):
+        for _ in range(rng.randint(1, 3)):
+            files = sorted(p for f in folders.values() for p in f.iterdir())
+            action = rng.choice(["new", "new", "move", "move", "copy", "delete"])
+            name = f"1700000700.R{step}x{rng.randrange(10**6)}.host:2,S"
+            if action == "new" or not files:
+                text = f"Subject: r{step}\n\nword{rng.randrange(30)} w{step} x{rng.randrange(9)}\n"
+                deliver(folders[rng.choice(["spam", "ham"])].parent, name[:-4], text.encode())
+                continue
+            path = rng.choice(files)
+            other = folders["ham" if path.parent == folders["spam"] else "spam"]
+            if action == "move":
+                os.rename(path, other / path.name)
+            elif action == "copy":
+                shutil.copy(path, rng.choice([other, path.parent]) / name)
+            else:
+                path.unlink()
+        run_sync(model, inbox, junk)
+        now: dict[bytes, set[str]] = {}
+        for label, folder in folders.items():
+            for path in folder.iterdir():
+                now.setdefault(path.read_bytes(), set()).add(label)
+        for data, labels in now.items():
+            if len(labels) == 1:
+                expected[data] = labels.pop()
+        got = load_model(model)
+        learned = [Message(str(i), d, label) for i, (d, label) in enumerate(expected.items())]
+        want = fit_messages(learned, Settings(tokenizer=got.tokenizer, training=got.training))
+        assert_same_counts(got, want)
