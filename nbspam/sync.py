@@ -43,6 +43,7 @@ read (`update.Learner`): memory does not grow with the size of the folders.
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -162,13 +163,17 @@ def load_state(path: str) -> SyncState:
     state = SyncState()
     for line in lines:
         fields = line.split("\t")
-        if line.startswith(_EXPIRED) and line[len(_EXPIRED) :].isdigit():
+        if line.startswith(_EXPIRED) and _DIGITS.fullmatch(line[len(_EXPIRED) :]):
             state.expired = int(line[len(_EXPIRED) :])
-        elif line.startswith("#") or len(fields) not in (3, 4) or len(fields[2]) != 32:
+        elif line.startswith("#") or len(fields) not in (3, 4) or not _HEX.fullmatch(fields[2]):
             continue
         elif len(fields) == 3 or fields[3] == EXPIRED_MARK:
             state.entries[fields[0]] = (fields[1], fields[2], len(fields) == 4)
     return state
+
+
+_DIGITS = re.compile("[0-9]{1,18}")
+_HEX = re.compile("[0-9a-f]{32}")
 
 
 def save_state(path: str, state: SyncState) -> None:

@@ -450,3 +450,25 @@ def test_after_any_moves_copies_and_deletes_the_model_is_the_folders(tmp_path, s
         learned = [Message(str(i), d, label) for i, (d, label) in enumerate(expected.items())]
         want = fit_messages(learned, Settings(tokenizer=got.tokenizer, training=got.training))
         assert_same_counts(got, want)
+
+
+def test_a_damaged_state_file_is_read_again_not_a_crash(tmp_path):
+    model, inbox, junk = mailbox(tmp_path)
+    run_sync(model, inbox, junk)
+    state = tmp_path / "m.nbm.sync"
+    lines = state.read_text().splitlines()
+    assert lines[:2] == [
+        "# nbspam sync state 2: key<TAB>label<TAB>digest[<TAB>expired]",
+        "# expired digests of the model: 0",
+    ]
+    key, label, digest = lines[2].split("\t")
+    lines[1] = "# expired digests of the model: " + "9" * 5000
+    lines[2] = f"{key}\t{label}\t{'z' * 32}"
+    lines[3] = lines[3] + "\tsomething"
+    state.write_text("\n".join(lines) + "\n")
+    result = cli_run("sync", "-m", model, f"spam={junk}", f"ham={inbox}")
+    assert (result.exit_code, result.stderr) == (
+        0,
+        "synced 48 message(s), opened 2: learned nothing new, 0 moved from another label, "
+        "2 already known\n",
+    )
