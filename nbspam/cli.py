@@ -1452,9 +1452,17 @@ def sync(model_path: str, folders: tuple[str, ...], state_path: str | None) -> N
     message files). A message new in a spam folder is learned as spam; one moved from the
     Junk folder to the inbox is relabelled, its counts moved, so the model equals training
     on the messages under the labels their folders give them now. Messages deleted from
-    every folder stay learned (use forget). Run it from cron: a state file (MODEL.sync)
-    remembers what was learned, so a run opens only the messages new to a folder, and a
-    run killed at any point loses and double-counts nothing. It holds the model's lock.
+    every folder stay learned (use forget). A file inside two of the folders (spam=mail/Junk
+    ham=mail) belongs to the more specific one; copies of a message in folders of two labels
+    are left as the model had them, and reported. Run it from cron: a state file
+    (MODEL.sync) remembers what was learned, so a run opens only the messages new to a
+    folder, and a run killed at any point loses and double-counts nothing. It holds the
+    model's lock, and counts messages as it reads them: memory does not grow with the
+    folders.
+
+    The state is checked against the model at every run: messages the model no longer
+    holds as sync learned them (after train -o, restore, learn or forget) are read and
+    learned again, with one note; digests prune expired are not learned twice.
 
     \b
     Example: (Maildir++, Junk a subfolder of the inbox)

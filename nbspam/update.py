@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -20,6 +21,7 @@ from .errors import NbspamError, TrainingError
 from .headers import message_digest
 from .messages import Message
 from .model import UNKNOWN_TIME, CountTable, Model, _now, from_counts
+from .parallel import CHUNK
 
 T = TypeVar("T")
 
@@ -66,25 +68,92 @@ def learn(model: Model, messages: Iterable[Message], label: str) -> tuple[Model,
     A message already learned under ``label`` is left alone; one learned under another label
     has its counts moved. The result equals training on the old messages plus these.
     """
-    seen, times = seen_map(model), times_map(model)
-    now = int(time.time())
-    plus, minus = [], []
-    unchanged = relabelled = 0
-    for message in messages:
-        digest = message_digest(message.data)
-        old = seen.get(digest)
-        if old == label:
-            unchanged += 1
-            continue
-        if old is not None:
-            minus.append(dataclasses.replace(message, label=old))
-            relabelled += 1
-        plus.append(dataclasses.replace(message, label=label))
-        seen[digest], times[digest] = label, now
-    updated = _apply(model, plus, minus, seen, times)
-    return updated, Change(
-        learned=len(plus) - relabelled, relabelled=relabelled, unchanged=unchanged
+    learner = Learner(model)
+    done = Counter(learner.learn(message, label) for message in messages)
+    return learner.result(), Change(
+        learned=done["learned"], relabelled=done["relabelled"], unchanged=done["unchanged"]
     )
+
+
+CHUNK_BYTES = 16 << 20
+"""The most bytes of messages a `Learner` holds before it counts them."""
+
+
+class Learner:
+    """Learn and forget messages one at a time, keeping their counts, not their bytes: they
+    are tokenized and counted a chunk at a time (`parallel.CHUNK` messages or `CHUNK_BYTES`),
+    so memory is bounded by the model and one chunk, whatever the number of messages.
+    `result` gives the model with every change applied, exactly as `learn` and `forget`."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.seen, self.times = seen_map(model), times_map(model)
+        self._was = dict(self.seen), dict(self.times)
+        self._now = int(time.time())
+        self._counted = {1: CountTable(), -1: CountTable()}
+        self._pending: dict[int, list[Message]] = {1: [], -1: []}
+        self._bytes = 0
+        self._clip = False
+        self.changed = False
+
+    def learn(self, message: Message, label: str, digest: bytes | None = None) -> str:
+        """Learn ``message`` as ``label``: 'learned', 'relabelled' (its counts moved from
+        another label) or 'unchanged' (already learned as ``label``)."""
+        digest = digest or message_digest(message.data)
+        old = self.seen.get(digest)
+        if old == label:
+            return "unchanged"
+        self._set(message, digest, label)
+        return "learned" if old is None else "relabelled"
+
+    def replace(self, message: Message, digest: bytes) -> None:
+        """Take out the message learned as ``digest`` whose text is gone (it was changed
+        since), subtracting the counts of ``message``, its new text, instead: its label's
+        message count is exact, its term counts off by what the change added or removed
+        (never below zero)."""
+        if digest in self.seen:
+            self._set(message, digest, None)
+            self._clip = True
+
+    def undo(self, message: Message, digest: bytes | None = None) -> None:
+        """Give ``message`` back the label (or absence) it had in the model at the start."""
+        digest = digest or message_digest(message.data)
+        was = self._was[0].get(digest)
+        if self.seen.get(digest) != was:
+            self._set(message, digest, was)
+        if digest in self._was[1]:
+            self.times[digest] = self._was[1][digest]
+
+    def _set(self, message: Message, digest: bytes, label: str | None) -> None:
+        old = self.seen.pop(digest, None)
+        self.times.pop(digest, None)
+        if old is not None:
+            self._count(message, old, -1)
+        if label is not None:
+            self._count(message, label, 1)
+            self.seen[digest], self.times[digest] = label, self._now
+        self.changed = True
+
+    def _count(self, message: Message, label: str, sign: int) -> None:
+        self._pending[sign].append(dataclasses.replace(message, label=label))
+        self._bytes += len(message.data)
+        if self._bytes >= CHUNK_BYTES or len(self._pending[sign]) >= CHUNK:
+            self._flush()
+
+    def _flush(self) -> None:
+        for sign, pending in self._pending.items():
+            if pending:
+                self._counted[sign].add(pending, self.model.tokenizer)
+                pending.clear()
+        self._bytes = 0
+
+    def result(self) -> Model:
+        """The model with every change made so far."""
+        if not self.changed:
+            return self.model
+        self._flush()
+        plus, minus = (table.totals() if table.labels else None for table in self._counted.values())
+        return _apply(self.model, plus, minus, self.seen, self.times, clip=self._clip)
 
 
 def forget(model: Model, messages: Iterable[Message]) -> tuple[Model, Change]:
@@ -109,7 +178,7 @@ def forget(model: Model, messages: Iterable[Message]) -> tuple[Model, Change]:
             unknown.append(message.id)
         else:
             minus.append(dataclasses.replace(message, label=label))
-    updated = _apply(model, [], minus, seen, times_map(model))
+    updated = _apply(model, None, _counted(minus, model), seen, times_map(model))
     return updated, Change(forgotten=len(minus), unknown=unknown)
 
 
@@ -151,27 +220,37 @@ def merge(models: Sequence[Model]) -> Model:
     return from_counts(total.pruned(), settings, info, seen, times=times)
 
 
+def _counted(messages: list[Message], model: Model) -> ClassCounts | None:
+    """The counts of labelled messages, tokenized as the model does (None for none)."""
+    if not messages:
+        return None
+    table = CountTable()
+    table.add(messages, model.tokenizer)
+    return table.totals()
+
+
 def _apply(
     model: Model,
-    plus: list[Message],
-    minus: list[Message],
+    plus: ClassCounts | None,
+    minus: ClassCounts | None,
     seen: dict[bytes, str],
     times: dict[bytes, int],
+    *,
+    clip: bool = False,
 ) -> Model:
-    """The model with the counts of ``plus`` added and those of ``minus`` subtracted."""
-    if not plus and not minus:
+    """The model with the counts ``plus`` added and ``minus`` subtracted; with ``clip`` (or
+    for a pruned model) term counts that would go below zero stop at zero."""
+    if plus is None and minus is None:
         return model
     total = model.counts
     pruned = "pruned" in model.info
-    for messages, sign in ((plus, 1), (minus, -1)):
-        if messages:
-            table = CountTable()
-            table.add(messages, model.tokenizer)
-            part = table.totals()
-            if sign < 0 and pruned:  # the terms prune dropped are not there to subtract
-                part = _within(part, model.terms)
-            total = total.plus(part, sign)
-    if pruned:
+    if plus is not None:
+        total = total.plus(plus)
+    if minus is not None:
+        if pruned:  # the terms prune dropped are not there to subtract
+            minus = _within(minus, model.terms)
+        total = total.minus(minus)
+    if pruned or clip:
         total = _clipped(total)
     if total.is_negative():
         raise TrainingError(
@@ -303,6 +382,13 @@ def prune(
             "(a lower --min-docs or a higher --max-terms)"
         )
     return pruned, done
+
+
+def expired_count(model: Model) -> int:
+    """How many digests prune expired from the model, all told (0 if none, or not known)."""
+    expired = model.info.get("expired")
+    count = expired.get("digests") if isinstance(expired, dict) else 0
+    return count if type(count) is int and count > 0 else 0
 
 
 def expired_note(model: Model) -> str | None:

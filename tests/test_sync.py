@@ -97,7 +97,7 @@ def test_a_move_out_of_junk_is_relabelled_exactly(tmp_path):
     assert (done.found, done.opened, done.relabelled) == (49, 2, 1)
     assert done.learned == {"ham": 0, "spam": 1}
     assert_same_counts(load_model(model), expected_counts(model, {"spam": junk, "ham": inbox}))
-    state = load_state(f"{model}.sync")
+    state = load_state(f"{model}.sync").entries
     assert state["maildir:" + moved.name.split(":2,")[0]][0] == "ham"
     assert state["maildir:" + new.name.split(":2,")[0]][0] == "spam"
     again = run_sync(model, inbox, junk)
@@ -216,3 +216,259 @@ def test_the_command_reports_in_one_line_and_refuses_bad_folders(tmp_path):
     result = cli_run("sync", "-m", model, f"spam={junk}", f"ham={inbox}")
     assert result.exit_code == 3
     assert "in folders of two labels at once, left as it was" in result.stderr
+
+
+# -- the state follows the model ----------------------------------------------------------------
+
+
+def test_a_retrained_model_is_learned_again_and_said_so(tmp_path):
+    model, inbox, junk = mailbox(tmp_path)
+    for i in range(5):
+        deliver(junk, f"1700000300.S{i}.host", f"Subject: prize {i}\n\nfree prize {i}\n".encode())
+    assert cli_run("sync", "-m", model, f"spam={junk}", f"ham={inbox}").exit_code == 0
+    assert cli_run("train", SAMPLE / "train", "-o", model).exit_code == 0  # in place
+    result = cli_run("sync", "-m", model, f"spam={junk}", f"ham={inbox}")
+    assert (result.exit_code, result.stderr) == (
+        0,
+        "note: 5 message(s) in the sync state are not in the model as sync learned them (it "
+        "was retrained or restored, or learn or forget changed them): reading them again\n"
+        "synced 53 message(s), opened 5: learned 5 as spam, 0 moved from another label, "
+        "0 already known\n",
+    )
+    assert_same_counts(load_model(model), expected_counts(model, {"spam": junk, "ham": inbox}))
+    again = cli_run("sync", "-m", model, f"spam={junk}", f"ham={inbox}")
+    assert again.stderr.startswith("synced 53 message(s), opened 0: learned nothing new")
+
+
+def test_a_restored_model_is_learned_again(tmp_path):
+    model, inbox, junk = mailbox(tmp_path)
+    run_sync(model, inbox, junk)
+    backup = tmp_path / "m.dump"
+    assert cli_run("dump", "-m", model, "-o", backup).exit_code == 0
+    for path in sorted((junk / "cur").iterdir())[:2]:
+        os.rename(path, inbox / "cur" / path.name)
+    deliver(inbox, "1700000400.new.host", b"Subject: lunch\n\nsee you at noon\n")
+    assert run_sync(model, inbox, junk).opened == 3
+    model.unlink()
+    assert cli_run("restore", backup, "-o", model).exit_code == 0
+    done = run_sync(model, inbox, junk)
+    assert (done.stale, done.opened, done.relabelled, done.learned) == (3, 3, 2, {"ham": 1})
+    assert_same_counts(load_model(model), expected_counts(model, {"spam": junk, "ham": inbox}))
+
+
+def test_learn_or_forget_outside_sync_is_undone_where_the_folders_say_otherwise(tmp_path):
+    model, inbox, junk = mailbox(tmp_path)
+    run_sync(model, inbox, junk)
+    spam, ham = sorted((junk / "cur").iterdir())[0], sorted((inbox / "cur").iterdir())[0]
+    assert cli_run("forget", "-m", model, spam).exit_code == 0
+    assert cli_run("learn", "-m", model, "--label", "spam", ham).exit_code == 0
+    done = run_sync(model, inbox, junk)
+    assert (done.stale, done.opened, done.relabelled, done.learned) == (
+        2,
+        2,
+        1,
+        {"ham": 0, "spam": 1},
+    )
+    assert_same_counts(load_model(model), expected_counts(model, {"spam": junk, "ham": inbox}))
+
+
+def test_digests_expired_by_prune_are_not_learned_twice(tmp_path):
+    model, inbox, junk = mailbox(tmp_path)
+    run_sync(model, inbox, junk)
+    before = load_model(model)
+    assert cli_run("prune", "-m", model, "--keep-digests", "10").exit_code == 0
+    for _ in range(2):
+        done = run_sync(model, inbox, junk)
+        assert (done.stale, done.opened) == (0, 0)
+    after = load_model(model)
+    assert len(after.seen_digests) == 10
+    assert np.array_equal(after.class_count, before.class_count)
+    assert np.array_equal(after.term_count, before.term_count)
+    state = load_state(f"{model}.sync")
+    assert (state.expired, sum(e[2] for e in state.entries.values())) == (38, 38)
+    # another model put in place: what it does not hold is learned again
+    assert cli_run("train", SAMPLE / "train", "-o", model).exit_code == 0
+    done = run_sync(model, inbox, junk)
+    assert (done.stale, done.opened) == (0, 0)  # it holds every one of them
+    assert load_state(f"{model}.sync").expired == 0
+
+
+# -- what the folders mean ----------------------------------------------------------------------
+
+
+def test_a_message_changed_then_moved_out_of_junk_counts_once(tmp_path):
+    model, inbox, junk = mailbox(tmp_path)
+    run_sync(model, inbox, junk)
+    edited = sorted((junk / "cur").iterdir())[0]
+    old = edited.read_bytes()
+    edited.write_bytes(old.replace(b"\n\n", b"\nX-Note: checked\n\n", 1) + b"checked by hand\n")
+    os.rename(edited, inbox / "cur" / edited.name)
+    done = run_sync(model, inbox, junk)
+    assert (done.opened, done.relabelled, done.learned) == (1, 0, {"ham": 1})
+    got, want = load_model(model), expected_counts(model, {"spam": junk, "ham": inbox})
+    assert list(got.class_count) == list(want.class_count) == [25, 23]
+    assert sorted(map(bytes, got.seen_digests)) == sorted(map(bytes, want.seen_digests))
+    assert (got.term_count >= 0).all() and (got.doc_count <= got.term_count).all()
+
+
+def test_a_copy_under_a_new_name_in_both_labels_is_left_as_it_was_and_reported(tmp_path):
+    model, inbox, junk = mailbox(tmp_path)
+    run_sync(model, inbox, junk)
+    before = load_model(model)
+    known = sorted((junk / "cur").iterdir())[0]
+    shutil.copy(known, inbox / "cur" / "1700000500.copy.host:2,S")
+    both = b"Subject: which is it\n\nnew text in two places\n"
+    deliver(inbox, "1700000501.a.host", both)
+    deliver(junk, "1700000501.b.host", both)
+    result = cli_run("sync", "-m", model, f"spam={junk}", f"ham={inbox}")
+    assert result.exit_code == 3
+    lines = result.stderr.splitlines()
+    assert sorted(lines[:4]) == sorted(
+        f"{path}: in folders of two labels at once (a copy), left as it was"
+        for path in (
+            known,
+            inbox / "cur" / "1700000500.copy.host:2,S",
+            inbox / "cur" / "1700000501.a.host:2,S",
+            junk / "cur" / "1700000501.b.host:2,S",
+        )
+    )
+    assert lines[4:] == [
+        "4 inputs skipped, see above",
+        "synced 51 message(s), opened 3: learned nothing new, 0 moved from another label, "
+        "0 already known",
+    ]
+    assert_same_counts(load_model(model), before)
+    (inbox / "cur" / "1700000500.copy.host:2,S").unlink()
+    (junk / "cur" / "1700000501.b.host:2,S").unlink()
+    result = cli_run("sync", "-m", model, f"spam={junk}", f"ham={inbox}")
+    assert result.exit_code == 0
+    assert_same_counts(load_model(model), expected_counts(model, {"spam": junk, "ham": inbox}))
+
+
+def test_nested_plain_folders_the_more_specific_one_wins(tmp_path):
+    mail = tmp_path / "mail"
+    (mail / "Junk").mkdir(parents=True)
+    for label, folder in (("spam", mail / "Junk"), ("ham", mail)):
+        for path in sorted((SAMPLE / "train" / label).iterdir()):
+            shutil.copy(path, folder / f"{label}-{path.name}")
+    model = tmp_path / "m.nbm"
+    assert cli_run("train", SAMPLE / "train", "-o", model).exit_code == 0
+    assert cli_run("forget", "-m", model, *sorted((mail / "Junk").iterdir())[:3]).exit_code == 0
+    result = cli_run("sync", "-m", model, f"spam={mail / 'Junk'}", f"ham={mail}")
+    assert (result.exit_code, result.stderr) == (
+        0,
+        "synced 48 message(s), opened 48: learned 3 as spam, 0 moved from another label, "
+        "45 already known\n",
+    )
+    model_now = load_model(model)
+    files = [
+        Message(str(p), p.read_bytes(), "spam" if p.parent.name == "Junk" else "ham")
+        for p in sorted(mail.rglob("*"))
+        if p.is_file()
+    ]
+    assert_same_counts(
+        model_now,
+        fit_messages(files, Settings(tokenizer=model_now.tokenizer, training=model_now.training)),
+    )
+
+
+_PEAK = """
+import resource, sys
+import nbspam.update
+from nbspam.messages import Problems
+from nbspam.modelfile import load_model
+from nbspam.sync import sync
+
+nbspam.update.CHUNK_BYTES = 1 << 20  # a small chunk, for a small test
+model, junk, inbox = sys.argv[1:]
+load_model(model)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+done = sync(model, [f"spam={junk}", f"ham={inbox}"], model + ".sync", Problems())
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(done.opened, (after - before) * 1024)
+"""
+
+
+def test_memory_does_not_grow_with_the_bytes_read(tmp_path):
+    model, inbox, junk = mailbox(tmp_path)
+    line = " ".join(f"w{i}" for i in range(40)) + "\n"
+    for i in range(400):  # 26 MB
+        body = f"Subject: long {i}\n\nunique{i}\n" + line * 1600
+        deliver(junk if i % 2 else inbox, f"1700000600.L{i}.host", body.encode())
+    child = subprocess.run(
+        [sys.executable, "-c", _PEAK, model, junk, inbox], env=ENV, capture_output=True
+    )
+    assert child.returncode == 0, child.stderr
+    opened, growth = map(int, child.stdout.split())
+    assert opened == 448
+    assert growth < 26_000_000 / 3  # before: 83 MB, all the messages and their counts
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_after_any_moves_copies_and_deletes_the_model_is_the_folders(tmp_path, seed):
+    """The invariant: after each run the model equals training on every message it was
+    trained on or sync saw, under the label all its copies in the folders give it now; a
+    message deleted from every folder keeps its last label, one whose copies disagree keeps
+    the label it had (or stays out)."""
+    import random
+
+    model, inbox, junk = mailbox(tmp_path)
+    base = [
+        Message(str(p), p.read_bytes(), label)
+        for label in ("ham", "spam")
+        for p in sorted((SAMPLE / "train" / label).iterdir())
+    ]
+    rng = random.Random(seed)
+    folders = {"spam": junk / "cur", "ham": inbox / "cur"}
+    expected = {m.data: m.label for m in base}
+    for step in range(25):
+        for _ in range(rng.randint(1, 3)):
+            files = sorted(p for f in folders.values() for p in f.iterdir())
+            action = rng.choice(["new", "new", "move", "move", "copy", "delete"])
+            name = f"1700000700.R{step}x{rng.randrange(10**6)}.host:2,S"
+            if action == "new" or not files:
+                text = f"Subject: r{step}\n\nword{rng.randrange(30)} w{step} x{rng.randrange(9)}\n"
+                deliver(folders[rng.choice(["spam", "ham"])].parent, name[:-4], text.encode())
+                continue
+            path = rng.choice(files)
+            other = folders["ham" if path.parent == folders["spam"] else "spam"]
+            if action == "move":
+                os.rename(path, other / path.name)
+            elif action == "copy":
+                shutil.copy(path, rng.choice([other, path.parent]) / name)
+            else:
+                path.unlink()
+        run_sync(model, inbox, junk)
+        now: dict[bytes, set[str]] = {}
+        for label, folder in folders.items():
+            for path in folder.iterdir():
+                now.setdefault(path.read_bytes(), set()).add(label)
+        for data, labels in now.items():
+            if len(labels) == 1:
+                expected[data] = labels.pop()
+        got = load_model(model)
+        learned = [Message(str(i), d, label) for i, (d, label) in enumerate(expected.items())]
+        want = fit_messages(learned, Settings(tokenizer=got.tokenizer, training=got.training))
+        assert_same_counts(got, want)
+
+
+def test_a_damaged_state_file_is_read_again_not_a_crash(tmp_path):
+    model, inbox, junk = mailbox(tmp_path)
+    run_sync(model, inbox, junk)
+    state = tmp_path / "m.nbm.sync"
+    lines = state.read_text().splitlines()
+    assert lines[:2] == [
+        "# nbspam sync state 2: key<TAB>label<TAB>digest[<TAB>expired]",
+        "# expired digests of the model: 0",
+    ]
+    key, label, digest = lines[2].split("\t")
+    lines[1] = "# expired digests of the model: " + "9" * 5000
+    lines[2] = f"{key}\t{label}\t{'z' * 32}"
+    lines[3] = lines[3] + "\tsomething"
+    state.write_text("\n".join(lines) + "\n")
+    result = cli_run("sync", "-m", model, f"spam={junk}", f"ham={inbox}")
+    assert (result.exit_code, result.stderr) == (
+        0,
+        "synced 48 message(s), opened 2: learned nothing new, 0 moved from another label, "
+        "2 already known\n",
+    )
