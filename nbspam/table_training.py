@@ -18,7 +18,7 @@ from .table_model import (
     TableSettings,
     choose_kinds,
     fit_table,
-    given_kind,
+    given_kinds,
     posteriors,
     subset,
 )
@@ -37,9 +37,8 @@ def treatments(table: Table, settings: TableSettings, path: str) -> dict[str, Ta
     not all 0 or 1, and not set by --column): Gaussian; quantile bins, zero plus quartiles;
     Bernoulli on x > 0. None where there is no such column, or --bins says how."""
     kinds = choose_kinds(table, dataclasses.replace(settings, kinds={}), path)
-    continuous = [
-        n for n, k in kinds.items() if k == "gaussian" and given_kind(settings.kinds, n) is None
-    ]
+    given = given_kinds(settings.kinds, kinds)
+    continuous = [n for n, k in kinds.items() if k == "gaussian" and n not in given]
     if not continuous or settings.bins is not None:
         return {}
     as_bernoulli = {**settings.kinds, **dict.fromkeys(continuous, "bernoulli")}
@@ -157,11 +156,8 @@ def auto_choice(
     aucs = {name: auc(bias + contrib.sum(axis=1)) for name, (bias, contrib, _, _) in parts.items()}
     best = max(aucs, key=lambda n: (aucs[n], -list(aucs).index(n)))
     kinds = choose_kinds(table, settings, path)
-    continuous = [
-        j
-        for j, n in enumerate(names)
-        if kinds[n] == "gaussian" and given_kind(settings.kinds, n) is None
-    ]
+    given = given_kinds(settings.kinds, names)
+    continuous = [j for j, n in enumerate(names) if kinds[n] == "gaussian" and n not in given]
     choice = dict.fromkeys(continuous, best)
     odds = parts[best][0] + parts[best][1].sum(axis=1)
     score, changed = aucs[best], {}
@@ -252,7 +248,7 @@ def cross_validate_table(
     from .evaluate import with_decision_rules
 
     table = read_table(path)
-    y_all = table.column(settings.label_column) if settings.label_column in table.names else []
+    y_all = table.column(settings.label_column) if table.has(settings.label_column) else []
     table = subset(table, [i for i, v in enumerate(y_all) if v])
     y = table.column(settings.label_column) if table.rows else []
     fold, protocol = stratified_split(y, folds, seed)
