@@ -18,7 +18,6 @@ A missing cell (an empty one) adds to no statistic and counts for no class when 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -86,8 +85,7 @@ class Gaussian:
         tells nothing of it); a column with no value at all, 0 and 0."""
         pooled = _mean_var(sum(self.n), sum(self.s1), sum(self.s2)) if 0 in self.n else (0, 0)
         found = [
-            _mean_var(n, s1, s2) if n > 0 else pooled
-            for n, s1, s2 in zip(self.n, self.s1, self.s2)
+            _mean_var(n, s1, s2) if n > 0 else pooled for n, s1, s2 in zip(self.n, self.s1, self.s2)
         ]
         return np.array([m for m, _ in found], float), np.array([v for _, v in found], float)
 
@@ -122,7 +120,9 @@ def gaussian_log_likelihood(x: np.ndarray, mu: np.ndarray, var: np.ndarray) -> n
     x = np.clip(x, -MAX_VALUE, MAX_VALUE)
     var = np.maximum(var, MIN_VARIANCE)
     with np.errstate(over="ignore"):
-        out = -0.5 * np.log(2.0 * np.pi * var)[None, :] - 0.5 * (x[:, None] - mu[None, :]) ** 2 / var
+        out = (
+            -0.5 * np.log(2.0 * np.pi * var)[None, :] - 0.5 * (x[:, None] - mu[None, :]) ** 2 / var
+        )
     return np.where(missing, 0.0, np.maximum(out, MIN_LOG_LIKELIHOOD))
 
 
