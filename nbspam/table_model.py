@@ -144,6 +144,8 @@ class TableModel:
     """Two classes: the (negative, positive) cutoffs on the log-odds, as a Model's."""
     calibration: tuple[float, float] | None = None
     """Two classes: the Platt calibration (a, b), as a Model's."""
+    notes: list[str] = field(default_factory=list, repr=False, compare=False)
+    """What training has to say of the table (not kept in the model file)."""
 
     @property
     def is_binary(self) -> bool:

@@ -22,7 +22,7 @@ from .table_model import (
     posteriors,
     subset,
 )
-from .tables import DEFAULT_BINS, Table, read_table
+from .tables import DEFAULT_BINS, Table, mostly_numbers_note, read_table
 
 # --------------------------------------------------------------------------------------------
 # Choosing how to model the continuous columns (--event-model auto), and cross-validation
@@ -234,7 +234,40 @@ def train_table(path: str, settings: TableSettings, auto: bool, cfg: Any) -> Tab
     model.info.update(
         created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), rows=len(table.rows)
     )
+    model.notes = table_notes(table, settings, model, auto=auto, calibrate=cfg.calibrate)
     return model
+
+
+def table_notes(
+    table: Table, settings: TableSettings, model: TableModel, *, auto: bool, calibrate: bool
+) -> list[str]:
+    """What `train` notes of a table whose model is sound but may not be what was meant:
+    rows without a label left out, a column of numbers made categorical by a few that are
+    not, and a label of too few rows for the internal cross-validation (no cutoffs)."""
+    notes = []
+    unlabelled = [i for i, v in enumerate(table.column(settings.label_column)) if not v]
+    if unlabelled:
+        notes.append(
+            f"{len(unlabelled):,} row(s) with an empty {settings.label_column!r} were left out "
+            f"(the first: {table.ids[unlabelled[0]]})"
+        )
+    given = given_kinds(settings.kinds, table.names)
+    for column in model.columns:
+        if column.kind == "categorical" and column.edges is None and column.name not in given:
+            note = mostly_numbers_note(table.column(column.name), table.ids, column.name)
+            if note:
+                notes.append(note)
+    few = [(n, label) for label, n in zip(model.labels, model.class_count) if n < AUTO_FOLDS]
+    if model.is_binary and (auto or calibrate) and few:
+        n, label = min(few)
+        notes.append(
+            f"label {label!r} has {n} row(s), too few for the internal {AUTO_FOLDS}-fold "
+            "cross-validation: "
+            + ("no cutoffs or calibration were fitted (the Bayes decision)" if calibrate else "")
+            + (", and " if calibrate and auto else "")
+            + ("auto kept the continuous columns as they are" if auto else "")
+        )
+    return notes
 
 
 def cross_validate_table(

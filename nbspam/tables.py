@@ -159,18 +159,7 @@ def detect_kind(cells: Sequence[str], path: str, name: str) -> str:
     values = [c for c in cells if c != ""]
     if not values:
         return "ignore"
-    bad = []
-    numbers = set()
-    for i, cell in enumerate(cells):
-        if cell == "":
-            continue
-        try:
-            x = float(cell)
-            if not math.isfinite(x):
-                raise ValueError
-            numbers.add(x)
-        except ValueError:
-            bad.append(i)
+    bad, numbers = _not_numbers(cells)
     if not bad:
         return "bernoulli" if numbers <= {0.0, 1.0} else "gaussian"
     if len(bad) <= max(1, len(values) // 100) and len(bad) < len(values):
@@ -181,6 +170,40 @@ def detect_kind(cells: Sequence[str], path: str, name: str) -> str:
         )
     spaced = sum(1 for v in values if " " in v)
     return "text" if spaced * 2 > len(values) else "categorical"
+
+
+def _not_numbers(cells: Sequence[str]) -> tuple[list[int], set[float]]:
+    """(the places of the cells that are not finite numbers, the numbers), empty cells
+    apart."""
+    bad = []
+    numbers = set()
+    for i, cell in enumerate(cells):
+        if cell == "":
+            continue
+        try:
+            x = float(cell)
+        except ValueError:
+            x = math.nan
+        if math.isfinite(x):
+            numbers.add(x)
+        else:
+            bad.append(i)
+    return bad, numbers
+
+
+def mostly_numbers_note(cells: Sequence[str], ids: Sequence[str], name: str) -> str | None:
+    """A note on a column detected as categorical although most of its values are numbers
+    (a few malformed ones among many numbers make every number a category), or None."""
+    bad, _ = _not_numbers(cells)
+    values = sum(1 for c in cells if c != "")
+    if not bad or len(bad) * 2 > values:
+        return None
+    i = bad[0]
+    return (
+        f"column {name!r} is modelled as categorical, each number a category: {len(bad):,} of "
+        f"its {values:,} values are not numbers (the first: {ids[i]}, {cells[i][:40]!r}); fix "
+        f"them and give --column {name}=gaussian, or give --column {name}=categorical"
+    )
 
 
 def parse_column_options(options: Iterable[str]) -> dict[str, str]:

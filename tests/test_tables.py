@@ -606,3 +606,45 @@ def test_a_table_of_100000_columns_trains_in_linear_time(tmp_path):
     # c1, c11, c13, ... c19999: the odd names that start with c1 (1 + 5 + 50 + 500 + 5000)
     assert b"columns gaussian: 94444: c0, c2, c3, c4, c5, c6, ..." in done.stderr
     assert b"columns categorical: 5556: c1, c11, c13, c15, c17, c19, ..." in done.stderr
+
+
+# --------------------------------------------------------------------------------------------
+# Notes: a sound model that may not be the one meant says so in one line
+# --------------------------------------------------------------------------------------------
+
+
+def train_notes(tmp_path, rows, header=("x", "label"), *options):
+    data = two_class_csv(tmp_path / "t.csv", header, rows)
+    r = cli_run("train", data, "-o", tmp_path / "m.nbm", "--label-column", "label", *options)
+    assert r.exit_code == 0, r.stderr
+    return data, [line for line in r.stderr.splitlines() if line.startswith("note: ")]
+
+
+def test_a_column_of_numbers_with_a_few_words_is_noted(tmp_path):
+    rows = [[f"{i}.25", "ab"[i % 2]] for i in range(100)]
+    for i in (1, 5, 9):
+        rows[i][0] = "n/a"
+    data, notes = train_notes(tmp_path, rows)
+    assert notes == [
+        "note: column 'x' is modelled as categorical, each number a category: 3 of its 100 "
+        f"values are not numbers (the first: {data}#3, 'n/a'); fix them and give "
+        "--column x=gaussian, or give --column x=categorical"
+    ]
+    _, notes = train_notes(tmp_path, rows, ("x", "label"), "--column", "x=categorical")
+    assert notes == []
+
+
+def test_rows_without_a_label_are_noted(tmp_path):
+    rows = [[f"{i}.5", "ab"[i % 2]] for i in range(20)]
+    rows[6][1] = ""
+    data, notes = train_notes(tmp_path, rows)
+    assert notes == [f"note: 1 row(s) with an empty 'label' were left out (the first: {data}#8)"]
+
+
+def test_a_label_of_too_few_rows_is_noted(tmp_path):
+    rows = [[f"{i}.5", "b" if i < 2 else "a"] for i in range(20)]
+    _, notes = train_notes(tmp_path, rows, ("x", "label"), "--event-model", "multinomial")
+    assert notes == [
+        "note: label 'b' has 2 row(s), too few for the internal 5-fold cross-validation: "
+        "no cutoffs or calibration were fitted (the Bayes decision)"
+    ]
