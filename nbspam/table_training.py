@@ -16,7 +16,6 @@ from .errors import TrainingError
 from .table_model import (
     TableModel,
     TableSettings,
-    choose_kinds,
     fit_table,
     given_kinds,
     posteriors,
@@ -32,23 +31,33 @@ AUTO_FOLDS = 5
 AUTO_SEED = 42
 
 
-def treatments(table: Table, settings: TableSettings, path: str) -> dict[str, TableSettings]:
+def treatments(
+    kinds: dict[str, str], settings: TableSettings, given: dict[str, str]
+) -> dict[str, TableSettings]:
     """The ways auto tries for the continuous columns (those detected as numbers that are
-    not all 0 or 1, and not set by --column): Gaussian; quantile bins, zero plus quartiles;
-    Bernoulli on x > 0. None where there is no such column, or --bins says how."""
-    kinds = choose_kinds(table, dataclasses.replace(settings, kinds={}), path)
-    given = given_kinds(settings.kinds, kinds)
+    not all 0 or 1: of kind gaussian in ``kinds`` and not set by --column, ``given``):
+    Gaussian; quantile bins, zero plus quartiles; Bernoulli on x > 0. Each names the kind
+    of every column, so that the columns are detected once. None where there is no such
+    column, or --bins says how."""
     continuous = [n for n, k in kinds.items() if k == "gaussian" and n not in given]
     if not continuous or settings.bins is not None:
         return {}
-    as_bernoulli = {**settings.kinds, **dict.fromkeys(continuous, "bernoulli")}
+    as_bernoulli = {**kinds, **dict.fromkeys(continuous, "bernoulli")}
     return {
-        "gaussian": dataclasses.replace(settings, bins=None),
+        "gaussian": dataclasses.replace(settings, kinds=kinds, bins=None),
         "quantile bins (zero + quartiles)": dataclasses.replace(
-            settings, bins=DEFAULT_BINS, binning="quantile"
+            settings, kinds=kinds, bins=DEFAULT_BINS, binning="quantile"
         ),
         "bernoulli (x > 0)": dataclasses.replace(settings, bins=None, kinds=as_bernoulli),
     }
+
+
+def resolved(model: TableModel, settings: TableSettings) -> TableSettings:
+    """``settings`` naming the kind of every column as ``model`` has it, so that models of
+    parts of the table need not detect the kinds again."""
+    binned = "gaussian" if settings.bins is not None else "binned"
+    kinds = {c.name: binned if c.edges is not None else c.kind for c in model.columns}
+    return dataclasses.replace(settings, kinds=kinds)
 
 
 def fold_contributions(
@@ -140,7 +149,9 @@ def auto_choice(
     from .metrics import roc_auc
 
     model = fit_table(table, settings, path)  # checks the label column and the labels
-    candidates = treatments(table, settings, path)
+    kinds = resolved(model, settings).kinds
+    given = given_kinds(settings.kinds, kinds)
+    candidates = treatments(kinds, settings, given)
     if not model.is_binary or not candidates or min(model.class_count) < AUTO_FOLDS:
         return settings, {}, None
     y = np.array(table.column(settings.label_column), dtype=object)
@@ -155,8 +166,6 @@ def auto_choice(
 
     aucs = {name: auc(bias + contrib.sum(axis=1)) for name, (bias, contrib, _, _) in parts.items()}
     best = max(aucs, key=lambda n: (aucs[n], -list(aucs).index(n)))
-    kinds = choose_kinds(table, settings, path)
-    given = given_kinds(settings.kinds, names)
     continuous = [j for j, n in enumerate(names) if kinds[n] == "gaussian" and n not in given]
     choice = dict.fromkeys(continuous, best)
     odds = parts[best][0] + parts[best][1].sum(axis=1)
@@ -170,7 +179,7 @@ def auto_choice(
             if trial_auc >= score + MIN_GAIN:
                 odds, score, choice[j] = trial, trial_auc, other
                 changed[names[j]] = other
-    mixed = dict(settings.kinds)
+    mixed = dict(kinds)
     for j, name in choice.items():
         mixed[names[j]] = _TREATMENT_KIND[name]
     final = (
@@ -209,7 +218,7 @@ def fit_with_rule(
     if odds is None:
         if min(model.class_count) < AUTO_FOLDS:
             return model  # too few rows of a label for an internal cross-validation
-        odds = internal_odds(table, settings, path)
+        odds = internal_odds(table, resolved(model, settings), path)
     n = len(odds.odds)
     scores = Scores(
         ids=tuple(table.ids),
