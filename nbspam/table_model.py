@@ -109,14 +109,16 @@ def bin_edges(values: np.ndarray, bins: int, binning: str) -> tuple[list[float],
     if binning == "uniform":
         if not values.size:
             return [], False
-        edges = np.linspace(values.min(), values.max(), bins + 1)[1:-1]
+        lo, hi, t = values.min(), values.max(), np.arange(1, bins) / bins
+        edges = lo * (1 - t) + hi * t  # not lo + (hi - lo) t: hi - lo may overflow
         return sorted(set(edges.tolist())), False
     zero_bin = bool((values == 0).any())
     rest = values[values != 0] if zero_bin else values
     if not rest.size:
         return [], zero_bin
-    edges = np.quantile(rest, np.arange(1, bins) / bins)
-    return sorted(set(edges.tolist())), zero_bin
+    with np.errstate(invalid="ignore", over="ignore"):  # between ±1.7e308: inf or NaN
+        edges = np.quantile(rest, np.arange(1, bins) / bins)
+    return sorted(set(edges[np.isfinite(edges)].tolist())), zero_bin
 
 
 # --------------------------------------------------------------------------------------------

@@ -648,3 +648,16 @@ def test_a_label_of_too_few_rows_is_noted(tmp_path):
         "note: label 'b' has 2 row(s), too few for the internal 5-fold cross-validation: "
         "no cutoffs or calibration were fitted (the Bayes decision)"
     ]
+
+
+@pytest.mark.parametrize("binning", ["uniform", "quantile"])
+def test_bins_of_values_near_the_largest_float_are_finite(binning, tmp_path):
+    x = np.array([-1.7e308, 1.7e308, -1.7e308, 1.7e308])  # quartiles between the two
+    edges, _ = bin_edges(x, 4, binning)
+    assert edges and all(math.isfinite(e) for e in edges)
+    rows = [[repr(v), "ab"[i % 2]] for i, v in enumerate(x.tolist() * 4)]
+    data = two_class_csv(tmp_path / "h.csv", ["x", "label"], rows)
+    model = tmp_path / "m.nbm"
+    r = cli_run("train", data, "-o", model, "--bins", "4", "--binning", binning)
+    assert r.exit_code == 0, r.stderr
+    assert cli_run("predict", "-m", model, data).exit_code == 0
