@@ -18,7 +18,6 @@ A missing cell (an empty one) adds to no statistic and counts for no class when 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -30,6 +29,20 @@ SCALE = 1074
 VAR_SMOOTHING = 1e-9
 """The variance floor, as scikit-learn's GaussianNB: this times the largest variance of any
 Gaussian column (over all the rows) is added to every class variance."""
+
+MAX_VALUE = 1e150
+"""The largest magnitude a Gaussian value may have. Training refuses a value beyond it (the
+statistics are kept for good, so none is changed silently); scoring takes one as the
+nearest end of the range. Within it every square, mean and variance is a finite float64
+(at most 1e300), so no score can be NaN."""
+
+MIN_VARIANCE = 2.2250738585072014e-308
+"""The least variance a class may have (the smallest normal float64): where every Gaussian
+column is constant, the floor above is 0, and log 0 and 0/0 would give no score."""
+
+MIN_LOG_LIKELIHOOD = -1e300
+"""The least log-likelihood one cell adds: a value so far from a class that its log density
+is not a float64 (below -1.8e308) is counted as this, so that sums stay finite."""
 
 
 def exact(x: float) -> int:
@@ -67,31 +80,50 @@ class Gaussian:
 
     def mean_var(self) -> tuple[np.ndarray, np.ndarray]:
         """(mu (C,), sigma2 (C,)): mu_c = S1 / (n_c 2^1074) and the MLE variance
-        (n S2 - S1^2) / (n^2 2^2148), each an exact fraction rounded once; NaN where a
-        class has no value."""
-        means, vars_ = [], []
-        for n, s1, s2 in zip(self.n, self.s1, self.s2):
-            if n <= 0:
-                means.append(math.nan)
-                vars_.append(math.nan)
-                continue
-            means.append(float(Fraction(s1, n << SCALE)))
-            vars_.append(float(Fraction(n * s2 - s1 * s1, (n * n) << (2 * SCALE))))
-        return np.array(means), np.array(vars_)
+        (n S2 - S1^2) / (n^2 2^2148), each an exact fraction rounded once. A class with no
+        value in the column takes the mean and variance of all the rows (so the column
+        tells nothing of it); a column with no value at all, 0 and 0."""
+        pooled = _mean_var(sum(self.n), sum(self.s1), sum(self.s2)) if 0 in self.n else (0, 0)
+        found = [
+            _mean_var(n, s1, s2) if n > 0 else pooled for n, s1, s2 in zip(self.n, self.s1, self.s2)
+        ]
+        return np.array([m for m, _ in found], float), np.array([v for _, v in found], float)
 
     def total_var(self) -> float:
         """The MLE variance of the column over all the rows of every class (exact, rounded)."""
-        n, s1, s2 = sum(self.n), sum(self.s1), sum(self.s2)
-        if n <= 0:
-            return 0.0
-        return float(Fraction(n * s2 - s1 * s1, (n * n) << (2 * SCALE)))
+        return _mean_var(sum(self.n), sum(self.s1), sum(self.s2))[1]
+
+    def consistent(self) -> bool:
+        """Whether the sums are those of values within ±`MAX_VALUE`: none where n is 0, the
+        mean within the range, the variance >= 0 and at most the range's square. (A model
+        file made by hand, or rows forgotten that were never learned, may break this.)"""
+        top, top2 = exact(MAX_VALUE), exact(MAX_VALUE) ** 2
+        return all(
+            n >= 0 and abs(s1) <= n * top and 0 <= s2 <= n * top2 and n * s2 >= s1 * s1
+            for n, s1, s2 in zip(self.n, self.s1, self.s2)
+        )
+
+
+def _mean_var(n: int, s1: int, s2: int) -> tuple[float, float]:
+    if n <= 0:
+        return 0.0, 0.0
+    mean = float(Fraction(s1, n << SCALE))
+    return mean, float(Fraction(n * s2 - s1 * s1, (n * n) << (2 * SCALE)))
 
 
 def gaussian_log_likelihood(x: np.ndarray, mu: np.ndarray, var: np.ndarray) -> np.ndarray:
     """log P(x | c) (n, C) of values x (n,) under N(mu_c, var_c), mu and var (C,):
-    -0.5 log(2 pi var_c) - (x - mu_c)^2 / (2 var_c); 0 where x is NaN (missing)."""
-    out = -0.5 * np.log(2.0 * np.pi * var)[None, :] - 0.5 * (x[:, None] - mu[None, :]) ** 2 / var
-    return np.where(np.isnan(x)[:, None], 0.0, out)
+    -0.5 log(2 pi var_c) - (x - mu_c)^2 / (2 var_c); 0 where x is NaN (missing). Always
+    finite: x is clipped to ±`MAX_VALUE`, var_c is at least `MIN_VARIANCE`, and the result
+    at least `MIN_LOG_LIKELIHOOD`."""
+    missing = np.isnan(x)[:, None]
+    x = np.clip(x, -MAX_VALUE, MAX_VALUE)
+    var = np.maximum(var, MIN_VARIANCE)
+    with np.errstate(over="ignore"):
+        out = (
+            -0.5 * np.log(2.0 * np.pi * var)[None, :] - 0.5 * (x[:, None] - mu[None, :]) ** 2 / var
+        )
+    return np.where(missing, 0.0, np.maximum(out, MIN_LOG_LIKELIHOOD))
 
 
 @dataclass

@@ -65,7 +65,7 @@ from .decision import read_cutoffs, stored_cutoffs
 from .errors import ConfigError, InputError
 from .forms import LinearForm
 from .model import Model
-from .schema import MAX_LABEL_CHARS, MAX_LABELS, number_pair
+from .schema import MAX_LABEL_CHARS, MAX_LABELS, checked_info, number_pair
 
 FORMAT_VERSION = 1
 FIRST_LINE = f"# nbspam dump {FORMAT_VERSION}"
@@ -297,9 +297,10 @@ class _Reader:
             if key == "train":
                 return config_from_dict(TrainConfig, value)
             if key == "info":
-                if not isinstance(value, dict):
-                    raise ConfigError("must be a JSON object")
-                return value
+                try:
+                    return checked_info(value)
+                except ValueError as exc:
+                    raise self.fail(_cut(str(exc))) from None
             try:
                 pair = number_pair(value, "must be null or two finite numbers")
             except ValueError as exc:
@@ -398,7 +399,7 @@ class _Reader:
                 self.bad_term_order(term, previous)
             try:
                 counts.extend(map(int, tail.split("\t")))
-            except OverflowError:
+            except (OverflowError, ValueError):  # ValueError: more digits than int() reads
                 raise self.fail(f"a count of the term {_shown(term)} is over 2^63 - 1") from None
             terms.append(term)
             previous = term
@@ -569,10 +570,9 @@ class _Reader:
     def count(self, text: str, what: str) -> int:
         if _COUNT.fullmatch(text) is None:
             raise self.fail(f"{what} is not a whole number >= 0: {_shown(text)}")
-        value = int(text)
-        if value > MAX_COUNT:
-            raise self.fail(f"{what} is over 2^63 - 1: {text}")
-        return value
+        if len(text.lstrip("0")) > len(str(MAX_COUNT)) or int(text) > MAX_COUNT:
+            raise self.fail(f"{what} is over 2^63 - 1: {_shown(text)}")
+        return int(text)
 
     def unescape(self, text: str, what: str) -> str:
         """A term or label with its escapes undone (see `escape`)."""

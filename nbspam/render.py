@@ -709,6 +709,7 @@ def table_train_summary(model: Any, output: str, size: int) -> list[str]:
     column (grouped by kind), auto's choice, and the file written."""
     counts = ", ".join(f"{label} {n:,}" for label, n in zip(model.labels, model.class_count))
     lines = [f"trained a table model on {sum(model.class_count):,} rows ({counts})"]
+    lines += [f"note: {note}" for note in model.notes]
     by_kind: dict[str, list[str]] = {}
     for c in model.columns:
         kind = c.kind if c.edges is None else "categorical (binned)"

@@ -177,9 +177,7 @@ def _checked(box: container.Container) -> ModelFile:
         raise ValueError("format_version is not a format this nbspam reads")
     if not isinstance(header["nbspam_version"], str):
         raise ValueError("nbspam_version is not text")
-    info = header.get("info", {})
-    if not isinstance(info, dict):
-        raise ValueError("info is not a mapping")
+    info = checked_info(header.get("info", {}))
     labels = _labels(header["labels"])
     tokenizer = header["tokenizer"]
     if isinstance(tokenizer, dict):  # a file written before number tokens tokenizes without
@@ -205,6 +203,49 @@ def _checked(box: container.Container) -> ModelFile:
     checked = ModelFile(header, box.views, labels, tokenizer, train, cutoffs, calibration, info)
     _check_values(checked, binary)
     return checked
+
+
+def checked_info(info: Any) -> dict[str, Any]:
+    """A model's history (``info``), checked where nbspam reads it: a mapping whose records
+    of auto's choice (``auto``), of pruning (``pruned``) and of expiry (``expired``) have
+    the fields and types nbspam writes; other keys are free-form and only shown. ValueError
+    names the first field amiss."""
+    if not isinstance(info, dict):
+        raise ValueError("info is not a mapping")
+    for key, count in (("pruned", "terms_dropped"), ("expired", "digests")):
+        if key in info:
+            record = info[key]
+            if not isinstance(record, dict) or not _count(record.get(count)):
+                raise ValueError(f"info.{key} must hold {count}, a whole number >= 0")
+            if not isinstance(record.get("last"), str):
+                raise ValueError(f"info.{key} must hold last, a date as text")
+    if "auto" in info:
+        _check_auto(info["auto"])
+    return info
+
+
+def _check_auto(auto: Any) -> None:
+    """info.auto, the record of --event-model auto (`selection.Choice.info`)."""
+    if not isinstance(auto, dict):
+        raise ValueError("info.auto is not a mapping")
+    chosen = auto.get("chosen")
+    if chosen is not None and not isinstance(chosen, str):
+        raise ValueError("info.auto.chosen must be text or null")
+    for key in ("messages", "folds"):
+        if (key in auto or chosen is not None) and not _count(auto.get(key)):
+            raise ValueError(f"info.auto.{key} must be a whole number >= 0")
+    candidates = auto.get("candidates", [])
+    if not isinstance(candidates, list):
+        raise ValueError("info.auto.candidates is not a list")
+    for row in candidates:
+        if (
+            not isinstance(row, dict)
+            or not isinstance(row.get("name"), str)
+            or "auc" not in row
+            or not (row["auc"] is None or _finite(row["auc"]))
+            or not isinstance(row.get("note", ""), str)
+        ):
+            raise ValueError("info.auto.candidates: each needs a name, an auc (or null), a note")
 
 
 def _labels(labels: Any) -> tuple[str, ...]:
@@ -308,6 +349,10 @@ def _check_values(box: ModelFile, binary: bool) -> None:
 
 def _whole(value: Any) -> bool:
     return type(value) is int
+
+
+def _count(value: Any) -> bool:
+    return type(value) is int and value >= 0
 
 
 def _finite(value: Any) -> bool:

@@ -109,14 +109,16 @@ def bin_edges(values: np.ndarray, bins: int, binning: str) -> tuple[list[float],
     if binning == "uniform":
         if not values.size:
             return [], False
-        edges = np.linspace(values.min(), values.max(), bins + 1)[1:-1]
+        lo, hi, t = values.min(), values.max(), np.arange(1, bins) / bins
+        edges = lo * (1 - t) + hi * t  # not lo + (hi - lo) t: hi - lo may overflow
         return sorted(set(edges.tolist())), False
     zero_bin = bool((values == 0).any())
     rest = values[values != 0] if zero_bin else values
     if not rest.size:
         return [], zero_bin
-    edges = np.quantile(rest, np.arange(1, bins) / bins)
-    return sorted(set(edges.tolist())), zero_bin
+    with np.errstate(invalid="ignore", over="ignore"):  # between ±1.7e308: inf or NaN
+        edges = np.quantile(rest, np.arange(1, bins) / bins)
+    return sorted(set(edges[np.isfinite(edges)].tolist())), zero_bin
 
 
 # --------------------------------------------------------------------------------------------
@@ -144,6 +146,8 @@ class TableModel:
     """Two classes: the (negative, positive) cutoffs on the log-odds, as a Model's."""
     calibration: tuple[float, float] | None = None
     """Two classes: the Platt calibration (a, b), as a Model's."""
+    notes: list[str] = field(default_factory=list, repr=False, compare=False)
+    """What training has to say of the table (not kept in the model file)."""
 
     @property
     def is_binary(self) -> bool:
@@ -184,7 +188,7 @@ class TableModel:
         """(names, log P(x_a | c) (n, C) for each scored column) of a table's rows. Values
         of a categorical column never seen in training add nothing (counted in ``unseen``
         per column)."""
-        missing = [c.name for c in self.columns if c.kind != "ignore" and c.name not in table.names]
+        missing = [c.name for c in self.columns if c.kind != "ignore" and not table.has(c.name)]
         if missing:
             raise InputError(f"the table lacks the model's column {missing[0]!r}")
         analyzer = self.analyzer() if any(c.kind == "text" for c in self.columns) else None
@@ -294,28 +298,36 @@ class TableSettings:
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
 
 
-def given_kind(patterns: dict[str, str], name: str) -> str | None:
-    """The kind --column gives a column: of the last NAME (or pattern) that matches it."""
-    found = None
-    for pattern, kind in patterns.items():
-        if fnmatch.fnmatchcase(name, pattern):
-            found = kind
-    return found
+def given_kinds(patterns: dict[str, str], names: Iterable[str]) -> dict[str, str]:
+    """The kind --column gives each of ``names`` that it names: that of the last NAME (or
+    pattern) matching it. Linear in the names: a NAME without *, ? or [ is looked up, and
+    only the patterns are matched against every name."""
+    order = {pattern: i for i, pattern in enumerate(patterns)}
+    globs = [p for p in patterns if any(ch in p for ch in "*?[")]
+    kinds = list(patterns.values())
+    out = {}
+    for name in names:
+        last = max(
+            [order.get(name, -1), *(order[g] for g in globs if fnmatch.fnmatchcase(name, g))]
+        )
+        if last >= 0:
+            out[name] = kinds[last]
+    return out
 
 
 def choose_kinds(table: Table, settings: TableSettings, path: str) -> dict[str, str]:
     """The kind of each column but the label's: --column where given, else detected; a
     column named 'id' is ignored."""
     for pattern in settings.kinds:
-        if not fnmatch.filter(table.names, pattern):
+        if not (table.has(pattern) or fnmatch.filter(table.names, pattern)):
             raise ConfigError(f"--column {pattern}: the table has no such column")
+    given = given_kinds(settings.kinds, table.names)
     kinds = {}
     for name in table.names:
         if name == settings.label_column:
             continue
-        given = given_kind(settings.kinds, name)
-        if given is not None:
-            kinds[name] = given
+        if name in given:
+            kinds[name] = given[name]
         elif name.lower() == "id":
             kinds[name] = "ignore"
         else:
@@ -326,7 +338,7 @@ def choose_kinds(table: Table, settings: TableSettings, path: str) -> dict[str, 
 def fit_table(table: Table, settings: TableSettings, path: str = "the table") -> TableModel:
     """Train a TableModel on a table: kinds (`choose_kinds`), bin edges for the continuous
     columns with --bins, then every row added (`add_rows`)."""
-    if settings.label_column not in table.names:
+    if not table.has(settings.label_column):
         raise InputError(
             f"{path}: no label column {settings.label_column!r} (columns: "
             f"{', '.join(table.names[:8])}{' ...' if len(table.names) > 8 else ''}); "
@@ -380,9 +392,9 @@ def fit_table(table: Table, settings: TableSettings, path: str = "the table") ->
 def add_rows(model: TableModel, table: Table, sign: int) -> int:
     """Learn (sign 1) or forget (sign -1) every labelled row of a table, in place; returns
     the rows counted. Exact: forgetting rows learned gives back the same statistics."""
-    if model.label_column not in table.names:
+    if not table.has(model.label_column):
         raise InputError(f"the table has no label column {model.label_column!r}")
-    missing = [c.name for c in model.columns if c.kind != "ignore" and c.name not in table.names]
+    missing = [c.name for c in model.columns if c.kind != "ignore" and not table.has(c.name)]
     if missing:
         raise InputError(f"the table lacks the model's column {missing[0]!r}")
     analyzer = model.analyzer() if any(c.kind == "text" for c in model.columns) else None
@@ -400,6 +412,12 @@ def add_rows(model: TableModel, table: Table, sign: int) -> int:
                 continue
             v = column.value(cell, where, analyzer)
             if column.kind == "gaussian":
+                if abs(v) > col.MAX_VALUE:
+                    raise InputError(
+                        f"{where}, column {column.name!r}: {cell[:40]} is beyond ±1e150, the "
+                        "range of a gaussian column; rescale the column (its logarithm, say) "
+                        f"or give --column {column.name}=binned"
+                    )
                 if not math.isnan(v):
                     column.stats.add(c, v, sign)
             elif column.kind == "text":
@@ -424,7 +442,7 @@ def _non_negative(model: TableModel) -> bool:
     if min(model.class_count) < 0:
         return False
     for c in model.columns:
-        if c.kind == "gaussian" and (min(c.stats.n) < 0 or min(c.stats.s2) < 0):
+        if c.kind == "gaussian" and not c.stats.consistent():
             return False
         if c.kind in ("categorical", "bernoulli") and min(map(min, c.stats.counts), default=0) < 0:
             return False
@@ -613,9 +631,9 @@ def _from_header(t: dict[str, Any]) -> TableModel:
             n = _counts(entry["n"], C)
             s1 = [int(v, 16) for v in entry["s1"]]
             s2 = [int(v, 16) for v in entry["s2"]]
-            if len(s1) != C or len(s2) != C or any(v < 0 for v in s2):
-                raise ValueError(f"column {name!r}: sums")
             column.stats = col.Gaussian(n, s1, s2)
+            if len(s1) != C or len(s2) != C or not column.stats.consistent():
+                raise ValueError(f"column {name!r}: sums that no values within ±1e150 give")
         elif kind in ("categorical", "bernoulli"):
             cats = entry["categories"]
             if not all(isinstance(v, str) for v in cats) or len(set(cats)) != len(cats):

@@ -16,13 +16,12 @@ from .errors import TrainingError
 from .table_model import (
     TableModel,
     TableSettings,
-    choose_kinds,
     fit_table,
-    given_kind,
+    given_kinds,
     posteriors,
     subset,
 )
-from .tables import DEFAULT_BINS, Table, read_table
+from .tables import DEFAULT_BINS, Table, mostly_numbers_note, read_table
 
 # --------------------------------------------------------------------------------------------
 # Choosing how to model the continuous columns (--event-model auto), and cross-validation
@@ -32,24 +31,33 @@ AUTO_FOLDS = 5
 AUTO_SEED = 42
 
 
-def treatments(table: Table, settings: TableSettings, path: str) -> dict[str, TableSettings]:
+def treatments(
+    kinds: dict[str, str], settings: TableSettings, given: dict[str, str]
+) -> dict[str, TableSettings]:
     """The ways auto tries for the continuous columns (those detected as numbers that are
-    not all 0 or 1, and not set by --column): Gaussian; quantile bins, zero plus quartiles;
-    Bernoulli on x > 0. None where there is no such column, or --bins says how."""
-    kinds = choose_kinds(table, dataclasses.replace(settings, kinds={}), path)
-    continuous = [
-        n for n, k in kinds.items() if k == "gaussian" and given_kind(settings.kinds, n) is None
-    ]
+    not all 0 or 1: of kind gaussian in ``kinds`` and not set by --column, ``given``):
+    Gaussian; quantile bins, zero plus quartiles; Bernoulli on x > 0. Each names the kind
+    of every column, so that the columns are detected once. None where there is no such
+    column, or --bins says how."""
+    continuous = [n for n, k in kinds.items() if k == "gaussian" and n not in given]
     if not continuous or settings.bins is not None:
         return {}
-    as_bernoulli = {**settings.kinds, **dict.fromkeys(continuous, "bernoulli")}
+    as_bernoulli = {**kinds, **dict.fromkeys(continuous, "bernoulli")}
     return {
-        "gaussian": dataclasses.replace(settings, bins=None),
+        "gaussian": dataclasses.replace(settings, kinds=kinds, bins=None),
         "quantile bins (zero + quartiles)": dataclasses.replace(
-            settings, bins=DEFAULT_BINS, binning="quantile"
+            settings, kinds=kinds, bins=DEFAULT_BINS, binning="quantile"
         ),
         "bernoulli (x > 0)": dataclasses.replace(settings, bins=None, kinds=as_bernoulli),
     }
+
+
+def resolved(model: TableModel, settings: TableSettings) -> TableSettings:
+    """``settings`` naming the kind of every column as ``model`` has it, so that models of
+    parts of the table need not detect the kinds again."""
+    binned = "gaussian" if settings.bins is not None else "binned"
+    kinds = {c.name: binned if c.edges is not None else c.kind for c in model.columns}
+    return dataclasses.replace(settings, kinds=kinds)
 
 
 def fold_contributions(
@@ -141,7 +149,9 @@ def auto_choice(
     from .metrics import roc_auc
 
     model = fit_table(table, settings, path)  # checks the label column and the labels
-    candidates = treatments(table, settings, path)
+    kinds = resolved(model, settings).kinds
+    given = given_kinds(settings.kinds, kinds)
+    candidates = treatments(kinds, settings, given)
     if not model.is_binary or not candidates or min(model.class_count) < AUTO_FOLDS:
         return settings, {}, None
     y = np.array(table.column(settings.label_column), dtype=object)
@@ -156,12 +166,7 @@ def auto_choice(
 
     aucs = {name: auc(bias + contrib.sum(axis=1)) for name, (bias, contrib, _, _) in parts.items()}
     best = max(aucs, key=lambda n: (aucs[n], -list(aucs).index(n)))
-    kinds = choose_kinds(table, settings, path)
-    continuous = [
-        j
-        for j, n in enumerate(names)
-        if kinds[n] == "gaussian" and given_kind(settings.kinds, n) is None
-    ]
+    continuous = [j for j, n in enumerate(names) if kinds[n] == "gaussian" and n not in given]
     choice = dict.fromkeys(continuous, best)
     odds = parts[best][0] + parts[best][1].sum(axis=1)
     score, changed = aucs[best], {}
@@ -174,7 +179,7 @@ def auto_choice(
             if trial_auc >= score + MIN_GAIN:
                 odds, score, choice[j] = trial, trial_auc, other
                 changed[names[j]] = other
-    mixed = dict(settings.kinds)
+    mixed = dict(kinds)
     for j, name in choice.items():
         mixed[names[j]] = _TREATMENT_KIND[name]
     final = (
@@ -213,7 +218,7 @@ def fit_with_rule(
     if odds is None:
         if min(model.class_count) < AUTO_FOLDS:
             return model  # too few rows of a label for an internal cross-validation
-        odds = internal_odds(table, settings, path)
+        odds = internal_odds(table, resolved(model, settings), path)
     n = len(odds.odds)
     scores = Scores(
         ids=tuple(table.ids),
@@ -238,7 +243,40 @@ def train_table(path: str, settings: TableSettings, auto: bool, cfg: Any) -> Tab
     model.info.update(
         created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), rows=len(table.rows)
     )
+    model.notes = table_notes(table, settings, model, auto=auto, calibrate=cfg.calibrate)
     return model
+
+
+def table_notes(
+    table: Table, settings: TableSettings, model: TableModel, *, auto: bool, calibrate: bool
+) -> list[str]:
+    """What `train` notes of a table whose model is sound but may not be what was meant:
+    rows without a label left out, a column of numbers made categorical by a few that are
+    not, and a label of too few rows for the internal cross-validation (no cutoffs)."""
+    notes = []
+    unlabelled = [i for i, v in enumerate(table.column(settings.label_column)) if not v]
+    if unlabelled:
+        notes.append(
+            f"{len(unlabelled):,} row(s) with an empty {settings.label_column!r} were left out "
+            f"(the first: {table.ids[unlabelled[0]]})"
+        )
+    given = given_kinds(settings.kinds, table.names)
+    for column in model.columns:
+        if column.kind == "categorical" and column.edges is None and column.name not in given:
+            note = mostly_numbers_note(table.column(column.name), table.ids, column.name)
+            if note:
+                notes.append(note)
+    few = [(n, label) for label, n in zip(model.labels, model.class_count) if n < AUTO_FOLDS]
+    if model.is_binary and (auto or calibrate) and few:
+        n, label = min(few)
+        notes.append(
+            f"label {label!r} has {n} row(s), too few for the internal {AUTO_FOLDS}-fold "
+            "cross-validation: "
+            + ("no cutoffs or calibration were fitted (the Bayes decision)" if calibrate else "")
+            + (", and " if calibrate and auto else "")
+            + ("auto kept the continuous columns as they are" if auto else "")
+        )
+    return notes
 
 
 def cross_validate_table(
@@ -252,7 +290,7 @@ def cross_validate_table(
     from .evaluation import with_decision_rules
 
     table = read_table(path)
-    y_all = table.column(settings.label_column) if settings.label_column in table.names else []
+    y_all = table.column(settings.label_column) if table.has(settings.label_column) else []
     table = subset(table, [i for i, v in enumerate(y_all) if v])
     y = table.column(settings.label_column) if table.rows else []
     fold, protocol = stratified_split(y, folds, seed)

@@ -15,7 +15,7 @@ import json
 import math
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ConfigError, InputError
@@ -34,15 +34,23 @@ TABLE_KIND = "nbspam-table"
 
 @dataclass
 class Table:
-    """A table read whole: column names, rows of cells (text; '' is missing), and each
-    row's identifier (PATH#LINE)."""
+    """A table read whole: column names (each once), rows of cells (text; '' is missing),
+    and each row's identifier (PATH#LINE)."""
 
     names: list[str]
     rows: list[list[str]]
     ids: list[str]
+    where: dict[str, int] = field(init=False, repr=False, compare=False)
+    """Each name's place among the names (found in constant time, however many columns)."""
+
+    def __post_init__(self) -> None:
+        self.where = {name: j for j, name in enumerate(self.names)}
+
+    def has(self, name: str) -> bool:
+        return name in self.where
 
     def column(self, name: str) -> list[str]:
-        j = self.names.index(name)
+        j = self.where[name]
         return [row[j] for row in self.rows]
 
 
@@ -61,6 +69,7 @@ def read_table(path: str) -> Table:
             if header is None:
                 raise InputError(f"{path}: the table is empty")
             names = [name.strip() for name in header]
+            _check_names(path, names)
             rows, ids = [], []
             start = reader.line_num + 1
             for row in reader:
@@ -91,6 +100,10 @@ def _read_jsonl(path: str, f: Any) -> Table:
             obj = json.loads(text)
         except json.JSONDecodeError as exc:
             raise InputError(f"{path}#{line}: not valid JSON: {exc.msg}") from None
+        except ValueError:  # an integer of more digits than Python converts
+            raise InputError(f"{path}#{line}: a number of too many digits") from None
+        except RecursionError:
+            raise InputError(f"{path}#{line}: not valid JSON: nested too deep") from None
         if not isinstance(obj, dict):
             raise InputError(f"{path}#{line}: a JSON line must be an object")
         objects.append(obj)
@@ -100,6 +113,18 @@ def _read_jsonl(path: str, f: Any) -> Table:
         names.update(dict.fromkeys(obj))
     rows = [[_cell(obj.get(name)) for name in names] for obj in objects]
     return Table(list(names), rows, ids)
+
+
+def _check_names(path: str, names: list[str]) -> None:
+    """Every column name once: a name given twice is an InputError naming both columns."""
+    first: dict[str, int] = {}
+    for j, name in enumerate(names):
+        if name in first:
+            raise InputError(
+                f"{path}: columns {first[name] + 1} and {j + 1} are both named {name[:40]!r}; "
+                "each column needs a name of its own"
+            )
+        first[name] = j
 
 
 def _cell(value: Any) -> str:
@@ -134,18 +159,7 @@ def detect_kind(cells: Sequence[str], path: str, name: str) -> str:
     values = [c for c in cells if c != ""]
     if not values:
         return "ignore"
-    bad = []
-    numbers = set()
-    for i, cell in enumerate(cells):
-        if cell == "":
-            continue
-        try:
-            x = float(cell)
-            if not math.isfinite(x):
-                raise ValueError
-            numbers.add(x)
-        except ValueError:
-            bad.append(i)
+    bad, numbers = _not_numbers(cells)
     if not bad:
         return "bernoulli" if numbers <= {0.0, 1.0} else "gaussian"
     if len(bad) <= max(1, len(values) // 100) and len(bad) < len(values):
@@ -156,6 +170,40 @@ def detect_kind(cells: Sequence[str], path: str, name: str) -> str:
         )
     spaced = sum(1 for v in values if " " in v)
     return "text" if spaced * 2 > len(values) else "categorical"
+
+
+def _not_numbers(cells: Sequence[str]) -> tuple[list[int], set[float]]:
+    """(the places of the cells that are not finite numbers, the numbers), empty cells
+    apart."""
+    bad = []
+    numbers = set()
+    for i, cell in enumerate(cells):
+        if cell == "":
+            continue
+        try:
+            x = float(cell)
+        except ValueError:
+            x = math.nan
+        if math.isfinite(x):
+            numbers.add(x)
+        else:
+            bad.append(i)
+    return bad, numbers
+
+
+def mostly_numbers_note(cells: Sequence[str], ids: Sequence[str], name: str) -> str | None:
+    """A note on a column detected as categorical although most of its values are numbers
+    (a few malformed ones among many numbers make every number a category), or None."""
+    bad, _ = _not_numbers(cells)
+    values = sum(1 for c in cells if c != "")
+    if not bad or len(bad) * 2 > values:
+        return None
+    i = bad[0]
+    return (
+        f"column {name!r} is modelled as categorical, each number a category: {len(bad):,} of "
+        f"its {values:,} values are not numbers (the first: {ids[i]}, {cells[i][:40]!r}); fix "
+        f"them and give --column {name}=gaussian, or give --column {name}=categorical"
+    )
 
 
 def parse_column_options(options: Iterable[str]) -> dict[str, str]:

@@ -338,7 +338,36 @@ def _cutoffs_the_wrong_way_round(lines):
 
 
 def _info_not_an_object(lines):
-    return joined(replaced(lines, 7, "info\t[]")), "line 7: info: must be a JSON object"
+    return joined(replaced(lines, 7, "info\t[]")), "line 7: info is not a mapping"
+
+
+def _info_auto_a_number(lines):
+    return joined(replaced(lines, 7, 'info\t{"auto": 5}')), "line 7: info.auto is not a mapping"
+
+
+def _info_pruned_a_number(lines):
+    return joined(replaced(lines, 7, 'info\t{"pruned": 5}')), (
+        "line 7: info.pruned must hold terms_dropped, a whole number >= 0"
+    )
+
+
+def _info_expired_without_a_date(lines):
+    return joined(replaced(lines, 7, 'info\t{"expired": {"digests": 3}}')), (
+        "line 7: info.expired must hold last, a date as text"
+    )
+
+
+def _a_class_count_of_5000_digits(lines):
+    return joined(field(lines, 8, 2, "9" * 5000)), (
+        f"line 8: the messages of class 'ham' is over 2^63 - 1: {'9' * 60!r}..."
+    )
+
+
+def _a_term_count_of_5000_digits(lines):
+    n = terms_line(lines) + 2
+    return joined(field(lines, n, 1, "9" * 5000)), (
+        f"line {n}: a count of the term {term_of(lines, n)!r} is over 2^63 - 1"
+    )
 
 
 def _a_header_field_twice(lines):
@@ -563,6 +592,11 @@ DAMAGES = [
     _an_unknown_setting,
     _cutoffs_the_wrong_way_round,
     _info_not_an_object,
+    _info_auto_a_number,
+    _info_pruned_a_number,
+    _info_expired_without_a_date,
+    _a_class_count_of_5000_digits,
+    _a_term_count_of_5000_digits,
     _a_header_field_twice,
     _a_header_field_missing,
     _the_positive_label_not_a_class,

@@ -432,3 +432,232 @@ def test_a_table_model_on_stdin_says_what_it_needs(tmp_path):
         done.stderr.decode().strip()
         == f"Error: {model} is a table model: give the tables to score as PATH"
     )
+
+
+# --------------------------------------------------------------------------------------------
+# Values no Gaussian can hold, and classes without values: one line, or finite scores
+# --------------------------------------------------------------------------------------------
+
+
+def two_class_csv(path, header, rows):
+    path.write_text(",".join(header) + "\n" + "".join(",".join(map(str, r)) + "\n" for r in rows))
+    return path
+
+
+def test_a_value_beyond_the_gaussian_range_is_refused_in_one_line(tmp_path):
+    rows = [[f"{i}.5", "ab"[i % 2]] for i in range(20)]
+    rows[3][0] = "1e200"
+    data = two_class_csv(tmp_path / "big.csv", ["x", "label"], rows)
+    r = cli_run("train", data, "-o", tmp_path / "m.nbm", "--column", "x=gaussian")
+    assert (r.exit_code, r.stdout) == (1, "")
+    assert r.stderr == (
+        f"Error: {data}#5, column 'x': 1e200 is beyond ±1e150, the range of a gaussian column; "
+        "rescale the column (its logarithm, say) or give --column x=binned\n"
+    )
+    assert not (tmp_path / "m.nbm").exists()
+
+
+def test_a_huge_value_at_predict_gives_finite_scores_and_valid_json(tmp_path):
+    rows = [[i * (1 + 2 * (i % 2)), "ab"[i % 2]] for i in range(20)]  # b the wider
+    data = two_class_csv(tmp_path / "t.csv", ["x", "label"], rows)
+    model = tmp_path / "m.nbm"
+    assert cli_run("train", data, "-o", model, "--column", "x=gaussian").exit_code == 0
+    new = two_class_csv(tmp_path / "new.csv", ["x"], [["1e160"], ["-1e300"], ["3"]])
+    r = cli_run("predict", "-m", model, new, "-f", "jsonl")
+    assert r.exit_code == 0 and "nan" not in r.stdout.lower() and "inf" not in r.stdout.lower()
+    rows = [
+        json.loads(line, parse_constant=lambda c: pytest.fail(c)) for line in r.stdout.splitlines()
+    ]
+    assert len(rows) == 3 and all(math.isfinite(row["log_odds"]) for row in rows)
+    # 1e160 is taken as 1e150, where b, of the larger variance, is the likelier
+    loaded = load_table_model(model)
+    mu, var = loaded.gaussian_params()["x"]
+    expected = -0.5 * np.log(2 * np.pi * var) - 0.5 * (1e150 - mu) ** 2 / var
+    assert rows[0]["log_odds"] == pytest.approx(expected[1] - expected[0], rel=1e-12)
+    assert rows[0]["label"] == "b"
+
+
+def test_a_constant_column_beside_a_categorical_one_trains_and_scores(tmp_path):
+    # the only Gaussian column is constant: the variance floor of scikit-learn is 0
+    rows = [["3.5", "ab"[i % 2], "ab"[i % 2]] for i in range(20)]
+    data = two_class_csv(tmp_path / "c.csv", ["c", "kind", "label"], rows)
+    model = tmp_path / "m.nbm"
+    r = cli_run("train", data, "-o", model, "--column", "c=gaussian")
+    assert r.exit_code == 0, r.stderr
+    r = cli_run("predict", "-m", model, data, "-f", "jsonl")
+    assert r.exit_code == 0
+    odds = [json.loads(line)["log_odds"] for line in r.stdout.splitlines()]
+    # the constant column adds the same to both classes: the log-odds are the category's,
+    # log((10 + 1) / (10 + 2)) - log((0 + 1) / (10 + 2)) = log 11, and the prior is even
+    assert odds[0] == pytest.approx(-math.log(11), rel=1e-12)
+    assert odds[1] == pytest.approx(math.log(11), rel=1e-12)
+
+
+def test_tiny_values_whose_variance_underflows_score_finitely():
+    rows = [[repr(1e-300 * (1 + i % 3)), "ab"[i % 2]] for i in range(12)]
+    table = Table(["x", "label"], rows, [f"t#{i}" for i in range(12)])
+    model = fit_table(table, TableSettings(kinds={"x": "gaussian"}))
+    jll = model.joint_log_likelihood(table)
+    assert np.isfinite(jll).all()
+
+
+def test_a_class_without_values_takes_the_columns_mean_and_variance(tmp_path):
+    # z is empty in every row of class a: for a it has the mean and variance of all its rows
+    rows = [["1", "", "a"], ["2", "", "a"], ["3", "2", "b"], ["5", "4", "b"], ["4", "6", "b"]]
+    table = Table(["x", "z", "label"], rows, [f"t#{i}" for i in range(5)])
+    model = fit_table(table, TableSettings())
+    mu, var = model.gaussian_params()["z"]
+    eps = 1e-9 * (8 / 3)  # the largest variance of a column: z's, 8/3
+    assert mu.tolist() == [4.0, 4.0]
+    assert var == pytest.approx([8 / 3 + eps, 8 / 3 + eps], rel=1e-15)
+    assert np.isfinite(model.joint_log_likelihood(table)).all()
+    data = two_class_csv(tmp_path / "e.csv", ["x", "z", "label"], rows * 4)
+    r = cli_run("train", data, "-o", tmp_path / "m.nbm")
+    assert r.exit_code == 0, r.stderr
+
+
+@pytest.mark.parametrize(
+    "sums",
+    [
+        {"s1": [hex(1 << 5000), "0x0"]},  # a mean far beyond the range
+        {"s2": ["0x0", "0x0"]},  # a variance below 0 (n S2 < S1^2)
+        {"n": [0, 0]},  # sums without values
+    ],
+    ids=["huge mean", "negative variance", "sums without values"],
+)
+def test_a_table_model_with_impossible_gaussian_sums_is_refused(sums, tmp_path):
+    from nbspam import container
+
+    rows = [[repr(float(i)), "ab"[i % 2]] for i in range(1, 9)]
+    table = Table(["x", "label"], rows, [f"t#{i}" for i in range(8)])
+    header = to_header(fit_table(table, TableSettings(kinds={"x": "gaussian"})))
+    header["table"]["columns"][0].update(sums)
+    path = tmp_path / "bad.nbm"
+    container.write(path, header, {})
+    new = tmp_path / "new.csv"
+    new.write_text("x\n1\n")
+    r = cli_run("predict", "-m", path, new)
+    assert (r.exit_code, r.stdout) == (1, "")
+    assert r.stderr == (
+        f"Error: {path} is not a valid nbspam table model: "
+        "ValueError(\"column 'x': sums that no values within ±1e150 give\")\n"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Reading: names each once, JSON no reader can hold, and time linear in the columns
+# --------------------------------------------------------------------------------------------
+
+
+def test_a_column_name_given_twice_is_refused(tmp_path):
+    data = two_class_csv(tmp_path / "d.csv", ["x", "y", " x", "label"], [[1, 2, 3, "a"]] * 4)
+    r = cli_run("train", data, "-o", tmp_path / "m.nbm")
+    assert (r.exit_code, r.stdout) == (1, "")
+    assert r.stderr == (
+        f"Error: {data}: columns 1 and 3 are both named 'x'; each column needs a name of its own\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "line, error",
+    [
+        (
+            '{"x": ' + "[" * 100_000 + "]" * 100_000 + ', "label": "b"}',
+            "not valid JSON: nested too deep",
+        ),
+        ('{"x": ' + "9" * 5000 + ', "label": "b"}', "a number of too many digits"),
+    ],
+    ids=["nested 100,000 deep", "an integer of 5,000 digits"],
+)
+def test_json_lines_no_reader_can_hold_are_one_error_line(line, error, tmp_path):
+    data = tmp_path / "t.jsonl"
+    data.write_text('{"x": 1, "label": "a"}\n' + line + "\n")
+    r = cli_run("train", data, "-o", tmp_path / "m.nbm", "--label-column", "label")
+    assert (r.exit_code, r.stdout, r.stderr) == (1, "", f"Error: {data}#2: {error}\n")
+
+
+def test_a_table_of_100000_columns_trains_in_linear_time(tmp_path):
+    from tests.helpers import nbspam_process
+
+    rng = np.random.default_rng(5)
+    n, d = 40, 100_000
+    X = np.round(rng.random((n, d)), 3)
+    data = tmp_path / "wide.csv"
+    with open(data, "w") as f:
+        f.write(",".join([*(f"c{j}" for j in range(d)), "label"]) + "\n")
+        for i in range(n):
+            f.write(",".join(map(repr, X[i].tolist())) + "," + "ab"[i % 2] + "\n")
+    # one --column per column, and a pattern: each name is looked up, not matched against all
+    given = [a for j in range(0, d, 2) for a in ("--column", f"c{j}=gaussian")]
+    done = nbspam_process(
+        "train",
+        data,
+        "-o",
+        tmp_path / "m.nbm",
+        "--column",
+        "c1*=categorical",
+        "--no-calibrate",
+        "--event-model",
+        "multinomial",
+        *given,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    # c1, c11, c13, ... c19999: the odd names that start with c1 (1 + 5 + 50 + 500 + 5000)
+    assert b"columns gaussian: 94444: c0, c2, c3, c4, c5, c6, ..." in done.stderr
+    assert b"columns categorical: 5556: c1, c11, c13, c15, c17, c19, ..." in done.stderr
+
+
+# --------------------------------------------------------------------------------------------
+# Notes: a sound model that may not be the one meant says so in one line
+# --------------------------------------------------------------------------------------------
+
+
+def train_notes(tmp_path, rows, header=("x", "label"), *options):
+    data = two_class_csv(tmp_path / "t.csv", header, rows)
+    r = cli_run("train", data, "-o", tmp_path / "m.nbm", "--label-column", "label", *options)
+    assert r.exit_code == 0, r.stderr
+    return data, [line for line in r.stderr.splitlines() if line.startswith("note: ")]
+
+
+def test_a_column_of_numbers_with_a_few_words_is_noted(tmp_path):
+    rows = [[f"{i}.25", "ab"[i % 2]] for i in range(100)]
+    for i in (1, 5, 9):
+        rows[i][0] = "n/a"
+    data, notes = train_notes(tmp_path, rows)
+    assert notes == [
+        "note: column 'x' is modelled as categorical, each number a category: 3 of its 100 "
+        f"values are not numbers (the first: {data}#3, 'n/a'); fix them and give "
+        "--column x=gaussian, or give --column x=categorical"
+    ]
+    _, notes = train_notes(tmp_path, rows, ("x", "label"), "--column", "x=categorical")
+    assert notes == []
+
+
+def test_rows_without_a_label_are_noted(tmp_path):
+    rows = [[f"{i}.5", "ab"[i % 2]] for i in range(20)]
+    rows[6][1] = ""
+    data, notes = train_notes(tmp_path, rows)
+    assert notes == [f"note: 1 row(s) with an empty 'label' were left out (the first: {data}#8)"]
+
+
+def test_a_label_of_too_few_rows_is_noted(tmp_path):
+    rows = [[f"{i}.5", "b" if i < 2 else "a"] for i in range(20)]
+    _, notes = train_notes(tmp_path, rows, ("x", "label"), "--event-model", "multinomial")
+    assert notes == [
+        "note: label 'b' has 2 row(s), too few for the internal 5-fold cross-validation: "
+        "no cutoffs or calibration were fitted (the Bayes decision)"
+    ]
+
+
+@pytest.mark.parametrize("binning", ["uniform", "quantile"])
+def test_bins_of_values_near_the_largest_float_are_finite(binning, tmp_path):
+    x = np.array([-1.7e308, 1.7e308, -1.7e308, 1.7e308])  # quartiles between the two
+    edges, _ = bin_edges(x, 4, binning)
+    assert edges and all(math.isfinite(e) for e in edges)
+    rows = [[repr(v), "ab"[i % 2]] for i, v in enumerate(x.tolist() * 4)]
+    data = two_class_csv(tmp_path / "h.csv", ["x", "label"], rows)
+    model = tmp_path / "m.nbm"
+    r = cli_run("train", data, "-o", model, "--bins", "4", "--binning", binning)
+    assert r.exit_code == 0, r.stderr
+    assert cli_run("predict", "-m", model, data).exit_code == 0
