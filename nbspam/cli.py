@@ -418,11 +418,23 @@ _TRAIN_OPTIONS = [
 
 
 def engine_options(f):
-    """--engine and --scheduler: where the messages are tokenized and counted."""
+    """--engine, --scheduler and its TLS files: where the messages are tokenized and
+    counted."""
+    for name, what in (
+        ("--tls-key", "the key of --tls-cert, where that file does not hold it"),
+        ("--tls-cert", "this client's certificate (PEM), signed by a CA the scheduler trusts"),
+        ("--tls-ca-file", "the CA (PEM) that signed the scheduler's certificate"),
+    ):
+        f = click.option(
+            name,
+            metavar="FILE",
+            type=click.Path(exists=True, dir_okay=False),
+            help=f"With --scheduler: {what}. Default: Dask's distributed.comm.tls settings.",
+        )(f)
     f = click.option(
         "--scheduler",
         metavar="ADDRESS",
-        help="With --engine dask: the address of a running Dask scheduler (tcp://HOST:PORT); without it a local cluster of --jobs worker processes is started.",
+        help="With --engine dask: the address of a running Dask scheduler, tls://HOST:PORT, with --tls-ca-file and --tls-cert; without it a local cluster of --jobs workers is started (in this process for one; else talking TLS on 127.0.0.1 only, with a certificate made for the run). The scheduler is trusted with your account: it can run any code as you. Plain tcp:// is refused. Reaching it may take 20 s at most.",
     )(f)
     return click.option(
         "--engine",
@@ -433,8 +445,26 @@ def engine_options(f):
     )(f)
 
 
+def _check_engine(engine: str, scheduler: str | None, tls: tuple[str | None, ...]) -> None:
+    """--scheduler is for --engine dask, and its TLS files for --scheduler."""
+    if scheduler is not None and engine != "dask":
+        raise click.UsageError("--scheduler is for --engine dask")
+    if scheduler is None and any(tls):
+        raise click.UsageError("--tls-ca-file, --tls-cert and --tls-key are for --scheduler")
+
+
+def _dask_client(scheduler: str | None, jobs: int, tls: tuple[str | None, ...]) -> Any:
+    """The Dask client of --scheduler (with the --tls-* files), or of a local cluster."""
+    from .cluster import dask_client
+
+    ca_file, cert, key = tls
+    return dask_client(scheduler, jobs, ca_file=ca_file, cert=cert, key=key)
+
+
 @contextlib.contextmanager
-def _counter(engine: str, scheduler: str | None, jobs: int) -> Iterator[Any]:
+def _counter(
+    engine: str, scheduler: str | None, jobs: int, tls: tuple[str | None, ...]
+) -> Iterator[Any]:
     """What tokenizes and counts for --engine: worker processes here, or a Dask cluster
     (connected to, or started, for the length of the block)."""
     from .counting import count_chunks
@@ -445,9 +475,8 @@ def _counter(engine: str, scheduler: str | None, jobs: int) -> Iterator[Any]:
     from functools import partial
 
     from .cluster import count_chunks as count_on_cluster
-    from .cluster import dask_client
 
-    with dask_client(scheduler, jobs) as client:
+    with _dask_client(scheduler, jobs, tls) as client:
         yield partial(count_on_cluster, client)
 
 
@@ -468,6 +497,9 @@ def train(
     jobs: int,
     engine: str,
     scheduler: str | None,
+    tls_ca_file: str | None,
+    tls_cert: str | None,
+    tls_key: str | None,
     **options: Any,
 ) -> None:
     """Train a model on labelled messages and write it to a file.
@@ -500,8 +532,8 @@ def train(
     table_path, table_settings = _typed_table(specs, options)
     settings = settings_from(config_file, options)
     _check_output(output)
-    if scheduler is not None and engine != "dask":
-        raise click.UsageError("--scheduler is for --engine dask")
+    tls = (tls_ca_file, tls_cert, tls_key)
+    _check_engine(engine, scheduler, tls)
     if table_path is not None:
         if engine == "dask":
             raise NbspamError("--engine dask trains on messages, not on a typed table")
@@ -512,10 +544,9 @@ def train(
         raise click.UsageError("give DATA to train on, or --files-from")
     messages = read_labelled(specs, report.problems)
     if engine == "dask":
-        from .cluster import dask_client
         from .cluster import train as train_on_cluster
 
-        with dask_client(scheduler, jobs) as client:
+        with _dask_client(scheduler, jobs, tls) as client:
             model = train_on_cluster(messages, settings, client, progress=report.progress)
     else:
         model = train_model(messages, settings, progress=report.progress, jobs=jobs)
@@ -647,6 +678,9 @@ def predict(
     jobs: int,
     engine: str,
     scheduler: str | None,
+    tls_ca_file: str | None,
+    tls_cert: str | None,
+    tls_key: str | None,
 ) -> None:
     """Classify messages: a label and posterior probabilities for each.
 
@@ -679,16 +713,15 @@ def predict(
 
     from .quick import load_scorer
 
-    if scheduler is not None and engine != "dask":
-        raise click.UsageError("--scheduler is for --engine dask")
+    tls = (tls_ca_file, tls_cert, tls_key)
+    _check_engine(engine, scheduler, tls)
     report = Reporter("scored")
     scorer = load_scorer(model_path)
     messages = read_inputs(_paths(paths, files_from, null), report.problems)
     if engine == "dask":
-        from .cluster import dask_client
         from .cluster import predict as predict_on_cluster
 
-        with dask_client(scheduler, jobs) as client:
+        with _dask_client(scheduler, jobs, tls) as client:
             results = predict_on_cluster(model_path, messages, client)
             for line in render.predictions(results, scorer.labels, fmt):
                 emit(line)
@@ -922,6 +955,9 @@ def evaluate(
     jobs,
     engine,
     scheduler,
+    tls_ca_file,
+    tls_cert,
+    tls_key,
     **options,
 ):
     """Measure how well the settings of 'train' classify labelled messages.
@@ -967,8 +1003,8 @@ def evaluate(
         from .plot import check_plot
 
         check_plot(plot)
-    if scheduler is not None and engine != "dask":
-        raise click.UsageError("--scheduler is for --engine dask")
+    tls = (tls_ca_file, tls_cert, tls_key)
+    _check_engine(engine, scheduler, tls)
     if online and engine == "dask":
         raise NbspamError("--online learns one message at a time here: not with --engine dask")
     talk = Reporter("read")
@@ -1016,7 +1052,7 @@ def evaluate(
             cfg=settings.training,
         )
     else:
-        with _counter(engine, scheduler, jobs) as counter:
+        with _counter(engine, scheduler, jobs, tls) as counter:
             if test_data:
                 messages = read_labelled(data, talk.problems)
                 tests = read_labelled(test_data, talk.problems)

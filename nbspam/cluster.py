@@ -17,10 +17,19 @@ Every task is a pure function of what it is sent, so a worker lost mid-run only 
 tasks being run again elsewhere (by Dask); a run that cannot finish (the scheduler lost,
 or no worker left for `NO_WORKERS_TIMEOUT`) ends in one `NbspamError` and writes nothing. Dask is an optional dependency: ``pip install
 'dask[distributed]'`` (or ``pip install '.[dask]'`` in nbspam's checkout).
+
+A Dask scheduler can run any code in its clients (its messages hold pickles), so nbspam
+talks only to one that proves who it is (`dask_client`): a scheduler it is given must be
+``tls://HOST:PORT`` with a certificate signed by the CA the user names, and reaching it
+must end within `CONNECT_TIMEOUT`; a local cluster it starts runs in this process, or in
+processes that talk TLS on 127.0.0.1 with a certificate made for the run. Dask's log is
+kept quiet meanwhile, so that a failure is one line.
 """
 
 from __future__ import annotations
 
+import logging
+import re
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -29,51 +38,183 @@ from typing import Any
 
 from .config import AUTO, Settings, TokenizerConfig
 from .counting import Counts, count_chunk, first_copies
-from .errors import NbspamError
+from .errors import ConfigError, NbspamError
 from .messages import Message
 from .parallel import CHUNK, chunks
 from .training import decide
 
 MISSING = "--engine dask needs Dask: pip install 'dask[distributed]' (pipx inject nbspam 'dask[distributed]' under pipx)"
-CONNECT_TIMEOUT = "20s"
-"""How long to try to reach a scheduler given by --scheduler."""
+NO_CRYPTOGRAPHY = (
+    "--engine dask needs the cryptography package for its local cluster's TLS: "
+    "pip install cryptography (pipx inject nbspam cryptography under pipx)"
+)
+CONNECT_TIMEOUT = 20.0
+"""How long, in seconds, reaching a scheduler given by --scheduler may take: the TCP
+connection, the TLS handshake and Dask's handshake together."""
 NO_WORKERS_TIMEOUT = 60.0
 """How long a run waits, in seconds, while the cluster has no worker, before it fails
 (Dask itself would wait for workers for ever)."""
+_ADDRESS = re.compile(
+    r"tls://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?):([0-9]{1,5})"
+)
 
 
-def dask_client(scheduler: str | None, workers: int) -> Any:
-    """A context manager giving a `distributed.Client`: of the cluster at ``scheduler``, or
-    of a `LocalCluster` of ``workers`` processes started (and stopped) here."""
+def check_scheduler(address: str) -> None:
+    """Refuse (`ConfigError`) a scheduler address nbspam does not connect to: anything but
+    ``tls://HOST:PORT``. A scheduler can run any code in the client, so it must prove who
+    it is. Plain ``tcp://`` is refused even on 127.0.0.1: any local user can listen on a
+    loopback port while the scheduler is down, and be sent the run."""
+    if address[:6].lower() == "tcp://":
+        raise ConfigError(
+            f"--scheduler {address!r} is plain TCP, neither encrypted nor authenticated, "
+            "and whoever listens there can run code as you: give tls://HOST:PORT"
+        )
+    match = _ADDRESS.fullmatch(address)
+    if match is None or not 0 < int(match[2]) < 65536:
+        raise ConfigError(f"--scheduler must be tls://HOST:PORT, not {address!r}")
+
+
+def dask_client(
+    scheduler: str | None,
+    workers: int,
+    *,
+    ca_file: str | None = None,
+    cert: str | None = None,
+    key: str | None = None,
+) -> Any:
+    """A context manager giving a `distributed.Client`: of the cluster at ``scheduler``
+    (``tls://HOST:PORT``, trusted through the CA file ``ca_file``, with this client's
+    certificate ``cert`` and ``key``; where not given, those of Dask's settings
+    ``distributed.comm.tls``), or of a local cluster of ``workers`` worker processes started
+    (and stopped) here. Dask's log stays quiet meanwhile: its failures end in one
+    `NbspamError`."""
+    if scheduler is not None:
+        check_scheduler(scheduler)
     try:
-        from distributed import Client, LocalCluster
+        from distributed import Client
     except ImportError:
         raise NbspamError(MISSING) from None
 
     @contextmanager
     def client() -> Iterator[Any]:
-        try:
-            if scheduler is not None:
-                made = Client(scheduler, timeout=CONNECT_TIMEOUT)
-                cluster = None
-            else:
-                cluster = LocalCluster(
-                    n_workers=workers,
-                    threads_per_worker=1,
-                    processes=workers > 1,
-                    dashboard_address="127.0.0.1:0",  # no fixed port to collide on
-                )
+        with _quiet_logs():
+            cluster = None
+            if scheduler is None:
+                cluster = _local_cluster(workers)
                 made = Client(cluster)
-        except OSError as error:
-            raise NbspamError(f"cannot reach the Dask scheduler {scheduler}: {error}") from None
-        try:
-            yield made
-        finally:
-            made.close()
-            if cluster is not None:
-                cluster.close()
+            else:
+                made = _connect(scheduler, _security(ca_file, cert, key))
+            try:
+                yield made
+            finally:
+                made.close()
+                if cluster is not None:
+                    cluster.close()
 
     return client()
+
+
+def _security(ca_file: str | None, cert: str | None, key: str | None) -> Any:
+    """Dask's `Security` for a client: TLS, the files given, or else Dask's settings."""
+    from distributed.security import Security
+
+    given = {"tls_ca_file": ca_file, "tls_client_cert": cert, "tls_client_key": key}
+    security = Security(
+        require_encryption=True, **{k: v for k, v in given.items() if v is not None}
+    )
+    if not (security.tls_ca_file and security.tls_client_cert):
+        raise ConfigError(
+            "--scheduler needs --tls-ca-file (the CA that signed the scheduler's "
+            "certificate) and --tls-cert (this client's certificate; --tls-key for its key "
+            "if apart), or Dask's distributed.comm.tls settings"
+        )
+    return security
+
+
+def _connect(address: str, security: Any) -> Any:
+    """A `distributed.Client` of the scheduler at ``address``, or one `NbspamError` within
+    `CONNECT_TIMEOUT` seconds. Dask bounds the TCP connection alone: a peer that accepts
+    and never answers would keep its handshake waiting for ever."""
+    import asyncio
+
+    from distributed import Client
+
+    class BoundedClient(Client):
+        async def _start(self, timeout: Any = None, **kwargs: Any) -> Any:
+            return await asyncio.wait_for(
+                super()._start(timeout=timeout, **kwargs), CONNECT_TIMEOUT
+            )
+
+    try:
+        return BoundedClient(address, security=security, timeout=CONNECT_TIMEOUT)
+    except asyncio.TimeoutError:
+        reason = f"no answer in {CONNECT_TIMEOUT:g} s"
+    except (OSError, ValueError) as error:
+        reason = one_line(error)
+    raise NbspamError(f"cannot reach the Dask scheduler {address}: {reason}")
+
+
+def _local_cluster(workers: int) -> Any:
+    """A `LocalCluster` of ``workers`` single-threaded workers that no one else can talk
+    to: one worker runs in this process (in-process transport, nothing listens); more are
+    processes that talk TLS on 127.0.0.1, with a certificate made for this run alone. The
+    HTTP servers Dask always starts listen on 127.0.0.1 and serve nothing."""
+    import dask
+    from distributed import LocalCluster
+    from distributed.security import Security
+
+    options: dict[str, Any] = {"processes": False}
+    if workers > 1:
+        try:
+            security = Security.temporary()
+        except ImportError:
+            raise NbspamError(NO_CRYPTOGRAPHY) from None
+        options = {"host": "127.0.0.1", "protocol": "tls://", "security": security}
+    no_routes = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
+    with dask.config.set(no_routes):
+        return LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            dashboard_address="127.0.0.1:0",  # no fixed port to collide on
+            worker_dashboard_address="127.0.0.1:0",
+            scheduler_kwargs={"dashboard": False},
+            silence_logs=logging.CRITICAL,
+            **options,
+        )
+
+
+@contextmanager
+def _quiet_logs() -> Iterator[None]:
+    """Dask's and tornado's log records dropped for the length of the block: a failure
+    of the cluster is one `NbspamError`, not their log on stderr."""
+    names = [
+        name
+        for name in ["distributed", "tornado", *logging.root.manager.loggerDict]
+        if name.split(".")[0] in ("distributed", "tornado")
+    ]
+    loggers = [logging.getLogger(name) for name in dict.fromkeys(names)]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
+def _failed(what: str, client: Any, error: Exception) -> NbspamError:
+    """The one error of a run the cluster could not finish: ``what``, and the scheduler
+    lost (the client no longer running, a connection closed) or the error a task raised,
+    on one line of at most 300 characters of it."""
+    if isinstance(error, OSError) or client.status != "running":
+        return NbspamError(f"{what}: the connection to the Dask scheduler was lost")
+    return NbspamError(f"{what}: {type(error).__name__}: {one_line(error)[:300]}")
+
+
+def one_line(error: BaseException) -> str:
+    """An exception's text on one line (its type where it has none)."""
+    return " ".join(str(error).split()) or type(error).__name__
 
 
 def stride_for(n: int, limit: int) -> int:
@@ -244,8 +385,8 @@ def train(
     except NbspamError:
         raise
     except Exception as error:  # a worker or the scheduler lost, a task failed
-        raise NbspamError(
-            f"training on the Dask cluster failed, no model was written: {error!r}"
+        raise _failed(
+            "training on the Dask cluster failed, no model was written", client, error
         ) from None
     # labels in order of first appearance, as local training has them; terms sorted
     arrival = list(dict.fromkeys(label for part in labels for label in part))
@@ -321,7 +462,7 @@ def count_chunks(
     except NbspamError:
         raise
     except Exception as error:  # a worker or the scheduler lost, a task failed
-        raise NbspamError(f"counting on the Dask cluster failed: {error!r}") from None
+        raise _failed("counting on the Dask cluster failed", client, error) from None
 
 
 # -- batch scoring ---------------------------------------------------------------------------
@@ -386,4 +527,4 @@ def predict(
     except NbspamError:
         raise
     except Exception as error:  # a worker or the scheduler lost, a task failed
-        raise NbspamError(f"scoring on the Dask cluster failed: {error!r}") from None
+        raise _failed("scoring on the Dask cluster failed", client, error) from None

@@ -5,10 +5,15 @@ worker processes, and when a worker is killed mid-run."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import socket
+import ssl
+import struct
 import subprocess
 import sys
+import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -49,6 +54,28 @@ def test_scheduler_needs_the_dask_engine(tmp_path):
     assert "--scheduler is for --engine dask" in result.stderr
 
 
+@pytest.mark.parametrize(
+    "address", ["foo", "inproc://x", "ucx://h:1", "tls://h", "tls://h:0", "tls://h:1/x", "a\nb"]
+)
+def test_a_scheduler_address_other_than_tls_host_port_is_one_line(address, tmp_path):
+    result = cli_run(
+        *("train", SAMPLE / "train", "-o", tmp_path / "m.nbm", "--engine", "dask"),
+        *("--scheduler", address),
+    )
+    assert (result.exit_code, result.stderr) == (
+        2,
+        f"Error: --scheduler must be tls://HOST:PORT, not {address!r}\n",
+    )
+
+
+def test_tls_files_are_for_a_scheduler(tmp_path):
+    key = tmp_path / "key.pem"
+    key.write_text("")
+    result = cli_run("train", SAMPLE / "train", "-o", tmp_path / "m.nbm", "--tls-key", key)
+    assert result.exit_code == 2
+    assert "--tls-ca-file, --tls-cert and --tls-key are for --scheduler" in result.stderr
+
+
 def test_stride_is_the_one_rows_ends_with():
     from nbspam.cluster import stride_for
 
@@ -66,6 +93,20 @@ def test_stride_is_the_one_rows_ends_with():
 distributed = pytest.importorskip(
     "distributed", reason="Dask is not installed: pip install 'dask[distributed]'"
 )
+
+
+def test_a_tls_scheduler_needs_a_ca_and_a_certificate(tmp_path):
+    import dask
+
+    unset = {"distributed.comm.tls.ca-file": None, "distributed.comm.tls.client.cert": None}
+    with dask.config.set(unset):  # none in the Dask settings either
+        result = cli_run(
+            *("train", SAMPLE / "train", "-o", tmp_path / "m.nbm", "--engine", "dask"),
+            *("--scheduler", "tls://127.0.0.1:8786"),
+        )
+    assert result.exit_code == 2
+    assert result.stderr.startswith("Error: --scheduler needs --tls-ca-file (the CA that signed")
+    assert result.stderr.count("\n") == 1
 
 
 @pytest.fixture(scope="module")
@@ -225,34 +266,82 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@dataclasses.dataclass
+class TLS:
+    """A certificate made for one test, its own CA, and its key, as files; ``options`` are
+    nbspam's for them, ``security`` Dask's."""
+
+    ca: Path
+    key: Path
+
+    @classmethod
+    def made_in(cls, folder: Path) -> TLS:
+        made = distributed.security.Security.temporary()
+        ca, key = folder / "ca.pem", folder / "key.pem"
+        ca.write_text(made.tls_ca_file)
+        key.write_text(made.tls_client_key)
+        return cls(ca, key)
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        return (
+            "--tls-ca-file",
+            str(self.ca),
+            "--tls-cert",
+            str(self.ca),
+            "--tls-key",
+            str(self.key),
+        )
+
+    @property
+    def security(self):
+        return distributed.security.Security(
+            require_encryption=True,
+            tls_ca_file=str(self.ca),
+            tls_client_cert=str(self.ca),
+            tls_client_key=str(self.key),
+        )
+
+
+@dataclasses.dataclass
+class Processes:
+    address: str
+    workers: list
+    scheduler: subprocess.Popen
+    tls: TLS
+
+
 @pytest.fixture
-def processes():
-    """A `dask scheduler` and two `dask worker` processes on 127.0.0.1 (no nanny, so that
-    killing a worker's process kills the worker): (address, the worker processes, the
-    scheduler process)."""
+def processes(tmp_path):
+    """A `dask scheduler` and two `dask worker` processes on 127.0.0.1 talking TLS with a
+    certificate made for the test (no nanny, so that killing a worker's process kills the
+    worker)."""
     port = free_port()
-    address = f"tcp://127.0.0.1:{port}"
+    address = f"tls://127.0.0.1:{port}"
+    tls = TLS.made_in(tmp_path)
+    files = ["--tls-ca-file", tls.ca, "--tls-cert", tls.ca, "--tls-key", tls.key]
     dask = [sys.executable, "-m", "dask"]
     quiet = {"env": ENV, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     started = [
         subprocess.Popen(
-            [*dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+            [*dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"]
+            + ["--protocol", "tls", *files],
             **quiet,
         )
     ]
     workers = [
         subprocess.Popen(
             [*dask, "worker", address, "--nthreads", "1", "--no-nanny", "--no-dashboard"]
-            + ["--host", "127.0.0.1"],
+            + ["--host", "127.0.0.1", *files],
             **quiet,
         )
         for _ in range(2)
     ]
     started += workers
     try:
-        with distributed.Client(address, timeout="30s") as client:
+        with distributed.Client(address, timeout="30s", security=tls.security) as client:
             client.wait_for_workers(2, timeout=60)
-        yield address, workers, started[0]
+        yield Processes(address, workers, started[0], tls)
     finally:
         for process in workers:  # they hold nothing to keep: stopped at once
             process.kill()
@@ -267,11 +356,11 @@ def processes():
 
 @pytest.mark.slow
 def test_training_on_a_scheduler_and_two_worker_processes(processes, tmp_path):
-    address, _, _ = processes
     local, on_dask = tmp_path / "local.nbm", tmp_path / "dask.nbm"
     assert cli_run("train", SAMPLE / "train", "-o", local).exit_code == 0
     done = nbspam_process(
-        "train", SAMPLE / "train", "-o", on_dask, "--engine", "dask", "--scheduler", address
+        *("train", SAMPLE / "train", "-o", on_dask, "--engine", "dask"),
+        *("--scheduler", processes.address, *processes.tls.options),
     )
     assert done.returncode == 0, done.stderr.decode()
     assert_same_trained_model(load_model(on_dask), load_model(local))
@@ -279,20 +368,11 @@ def test_training_on_a_scheduler_and_two_worker_processes(processes, tmp_path):
 
 @pytest.mark.slow
 def test_predicting_on_a_scheduler_and_two_worker_processes(processes, sample_model_path):
-    address, _, _ = processes
     paths = (SAMPLE / "new", SAMPLE / "train")
     local = nbspam_process("predict", "-m", sample_model_path, "-f", "jsonl", *paths)
     done = nbspam_process(
-        "predict",
-        "-m",
-        sample_model_path,
-        "-f",
-        "jsonl",
-        *paths,
-        "--scheduler",
-        address,
-        "--engine",
-        "dask",
+        *("predict", "-m", sample_model_path, "-f", "jsonl", *paths, "--engine", "dask"),
+        *("--scheduler", processes.address, *processes.tls.options),
     )
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout == local.stdout and done.stdout
@@ -304,7 +384,7 @@ def test_a_worker_killed_mid_training_costs_only_a_rerun(processes, sample_messa
     counts them again on the other, and the model is the one of local training."""
     from nbspam import cluster
 
-    address, workers, _ = processes
+    workers = processes.workers
     monkeypatch.setattr(cluster, "CHUNK", 4)
     messages = with_duplicates(sample_messages)
     local = train_locally(messages, SETTINGS)
@@ -321,7 +401,9 @@ def test_a_worker_killed_mid_training_costs_only_a_rerun(processes, sample_messa
                 workers[0].wait()
             yield message
 
-    with distributed.Client(address, timeout="30s") as client:
+    with distributed.Client(
+        processes.address, timeout="30s", security=processes.tls.security
+    ) as client:
         on_dask = cluster.train(stream(client), SETTINGS, client)
     assert_same_trained_model(on_dask, local)
 
@@ -333,7 +415,7 @@ def test_a_scheduler_lost_mid_training_is_one_error(processes, sample_messages, 
     from nbspam import cluster
     from nbspam.errors import NbspamError
 
-    address, workers, scheduler = processes
+    scheduler = processes.scheduler
     monkeypatch.setattr(cluster, "CHUNK", 4)
 
     def stream():
@@ -344,7 +426,9 @@ def test_a_scheduler_lost_mid_training_is_one_error(processes, sample_messages, 
             yield message
 
     started = time.monotonic()
-    with distributed.Client(address, timeout="3s") as client:
+    with distributed.Client(
+        processes.address, timeout="3s", security=processes.tls.security
+    ) as client:
         with pytest.raises(NbspamError, match="^training on the Dask cluster failed, no model"):
             cluster.train(stream(), SETTINGS, client)
     assert time.monotonic() - started < 120
@@ -355,29 +439,127 @@ def test_all_workers_lost_mid_training_is_one_error(processes, sample_messages, 
     from nbspam import cluster
     from nbspam.errors import NbspamError
 
-    _, workers, _ = processes
-    address = processes[0]
     monkeypatch.setattr(cluster, "CHUNK", 4)
     monkeypatch.setattr(cluster, "NO_WORKERS_TIMEOUT", 2.0)
 
     def stream():
         for i, message in enumerate(sample_messages):
             if i == len(sample_messages) // 2:
-                for worker in workers:
+                for worker in processes.workers:
                     worker.kill()
                     worker.wait()
             yield message
 
-    with distributed.Client(address, timeout="10s") as client:
+    with distributed.Client(
+        processes.address, timeout="10s", security=processes.tls.security
+    ) as client:
         with pytest.raises(NbspamError, match="^the Dask cluster has had no worker for 2 s"):
             cluster.train(stream(), SETTINGS, client)
 
 
-def test_a_cluster_that_cannot_be_reached_is_one_line(tmp_path, monkeypatch):
-    from nbspam import cluster
+#: `nbspam ARGS` (argv[3:]) in a child process that gives a scheduler argv[1] seconds to
+#: answer and, unless argv[2] is 0, kills the process argv[2] (a scheduler) as the third
+#: partition is sent to the cluster.
+CHILD = """
+import os, signal, sys
+from nbspam import cluster
+cluster.CONNECT_TIMEOUT, victim = float(sys.argv[1]), int(sys.argv[2])
+cluster.CHUNK = 4
+calls, real = [], cluster._submit_count
+def submit(*args):
+    calls.append(1)
+    if len(calls) == 3 and victim:
+        os.kill(victim, signal.SIGKILL)
+    return real(*args)
+cluster._submit_count = submit
+from nbspam.cli import main
+sys.argv = ["nbspam", *sys.argv[3:]]
+main()
+"""
 
-    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT", "2s")
-    result = cli_run(
+
+def nbspam_child(*args, timeout: float = 2, kill: int = 0) -> subprocess.CompletedProcess:
+    """`nbspam ARGS` run by `CHILD`, stopped (a failure) if still running after 60 s."""
+    return subprocess.run(
+        [sys.executable, "-c", CHILD, str(timeout), str(kill), *map(str, args)],
+        env=ENV,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+
+
+class Payload:
+    """Unpickled, it makes the folder ``path``: code run by whoever sent it."""
+
+    def __init__(self, path: Path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (os.mkdir, (self.path,))
+
+
+class FakeScheduler:
+    """A listener on 127.0.0.1 that sends each connection, first thing, a Dask message
+    whose unpickling makes the folder ``marker`` (with ``answer``; or else sends nothing and
+    holds the connection open); over TLS with ``tls``'s certificate where given."""
+
+    def __init__(self, marker: Path, *, tls: TLS | None = None, answer: bool = True):
+        from distributed.protocol import dumps
+        from distributed.protocol.serialize import ToPickle
+        from distributed.protocol.utils import pack_frames
+
+        frames = pack_frames(dumps({"op": "stream-start", "x": ToPickle(Payload(marker))}))
+        self.wire = struct.pack("Q", len(frames)) + frames if answer else b""
+        self.context = None
+        if tls is not None:
+            self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            self.context.load_cert_chain(tls.ca, tls.key)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.accepted: list[socket.socket] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:  # closed
+                return
+            self.accepted.append(connection)
+            try:
+                if self.context is not None:
+                    connection = self.context.wrap_socket(connection, server_side=True)
+                    self.accepted.append(connection)
+                connection.sendall(self.wire)
+            except OSError:  # the client gave up
+                pass
+
+    def close(self) -> None:
+        self.listener.close()
+        for connection in self.accepted:
+            connection.close()
+
+
+@pytest.fixture
+def fake_scheduler(tmp_path):
+    made = []
+
+    def make(**options) -> FakeScheduler:
+        made.append(FakeScheduler(tmp_path / "marker", **options))
+        return made[-1]
+
+    yield make
+    for scheduler in made:
+        scheduler.close()
+
+
+def test_plain_tcp_is_refused_and_never_sent_a_byte(fake_scheduler, tmp_path):
+    """A plain tcp:// scheduler, even on 127.0.0.1, could be anyone's listener: nbspam
+    does not connect to it (it used to, and ran the code the listener sent)."""
+    fake = fake_scheduler()
+    address = f"tcp://127.0.0.1:{fake.port}"
+    done = nbspam_process(
         "train",
         SAMPLE / "train",
         "-o",
@@ -385,12 +567,130 @@ def test_a_cluster_that_cannot_be_reached_is_one_line(tmp_path, monkeypatch):
         "--engine",
         "dask",
         "--scheduler",
-        f"tcp://127.0.0.1:{free_port()}",
+        address,
     )
-    assert result.exit_code == 1
-    assert result.stderr.startswith("Error: cannot reach the Dask scheduler tcp://127.0.0.1:")
-    assert result.stderr.count("\n") == 1
+    assert (done.returncode, done.stderr.decode()) == (
+        2,
+        f"Error: --scheduler '{address}' is plain TCP, neither encrypted nor authenticated, "
+        "and whoever listens there can run code as you: give tls://HOST:PORT\n",
+    )
+    assert not (tmp_path / "marker").exists()
+    assert fake.accepted == []
     assert not (tmp_path / "m.nbm").exists()
+
+
+@pytest.mark.parametrize("listener", ["plain", "stranger's certificate"])
+def test_a_scheduler_that_cannot_prove_itself_is_not_heard(fake_scheduler, tmp_path, listener):
+    """A listener on the tls:// address that speaks plain Dask, or TLS with a certificate
+    the CA given did not sign, is never read from: one line, status 1, its code not run."""
+    ours = TLS.made_in(tmp_path)
+    (tmp_path / "stranger").mkdir()
+    stranger = TLS.made_in(tmp_path / "stranger") if listener != "plain" else None
+    fake = fake_scheduler(tls=stranger)
+    address = f"tls://127.0.0.1:{fake.port}"
+    done = nbspam_child(
+        *("train", SAMPLE / "train", "-o", tmp_path / "m.nbm", "--engine", "dask"),
+        *("--scheduler", address, *ours.options),
+    )
+    stderr = done.stderr.decode()
+    assert done.returncode == 1, stderr
+    assert stderr.startswith(f"Error: cannot reach the Dask scheduler {address}: ")
+    assert stderr.count("\n") == 1
+    assert fake.accepted  # it was reached, and not believed
+    assert not (tmp_path / "marker").exists()
+
+
+def test_a_scheduler_that_never_answers_is_an_error_in_time(fake_scheduler, tmp_path):
+    """A listener that completes the TLS handshake with a trusted certificate and then
+    says nothing: nbspam gives up after the connect timeout (it used to wait for ever)."""
+    tls = TLS.made_in(tmp_path)
+    fake = fake_scheduler(tls=tls, answer=False)
+    address = f"tls://127.0.0.1:{fake.port}"
+    started = time.monotonic()
+    done = nbspam_child(
+        *("train", SAMPLE / "train", "-o", tmp_path / "m.nbm", "--engine", "dask"),
+        *("--scheduler", address, *tls.options),
+    )
+    assert time.monotonic() - started < 30  # the timeout is 2 s; a child starts in ~2 s
+    assert (done.returncode, done.stderr.decode()) == (
+        1,
+        f"Error: cannot reach the Dask scheduler {address}: no answer in 2 s\n",
+    )
+    assert fake.accepted
+    assert not (tmp_path / "m.nbm").exists()
+
+
+def test_a_cluster_that_cannot_be_reached_is_one_line(tmp_path):
+    tls = TLS.made_in(tmp_path)
+    address = f"tls://127.0.0.1:{free_port()}"
+    done = nbspam_child(
+        *("train", SAMPLE / "train", "-o", tmp_path / "m.nbm", "--engine", "dask"),
+        *("--scheduler", address, *tls.options),
+    )
+    stderr = done.stderr.decode()
+    assert done.returncode == 1
+    assert stderr.startswith(f"Error: cannot reach the Dask scheduler {address}: ")
+    assert stderr.count("\n") == 1
+    assert not (tmp_path / "m.nbm").exists()
+
+
+@pytest.mark.slow
+def test_a_scheduler_killed_mid_training_is_one_line(processes, tmp_path):
+    done = nbspam_child(
+        *("train", SAMPLE / "train", "-o", tmp_path / "m.nbm", "--engine", "dask"),
+        *("--scheduler", processes.address, *processes.tls.options),
+        timeout=5,
+        kill=processes.scheduler.pid,
+    )
+    stderr = done.stderr.decode()
+    assert done.returncode == 1, stderr
+    assert stderr == (
+        "Error: training on the Dask cluster failed, no model was written: "
+        "the connection to the Dask scheduler was lost\n"
+    )
+    assert not (tmp_path / "m.nbm").exists()
+
+
+def test_without_cryptography_a_local_cluster_of_processes_says_how_to_install_it(monkeypatch):
+    from nbspam import cluster
+    from nbspam.errors import NbspamError
+
+    monkeypatch.setitem(sys.modules, "cryptography", None)  # import cryptography fails
+    with pytest.raises(NbspamError, match=r"^--engine dask needs the cryptography package"):
+        with cluster.dask_client(None, 2):
+            pass
+
+
+def listening(process) -> set:
+    """The addresses where ``process`` and its children listen."""
+    found = set()
+    for each in [process, *process.children(recursive=True)]:
+        connections = getattr(each, "net_connections", None) or each.connections
+        found |= {c.laddr for c in connections(kind="inet") if c.status == "LISTEN"}
+    return found
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_local_cluster_listens_only_on_loopback_with_tls(workers):
+    """One worker: in this process, its transport in memory. More: processes that talk
+    TLS on 127.0.0.1, with a certificate made for the run; a plain client is refused."""
+    import psutil
+
+    from nbspam import cluster
+
+    me = psutil.Process()
+    before = listening(me)
+    with cluster.dask_client(None, workers) as client:
+        address = client.scheduler.address
+        assert client.submit(sum, [1, 2]).result() == 3
+        opened = listening(me) - before
+        assert opened and {host for host, _ in opened} == {"127.0.0.1"}
+        if workers == 1:
+            assert address.startswith("inproc://")
+        else:
+            assert address.startswith("tls://127.0.0.1:")
+            with pytest.raises(OSError):
+                distributed.Client(address.replace("tls://", "tcp://"), timeout=2)
 
 
 def test_messages_as_text_and_bytes_alike(client):
