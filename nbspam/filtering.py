@@ -121,11 +121,20 @@ class Autolearn:
         return None
 
 
-def learn_confident(model_path: str, confident: list[Message]) -> int:
+def learn_confident(model_path: str, confident: list[Message], layer: str | None = None) -> int:
     """Learn the labelled ``confident`` messages into the model file, under its lock, each
-    unless the model learned it before (under either label); the number learned."""
+    unless the model learned it before (under either label); the number learned. With a
+    user ``layer``, into that layer as `journal.learn` does (one learned under the other label
+    moves)."""
     if not confident:
         return 0
+    if layer is not None:
+        from .journal import learn as learn_into
+
+        return sum(
+            learn_into(model_path, [m], m.label, layer=layer, new_label=True).learned
+            for m in confident
+        )
     from .update import learn, seen_map, update_model_file
 
     def change(model: Any) -> tuple[Any, int]:
@@ -144,6 +153,7 @@ def filter_stdin(
     exit_status: bool,
     misuse: str | None = None,
     autolearn: Autolearn | None = None,
+    layer: str | None = None,
 ) -> int:
     """Pass the message on stdin to stdout with its verdict header; return the exit status.
 
@@ -156,14 +166,15 @@ def filter_stdin(
 
     With ``autolearn`` a message scored with enough confidence is then learned into the
     model (`Autolearn`, `learn_confident`); if that fails the message has still come out,
-    and the error is reported as any other.
+    and the error is reported as any other. With ``layer`` it is scored with that user
+    layer over the model (`layers`), and learned into the layer.
     """
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     data = stdin.read(MAX_MESSAGE_BYTES + 1)
     output, kind, error, learned = data, None, misuse, None
     if error is None:
         try:
-            output, kind, prediction, labels, positive = _filter_one(model_path, data)
+            output, kind, prediction, labels, positive = _filter_one(model_path, data, layer)
             if autolearn is not None and positive is not None:
                 label = autolearn.label(prediction, labels, positive)
                 if label is not None:
@@ -178,7 +189,7 @@ def filter_stdin(
     stdout.flush()
     if learned is not None:
         try:
-            learn_confident(model_path, [learned])
+            learn_confident(model_path, [learned], layer)
         except Exception as exc:
             error = f"autolearn: {_one_line_error(exc)}"
     if error is not None:
@@ -203,7 +214,7 @@ def filter_single(model_path: str, data: bytes) -> tuple[bytes, str]:
 
 
 def _filter_one(
-    model_path: str, data: bytes
+    model_path: str, data: bytes, layer: str | None = None
 ) -> tuple[bytes, str, Prediction, tuple[str, ...], str | None]:
     """`filter_single`'s (message, kind), then the prediction, the model's labels and its
     positive label."""
@@ -211,7 +222,7 @@ def _filter_one(
         raise InputError(f"{BINARY}: passed on unscored")
     from .quick import load_scorer
 
-    scorer = load_scorer(model_path)
+    scorer = load_scorer(model_path, layer)
     require_two_classes(scorer.labels)
     prediction = scorer.predict("-", data[:MAX_MESSAGE_BYTES])
     kind = verdict_kind(prediction.verdict, scorer.positive)
