@@ -92,6 +92,10 @@ def write(path: str | os.PathLike[str], header: dict[str, Any], blobs: dict[str,
         crc = zlib.crc32(part, crc)
     parts.append(struct.pack("<I", crc))
     write_file(path, parts)
+    # a journal beside the file it replaces belongs to that file: its records are in this
+    # one (a fold), or this one replaces them (train -o, restore)
+    real = target(path)
+    real.with_name(real.name + ".journal").unlink(missing_ok=True)
 
 
 def read(path: str | os.PathLike[str]) -> Container:

@@ -122,29 +122,15 @@ class Autolearn:
 
 
 def learn_confident(model_path: str, confident: list[Message], layer: str | None = None) -> int:
-    """Learn the labelled ``confident`` messages into the model file, under its lock, each
-    unless the model learned it before (under either label); the number learned. With a
-    user ``layer``, into that layer as `journal.learn` does (one learned under the other label
-    moves)."""
-    if not confident:
-        return 0
-    if layer is not None:
-        from .journal import learn as learn_into
+    """Learn the labelled ``confident`` messages into the model file (through its journal,
+    under its lock), or into the user ``layer`` over it, each unless it was learned before
+    (under either label); the number learned."""
+    from .journal import learn
 
-        return sum(
-            learn_into(model_path, [m], m.label, layer=layer, new_label=True).learned
-            for m in confident
-        )
-    from .update import learn, seen_map, update_model_file
-
-    def change(model: Any) -> tuple[Any, int]:
-        seen = seen_map(model)
-        new = [m for m in confident if message_digest(m.data) not in seen]
-        for label in sorted({m.label for m in new}):
-            model, _ = learn(model, [m for m in new if m.label == label], label)
-        return model, len(new)
-
-    return update_model_file(model_path, change)[1]
+    return sum(
+        learn(model_path, [m], m.label, layer=layer, new_label=True, only_new=True).learned
+        for m in confident
+    )
 
 
 def filter_stdin(

@@ -24,9 +24,12 @@ Layout (little-endian)::
     check    uint32    CRC-32 of the 20 bytes before it
     records  each: uint32 length, uint32 CRC-32 of the payload, payload (JSON, UTF-8)
 
-A record whose length or checksum does not hold at the end of the file is a torn append
-(the process was killed before its fsync, so it was never acknowledged): readers drop it
-and the next writer cuts it off. One that does not hold with records after it is
+Each update (a learn of many messages, a sync) ends its records with a commit record
+(payload ``{"commit": N}``, N its records) before its fsync: readers apply only records
+followed by a commit, so an update is seen whole or not at all. Records after the last
+commit (an update killed before it ended, so never acknowledged) and a record whose length
+or checksum does not hold at the end of the file (a torn append) are dropped by readers and
+cut off by the next writer. A record that does not hold with records after it is
 corruption, refused in one line.
 
 Standard library only (numpy is imported where records are applied), so that the
@@ -37,7 +40,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import struct
 import time
 import zlib
@@ -143,7 +145,7 @@ def parse(data: bytes, path: str | os.PathLike[str]) -> Contents:
     if magic != MAGIC or zlib.crc32(data[: _HEAD.size]) != check:
         raise ModelFileError(f"{path} is not an nbspam journal")
     contents = Contents((size, crc), [], HEADER_BYTES, len(data))
-    at = HEADER_BYTES
+    at, uncommitted = HEADER_BYTES, []
     while at < len(data):
         if at + _RECORD.size > len(data):
             break  # a torn length
@@ -155,10 +157,14 @@ def parse(data: bytes, path: str | os.PathLike[str]) -> Contents:
                 break  # a torn last record: never acknowledged
             raise ModelFileError(f"{path} is corrupt (a record's checksum does not match)")
         try:
-            contents.records.append(_decode(payload))
+            if payload.startswith(b'{"commit":'):
+                contents.records += uncommitted
+                uncommitted, contents.good = [], end
+            else:
+                uncommitted.append(_decode(payload))
         except (ValueError, KeyError, TypeError, RecursionError):
             raise ModelFileError(f"{path} is corrupt (a record nbspam does not write)") from None
-        at = contents.good = end
+        at = end
     return contents
 
 
@@ -254,7 +260,7 @@ def apply(model: Any, records: list[Record]) -> Any:
     # a fresh id: the model written with these records folded never has the base again
     info = {
         **updated.info,
-        "journal": {"records": records_before + len(records), "id": secrets.token_hex(8)},
+        "journal": {"records": records_before + len(records), "id": os.urandom(8).hex()},
     }
     return dataclasses.replace(updated, info=info)
 
@@ -337,16 +343,23 @@ class Writer:
             os.close(self.fd)
             raise
         self.offset = self.start = self.contents.good
-        self.committed = False
+        self.committed, self.appended = False, 0
 
     def append(self, record: Record) -> None:
         """Write ``record`` after the others (durable only after `commit`)."""
-        data = record.encode()
+        self._append(record.encode())
+        self.appended += 1
+
+    def _append(self, data: bytes) -> None:
         self._write(data, self.offset)
         self.offset += len(data)
 
     def commit(self) -> None:
-        """Make the records appended durable: a change is acknowledged only after this."""
+        """End the records appended with a commit record and make them durable: readers
+        see them from the commit on, and a change is acknowledged only after this."""
+        if self.appended:
+            payload = b'{"commit":%d}' % self.appended
+            self._append(_RECORD.pack(len(payload), zlib.crc32(payload)) + payload)
         try:
             os.fsync(self.fd)
         except OSError as exc:
@@ -433,13 +446,15 @@ def learn(
     *,
     layer: str | os.PathLike[str] | None = None,
     new_label: bool = False,
+    only_new: bool = False,
 ) -> Any:
     """Learn ``messages`` (`messages.Message`) as ``label`` into the model file, or into the
     user layer file ``layer`` over it (`layers`), by records appended to its journal and
     fsynced before this returns: `update.learn`'s rules (a message learned as ``label`` is
     left alone, one learned as another label moves), in time proportional to the messages.
-    A label the model lacks needs ``new_label``. Returns the `update.Change`."""
-    return _update(model_path, messages, label, layer=layer, new_label=new_label)
+    A label the model lacks needs ``new_label``; with ``only_new`` a message learned under
+    any label is left alone (autolearn). Returns the `update.Change`."""
+    return _update(model_path, messages, label, layer=layer, new_label=new_label, only_new=only_new)
 
 
 def forget(
@@ -455,7 +470,13 @@ def forget(
 
 
 def _update(
-    model_path: Any, messages: Iterable[Any], label: str | None, *, layer: Any, new_label=False
+    model_path: Any,
+    messages: Iterable[Any],
+    label: str | None,
+    *,
+    layer: Any,
+    new_label: bool = False,
+    only_new: bool = False,
 ) -> Any:
     from . import schema
     from .container import remove_leftovers
@@ -486,7 +507,7 @@ def _update(
                         f"{model_path} has no label {label!r} (its labels: "
                         f"{', '.join(known.labels())}); give --new-label to add one"
                     )
-                change = _learn(box, known, messages, label, writer)
+                change = _learn(box, known, messages, label, writer, only_new)
             writer.commit()
         finally:
             writer.close()
@@ -495,7 +516,9 @@ def _update(
     return change
 
 
-def _learn(box: Any, known: Known, messages: Iterable[Any], label: str, writer: Writer) -> Any:
+def _learn(
+    box: Any, known: Known, messages: Iterable[Any], label: str, writer: Writer, only_new: bool
+) -> Any:
     from .headers import message_digest
     from .update import Change
 
@@ -504,7 +527,7 @@ def _learn(box: Any, known: Known, messages: Iterable[Any], label: str, writer: 
     for message in messages:
         digest = message_digest(message.data)
         old = known.label(digest)
-        if old == label:
+        if old == label or (only_new and old is not None):
             done["unchanged"] += 1
             continue
         record = Record(digest, old, label, now, terms_of(box.tokenizer, message.data))

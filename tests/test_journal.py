@@ -15,8 +15,8 @@ import pytest
 from nbspam import journal
 from nbspam.config import build_settings
 from nbspam.errors import ModelFileError
-from nbspam.modelfile import load_model, save_model
 from nbspam.model import fit_messages
+from nbspam.modelfile import load_model, save_model
 from nbspam.quick import load_quick
 from tests.helpers import ENV, ROOT, SAMPLE, assert_same_model, cli_run
 
