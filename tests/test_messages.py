@@ -10,7 +10,6 @@ import io
 import json
 import os
 import sys
-import threading
 from pathlib import Path
 
 import pytest
