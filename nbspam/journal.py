@@ -38,6 +38,7 @@ one-message scorer can ask whether a journal holds records.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import struct
@@ -115,6 +116,31 @@ def _decode(payload: bytes) -> Record:
     ):
         raise ValueError("a record has a field of the wrong type")
     return Record(digest, labels[0], labels[1], data["t"], terms, data["c"] is True)
+
+
+@dataclass(frozen=True)
+class Change:
+    """What an update did: messages newly learned, relabelled, forgotten, already known."""
+
+    learned: int = 0
+    relabelled: int = 0
+    forgotten: int = 0
+    unchanged: int = 0
+    unknown: list[str] = dataclasses.field(default_factory=list)
+
+
+def expired_note(model: Any) -> str | None:
+    """Why a message the model does not remember may still have been learned: digests were
+    expired by prune (how many, and when last), or None if none ever were."""
+    expired = model.info.get("expired")
+    if not isinstance(expired, dict) or not expired.get("digests"):
+        return None
+    count = expired["digests"]
+    count = f"{count:,}" if type(count) is int else "some"  # info is free-form in a file
+    return (
+        f"prune expired {count} digest(s) of this model, last on "
+        f"{expired.get('last', 'an unknown date')}"
+    )
 
 
 @dataclass
@@ -231,30 +257,24 @@ def apply(model: Any, records: list[Record]) -> Any:
     """The `model.Model` with the ``records`` applied in order: exactly the model trained on
     its messages changed as they say (a message counted under ``old`` is taken out, and
     counted under ``new``). Counts a record would take below zero (a model retrained or
-    pruned since) stop at zero."""
+    pruned since) stop at zero. Where the labels stay, the work beyond copying the arrays
+    is proportional to the records (`_added`); else the counts are summed as `update` does."""
     if not records:
         return model
     import dataclasses
 
-    from .update import _apply, seen_map, times_map
-
-    seen, times = seen_map(model), times_map(model)
     plus, minus = _Sum(), _Sum()
+    final: dict[bytes, Record] = {}
     for record in records:
-        seen.pop(record.digest, None)
-        times.pop(record.digest, None)
+        final[record.digest] = record
         if record.old is not None:
             minus.add(record.old, record.terms)
         if record.new is not None:
             plus.add(record.new, record.terms)
-            seen[record.digest], times[record.digest] = record.new, record.time
     clip = any(record.clip for record in records)
-    try:
-        updated = _apply(model, plus.counts(), minus.counts(), seen, times, clip=clip)
-    except TrainingError:
-        if clip:
-            raise
-        updated = _apply(model, plus.counts(), minus.counts(), seen, times, clip=True)
+    updated = _added(model, plus, minus, final, clip)
+    if updated is None:
+        updated = _summed(model, plus, minus, final, clip)
     folded = model.info.get("journal") if isinstance(model.info.get("journal"), dict) else {}
     records_before = folded.get("records", 0) if type(folded.get("records", 0)) is int else 0
     # a fresh id: the model written with these records folded never has the base again
@@ -265,18 +285,130 @@ def apply(model: Any, records: list[Record]) -> Any:
     return dataclasses.replace(updated, info=info)
 
 
+def _summed(model: Any, plus: _Sum, minus: _Sum, final: dict[bytes, Record], clip: bool) -> Any:
+    """`apply` by `update._apply`: the counts summed over the union of labels and terms."""
+    from .update import _apply, seen_map, times_map
+
+    seen, times = seen_map(model), times_map(model)
+    for digest, record in final.items():
+        seen.pop(digest, None)
+        times.pop(digest, None)
+        if record.new is not None:
+            seen[digest], times[digest] = record.new, record.time
+    try:
+        return _apply(model, plus.counts(), minus.counts(), seen, times, clip=clip)
+    except TrainingError:
+        if clip:
+            raise
+        return _apply(model, plus.counts(), minus.counts(), seen, times, clip=True)
+
+
+def _added(model: Any, plus: _Sum, minus: _Sum, final: dict[bytes, Record], clip: bool) -> Any:
+    """`apply` where every label of the records is one of the model's and every label keeps
+    messages: the records' counts added into copies of the model's arrays (new terms
+    inserted in order, terms left in no message dropped), as `update._apply` would give
+    them; None where that does not hold."""
+    import bisect
+    import dataclasses
+
+    import numpy as np
+
+    from .model import _now
+
+    labels = model.labels
+    if not set(plus.labels) | set(minus.labels) <= set(labels):
+        return None
+    pruned = "pruned" in model.info
+    terms = model.terms
+    new = sorted(t for t in plus.terms if not _has(terms, t))
+    class_count = model.class_count.copy()
+    term_count, doc_count = model.term_count, model.doc_count
+    if new:
+        at = [bisect.bisect_left(terms, t) for t in new]
+        term_count = np.insert(term_count, at, 0, axis=1)
+        doc_count = np.insert(doc_count, at, 0, axis=1)
+        merged = list(terms)
+        for offset, (where, term) in enumerate(zip(at, new)):
+            merged.insert(where + offset, term)
+        terms = tuple(merged)
+    else:
+        term_count, doc_count = term_count.copy(), doc_count.copy()
+    for part, sign in ((plus, 1), (minus, -1)):
+        for label, row in part.labels.items():
+            class_count[labels.index(label)] += sign * part.messages.get(row, 0)
+        names = list(part.terms)
+        for (row, col), (occurrences, messages) in part.cells.items():
+            term = names[col]
+            if sign < 0 and pruned and not _has(model.terms, term):
+                continue  # a term prune dropped: not there to subtract
+            j = bisect.bisect_left(terms, term)
+            i = labels.index(part.label_names[row])
+            term_count[i, j] += sign * occurrences
+            doc_count[i, j] += sign * messages
+    if (class_count <= 0).any():
+        return None  # a label left without messages: the labels change
+    if pruned or clip or (term_count < 0).any() or (doc_count < 0).any():
+        term_count = np.maximum(term_count, 0)
+        doc_count = np.minimum(np.maximum(doc_count, 0), term_count)
+    cols = np.flatnonzero(doc_count.sum(axis=0) > 0)
+    if cols.size < len(terms):
+        term_count, doc_count = term_count[:, cols], doc_count[:, cols]
+        terms = tuple(terms[j] for j in cols.tolist())
+    digests, seen_labels, times = _digests(model, final)
+    return dataclasses.replace(
+        model,
+        terms=terms,
+        class_count=class_count,
+        term_count=np.ascontiguousarray(term_count),
+        doc_count=np.ascontiguousarray(doc_count),
+        seen_digests=digests,
+        seen_labels=seen_labels,
+        seen_times=times,
+        info={**model.info, "updated": _now()},
+    )
+
+
+def _has(terms: tuple[str, ...], term: str) -> bool:
+    import bisect
+
+    j = bisect.bisect_left(terms, term)
+    return j < len(terms) and terms[j] == term
+
+
+def _digests(model: Any, final: dict[bytes, Record]) -> tuple[Any, Any, Any]:
+    """The model's sorted digests, their labels and times, with the records' final states."""
+    import numpy as np
+
+    keys = np.ascontiguousarray(model.seen_digests, np.uint8).view("S16").ravel()
+    touched = np.array(sorted(final), dtype="S16") if final else np.zeros(0, "S16")
+    keep = ~np.isin(keys, touched)
+    kept = [r for r in final.values() if r.new is not None]
+    all_keys = np.concatenate([keys[keep], np.array([r.digest for r in kept], dtype="S16")])
+    labels = np.concatenate(
+        [model.seen_labels[keep], np.array([model.labels.index(r.new) for r in kept], np.int64)]
+    )
+    times = np.concatenate([model.seen_times[keep], np.array([r.time for r in kept], np.int64)])
+    order = np.argsort(all_keys, kind="stable")
+    digests = np.ascontiguousarray(all_keys[order]).view(np.uint8).reshape(-1, 16)
+    return digests, labels[order], times[order]
+
+
 class _Sum:
     """The counts of records under their labels, as `counts.ClassCounts`: each record is
     one message, so each of its terms is in one message."""
 
     def __init__(self) -> None:
         self.labels: dict[str, int] = {}
+        self.label_names: list[str] = []
         self.terms: dict[str, int] = {}
         self.cells: dict[tuple[int, int], list[int]] = {}  # [occurrences, messages]
         self.messages: dict[int, int] = {}
 
     def add(self, label: str, terms: dict[str, int]) -> None:
-        row = self.labels.setdefault(label, len(self.labels))
+        if label not in self.labels:
+            self.labels[label] = len(self.labels)
+            self.label_names.append(label)
+        row = self.labels[label]
         self.messages[row] = self.messages.get(row, 0) + 1
         for term, count in terms.items():
             cell = self.cells.setdefault(
@@ -520,7 +652,6 @@ def _learn(
     box: Any, known: Known, messages: Iterable[Any], label: str, writer: Writer, only_new: bool
 ) -> Any:
     from .headers import message_digest
-    from .update import Change
 
     done = {"learned": 0, "relabelled": 0, "unchanged": 0}
     now = int(time.time())
@@ -546,7 +677,6 @@ def _forget(
     model_path: Any, box: Any, known: Known, messages: Iterable[Any], writer: Writer
 ) -> Any:
     from .headers import message_digest
-    from .update import Change, expired_note
 
     expired = expired_note(box)
     records, unknown = [], []

@@ -19,23 +19,12 @@ from .config import Settings
 from .counts import ClassCounts
 from .errors import NbspamError, TrainingError
 from .headers import message_digest
-from .journal import Record, Writer, terms_of
+from .journal import Change, Record, Writer, expired_note, terms_of  # noqa: F401  (re-exported)
 from .messages import Message
 from .model import UNKNOWN_TIME, CountTable, Model, _now, from_counts
 from .parallel import CHUNK
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Change:
-    """What an update did: messages newly learned, relabelled, forgotten, already known."""
-
-    learned: int = 0
-    relabelled: int = 0
-    forgotten: int = 0
-    unchanged: int = 0
-    unknown: list[str] = dataclasses.field(default_factory=list)
 
 
 def update_model_file(path: str, change: Callable[[Model], tuple[Model, T]]) -> tuple[Model, T]:
@@ -402,17 +391,3 @@ def expired_count(model: Model) -> int:
     expired = model.info.get("expired")
     count = expired.get("digests") if isinstance(expired, dict) else 0
     return count if type(count) is int and count > 0 else 0
-
-
-def expired_note(model: Model) -> str | None:
-    """Why a message the model does not remember may still have been learned: digests were
-    expired by prune (how many, and when last), or None if none ever were."""
-    expired = model.info.get("expired")
-    if not isinstance(expired, dict) or not expired.get("digests"):
-        return None
-    count = expired["digests"]
-    count = f"{count:,}" if type(count) is int else "some"  # info is free-form in a file
-    return (
-        f"prune expired {count} digest(s) of this model, last on "
-        f"{expired.get('last', 'an unknown date')}"
-    )
