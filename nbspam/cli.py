@@ -785,7 +785,8 @@ def predict(
     layer = _layer(user, user_models)
     if is_table_model(model_path):
         if engine == "dask" or layer is not None:
-            raise NbspamError("--engine dask and --user score messages, not rows of a typed table")
+            option = "--engine dask" if engine == "dask" else "--user"
+            raise NbspamError(f"{option} scores messages, not rows of a typed table")
         _predict_table(model_path, (p for p, _ in _paths(paths, files_from, null)), fmt)
         return
     if layer is not None and engine == "dask":
