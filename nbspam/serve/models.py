@@ -67,7 +67,7 @@ def identity(path: str, *, follow: bool = True) -> tuple[int, int, int, int]:
     except OSError as exc:
         raise ServeError(f"cannot read model file {path}: {exc.strerror or exc}") from None
     if not stat.S_ISREG(st.st_mode):
-        raise ServeError(f"model file {path} is {file_kind(st.st_mode)}, not a regular file")
+        raise ServeError(f"model file {path}: {file_kind(st.st_mode)}, not a regular file")
     return st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size
 
 
@@ -96,7 +96,7 @@ class Models:
         except OSError as exc:
             raise ServeError(f"cannot read model file {path}: {exc.strerror or exc}") from None
         if not stat.S_ISREG(st.st_mode):
-            raise ServeError(f"model file {path} is {file_kind(st.st_mode)}, not a regular file")
+            raise ServeError(f"model file {path}: {file_kind(st.st_mode)}, not a regular file")
         return path
 
     def get(self, path: str) -> Loaded:

@@ -116,13 +116,13 @@ def check(config: Config) -> list[str]:
     milter.check_actions(config.milter_actions)
     if not 0 <= config.socket_mode <= 0o777:
         raise ServeError(f"bad --socket-mode {config.socket_mode:o}")
+    models = Models(config.model, config.user_models)
+    loaded = models.check()
     for listener in config.listen:
         if listener.kind == "unix":
             folder = os.path.dirname(os.path.abspath(listener.path))
             if not os.path.isdir(folder):
                 raise ServeError(f"no folder {folder} for the socket {listener.path}")
-    models = Models(config.model, config.user_models)
-    loaded = models.check()
     labels = ", ".join(loaded.scorer.labels)
     lines = [f"model {config.model} ({labels})"]
     if config.user_models:
