@@ -485,3 +485,52 @@ def test_good_user_names_and_templates():
     assert check_user("alice.smith+tag@example.com") == "alice.smith+tag@example.com"
     assert check_template("/var/lib/nbspam/{user}.nbm")
     assert Listener.parse("milter:inet:[::1]:11332").host == "::1"
+
+
+def test_systemd_socket_activation_and_readiness(sample_model, tmp_path):
+    """A socket handed over as systemd does (LISTEN_FDS, LISTEN_PID, LISTEN_FDNAMES, fd 3)
+    is served, and READY=1 then STOPPING=1 arrive on NOTIFY_SOCKET."""
+    listening = socket.socket(socket.AF_UNIX)
+    listening.bind(str(tmp_path / "activated.sock"))
+    listening.listen()
+    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    notify.bind(str(tmp_path / "notify"))
+    notify.settimeout(20)
+    env = {
+        **ENV,
+        "LISTEN_FDS": "1",
+        "LISTEN_FDNAMES": "spamd",
+        "NOTIFY_SOCKET": str(tmp_path / "notify"),
+    }
+    fd = listening.fileno()
+    process = subprocess.Popen(
+        [
+            "sh",
+            "-c",
+            'LISTEN_PID=$$ exec "$0" -m nbspam serve -m "$1"',
+            sys.executable,
+            str(sample_model),
+        ],
+        env=env,
+        pass_fds=(fd, 3),
+        preexec_fn=lambda: os.dup2(fd, 3),  # systemd's first socket is fd 3
+        stderr=subprocess.PIPE,
+    )
+    try:
+        try:
+            ready = notify.recv(100)
+        except TimeoutError:
+            process.kill()
+            pytest.fail(process.stderr.read().decode())
+        assert ready == b"READY=1"
+        assert spamd(tmp_path / "activated.sock", "PING")[0] == "SPAMD/1.5 0 PONG"
+        process.send_signal(signal.SIGTERM)
+        assert notify.recv(100) == b"STOPPING=1"
+        assert process.wait(timeout=20) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        listening.close()
+        notify.close()
+        log = process.stderr.read()
+    assert b"spamd:systemd" in log, log

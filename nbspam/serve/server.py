@@ -118,7 +118,8 @@ def check(config: Config) -> list[str]:
         raise ServeError(f"bad --socket-mode {config.socket_mode:o}")
     models = Models(config.model, config.user_models)
     loaded = models.check()
-    for listener in config.listen:
+    activated = os.environ.get("LISTEN_PID") == str(os.getpid())
+    for listener in [] if activated else config.listen:
         if listener.kind == "unix":
             folder = os.path.dirname(os.path.abspath(listener.path))
             if not os.path.isdir(folder):
@@ -127,7 +128,10 @@ def check(config: Config) -> list[str]:
     lines = [f"model {config.model} ({labels})"]
     if config.user_models:
         lines.append(f"user models {config.user_models} (the site model where a user has none)")
-    lines += [f"listen {listener}" for listener in config.listen]
+    if activated:
+        lines.append("listen on the sockets systemd passed (LISTEN_FDS)")
+    else:
+        lines += [f"listen {listener}" for listener in config.listen]
     return lines
 
 
