@@ -25,7 +25,7 @@ import pytest
 from nbspam.errors import ServeError
 from nbspam.serve.models import check_template, check_user
 from nbspam.serve.server import Listener, unix_socket
-from tests.helpers import ENV, SAMPLE, cli_run
+from tests.helpers import ENV, SAMPLE, cli_run, missing
 
 MESSAGES = sorted((SAMPLE / "new").iterdir())
 
@@ -120,7 +120,7 @@ def predicted(model: Path, paths) -> dict[str, dict]:
 def need_spamc() -> str:
     found = shutil.which("spamc")
     if found is None:
-        pytest.skip("spamc is not installed (Debian package spamc; .ci/run installs it)")
+        missing("spamc is not installed (Debian package spamc; .ci/run installs it)")
     return found
 
 

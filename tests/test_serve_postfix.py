@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ENV, SAMPLE
+from tests.helpers import ENV, SAMPLE, missing
 from tests.test_serve import predicted
 
 MAIN_CF = """\
@@ -94,9 +94,9 @@ def postfix():
         "/usr/sbin/postfix" if os.path.exists("/usr/sbin/postfix") else None
     )
     if binary is None:
-        pytest.skip("Postfix is not installed (Debian package postfix; .ci/run installs it)")
+        missing("Postfix is not installed (Debian package postfix; .ci/run installs it)")
     if os.geteuid() != 0:
-        pytest.skip("a private Postfix needs root (its master switches to the postfix user)")
+        missing("a private Postfix needs root (its master switches to the postfix user)")
     root = Path(tempfile.mkdtemp(prefix="nbspam-postfix-"))
     os.chmod(root, 0o755)  # the postfix user and the mail user walk through it
     smtp, milter = free_port(), free_port()
