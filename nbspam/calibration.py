@@ -26,6 +26,13 @@ def rule_from_scores(scores: Scores, cfg: TrainConfig) -> Rule:
     return Rule(cutoffs, calibrate(scores))
 
 
+def rule_from_log_odds(odds: np.ndarray, pos: np.ndarray, cfg: TrainConfig) -> Rule:
+    """`rule_from_scores` on bare out-of-sample log-odds (n,) and whether each message is
+    positive (n,): what online evaluation refits as it scores (`online`)."""
+    cutoffs = cfg.cutoffs or _cutoffs(odds, pos, cfg.target_fpr, cfg.cost_fp, cfg.cost_fn, cfg.cost_unsure)
+    return Rule(cutoffs, metrics.fit_platt(odds, pos))
+
+
 def _binary_scores(scores: Scores) -> tuple[np.ndarray, np.ndarray]:
     """(log-odds, is positive) of the evaluated messages; InputError unless two-class."""
     if scores.log_odds is None or scores.positive is None:
@@ -62,11 +69,23 @@ def choose_cutoffs(
     cost_unsure U`` (`metrics.choose_cutoffs_by_cost`). Either may be infinite.
     """
     odds, pos = _binary_scores(scores)
+    if target_fpr is not None and pos.all():
+        raise InputError(
+            f"no {scores.negative} messages were evaluated: a false-positive rate is undefined"
+        )
+    return _cutoffs(odds, pos, target_fpr, cost_fp, cost_fn, cost_unsure)
+
+
+def _cutoffs(
+    odds: np.ndarray,
+    pos: np.ndarray,
+    target_fpr: float | None,
+    cost_fp: float,
+    cost_fn: float,
+    cost_unsure: float,
+) -> tuple[float, float]:
+    """`choose_cutoffs` on bare log-odds and whether each message is positive."""
     if target_fpr is not None:
-        if pos.all():
-            raise InputError(
-                f"no {scores.negative} messages were evaluated: a false-positive rate is undefined"
-            )
         ham = odds[~pos]
         margin = DRIFT * float(np.quantile(ham, 0.99) - np.quantile(ham, 0.5))
         return metrics.choose_cutoffs_for_bound(

@@ -22,7 +22,6 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from . import metrics
 from .config import AUTO, Settings, TokenizerConfig
 from .counting import count_chunks
 from .crossval import Scores, Tokenized, score_split, stratified_split, subset, training_rows
