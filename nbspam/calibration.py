@@ -86,8 +86,8 @@ def _cutoffs(
 ) -> tuple[float, float]:
     """`choose_cutoffs` on bare log-odds and whether each message is positive."""
     if target_fpr is not None:
-        ham = odds[~pos]
-        margin = DRIFT * float(np.quantile(ham, 0.99) - np.quantile(ham, 0.5))
+        ham = np.sort(odds[~pos])
+        margin = DRIFT * (_quantile(ham, 0.99) - _quantile(ham, 0.5))
         return metrics.choose_cutoffs_for_bound(
             odds,
             pos,
@@ -100,6 +100,15 @@ def _cutoffs(
     return metrics.choose_cutoffs_by_cost(
         odds, pos, cost_fp=cost_fp, cost_fn=cost_fn, cost_unsure=cost_unsure
     )
+
+
+def _quantile(ordered: np.ndarray, q: float) -> float:
+    """The q quantile of sorted values, interpolated as numpy's default (np.quantile loads
+    numpy.ma, which nothing else of training needs)."""
+    at = q * (len(ordered) - 1)
+    low = int(at)
+    high = min(low + 1, len(ordered) - 1)
+    return float(ordered[low] + (at - low) * (ordered[high] - ordered[low]))
 
 
 def expected_fpr(scores: Scores, cutoffs: tuple[float, float]) -> dict[str, float | int]:

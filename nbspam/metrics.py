@@ -644,7 +644,7 @@ def fpr_upper_bound(false_positives: Any, ham: int, confidence: float) -> np.nda
 
     For k = 0 it is 1 - (1 - confidence)^(1/n), about 3/n at 95%.
     """
-    from scipy.stats import beta
+    from scipy.special import betaincinv  # the quantile of a Beta; scipy.stats loads numpy.ma
 
     k = np.asarray(false_positives, dtype=np.float64)
     if ham <= 0:
@@ -653,7 +653,7 @@ def fpr_upper_bound(false_positives: Any, ham: int, confidence: float) -> np.nda
         raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
     inside = k < ham
     bound = np.ones_like(k)
-    bound[inside] = beta.ppf(confidence, k[inside] + 1.0, ham - k[inside])
+    bound[inside] = betaincinv(k[inside] + 1.0, ham - k[inside], confidence)
     return bound
 
 
