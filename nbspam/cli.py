@@ -420,16 +420,16 @@ _TRAIN_OPTIONS = [
     ),
     click.option(
         "--target-fpr",
-        type=float,
-        help="Choose the spam cutoff for this ham false-positive rate (e.g. 0.001), with no unsure band.",
+        metavar="RATE|none",
+        help="The ham false-positive rate the spam cutoff holds out of sample: its upper bound at 80% confidence, plus a margin for drift; the ham cutoff by --cost-fn and --cost-unsure below it. 'none': the cutoffs of least cost. [default: 0.001]",
     ),
     click.option(
         "--cost-fp",
         type=float,
-        help="Cost of a false positive when choosing cutoffs by cost. [default: 15]",
+        help="Cost of a false positive when choosing cutoffs by cost (--target-fpr none). [default: 15]",
     ),
     click.option("--cost-fn", type=float, help="Cost of a false negative. [default: 1]"),
-    click.option("--cost-unsure", type=float, help="Cost of an unsure verdict. [default: 0.2]"),
+    click.option("--cost-unsure", type=float, help="Cost of an unsure verdict. [default: 0.5]"),
     click.option(
         "--cutoffs",
         metavar="HAM,SPAM",
