@@ -737,3 +737,14 @@ def discard(model_path: str | os.PathLike[str]) -> None:
     except FileNotFoundError:
         return
     fsync_folder(path.parent)
+
+
+def version(model_path: str | os.PathLike[str]) -> tuple[int, int] | None:
+    """(inode, size) of the model's journal now, or None where there is none: what a
+    long-running reader (a daemon) compares, beside the model file's own identity, to know
+    that it must read the model again (a learn changes the journal, not the model)."""
+    try:
+        stats = os.lstat(journal_path(model_path))
+    except OSError:
+        return None
+    return stats.st_ino, stats.st_size

@@ -201,3 +201,14 @@ def test_a_learn_killed_mid_append_was_never_acknowledged(half):
     result = cli_run("learn", "-m", path, "--label", "spam", SAMPLE / "new" / "001.eml")
     assert result.exit_code == 0, result.stderr
     assert len(journal.read(path.with_name("m.nbm.journal")).records) == 2
+
+
+def test_the_journal_version_changes_with_each_learn(half):
+    path, messages = half
+    assert journal.version(path) is None
+    journal.learn(path, messages[1:2], messages[1].label)
+    first = journal.version(path)
+    journal.learn(path, messages[3:4], messages[3].label)
+    assert first is not None and journal.version(path) not in (None, first)
+    journal.compact(path)
+    assert journal.version(path) is None
