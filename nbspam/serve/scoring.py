@@ -1,7 +1,7 @@
 """What a request asks of a model, done by the library functions the commands use: the
 verdict and header of `nbspam filter` (`filtering.filter_with`, the scorer of `quick`, so the
 verdict is `nbspam predict`'s), the report of `nbspam explain` (`explain`, `render`), and
-`nbspam learn` / `nbspam forget` (`update`). The protocols only translate."""
+`nbspam learn` / `nbspam forget` (`journal`). The protocols only translate."""
 
 from __future__ import annotations
 
@@ -73,8 +73,8 @@ class Outcome:
 
 
 def score(models: Models, user: str | None, data: bytes, message_id: str = "-") -> Outcome:
-    """Score one message with ``user``'s model (the site model without one)."""
-    loaded = models.get(models.model_for(user))
+    """Score one message with the site model and ``user``'s layer over it, if any."""
+    loaded = models.scorer_for(user)
     output, kind, prediction = filter_with(loaded.scorer, data, message_id)
     return Outcome(loaded, prediction, kind, output)
 
@@ -92,24 +92,28 @@ def report(models: Models, outcome: Outcome, data: bytes, top: int | None = 20) 
 
 
 def tell(models: Models, user: str | None, data: bytes, learn_as: str | None) -> bool:
-    """Learn the message as 'spam' or 'ham' (``learn_as``), or forget it (None), in the
-    model file of ``user`` (`nbspam learn` / `nbspam forget`, under the model's lock); True
-    if the model changed. The next message sees the new file."""
-    from ..update import forget, learn, update_model_file
+    """Learn the message as 'spam' or 'ham' (``learn_as``), or forget it (None): in
+    ``user``'s layer where the user has one by the template, else in the site model, by
+    records appended to the journal and fsynced before this returns (`nbspam learn` /
+    `nbspam forget`, under the model's lock), in time proportional to the message. True if
+    the model changed; the next message scores with the change."""
+    from .. import journal
 
-    path = models.model_for(user)
+    layer = models.layer_for(user)
     message = Message("-", data[:MAX_MESSAGE_BYTES])
-
-    def change(model):
+    try:
         if learn_as is None:
-            return forget(model, [message])
-        if len(model.labels) != 2:
-            raise ServeError(f"{path} is not a two-class model: it cannot learn spam or ham")
-        label = model.labels[model.positive_index if learn_as == SPAM else model.negative_index]
-        return learn(model, [message], label)
-
-    done = update_model_file(path, change)[1]
-    return (done.forgotten if learn_as is None else done.learned + done.relabelled) > 0
+            done = journal.forget(models.site, [message], layer=layer)
+            return done.forgotten > 0
+        scorer = models.current().scorer
+        if len(scorer.labels) != 2:
+            raise ServeError(f"{models.site} is not a two-class model: it cannot learn {learn_as}")
+        positive = scorer.labels.index(scorer.positive)
+        label = scorer.labels[positive if learn_as == SPAM else 1 - positive]
+        done = journal.learn(models.site, [message], label, layer=layer)
+        return done.learned + done.relabelled > 0
+    finally:
+        models.changed()
 
 
 def shown(value: float) -> str:
