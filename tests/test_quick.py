@@ -74,8 +74,9 @@ def test_the_scorer_of_an_in_memory_model_equals_the_files_table(saved):
     from_file, in_memory = load_quick(path), TableScorer.of_model(model)
     messages = list(read_messages([str(SAMPLE)], Problems()))
     for message in messages:
-        one, other = from_file.predict(message.id, message.data), in_memory.predict(
-            message.id, message.data
+        one, other = (
+            from_file.predict(message.id, message.data),
+            in_memory.predict(message.id, message.data),
         )
         assert other.log_odds == one.log_odds and other.label == one.label
         assert other.verdict == one.verdict and other.calibrated == one.calibrated

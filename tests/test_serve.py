@@ -299,7 +299,9 @@ def test_sigkill_during_tells_keeps_every_acknowledged_lesson(served, sample_mod
             if stop.is_set():
                 return
             try:
-                answer = spamd(server.socket, "TELL", data, {"Message-class": "spam", "Set": "local"})
+                answer = spamd(
+                    server.socket, "TELL", data, {"Message-class": "spam", "Set": "local"}
+                )
             except OSError:
                 return
             if answer[1].get("DidSet") == "local":

@@ -183,7 +183,9 @@ class Models:
 
         model, fingerprint, applied = load_journalled(self.site)
         index = vocabulary_index(model.terms)
-        return Loaded(version, TableScorer.of_model(model, index), model, fingerprint, applied, index)
+        return Loaded(
+            version, TableScorer.of_model(model, index), model, fingerprint, applied, index
+        )
 
     def _updated(self, site: Loaded, version: tuple) -> Loaded | None:
         """``site`` with the journal records added since it was read, where the model file
