@@ -1,6 +1,6 @@
 """What a request asks of a model, done by the library functions the commands use: the
-verdict and header of `nbspam filter` (`filtering.filter_with`, the scorer of `quick`, so the
-verdict is `nbspam predict`'s), the report of `nbspam explain` (`explain`, `render`), and
+verdict and header of `nbspam filter` (`filtering.verdict_with` and `with_header`, the
+scorer of `quick`, so the verdict is `nbspam predict`'s), the report of `nbspam explain` (`explain`, `render`), and
 `nbspam learn` / `nbspam forget` (`journal`). The protocols only translate."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from ..decision import Prediction
 from ..errors import ServeError
-from ..filtering import SPAM, filter_with
+from ..filtering import SPAM, verdict_with, with_header
 from ..messages import MAX_MESSAGE_BYTES, Message
 from .models import Loaded, Models
 
@@ -46,12 +46,17 @@ class Service:
 @dataclass(frozen=True)
 class Outcome:
     """One scored message: the model that scored it, its prediction and verdict kind
-    ('spam', 'unsure' or 'ham'), and the message with nbspam's header."""
+    ('spam', 'unsure' or 'ham'), and (`output`) the message with nbspam's header."""
 
     loaded: Loaded
     prediction: Prediction
     kind: str
-    output: bytes
+    data: bytes
+
+    @property
+    def output(self) -> bytes:
+        """The message with nbspam's header, made when asked (CHECK does not ask)."""
+        return with_header(self.data, self.prediction)
 
     @property
     def is_spam(self) -> bool:
@@ -75,8 +80,8 @@ class Outcome:
 def score(models: Models, user: str | None, data: bytes, message_id: str = "-") -> Outcome:
     """Score one message with the site model and ``user``'s layer over it, if any."""
     loaded = models.scorer_for(user)
-    output, kind, prediction = filter_with(loaded.scorer, data, message_id)
-    return Outcome(loaded, prediction, kind, output)
+    kind, prediction = verdict_with(loaded.scorer, data, message_id)
+    return Outcome(loaded, prediction, kind, data)
 
 
 def report(models: Models, outcome: Outcome, data: bytes, top: int | None = 20) -> str:
