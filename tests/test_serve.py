@@ -349,7 +349,7 @@ def test_ping_symbols_and_a_model_replaced_on_disk_is_read_before_the_next_messa
 def test_load_50_connections_while_the_model_is_replaced_20_times(
     served, sample_model, sample_models, spamassassin, tmp_path
 ):
-    """5,000 messages (each of 500 SpamAssassin messages ten times) over 50 concurrent
+    """10,000 messages (each of 500 SpamAssassin messages 20 times) over 50 concurrent
     clients, one connection a message as spamc makes; two models swapped into place 20
     times meanwhile: every answer is predict's under one of the two, none torn."""
     files = (
@@ -374,7 +374,7 @@ def test_load_50_connections_while_the_model_is_replaced_20_times(
 
     def client(k: int) -> None:
         try:
-            for i in range(k, 10 * len(datas), 50):
+            for i in range(k, 20 * len(datas), 50):
                 data = datas[i % len(datas)]
                 status, headers, _ = spamd(server.socket, "CHECK", data)
                 assert status == "SPAMD/1.1 0 EX_OK", status
@@ -403,7 +403,7 @@ def test_load_50_connections_while_the_model_is_replaced_20_times(
     stop.set()
     swap.join()
     assert errors == []
-    assert len(done) == 10 * len(datas)
+    assert len(done) == 20 * len(datas)
 
 
 def test_a_message_over_the_limit_is_refused_before_it_is_read(served):
