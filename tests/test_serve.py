@@ -343,6 +343,7 @@ def test_ping_symbols_and_a_model_replaced_on_disk_is_read_before_the_next_messa
     replacement = sample_model.with_name("new.nbm")
     shutil.copyfile(sample_models("--cutoffs=-1,1"), replacement)
     os.replace(replacement, sample_model)
+    time.sleep(0.1)  # the server looks at the files at most every CHECK_EVERY seconds
     assert spamd(server.socket, "CHECK", data)[1]["Spam"].endswith("/ 1.000")
 
 
@@ -631,3 +632,43 @@ def test_systemd_socket_activation_and_readiness(sample_model, tmp_path):
         notify.close()
         log = process.stderr.read()
     assert b"spamd:systemd" in log, log
+
+
+def test_a_users_scorer_is_the_site_model_plus_the_layer_exactly_and_small(
+    sample_model, sample_messages, tmp_path
+):
+    """In memory: with records in the site's journal and in alice's layer, alice scores
+    with exactly the log-odds of `quick.load_scorer(site, layer)` (what `predict --user`
+    uses), bob with the site model's; alice's scorer shares the site's term index and
+    holds one weight vector more, 8 bytes a term."""
+    import gc
+    import tracemalloc
+
+    from nbspam.messages import Message
+    from nbspam.quick import load_scorer
+    from nbspam.serve.models import Models
+
+    (tmp_path / "users").mkdir()
+    template = str(tmp_path / "users" / "%u.nbj")
+    journal.learn(sample_model, [Message("a", b"Subject: cheap pills\n\nbuy cheap pills")], "spam")
+    models = Models(str(sample_model), template)
+    layer = models.layer_for("alice")
+    hams = [m for m in sample_messages if m.label == "ham"][:3]
+    assert journal.learn(sample_model, hams, "spam", layer=layer).relabelled == 3
+    site = models.current()
+    tracemalloc.start()
+    gc.collect()
+    before = tracemalloc.get_traced_memory()[0]
+    alice = models.scorer_for("alice")
+    gc.collect()
+    grown = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert alice is not site and models.scorer_for("bob") is site
+    assert alice.scorer._index is site.index
+    # the vector and the layer's records; a term index of its own would be 200 kB more
+    assert grown < 8 * len(site.model.terms) + 100_000
+    expected, site_scorer = load_scorer(sample_model, layer), load_scorer(sample_model)
+    for message in MESSAGES:
+        data = message.read_bytes()
+        assert alice.scorer.predict("-", data).log_odds == expected.predict("-", data).log_odds
+        assert site.scorer.predict("-", data).log_odds == site_scorer.predict("-", data).log_odds

@@ -165,6 +165,12 @@ class Models:
             self._site = loaded
         return loaded
 
+    def labels(self) -> tuple[tuple[str, ...], str | None]:
+        """(the site model's labels, its positive label) as last read: what a TELL needs,
+        without applying the journal first (labels change only with a replaced model)."""
+        site = self._site or self.current()
+        return site.scorer.labels, site.scorer.positive
+
     def changed(self) -> None:
         """A TELL changed the files: look at them before the next message."""
         self._looked = 0.0

@@ -110,11 +110,11 @@ def tell(models: Models, user: str | None, data: bytes, learn_as: str | None) ->
         if learn_as is None:
             done = journal.forget(models.site, [message], layer=layer)
             return done.forgotten > 0
-        scorer = models.current().scorer
-        if len(scorer.labels) != 2:
+        labels, positive = models.labels()
+        if len(labels) != 2:
             raise ServeError(f"{models.site} is not a two-class model: it cannot learn {learn_as}")
-        positive = scorer.labels.index(scorer.positive)
-        label = scorer.labels[positive if learn_as == SPAM else 1 - positive]
+        at = labels.index(positive)
+        label = labels[at if learn_as == SPAM else 1 - at]
         done = journal.learn(models.site, [message], label, layer=layer)
         return done.learned + done.relabelled > 0
     finally:
