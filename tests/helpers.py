@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 from click.testing import CliRunner, Result
 
-from nbspam.cli import cli
+from nbspam.cli.commands import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_data"

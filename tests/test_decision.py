@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from nbspam import naive_bayes as nb
-from nbspam.decision import (
+from nbspam.models import naive_bayes as nb
+from nbspam.models.decision import (
     UNSURE,
     calibrated_probability,
     log_posterior_two,

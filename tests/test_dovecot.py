@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from nbspam.modelfile import load_model
+from nbspam.store.modelfile import load_model
 from tests.helpers import ROOT, SAMPLE, cli_run
 
 CONTRIB = ROOT / "contrib" / "dovecot"
@@ -93,7 +93,7 @@ def python_for_nobody(pythonpath: str) -> str:
                 f"PYTHONPATH={pythonpath}",
                 python,
                 "-c",
-                "import numpy, nbspam.update",
+                "import numpy, nbspam.service.update",
             ],
             capture_output=True,
             check=False,
