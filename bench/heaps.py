@@ -15,7 +15,8 @@ import sys
 import numpy as np
 
 from nbspam.core.config import build_settings
-from nbspam.mail.messages import Problems, read_labelled
+from nbspam.mail.message import Problems
+from nbspam.mail.messages import read_labelled
 from nbspam.text.counting import LabelledCounts
 
 MARKS = {250, 500, 1000, 2000, 3000, 4000, 5000, 10_000, 20_000, 50_000}

@@ -42,7 +42,8 @@ from nbspam.core.config import build_settings  # noqa: E402
 from nbspam.evaluation.online import POLICIES, read_stream, run_online, warmup_size  # noqa: E402
 from nbspam.fit.metrics import roc_auc  # noqa: E402
 from nbspam.mail.headers import message_time  # noqa: E402
-from nbspam.mail.messages import Problems, read_labelled  # noqa: E402
+from nbspam.mail.message import Problems
+from nbspam.mail.messages import read_labelled  # noqa: E402
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 DEFAULT = ["spamassassin", "sms-spam-collection", "enron1"]

@@ -29,7 +29,8 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Union
 
 from .errors import InputError, NbspamError
-from .mail.messages import MAX_MESSAGE_BYTES, Message, Problems, read_labelled, read_messages
+from .mail.message import MAX_MESSAGE_BYTES, Message, Problems
+from .mail.messages import read_labelled, read_messages
 
 if TYPE_CHECKING:
     from .models.decision import Prediction
@@ -134,7 +135,7 @@ def evaluate(
     if table_path is not None:
         if test is not None or chronological is not None:
             raise NbspamError("a typed table is evaluated by cross-validation only (--folds)")
-        from .fit.table_training import cross_validate_table
+        from .evaluation.table_evaluation import cross_validate_table
 
         scores = cross_validate_table(
             table_path,

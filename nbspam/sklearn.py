@@ -170,7 +170,7 @@ class NaiveBayesTextClassifier(ClassifierMixin, BaseEstimator):
         return [f"{i:04d}" for i in range(len(self.classes_))]
 
     def _add_messages(self, data: list[Any], y_idx: np.ndarray, *, reset: bool) -> None:
-        from .mail.messages import Message
+        from .mail.message import Message
 
         if hasattr(self, "_totals"):
             raise ValueError("this estimator was fitted on a count matrix, not on messages")

@@ -49,7 +49,8 @@ def sample_model(sample_model_path, tmp_path) -> Path:
 @pytest.fixture(scope="session")
 def sample_messages() -> list:
     """The labelled messages of sample_data/train, read once."""
-    from nbspam.mail.messages import Problems, read_labelled
+    from nbspam.mail.message import Problems
+    from nbspam.mail.messages import read_labelled
 
     return list(read_labelled([str(SAMPLE / "train")], Problems()))
 

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from nbspam.errors import FilterError
-from nbspam.mail.messages import Message
+from nbspam.mail.message import Message
 from nbspam.models.decision import Prediction
 from nbspam.service.filtering import Autolearn
 from nbspam.service.update import learn

@@ -20,7 +20,7 @@ import pytest
 from nbspam.core.config import build_settings
 from nbspam.fit.training import decide
 from nbspam.fit.training import train as train_locally
-from nbspam.mail.messages import Message
+from nbspam.mail.message import Message
 from nbspam.models.model import Rows, fit_counted
 from nbspam.store.modelfile import load_model
 from nbspam.text.counting import LabelledCounts

@@ -26,7 +26,7 @@ import pytest
 
 from nbspam.core.config import Settings
 from nbspam.errors import LockError
-from nbspam.mail.messages import Message
+from nbspam.mail.message import Message
 from nbspam.models.model import fit_messages
 from nbspam.store.lock import model_lock
 from nbspam.store.modelfile import load_model
@@ -76,7 +76,7 @@ print(json.dumps({"loads": loads, "errors": errors[:10], "versions": sorted(vers
 WRITER = """
 import sys
 from pathlib import Path
-from nbspam.mail.messages import Message
+from nbspam.mail.message import Message
 from nbspam.service.update import learn, update_model_file
 path, label, folder = sys.argv[1:4]
 for file in sorted(Path(folder).iterdir()):

@@ -25,7 +25,7 @@ from nbspam.fit import metrics
 from nbspam.fit.calibration import calibrate, choose_cutoffs
 from nbspam.fit.crossval import Scores, Tokenized, stratified_split
 from nbspam.mail.headers import message_time
-from nbspam.mail.messages import Message
+from nbspam.mail.message import Message
 from nbspam.models.decision import verdict
 from nbspam.models.model import fit_messages, score
 

@@ -8,7 +8,8 @@ import math
 import pytest
 
 from nbspam.errors import NbspamError
-from nbspam.mail.messages import Problems, read_messages
+from nbspam.mail.message import Problems
+from nbspam.mail.messages import read_messages
 from nbspam.models.explain import count_kind, explain_message, top_terms
 from nbspam.models.model import score
 from nbspam.store.modelfile import load_model

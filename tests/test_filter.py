@@ -23,11 +23,12 @@ import pytest
 
 from nbspam import __version__
 from nbspam.errors import FilterError, LockError
-from nbspam.mail.headers import add_status_header, message_digest, status_value
-from nbspam.mail.messages import Message, Problems, read_messages
+from nbspam.mail.headers import add_status_header, message_digest
+from nbspam.mail.message import Message, Problems
+from nbspam.mail.messages import read_messages
 from nbspam.models.decision import Prediction
 from nbspam.models.model import score
-from nbspam.service.filtering import filter_folders, filter_single
+from nbspam.service.filtering import filter_folders, filter_single, status_value
 from nbspam.service.filtering import message_files as filter_files
 from nbspam.service.quick import ModelScorer, TableScorer, load_scorer
 from nbspam.service.update import learn
@@ -46,7 +47,7 @@ SPAM_IN_CUR = "1790000001.M1P1.mailhost:2,FS"
 LEARNER = """
 import os, sys, time
 from pathlib import Path
-from nbspam.mail.messages import Message
+from nbspam.mail.message import Message
 from nbspam.service.update import learn, update_model_file
 path, file, stop = sys.argv[1:4]
 message = Message(file, Path(file).read_bytes())

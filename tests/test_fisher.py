@@ -124,7 +124,8 @@ def _by_hand(model, tokens):
 
 
 def test_predict_scores_as_math_md_says(fisher_path):
-    from nbspam.mail.messages import Problems, read_messages
+    from nbspam.mail.message import Problems
+    from nbspam.mail.messages import read_messages
     from nbspam.models.model import score
     from nbspam.store.modelfile import load_model
     from nbspam.text.features import Analyzer
@@ -139,7 +140,7 @@ def test_predict_scores_as_math_md_says(fisher_path):
 
 
 def test_explain_shows_how_the_score_follows_from_the_clues(fisher_path):
-    from nbspam.mail.messages import Message
+    from nbspam.mail.message import Message
     from nbspam.models.explain import explain_message
     from nbspam.models.model import score
     from nbspam.store.modelfile import load_model

@@ -17,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nbspam.errors import InputError
-from nbspam.mail.messages import LINK_OUT, Message, Problems, read_labelled, read_messages
+from nbspam.mail.message import Message, Problems
+from nbspam.mail.messages import LINK_OUT, read_labelled, read_messages
 
 LOOP = "folder already read (a symbolic link loop or a second link to it), not entered again"
 
@@ -48,6 +49,16 @@ MBOX_MESSAGES = [
 @pytest.fixture(autouse=True)
 def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+
+
+def set_cap(monkeypatch, size):
+    """MAX_MESSAGE_BYTES as ``size`` for every reader: a message, a file, an mbox."""
+    import nbspam.mail.mbox
+    import nbspam.mail.message
+    import nbspam.mail.messages
+
+    for module in (nbspam.mail.message, nbspam.mail.messages, nbspam.mail.mbox):
+        monkeypatch.setattr(module, "MAX_MESSAGE_BYTES", size)
 
 
 def write(path: str, data: bytes | str = b"", encoding: str = "utf-8") -> None:
@@ -605,9 +616,8 @@ def test_text_before_the_first_separator_of_an_mbox_is_kept():
 
 
 def test_an_mbox_message_longer_than_the_cap_is_cut_and_noted(monkeypatch):
-    import nbspam.mail.messages
 
-    monkeypatch.setattr(nbspam.mail.messages, "MAX_MESSAGE_BYTES", 1 << 20)
+    set_cap(monkeypatch, 1 << 20)
     long = b"Subject: long\n\n" + b"x" * (2 << 20) + b"\n"
     write("box.mbox", b"From a Mon Jan  1 00:00:00 2024\n" + long + b"\n" + MBOX)
     problems, lines = collector()
@@ -617,9 +627,8 @@ def test_an_mbox_message_longer_than_the_cap_is_cut_and_noted(monkeypatch):
 
 
 def test_a_message_file_is_read_up_to_the_cap(monkeypatch):
-    import nbspam.mail.messages
 
-    monkeypatch.setattr(nbspam.mail.messages, "MAX_MESSAGE_BYTES", 3 << 20)
+    set_cap(monkeypatch, 3 << 20)
     data = b"Subject: big\n\n" + b"y" * (5 << 20)
     write("big.eml", data)
     reads: list[int] = []
@@ -738,9 +747,8 @@ def test_a_table_is_read_a_line_at_a_time_and_bad_bytes_end_it():
 
 
 def test_a_table_row_longer_than_the_cap_is_skipped_unread(monkeypatch):
-    import nbspam.mail.messages
 
-    monkeypatch.setattr(nbspam.mail.messages, "MAX_MESSAGE_BYTES", 1 << 20)
+    set_cap(monkeypatch, 1 << 20)
     write("rows.tsv", "spam\tbuy\n" + "ham\t" + "x" * (3 << 20) + "\nham\tsee you\n")
     problems, lines = collector()
     got = list(read_messages(["rows.tsv"], problems))
@@ -995,9 +1003,8 @@ def test_stdin_is_one_message():
 
 
 def test_stdin_is_read_up_to_the_cap_and_no_further(monkeypatch):
-    import nbspam.mail.messages
 
-    monkeypatch.setattr(nbspam.mail.messages, "MAX_MESSAGE_BYTES", 1 << 20)
+    set_cap(monkeypatch, 1 << 20)
     data = b"Subject: x\n\n" + b"z" * (2 << 20)
     stream = io.BytesIO(data)
     problems, lines = collector()

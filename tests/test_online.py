@@ -23,7 +23,7 @@ from nbspam.evaluation.online import (
     warmup_size,
 )
 from nbspam.fit.training import train
-from nbspam.mail.messages import Message
+from nbspam.mail.message import Message
 from nbspam.models.decision import UNSURE
 from nbspam.models.model import score
 from nbspam.service.update import learn

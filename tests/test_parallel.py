@@ -8,7 +8,8 @@ import pytest
 
 from nbspam.core.config import build_settings
 from nbspam.evaluation.evaluation import tokenize_all
-from nbspam.mail.messages import Message, Problems, read_labelled
+from nbspam.mail.message import Message, Problems
+from nbspam.mail.messages import read_labelled
 from nbspam.models.model import fit_messages, score
 from tests.helpers import assert_same_model
 

@@ -13,7 +13,7 @@ import pytest
 
 from nbspam.core.config import build_settings
 from nbspam.errors import NbspamError
-from nbspam.mail.messages import Message
+from nbspam.mail.message import Message
 from nbspam.models.model import UNKNOWN_TIME, fit_messages, from_counts
 from nbspam.service.update import PRUNE_NOTE, forget, learn, merge, prune
 from nbspam.store import container

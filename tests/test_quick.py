@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from nbspam.core.config import build_settings
-from nbspam.mail.messages import Message, Problems, read_messages
+from nbspam.mail.message import Message, Problems
+from nbspam.mail.messages import read_messages
 from nbspam.models.explain import explain_message
 from nbspam.models.model import fit_messages, score
 from nbspam.service.quick import load_quick

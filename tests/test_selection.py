@@ -119,7 +119,7 @@ def test_more_than_two_labels_choose_among_the_linear_models_by_mean_auc():
         "money": ["bank loan rate cash", "cash rate bank fund", "fund loan bank rate"],
         "food": ["bread cake oven bake", "oven bake soup bread", "cake soup bread bake"],
     }
-    from nbspam.mail.messages import Message
+    from nbspam.mail.message import Message
 
     messages = [
         Message(f"{label}{i}", f"{text} {label}{i}", label)
@@ -235,7 +235,7 @@ def test_stop_terms_are_words_tagged_words_and_ngrams_holding_one():
 
 
 def test_masking_stop_words_gives_the_model_that_never_counted_them():
-    from nbspam.mail.messages import Message
+    from nbspam.mail.message import Message
 
     texts = [
         ("spam", "Win a free prize of the year: call to claim the cash now"),
@@ -308,7 +308,8 @@ def test_auto_chooses_fisher_on_spamassassin(spamassassin_matrix):
 
 @pytest.mark.corpus
 def test_auto_chooses_bernoulli_on_sms(sms):
-    from nbspam.mail.messages import Problems, read_labelled
+    from nbspam.mail.message import Problems
+    from nbspam.mail.messages import read_labelled
 
     settings = resolve_settings({}, source="test")
     messages = list(read_labelled([str(sms)], Problems()))

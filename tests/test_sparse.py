@@ -27,7 +27,8 @@ TRAIN = """
 import sys
 from pathlib import Path
 from nbspam.core.config import build_settings
-from nbspam.mail.messages import Problems, read_labelled
+from nbspam.mail.message import Problems
+from nbspam.mail.messages import read_labelled
 from nbspam.fit.training import train
 messages = list(read_labelled([str(Path({root!r}) / "sample_data" / "train")], Problems()))
 model = train(messages, build_settings({{}}))

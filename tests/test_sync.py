@@ -16,7 +16,7 @@ import pytest
 
 import nbspam.mail.messages
 from nbspam.core.config import Settings
-from nbspam.mail.messages import Message, Problems
+from nbspam.mail.message import Message, Problems
 from nbspam.models.model import fit_messages
 from nbspam.service.sync import load_state, sync
 from nbspam.store.modelfile import load_model
@@ -375,7 +375,7 @@ def test_nested_plain_folders_the_more_specific_one_wins(tmp_path):
 _PEAK = """
 import resource, sys
 import nbspam.service.update
-from nbspam.mail.messages import Problems
+from nbspam.mail.message import Problems
 from nbspam.store.modelfile import load_model
 from nbspam.service.sync import sync
 

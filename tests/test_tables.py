@@ -14,7 +14,8 @@ import pytest
 
 from nbspam.core.config import TrainConfig
 from nbspam.errors import InputError, ModelFileError
-from nbspam.fit.table_training import auto_fit, cross_validate_table, fit_with_rule
+from nbspam.evaluation.table_evaluation import cross_validate_table
+from nbspam.fit.table_training import auto_fit, fit_with_rule
 from nbspam.models import columns as col
 from nbspam.models.table_model import (
     TableSettings,

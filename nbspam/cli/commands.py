@@ -18,7 +18,7 @@ import click
 from .. import __version__
 from ..core.config import AUTO, EVENT_MODELS, MAIL_MODES, SELECTIONS, TrainConfig
 from ..errors import EXIT_INTERRUPTED, EXIT_SKIPPED, NbspamError
-from .entry import output_error
+from .output import output_error
 
 EXIT_STATUS_HELP = """\b
 Exit status: 0 success; 1 an error in the input or the model (one line
@@ -111,7 +111,7 @@ class Reporter:
         self.done = 0
         self.live = sys.stderr.isatty()
         self._last = 0.0
-        from ..mail.messages import Problems
+        from ..mail.message import Problems
 
         self.problems = Problems(self.line)
 
@@ -754,7 +754,7 @@ def predict(
         return
     if files_from is None and paths in ((), ("-",)):
         # one message on stdin (a mail filter's case): score it without numpy or scipy
-        from ..service.quick import predict_stdin
+        from .stdin import predict_stdin
 
         if predict_stdin(model_path, fmt):
             return
@@ -1101,7 +1101,7 @@ def evaluate(
             raise NbspamError("a typed table is evaluated by cross-validation only (--folds)")
         if engine == "dask":
             raise NbspamError("--engine dask evaluates messages, not a typed table")
-        from ..fit.table_training import cross_validate_table
+        from ..evaluation.table_evaluation import cross_validate_table
 
         scores = cross_validate_table(
             table_path,

@@ -9,12 +9,11 @@ and served by the numpy-free scorer; everything else goes to the click commands 
 from __future__ import annotations
 
 import atexit
-import errno
-import io
 import os
 import sys
 
-from ..errors import EXIT_INTERRUPTED, NbspamError, os_error_message
+from ..errors import EXIT_INTERRUPTED, NbspamError
+from .output import ClosedOutput, flush_output, output_error, quiet_stdout
 
 _STATUS: list[int] = []  # the exit status that the command ended with
 
@@ -81,7 +80,7 @@ def main() -> None:
         if status is not None:
             sys.stdout.flush()
     except BrokenPipeError:  # the reader went away (``nbspam predict ... | head``)
-        _quiet_stdout()
+        quiet_stdout()
         sys.exit(failed)
     except NbspamError as error:  # filter passes its message through and says it itself
         print(f"Error: {error}", file=sys.stderr)
@@ -100,58 +99,6 @@ def main() -> None:
         sys.exit(status)
 
 
-class ClosedOutput(io.TextIOBase):
-    """Standard output for a process started without one: writing to it fails with one
-    clear error, and commands that write nothing there run as usual."""
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, text: str) -> int:
-        raise OSError(errno.EBADF, "standard output is closed")
-
-    @property
-    def buffer(self) -> ClosedOutput:
-        return self
-
-
-def flush_output() -> None:
-    """Flush stdout and stderr (either may be None, where its descriptor was closed)."""
-    for stream in (sys.stdout, sys.stderr):
-        if stream is not None:
-            stream.flush()
-
-
-def output_error(exc: OSError, *, stdout: bool = False) -> str:
-    """The line for a failed system call. Where it was a write to stdout (``stdout``, or
-    stdout cannot be flushed), stdout is pointed at /dev/null, so that nothing more fails
-    at exit, and the line names it."""
-    if stdout or (exc.filename is None and _stdout_failed()):
-        _quiet_stdout()
-        return "cannot write output: " + os_error_message(exc)
-    return os_error_message(exc)
-
-
-def _stdout_failed() -> bool:
-    try:
-        sys.stdout.flush()
-    except (OSError, ValueError):
-        return True
-    return isinstance(sys.stdout, ClosedOutput)
-
-
-def _quiet_stdout() -> None:
-    """Point stdout at /dev/null, so that flushing at exit raises nothing more."""
-    if isinstance(sys.stdout, ClosedOutput):
-        return
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    try:
-        sys.stdout.flush()  # what was buffered goes to /dev/null now
-    except OSError:
-        pass
-
-
 def _one_message(args: list[str]) -> int | None:
     """The exit status of ``predict -m MODEL [-f FORMAT] [-]`` or ``filter -m MODEL
     [--exit-status]`` on stdin, or None when ``args`` are anything else."""
@@ -166,7 +113,7 @@ def _one_message(args: list[str]) -> int | None:
         return filter_stdin(options["model"], exit_status="--exit-status" in options)
     if options.get("format", "text") not in ("text", "jsonl", "tsv"):
         return None
-    from ..service.quick import predict_stdin
+    from .stdin import predict_stdin
 
     return 0 if predict_stdin(options["model"], options.get("format", "text")) else None
 

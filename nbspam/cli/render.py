@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..core.jsonl import json_line
 from ..models.decision import Prediction
 
 if TYPE_CHECKING:  # explain needs numpy; rendering a prediction must not
@@ -283,17 +284,6 @@ def _positive(p: Prediction, labels: Sequence[str]) -> str:
 
 def _number(value: float | None) -> str:
     return "" if value is None else repr(value)
-
-
-def json_line(value: object, **options: object) -> str:
-    """``json.dumps(value, ensure_ascii=False)``, but lone surrogates (a file name's bytes
-    that are not UTF-8) written as ``\\udcxx`` escapes: the line is valid UTF-8, and
-    ``os.fsencode(json.loads(line)["path"])`` gives back the name's bytes."""
-    text = json.dumps(value, ensure_ascii=False, **options)
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def tsv_cell(text: str) -> str:

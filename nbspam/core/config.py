@@ -147,6 +147,8 @@ class Settings:
 MAX_NGRAMS = 5
 MAX_TOKEN_LENGTH = 10_000
 MAX_FOLDS = 100
+MAX_LABELS = 1000  # the most labels a model holds
+MAX_LABEL_CHARS = 1000  # the longest label
 
 _TOKENIZER_KEYS = {f.name for f in fields(TokenizerConfig)} - {"stop_words"}
 _TRAIN_KEYS = {f.name for f in fields(TrainConfig)} - {"stop_words"}

@@ -22,15 +22,15 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from ..cli.render import json_line
 from ..core.config import AUTO, Settings, TokenizerConfig
+from ..core.jsonl import json_line
 from ..core.parallel import CHUNK, chunks
 from ..errors import ConfigError, InputError, NbspamError, os_error_message
 from ..fit import metrics
 from ..fit.crossval import Scores, Tokenized, score_split, stratified_split, subset, training_rows
 from ..fit.selection import internal_cv
 from ..mail.headers import message_digest, message_time
-from ..mail.messages import Message
+from ..mail.message import Message
 from ..models.decision import Rule, verdict
 from ..text.counting import count_chunks
 from ..text.vocabulary import TermIndex, renumber, stack_sorted

@@ -49,7 +49,7 @@ from ..errors import ConfigError, InputError, TrainingError
 from ..fit.crossval import Scores, Tokenized, subset
 from ..fit.selection import internal_cv
 from ..mail.headers import message_digest, message_time
-from ..mail.messages import Message
+from ..mail.message import Message
 from ..models.decision import UNSURE, calibrated_probability, verdict
 from ..models.event_models import event_model
 from ..models.forms import FisherForm, LinearForm

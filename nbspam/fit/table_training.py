@@ -1,6 +1,5 @@
 """Training a table model as `train` does: auto's choice of how to model the continuous
-columns by internal cross-validation, the decision rule, and the cross-validation of
-`evaluate`.
+columns by internal cross-validation, and the decision rule.
 """
 
 from __future__ import annotations
@@ -12,13 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import TrainingError
 from ..models.table_model import (
     TableModel,
     TableSettings,
     fit_table,
     given_kinds,
-    posteriors,
     subset,
 )
 from ..text.tables import DEFAULT_BINS, Table, mostly_numbers_note, read_table
@@ -277,53 +274,3 @@ def table_notes(
             + ("auto kept the continuous columns as they are" if auto else "")
         )
     return notes
-
-
-def cross_validate_table(
-    path: str, settings: TableSettings, auto: bool, folds: int, seed: int, cfg: Any
-) -> Any:
-    """`crossval.Scores` of stratified k-fold cross-validation of a typed table (folds as
-    `evaluate` deals them); each training part chooses (auto) and fits its decision rule
-    for itself (nested), as `train` would on it."""
-    from ..evaluation.evaluation import with_decision_rules
-    from ..models.decision import Rule
-    from .crossval import Scores, stratified_split
-
-    table = read_table(path)
-    y_all = table.column(settings.label_column) if table.has(settings.label_column) else []
-    table = subset(table, [i for i, v in enumerate(y_all) if v])
-    y = table.column(settings.label_column) if table.rows else []
-    fold, protocol = stratified_split(y, folds, seed)
-    jll: np.ndarray | None = None
-    labels: tuple[str, ...] = ()
-    positive = None
-    rules = {}
-    for k in range(folds):
-        train_part = subset(table, np.flatnonzero(fold != k))
-        model = fit_with_rule(train_part, settings, auto=auto, cfg=cfg, path=path)
-        if model.is_binary:
-            rules[k] = Rule(model.cutoffs, model.calibration)
-        test = np.flatnonzero(fold == k)
-        part = model.joint_log_likelihood(subset(table, test), Counter())
-        if jll is None:
-            labels, positive = model.labels, model.positive
-            jll = np.zeros((len(table.rows), len(labels)))
-        if model.labels != labels:
-            raise TrainingError("a fold lacks a label; use fewer folds")
-        jll[test] = part
-    assert jll is not None
-    binary = len(labels) == 2
-    p = labels.index(positive) if binary and positive else None
-    log_post, log_odds = posteriors(jll, p)
-    scores = Scores(
-        ids=tuple(table.ids),
-        labels=tuple(y),
-        classes=labels,
-        log_posterior=log_post,
-        log_odds=log_odds,
-        positive=positive if binary else None,
-        fold=fold,
-        seconds={},
-        protocol=protocol,
-    )
-    return with_decision_rules(scores, rules) if rules else scores

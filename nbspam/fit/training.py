@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from ..core.config import AUTO, Settings
-from ..mail.messages import Message
+from ..mail.message import Message
 from ..text.counting import LabelledCounts
 
 if TYPE_CHECKING:

@@ -1,13 +1,10 @@
-"""Mail headers: where they end, the digest that identifies a message, the verdict header
-`filter` adds, and the Date a chronological split orders by."""
+"""Mail headers: where they end, the digest that identifies a message, where the verdict header
+`filter` adds goes, and the Date a chronological split orders by."""
 
 from __future__ import annotations
 
 import re
 from datetime import timezone
-
-from .. import __version__
-from ..models.decision import Prediction
 
 STATUS_HEADER = b"X-Nbspam-Status"
 _STATUS_LINE = re.compile(rb"x-nbspam-status[ \t]*:", re.IGNORECASE)
@@ -43,18 +40,6 @@ def header_end(data: bytes) -> int:
 
 
 _OWN_HEADER = re.compile(rb"(?im)^x-nbspam-[^:\n]*:[^\n]*\n(?:[ \t][^\n]*\n)*")
-
-
-def status_value(prediction: Prediction) -> str:
-    """The value of the X-Nbspam-Status header: verdict, log-odds, calibrated probability
-    (left out when the model has no calibration) and the nbspam version."""
-    parts = [one_line(prediction.verdict or ""), f"log_odds={prediction.log_odds:+.3f}"]
-    if prediction.calibrated is not None:
-        calibrated = f"{prediction.calibrated:.4f}"
-        # probability= is the old name of calibrated=, kept for one release
-        parts += [f"calibrated={calibrated}", f"probability={calibrated}"]
-    parts.append(f"version={__version__}")
-    return "; ".join(parts)
 
 
 def add_status_header(data: bytes, value: str) -> bytes:

@@ -17,54 +17,27 @@ import csv
 import errno
 import json
 import os
-import re
 import stat
 import sys
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
 from ..errors import InputError, os_reason
+from .mbox import BLOCK, SEPARATOR, mbox_messages
+from .message import (
+    MAX_MESSAGE_BYTES,
+    Message,
+    Problems,
+    checked_message,
+)
 
 LINK_AGAIN = "a symbolic link loop or a second link to it"
 LINK_OUT = "a symbolic link out of the folder, not followed (--follow-links follows it)"
 LINK_SWAPPED = "a symbolic link where a file was, not followed"
 NOT_REGULAR = "not a regular file (a FIFO or a device)"
-EMPTY = "empty, not a message"
 # Never entered through a link, whatever the options: their files never end or never hold mail.
 SYSTEM_FOLDERS = ("/proc", "/sys", "/dev")
 TABLE_SUFFIXES = (".tsv", ".csv", ".jsonl", ".ndjson")
-# The most of one message that is read: a longer one is scored on its first bytes, which
-# hold its headers and text (the mail parser itself looks at no more than ~3.3 MB of them
-# with the default max-body-chars, so this cut changes no score of theirs).
-MAX_MESSAGE_BYTES = 8 << 20
-# Binary data, as grep and git tell it: a NUL byte among the first bytes.
-BINARY_SNIFF_BYTES = 8 << 10
-BINARY = "binary data, not a message"
-
-
-@dataclass(frozen=True, slots=True)
-class Message:
-    """One message: its identifier, its raw bytes (or text, from a table), its label if known."""
-
-    id: str
-    data: bytes | str
-    label: str | None = None
-
-
-class Problems:
-    """Collects what was skipped (``id: reason``) and notes; ``report`` sees each as it comes."""
-
-    def __init__(self, report: Callable[[str], None] | None = None) -> None:
-        self.skipped = 0
-        self._report = report or (lambda line: None)
-
-    def skip(self, where: str, reason: str) -> None:
-        self.skipped += 1
-        self._report(f"{where}: {reason}")
-
-    def note(self, text: str) -> None:
-        self._report(f"note: {text}")
 
 
 def read_messages(
@@ -106,48 +79,6 @@ def read_stdin(problems: Problems, stdin: BinaryIO | None = None) -> Message | N
     the rest is never read); None, reported, for binary data."""
     stream = stdin if stdin is not None else sys.stdin.buffer
     return checked_message("-", stream.read(MAX_MESSAGE_BYTES + 1), problems)
-
-
-def is_empty(data: bytes) -> bool:
-    """No message at all: no bytes, or only white space (``learn - < /dev/null``)."""
-    return not data.strip()
-
-
-def is_binary(data: bytes) -> bool:
-    """Binary data, not a message: a NUL byte in the first `BINARY_SNIFF_BYTES` (the rule of
-    grep and git), unless the data starts as mail does (a header block), as broken mail with
-    NUL bytes in it can."""
-    if b"\0" not in data[:BINARY_SNIFF_BYTES]:
-        return False
-    from .mailparse import looks_like_mail
-
-    return not looks_like_mail(data)
-
-
-def checked_message(
-    where: str, data: bytes, problems: Problems, size: int | None = None
-) -> Message | None:
-    """The message ``where`` of these bytes, cut to `MAX_MESSAGE_BYTES` (noted), or None
-    (reported as skipped) if they are empty (`is_empty`) or binary. ``size`` is the whole
-    message's length where known; more bytes than the cap are enough to tell that it was
-    cut."""
-    if is_empty(data):
-        problems.skip(where, EMPTY)
-        return None
-    if is_binary(data):
-        problems.skip(where, BINARY)
-        return None
-    if len(data) > MAX_MESSAGE_BYTES:
-        problems.note(f"{where}: {cut_text(size)}")
-        data = data[:MAX_MESSAGE_BYTES]
-    return Message(where, data)
-
-
-def cut_text(size: int | None) -> str:
-    """What a note says of a message cut to `MAX_MESSAGE_BYTES` of ``size`` bytes (None: not
-    known, as on a pipe)."""
-    whole = f"{size / (1 << 20):,.1f} MiB" if size is not None else "a longer message"
-    return f"read the first {MAX_MESSAGE_BYTES >> 20} MiB of {whole}, the rest left out"
 
 
 def read_labelled(
@@ -264,7 +195,7 @@ def read_file(path: str, problems: Problems, target: str | None = None) -> Itera
         return
     if not mbox:
         longer = len(data) > MAX_MESSAGE_BYTES
-        if not (data.startswith(b"From ") and (longer or _SEPARATOR.search(data))):
+        if not (data.startswith(b"From ") and (longer or SEPARATOR.search(data))):
             message = checked_message(path, data, problems, _size(target) if longer else None)
             if message is not None:
                 yield message
@@ -286,194 +217,6 @@ def _size(path: str) -> int | None:
     except OSError:
         return None
     return info.st_size if stat.S_ISREG(info.st_mode) else None
-
-
-# -- mbox -------------------------------------------------------------------------------------
-
-_BLOCK = 1 << 20  # an mbox is read this much at a time
-_LOOKAHEAD = 4096  # more than a match of _SEPARATOR can span
-# A "From " line after a blank line starts a message if it looks like a separator, which
-# ends in a date with the time of day: "From alice@example.com Mon Jan  1 00:00:00 2024".
-# Such a line after a blank line (LF or CRLF), found by its literal start "From ": bounded,
-# so that it is decided within the bytes kept from one block to the next.
-_SEPARATOR = re.compile(
-    rb"From (?:(?<=\n\nFrom )|(?<=\n\r\nFrom ))\S{1,1000}[ \t][^\n]{0,2000}?\d:\d\d"
-)
-_CONTENT_LENGTH = re.compile(rb"^content-length[ \t]*:[ \t]*(\d{1,18})[ \t]*\r?$", re.I | re.M)
-
-
-class _Kept:
-    """The bytes of one message as they are read: the first `MAX_MESSAGE_BYTES` + 1 kept,
-    all counted."""
-
-    def __init__(self) -> None:
-        self.parts: list[bytes] = []
-        self.kept = 0
-        self.size = 0
-
-    def add(self, piece: bytes) -> None:
-        self.size += len(piece)
-        room = MAX_MESSAGE_BYTES + 1 - self.kept
-        if room > 0 and piece:
-            piece = piece[:room]
-            self.parts.append(piece)
-            self.kept += len(piece)
-
-    def data(self) -> bytes:
-        return b"".join(self.parts)
-
-
-class _Window:
-    """A file read forward a block at a time. ``buf[pos]`` is the last byte dealt with (a
-    line end at the start of a message), the bytes after it those still to read."""
-
-    def __init__(self, f: BinaryIO) -> None:
-        self.f = f
-        self.buf = b"\n"
-        self.pos = 0
-        self.eof = False
-
-    def more(self) -> bool:
-        """Read the next block onto ``buf`` (dropping what was dealt with); False at the end
-        of the file."""
-        block = b"" if self.eof else self.f.read(_BLOCK)
-        self.eof = not block
-        self.buf = self.buf[self.pos :] + block
-        self.pos = 0
-        return not self.eof
-
-    def fill(self, n: int) -> None:
-        """Read until ``buf`` holds ``n`` bytes after ``pos`` or the file ends."""
-        while len(self.buf) - self.pos <= n and self.more():
-            pass
-
-    def take(self, end: int, message: _Kept) -> None:
-        """Add the bytes after ``pos`` up to ``end`` to the message; ``end - 1`` becomes
-        ``pos``."""
-        message.add(self.buf[self.pos + 1 : end])
-        self.pos = end - 1
-
-    def past_line(self) -> None:
-        """Drop the line that starts after ``pos`` (a From line, maybe a long one)."""
-        while True:
-            end = self.buf.find(b"\n", self.pos + 1)
-            if end >= 0:
-                self.pos = end
-                return
-            self.buf, self.pos = b"\n", 0
-            if not self.more():
-                return
-
-    def header_end(self) -> int:
-        """Where the header block after ``pos`` ends (after its blank line), or -1."""
-        lf = self.buf.find(b"\n\n", self.pos)
-        crlf = self.buf.find(b"\n\r\n", self.pos, None if lf < 0 else lf)
-        return crlf + 3 if crlf >= 0 else lf + 2 if lf >= 0 else -1
-
-
-def mbox_messages(f: BinaryIO) -> Iterator[tuple[bytes, int]]:
-    """(the first `MAX_MESSAGE_BYTES` + 1 bytes, the whole length) of each message of an mbox,
-    read a block at a time, never whole.
-
-    A message is what follows its ``From `` line up to the blank line before the next one
-    (the ``From `` line and that blank line are left out, as the standard library's
-    `mailbox.mbox` gives it; ``>From `` quoting is left as it is). A ``From `` line starts a
-    message at the start of the file, or after a blank line if it looks like a separator
-    (a sender, then a date with a time of day); any other is a line of the message (mboxo
-    left it unquoted). Where the headers give a Content-Length whose end lands on the end of
-    the file or on a blank line and a ``From `` line (mboxcl2), the body is that many bytes,
-    whatever lines it holds. Text before the first ``From `` line is a message too.
-    """
-    w = _Window(f)
-    w.fill(6)
-    started = w.buf.startswith(b"\nFrom ")
-    if started:
-        w.past_line()
-    while True:
-        message = _Kept()
-        body, length = _content_length(w)
-        if length is not None and _length_fits(f, w, body + length):
-            ended = _body_of_length(w, body, length, message)
-        else:
-            ended = _body_to_separator(w, message)
-        if started or message.size:
-            yield message.data(), message.size
-        if not ended:
-            return
-        w.past_line()
-        started = True
-
-
-def _content_length(w: _Window) -> tuple[int, int | None]:
-    """(where the body starts in ``buf``, the Content-Length of the headers) if the headers
-    end in a blank line within `MAX_MESSAGE_BYTES`; (-1, None) if not."""
-    end = w.header_end()
-    while end < 0 and not w.eof and len(w.buf) - w.pos <= MAX_MESSAGE_BYTES:
-        w.more()
-        end = w.header_end()
-    if end < 0:
-        return -1, None
-    found = _CONTENT_LENGTH.search(w.buf, w.pos + 1, end)
-    return end, int(found.group(1)) if found else None
-
-
-def _length_fits(f: BinaryIO, w: _Window, end: int) -> bool:
-    """Whether ``buf[end]`` (past what was read) is the end of the file or where a blank
-    line and a ``From `` line begin."""
-    try:
-        here = f.tell()
-        target = here - len(w.buf) + end
-        size = f.seek(0, os.SEEK_END)
-        f.seek(min(target, size) - 1)
-        after = f.read(9) if target <= size else None
-        f.seek(here)
-    except (OSError, ValueError):  # a pipe has no length to check
-        return False
-    if after is None or not after.startswith(b"\n"):  # the body ends its last line
-        return False
-    after = after[1:]
-    return after in (b"", b"\n", b"\r\n") or after.startswith((b"\nFrom ", b"\r\nFrom "))
-
-
-def _body_of_length(w: _Window, body: int, length: int, message: _Kept) -> bool:
-    """Read the headers and a body of ``length`` bytes from ``body``, then the blank line
-    after it; True if a From line follows, False at the end of the file."""
-    w.take(body, message)
-    while len(w.buf) - w.pos - 1 < length:
-        length -= len(w.buf) - w.pos - 1
-        w.take(len(w.buf), message)
-        if not w.more():
-            return False
-    w.take(w.pos + 1 + length, message)
-    w.fill(8)
-    for blank in (b"\n", b"\r\n"):
-        if w.buf.startswith(blank + b"From ", w.pos + 1):
-            if blank == b"\r\n":  # kept, as mailbox.mbox keeps it: only LF is its blank line
-                message.add(blank)
-            w.pos += len(blank)
-            return True
-    return _body_to_separator(w, message)  # the file changed since: read on as mboxo
-
-
-def _body_to_separator(w: _Window, message: _Kept) -> bool:
-    """Read the message on to the blank line before the next separator; True if one was
-    found (its From line then after ``pos``), False at the end of the file."""
-    while True:
-        found = _SEPARATOR.search(w.buf, w.pos + 1)
-        if found is not None:
-            start = found.start()  # an LF blank line is left out, a CRLF one kept (as mailbox)
-            lf = w.buf[start - 2 : start] == b"\n\n"
-            message.add(w.buf[w.pos + 1 : start - 1 if lf else start])
-            w.pos = start - 1
-            return True
-        if w.eof:  # a last blank line is left out, as mailbox.mbox leaves it out
-            message.add(w.buf[w.pos + 1 : -1 if w.buf.endswith(b"\n\n") else None])
-            return False
-        # a separator that starts in the last bytes read may need the next ones to be seen
-        keep = len(w.buf) - _LOOKAHEAD
-        if keep > w.pos + 1:
-            w.take(keep, message)
-        w.more()
 
 
 def _read_folder(root: str, problems: Problems, follow_links: bool) -> Iterator[Message]:
@@ -646,7 +389,7 @@ def _text_lines(f: BinaryIO, path: str, problems: Problems) -> Iterator[str]:
 def _skip_line(f: BinaryIO) -> int:
     """Read past the rest of a line, a piece at a time; return how many bytes it had."""
     size = 0
-    while piece := f.readline(_BLOCK):
+    while piece := f.readline(BLOCK):
         size += len(piece)
         if piece.endswith(b"\n"):
             break

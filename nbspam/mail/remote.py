@@ -19,7 +19,8 @@ import os
 from collections.abc import Iterator
 
 from ..errors import InputError
-from .messages import MAX_MESSAGE_BYTES, Message, Problems, checked_message, mbox_messages
+from .mbox import mbox_messages
+from .message import MAX_MESSAGE_BYTES, Message, Problems, checked_message
 
 _GLOB = set("*?[")
 # the schemes read as URLs: object stores and the web (memory:// is fsspec's in-process store)

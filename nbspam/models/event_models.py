@@ -12,7 +12,8 @@ forget are shared by all. A new event model is a new class here and its name in
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 if TYPE_CHECKING:  # numpy is imported by the maths, not here: the one-message path reads this
     import numpy as np
@@ -20,7 +21,24 @@ if TYPE_CHECKING:  # numpy is imported by the maths, not here: the one-message p
     from ..core.config import TrainConfig
     from ..text.counts import ClassCounts
     from .forms import FisherForm, LinearForm
-    from .model import Model
+
+
+class Counted(Protocol):
+    """What an event model makes its scoring form from: a model's counts and settings
+    (`model.Model` is one)."""
+
+    labels: tuple[str, ...]
+    terms: Sequence[str]
+    class_count: np.ndarray
+    term_count: np.ndarray
+    doc_count: np.ndarray
+    training: TrainConfig
+
+    @property
+    def is_binary(self) -> bool: ...
+
+    @property
+    def positive_index(self) -> int: ...
 
 
 class EventModel:
@@ -38,17 +56,16 @@ class EventModel:
         """(coef (C, k), intercept (C,)) from the counts over the kept terms (k of them)."""
         raise NotImplementedError
 
-    def form(self, model: Model, kept: np.ndarray) -> LinearForm | FisherForm:
+    def form(self, model: Counted, kept: np.ndarray) -> LinearForm | FisherForm:
         """The scoring form of ``model`` over its kept terms (columns ``kept`` of its
         vocabulary): here, a naive Bayes model's linear form, with the class prior, and for
         two classes the log-odds weights and bias."""
         from ..text.counts import ClassCounts
         from . import naive_bayes as nb
         from .forms import LinearForm
-        from .model import prior_weights
 
         cfg = model.training
-        log_prior = nb.class_log_prior(model.class_count, prior_weights(cfg.prior, model.labels))
+        log_prior = nb.class_log_prior(model.class_count, nb.prior_weights(cfg.prior, model.labels))
         # the counts of the kept columns; the linear forms read only the numbers, so the
         # kept terms are not named here (an online evaluation derives forms many times)
         counts = ClassCounts(
@@ -130,7 +147,7 @@ class Fisher(EventModel):
     def presence(self, cfg: TrainConfig) -> bool:
         return True
 
-    def form(self, model: Model, kept: np.ndarray) -> FisherForm:
+    def form(self, model: Counted, kept: np.ndarray) -> FisherForm:
         """The clues among the kept terms, with ln f and ln(1 - f) of each; no prior."""
         import numpy as np
 

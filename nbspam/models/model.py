@@ -11,12 +11,19 @@ from typing import Any
 
 import numpy as np
 
-from ..core.config import AUTO, AUTO_FALLBACK, Settings, TokenizerConfig, TrainConfig
+from ..core.config import (
+    AUTO,
+    AUTO_FALLBACK,
+    MAX_LABEL_CHARS,
+    MAX_LABELS,
+    Settings,
+    TokenizerConfig,
+    TrainConfig,
+)
 from ..core.parallel import CHUNK, chunks
 from ..core.sparse import sp
 from ..errors import TrainingError
-from ..mail.messages import Message
-from ..store.schema import MAX_LABEL_CHARS, MAX_LABELS
+from ..mail.message import Message
 from ..text.counting import Counts, LabelledCounts, count_chunk, count_chunks
 from ..text.counts import ClassCounts
 from ..text.vocabulary import (
@@ -133,20 +140,6 @@ def kept_columns(model: Model) -> np.ndarray:
     return np.flatnonzero(keep)
 
 
-def prior_weights(prior: Any, labels: Sequence[str]) -> np.ndarray | None:
-    """Class weights for `naive_bayes.class_log_prior`: None for the fitted prior."""
-    if prior == "fitted":
-        return None
-    if prior == "uniform":
-        return np.ones(len(labels))
-    given = dict(prior)
-    if set(given) != set(labels):
-        raise TrainingError(
-            f"the prior names labels {sorted(given)} but the model has labels {list(labels)}"
-        )
-    return np.array([given[label] for label in labels], dtype=np.float64)
-
-
 def from_counts(
     counts: ClassCounts,
     settings: Settings,
@@ -192,7 +185,7 @@ def from_counts(
     train_cfg = dataclasses.replace(train_cfg, positive=positive)
     if train_cfg.model == AUTO:
         train_cfg = dataclasses.replace(train_cfg, model=AUTO_FALLBACK)
-    prior_weights(train_cfg.prior, labels)
+    nb.prior_weights(train_cfg.prior, labels)
     digests = sorted((seen or {}).items())
     model = Model(
         labels=labels,
@@ -311,7 +304,7 @@ def fit_counted(counted: LabelledCounts, settings: Settings, *, rows: Rows | Non
     total = counts.totals()
     order = sorted_order(total.terms)
     info = {
-        "created": _now(),
+        "created": utc_timestamp(),
         "seconds": round(time.perf_counter() - counted.started, 3),
         "duplicates": counted.duplicates,
     }
@@ -357,7 +350,7 @@ class CountTable:
         return ClassCounts(tuple(self.labels), tuple(self.index.terms), cc, tc, dc)
 
 
-def _now() -> str:
+def utc_timestamp() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 

@@ -12,10 +12,13 @@ and scoring, log-odds weights and per-word explanations are shared by the models
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from ..core.sparse import sp
+from ..errors import TrainingError
 
 #: Smallest smoothing used when alpha = 0 would put log(0) into a score (as scikit-learn does).
 ALPHA_FLOOR = 1e-10
@@ -55,6 +58,20 @@ def class_log_prior(class_count: np.ndarray, weights: np.ndarray | None = None) 
     w = np.asarray(class_count if weights is None else weights, dtype=np.float64)
     with np.errstate(divide="ignore"):
         return np.log(w) - np.log(w.sum())
+
+
+def prior_weights(prior: Any, labels: Sequence[str]) -> np.ndarray | None:
+    """Class weights for `naive_bayes.class_log_prior`: None for the fitted prior."""
+    if prior == "fitted":
+        return None
+    if prior == "uniform":
+        return np.ones(len(labels))
+    given = dict(prior)
+    if set(given) != set(labels):
+        raise TrainingError(
+            f"the prior names labels {sorted(given)} but the model has labels {list(labels)}"
+        )
+    return np.array([given[label] for label in labels], dtype=np.float64)
 
 
 def smoothing(alpha: float, has_zero: bool) -> float:

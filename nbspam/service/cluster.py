@@ -40,7 +40,7 @@ from ..core.config import AUTO, Settings, TokenizerConfig
 from ..core.parallel import CHUNK, chunks
 from ..errors import ConfigError, NbspamError
 from ..fit.training import decide
-from ..mail.messages import Message
+from ..mail.message import Message
 from ..text.counting import Counts, count_chunk, first_copies
 
 MISSING = "--engine dask needs Dask: pip install 'dask[distributed]' (pipx inject nbspam 'dask[distributed]' under pipx)"
@@ -347,7 +347,7 @@ def train(
     import numpy as np
 
     from ..errors import TrainingError
-    from ..models.model import CV_ROWS, Rows, _now, from_counts
+    from ..models.model import CV_ROWS, Rows, from_counts, utc_timestamp
     from ..text.vocabulary import TermIndex, renumber, sorted_order
 
     started = time.perf_counter()
@@ -394,7 +394,7 @@ def train(
         [total.labels.index(label) for label in arrival], sorted_order(total.terms)
     )
     info = {
-        "created": _now(),
+        "created": utc_timestamp(),
         "seconds": round(time.perf_counter() - started, 3),
         "duplicates": parts.duplicates,
     }

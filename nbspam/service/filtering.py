@@ -35,22 +35,12 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..cli.render import json_line
+from .. import __version__
+from ..core.jsonl import json_line
 from ..errors import EXIT_SKIPPED, FilterError, InputError, NbspamError, os_reason
-from ..mail.headers import add_status_header, message_digest, status_value
-from ..mail.messages import (
-    BINARY,
-    EMPTY,
-    MAX_MESSAGE_BYTES,
-    Message,
-    Problems,
-    folder_files,
-    is_binary,
-    is_empty,
-    maildir_part,
-    read_file,
-    read_messages,
-)
+from ..mail.headers import add_status_header, message_digest, one_line
+from ..mail.message import BINARY, EMPTY, MAX_MESSAGE_BYTES, Message, Problems, is_binary, is_empty
+from ..mail.messages import folder_files, maildir_part, read_file, read_messages
 from ..models.decision import UNSURE, Prediction
 from ..store.lock import DEFAULT_TIMEOUT, model_lock
 from .mailstore import (
@@ -70,6 +60,18 @@ if TYPE_CHECKING:  # the one-message path must not import numpy
 SPAM, HAM = "spam", "ham"
 KINDS = (SPAM, UNSURE, HAM)
 # -- verdicts ---------------------------------------------------------------------------------
+
+
+def status_value(prediction: Prediction) -> str:
+    """The value of the X-Nbspam-Status header: verdict, log-odds, calibrated probability
+    (left out when the model has no calibration) and the nbspam version."""
+    parts = [one_line(prediction.verdict or ""), f"log_odds={prediction.log_odds:+.3f}"]
+    if prediction.calibrated is not None:
+        calibrated = f"{prediction.calibrated:.4f}"
+        # probability= is the old name of calibrated=, kept for one release
+        parts += [f"calibrated={calibrated}", f"probability={calibrated}"]
+    parts.append(f"version={__version__}")
+    return "; ".join(parts)
 
 
 def require_two_classes(labels: tuple[str, ...]) -> None:

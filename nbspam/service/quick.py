@@ -27,7 +27,7 @@ from ..store import schema
 from ..text.features import Analyzer
 
 if TYPE_CHECKING:  # the one-message path imports neither: a filter started per delivery
-    from ..mail.messages import Message
+    from ..mail.message import Message
     from ..models.model import Model
 
 SCORE_CHUNK = 64  # messages scored as one piece of work: small, so that workers finish together
@@ -208,7 +208,7 @@ class ModelScorer:
         self.positive = model.training.positive if model.is_binary else None
 
     def predict(self, message_id: str, data: bytes | str) -> Prediction:
-        from ..mail.messages import Message
+        from ..mail.message import Message
 
         return next(self.predict_messages([Message(message_id, data)]))
 
@@ -240,27 +240,3 @@ def load_quick(path: str | os.PathLike[str]) -> TableScorer | None:
     if box is None or sys.byteorder != "little" or not box.has_scoring_table:
         return None
     return TableScorer(box, path)
-
-
-def predict_stdin(model_path: str, fmt: str) -> bool:
-    """Score the one message on stdin and print it as `predict` does; False (nothing read,
-    nothing printed) where this path cannot be used and the full scorer must.
-
-    As `predict` reads it: its first `messages.MAX_MESSAGE_BYTES` (a note says if there was
-    more); binary data is reported on stderr and ends the command with status 3.
-    """
-    from ..cli.render import predictions
-    from ..errors import EXIT_SKIPPED
-    from ..mail.messages import Problems, read_stdin
-
-    quick = load_quick(model_path)  # None for a table model, which scores rows of tables
-    if quick is None:
-        return False
-    problems = Problems(functools.partial(print, file=sys.stderr))
-    message = read_stdin(problems)
-    if message is None:  # reported, as one skipped input is: one line
-        raise SystemExit(EXIT_SKIPPED)
-    result = quick.predict("-", message.data)
-    for line in predictions([result], quick.labels, fmt):  # type: ignore[arg-type]
-        print(line)
-    return True

@@ -52,7 +52,8 @@ from typing import TYPE_CHECKING
 from ..errors import ConfigError, NbspamError, os_reason
 from ..mail import messages
 from ..mail.headers import message_digest
-from ..mail.messages import Message, Problems, checked_message, folder_files
+from ..mail.message import Message, Problems, checked_message
+from ..mail.messages import folder_files
 from ..store.container import write_file
 from ..store.safefiles import open_side_file
 

@@ -19,8 +19,8 @@ from ..core.config import Settings
 from ..core.parallel import CHUNK
 from ..errors import NbspamError, TrainingError
 from ..mail.headers import message_digest
-from ..mail.messages import Message
-from ..models.model import UNKNOWN_TIME, CountTable, Model, _now, from_counts
+from ..mail.message import Message
+from ..models.model import UNKNOWN_TIME, CountTable, Model, from_counts, utc_timestamp
 from ..text.counts import ClassCounts
 
 T = TypeVar("T")
@@ -208,7 +208,7 @@ def merge(models: Sequence[Model]) -> Model:
             seen[digest] = label
         total = model.counts if total is None else total.plus(model.counts)
     settings = Settings(tokenizer=first.tokenizer, training=first.training)
-    info = {"created": _now(), "merged": len(models)}
+    info = {"created": utc_timestamp(), "merged": len(models)}
     for key, what in (("expired", "digests"), ("pruned", "terms_dropped")):
         # forget must still know that digests were expired, or terms dropped, from a part
         parts = [m.info[key] for m in models if isinstance(m.info.get(key), dict)]
@@ -258,7 +258,7 @@ def _apply(
             "version of nbspam that tokenized them differently; retrain the model"
         )
     settings = Settings(tokenizer=model.tokenizer, training=model.training)
-    info = {**model.info, "updated": _now()}
+    info = {**model.info, "updated": utc_timestamp()}
     updated = from_counts(total.pruned(), settings, info, seen, times=times)
     # the cutoffs and calibration were fitted when the model was trained; they stay
     return dataclasses.replace(updated, cutoffs=model.cutoffs, calibration=model.calibration)
@@ -359,7 +359,7 @@ def prune(
         digests_expired=len(times) - int(alive.sum()),
     )
     info = dict(model.info)
-    now = _now()
+    now = utc_timestamp()
     if done.terms_dropped:
         before = info.get("pruned", {}).get("terms_dropped", 0)
         info["pruned"] = {"terms_dropped": before + done.terms_dropped, "last": now}

@@ -59,13 +59,20 @@ from typing import IO, Any
 import numpy as np
 
 from .. import __version__
-from ..core.config import TokenizerConfig, TrainConfig, config_from_dict, parse_cutoffs
+from ..core.config import (
+    MAX_LABEL_CHARS,
+    MAX_LABELS,
+    TokenizerConfig,
+    TrainConfig,
+    config_from_dict,
+    parse_cutoffs,
+)
 from ..errors import ConfigError, InputError
 from ..models.decision import read_cutoffs, stored_cutoffs
 from ..models.forms import LinearForm
 from ..models.model import Model
 from .container import MAGIC, MAX_HEADER
-from .schema import MAX_LABEL_CHARS, MAX_LABELS, checked_info, number_pair
+from .schema import checked_info, number_pair
 
 FORMAT_VERSION = 1
 FIRST_LINE = f"# nbspam dump {FORMAT_VERSION}"

@@ -21,14 +21,18 @@ import operator
 import os
 from typing import Any
 
-from ..core.config import TokenizerConfig, TrainConfig, config_from_dict, parse_cutoffs
+from ..core.config import (
+    MAX_LABEL_CHARS,
+    MAX_LABELS,
+    TokenizerConfig,
+    TrainConfig,
+    config_from_dict,
+    parse_cutoffs,
+)
 from ..errors import ConfigError, ModelFileError
 from ..models.decision import read_cutoffs
 from ..models.event_models import event_model
 from . import container
-
-MAX_LABELS = 1000
-MAX_LABEL_CHARS = 1000
 
 _INTS = ("<i4", "<i8")
 # name -> (the types it may have, its shape in the letters C labels, d terms, n messages

@@ -18,7 +18,7 @@ from typing import NamedTuple, TypeVar
 from ..core.config import TokenizerConfig
 from ..core.parallel import chunks, imap_ordered
 from ..mail.headers import message_digest
-from ..mail.messages import Message
+from ..mail.message import Message
 from .features import Analyzer
 
 T = TypeVar("T")
