@@ -26,12 +26,11 @@ from ..core.config import AUTO, Settings, TokenizerConfig
 from ..core.jsonl import json_line
 from ..core.parallel import CHUNK, chunks
 from ..errors import ConfigError, InputError, NbspamError, os_error_message
-from ..fit import metrics
 from ..fit.crossval import Scores, Tokenized, score_split, stratified_split, subset, training_rows
 from ..fit.selection import internal_cv
 from ..mail.headers import message_digest, message_time
 from ..mail.message import Message
-from ..models.decision import Rule, verdict
+from ..models.decision import Rule, calibrated_probability, verdict
 from ..text.counting import count_chunks
 from ..text.vocabulary import TermIndex, renumber, stack_sorted
 
@@ -278,7 +277,10 @@ def with_decision_rules(scores: Scores, rules: dict[int, Rule]) -> Scores:
             for x in log_odds[test_rows].tolist()
         ]
         if rule.calibration is not None:
-            calibrated[test_rows] = metrics.apply_platt(log_odds[test_rows], *rule.calibration)
+            calibrated[test_rows] = [
+                calibrated_probability(rule.calibration, x, rule.cutoffs)
+                for x in log_odds[test_rows].tolist()
+            ]
     if all(rule.calibration is None for rule in rules.values()):
         calibrated = None  # every training part was too small for an internal CV
     return dataclasses.replace(
