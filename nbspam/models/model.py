@@ -416,3 +416,72 @@ def score(
                 cutoffs=model.cutoffs,
                 calibration=model.calibration,
             )
+
+
+# -- exact learning: a model's counts plus and minus counts ---------------------------------------
+
+
+def seen_map(model: Model) -> dict[bytes, str]:
+    """The record of learned messages as digest -> label."""
+    return {bytes(d): model.labels[k] for d, k in zip(model.seen_digests, model.seen_labels)}
+
+
+def times_map(model: Model) -> dict[bytes, int]:
+    """When each learned message was learned, digest -> seconds since 1970 (or
+    `model.UNKNOWN_TIME`)."""
+    return dict(zip(map(bytes, model.seen_digests), model.seen_times.tolist()))
+
+
+def apply_counts(
+    model: Model,
+    plus: ClassCounts | None,
+    minus: ClassCounts | None,
+    seen: dict[bytes, str],
+    times: dict[bytes, int],
+    *,
+    clip: bool = False,
+) -> Model:
+    """The model with the counts ``plus`` added and ``minus`` subtracted; with ``clip`` (or
+    for a pruned model) term counts that would go below zero stop at zero."""
+    if plus is None and minus is None:
+        return model
+    total = model.counts
+    pruned = "pruned" in model.info
+    if plus is not None:
+        total = total.plus(plus)
+    if minus is not None:
+        if pruned:  # the terms prune dropped are not there to subtract
+            minus = _within(minus, model.terms)
+        total = total.minus(minus)
+    if pruned or clip:
+        total = _clipped(total)
+    if total.is_negative():
+        raise TrainingError(
+            "forgetting these messages would make counts negative: they were learned by a "
+            "version of nbspam that tokenized them differently; retrain the model"
+        )
+    settings = Settings(tokenizer=model.tokenizer, training=model.training)
+    info = {**model.info, "updated": utc_timestamp()}
+    updated = from_counts(total.pruned(), settings, info, seen, times=times)
+    # the cutoffs and calibration were fitted when the model was trained; they stay
+    return dataclasses.replace(updated, cutoffs=model.cutoffs, calibration=model.calibration)
+
+
+def _within(counts: ClassCounts, terms: Sequence[str]) -> ClassCounts:
+    """``counts`` over only those of its terms that are among ``terms``."""
+    import numpy as np
+
+    known = set(terms)
+    cols = [j for j, term in enumerate(counts.terms) if term in known]
+    return counts.in_order(terms=np.array(cols, np.int64))
+
+
+def _clipped(counts: ClassCounts) -> ClassCounts:
+    """A pruned model's term counts after forgetting, never below zero: a term dropped and
+    learned again may be subtracted by a message that held it before (inexact, as
+    `PRUNE_NOTE` says)."""
+    import numpy as np
+
+    term_count = np.maximum(counts.term_count, 0)
+    doc_count = np.minimum(np.maximum(counts.doc_count, 0), term_count)
+    return dataclasses.replace(counts, term_count=term_count, doc_count=doc_count)

@@ -20,27 +20,27 @@ from ..core.parallel import CHUNK
 from ..errors import NbspamError, TrainingError
 from ..mail.headers import message_digest
 from ..mail.message import Message
-from ..models.model import UNKNOWN_TIME, CountTable, Model, from_counts, utc_timestamp
+from ..models.model import (
+    UNKNOWN_TIME,
+    CountTable,
+    Model,
+    apply_counts,
+    from_counts,
+    seen_map,
+    times_map,
+    utc_timestamp,
+)
+from ..store.journal import Change, Record, Writer, expired_note, terms_of  # noqa: F401  (re-exported)
 from ..text.counts import ClassCounts
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Change:
-    """What an update did: messages newly learned, relabelled, forgotten, already known."""
-
-    learned: int = 0
-    relabelled: int = 0
-    forgotten: int = 0
-    unchanged: int = 0
-    unknown: list[str] = dataclasses.field(default_factory=list)
 
 
 def update_model_file(path: str, change: Callable[[Model], tuple[Model, T]]) -> tuple[Model, T]:
     """Apply ``change`` (Model -> (changed Model, what it did)) to the model file at ``path``
     under its lock: concurrent updates wait for each other, and the file is replaced whole
     (leftovers of a writer that was killed are removed first)."""
+    from ..store.journal import discard
     from ..store.lock import model_lock
     from ..store.modelfile import load_model, remove_leftovers, save_model
 
@@ -48,18 +48,8 @@ def update_model_file(path: str, change: Callable[[Model], tuple[Model, T]]) -> 
         remove_leftovers(path)
         model, result = change(load_model(path))
         save_model(model, path)
+        discard(path)  # its records are in the model now
     return model, result
-
-
-def seen_map(model: Model) -> dict[bytes, str]:
-    """The record of learned messages as digest -> label."""
-    return {bytes(d): model.labels[k] for d, k in zip(model.seen_digests, model.seen_labels)}
-
-
-def times_map(model: Model) -> dict[bytes, int]:
-    """When each learned message was learned, digest -> seconds since 1970 (or
-    `model.UNKNOWN_TIME`)."""
-    return dict(zip(map(bytes, model.seen_digests), model.seen_times.tolist()))
 
 
 def learn(model: Model, messages: Iterable[Message], label: str) -> tuple[Model, Change]:
@@ -83,10 +73,13 @@ class Learner:
     """Learn and forget messages one at a time, keeping their counts, not their bytes: they
     are tokenized and counted a chunk at a time (`parallel.CHUNK` messages or `CHUNK_BYTES`),
     so memory is bounded by the model and one chunk, whatever the number of messages.
-    `result` gives the model with every change applied, exactly as `learn` and `forget`."""
+    `result` gives the model with every change applied, exactly as `learn` and `forget`.
+    With a ``journal`` (`journal.Writer`) each change is appended to it as a record instead
+    (and `result` is not used): the model file's readers apply them."""
 
-    def __init__(self, model: Model) -> None:
+    def __init__(self, model: Model, journal: Writer | None = None) -> None:
         self.model = model
+        self.journal = journal
         self.seen, self.times = seen_map(model), times_map(model)
         self._was = dict(self.seen), dict(self.times)
         self._now = int(time.time())
@@ -112,8 +105,8 @@ class Learner:
         message count is exact, its term counts off by what the change added or removed
         (never below zero)."""
         if digest in self.seen:
-            self._set(message, digest, None)
             self._clip = True
+            self._set(message, digest, None)
 
     def undo(self, message: Message, digest: bytes | None = None) -> None:
         """Give ``message`` back the label (or absence) it had in the model at the start."""
@@ -127,6 +120,13 @@ class Learner:
     def _set(self, message: Message, digest: bytes, label: str | None) -> None:
         old = self.seen.pop(digest, None)
         self.times.pop(digest, None)
+        if self.journal is not None:
+            terms = terms_of(self.model.tokenizer, message.data)
+            self.journal.append(Record(digest, old, label, self._now, terms, self._clip))
+            if label is not None:
+                self.seen[digest], self.times[digest] = label, self._now
+            self.changed = True
+            return
         if old is not None:
             self._count(message, old, -1)
         if label is not None:
@@ -153,7 +153,7 @@ class Learner:
             return self.model
         self._flush()
         plus, minus = (table.totals() if table.labels else None for table in self._counted.values())
-        return _apply(self.model, plus, minus, self.seen, self.times, clip=self._clip)
+        return apply_counts(self.model, plus, minus, self.seen, self.times, clip=self._clip)
 
 
 def forget(model: Model, messages: Iterable[Message]) -> tuple[Model, Change]:
@@ -178,7 +178,7 @@ def forget(model: Model, messages: Iterable[Message]) -> tuple[Model, Change]:
             unknown.append(message.id)
         else:
             minus.append(dataclasses.replace(message, label=label))
-    updated = _apply(model, None, _counted(minus, model), seen, times_map(model))
+    updated = apply_counts(model, None, _counted(minus, model), seen, times_map(model))
     return updated, Change(forgotten=len(minus), unknown=unknown)
 
 
@@ -227,61 +227,6 @@ def _counted(messages: list[Message], model: Model) -> ClassCounts | None:
     table = CountTable()
     table.add(messages, model.tokenizer)
     return table.totals()
-
-
-def _apply(
-    model: Model,
-    plus: ClassCounts | None,
-    minus: ClassCounts | None,
-    seen: dict[bytes, str],
-    times: dict[bytes, int],
-    *,
-    clip: bool = False,
-) -> Model:
-    """The model with the counts ``plus`` added and ``minus`` subtracted; with ``clip`` (or
-    for a pruned model) term counts that would go below zero stop at zero."""
-    if plus is None and minus is None:
-        return model
-    total = model.counts
-    pruned = "pruned" in model.info
-    if plus is not None:
-        total = total.plus(plus)
-    if minus is not None:
-        if pruned:  # the terms prune dropped are not there to subtract
-            minus = _within(minus, model.terms)
-        total = total.minus(minus)
-    if pruned or clip:
-        total = _clipped(total)
-    if total.is_negative():
-        raise TrainingError(
-            "forgetting these messages would make counts negative: they were learned by a "
-            "version of nbspam that tokenized them differently; retrain the model"
-        )
-    settings = Settings(tokenizer=model.tokenizer, training=model.training)
-    info = {**model.info, "updated": utc_timestamp()}
-    updated = from_counts(total.pruned(), settings, info, seen, times=times)
-    # the cutoffs and calibration were fitted when the model was trained; they stay
-    return dataclasses.replace(updated, cutoffs=model.cutoffs, calibration=model.calibration)
-
-
-def _within(counts: ClassCounts, terms: Sequence[str]) -> ClassCounts:
-    """``counts`` over only those of its terms that are among ``terms``."""
-    import numpy as np
-
-    known = set(terms)
-    cols = [j for j, term in enumerate(counts.terms) if term in known]
-    return counts.in_order(terms=np.array(cols, np.int64))
-
-
-def _clipped(counts: ClassCounts) -> ClassCounts:
-    """A pruned model's term counts after forgetting, never below zero: a term dropped and
-    learned again may be subtracted by a message that held it before (inexact, as
-    `PRUNE_NOTE` says)."""
-    import numpy as np
-
-    term_count = np.maximum(counts.term_count, 0)
-    doc_count = np.minimum(np.maximum(counts.doc_count, 0), term_count)
-    return dataclasses.replace(counts, term_count=term_count, doc_count=doc_count)
 
 
 def _first_difference(a, b) -> str:
@@ -389,17 +334,3 @@ def expired_count(model: Model) -> int:
     expired = model.info.get("expired")
     count = expired.get("digests") if isinstance(expired, dict) else 0
     return count if type(count) is int and count > 0 else 0
-
-
-def expired_note(model: Model) -> str | None:
-    """Why a message the model does not remember may still have been learned: digests were
-    expired by prune (how many, and when last), or None if none ever were."""
-    expired = model.info.get("expired")
-    if not isinstance(expired, dict) or not expired.get("digests"):
-        return None
-    count = expired["digests"]
-    count = f"{count:,}" if type(count) is int else "some"  # info is free-form in a file
-    return (
-        f"prune expired {count} digest(s) of this model, last on "
-        f"{expired.get('last', 'an unknown date')}"
-    )
