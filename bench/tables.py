@@ -19,10 +19,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from nbspam.metrics import roc_auc  # noqa: E402
-from nbspam.table_model import TableSettings, fit_table, subset  # noqa: E402
-from nbspam.table_training import auto_fit  # noqa: E402
-from nbspam.tables import read_table  # noqa: E402
+from nbspam.fit.metrics import roc_auc  # noqa: E402
+from nbspam.fit.table_training import auto_fit  # noqa: E402
+from nbspam.models.table_model import TableSettings, fit_table, subset  # noqa: E402
+from nbspam.text.tables import read_table  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cv import folds  # noqa: E402

@@ -192,7 +192,7 @@ def test_config_file_and_unknown_keys(data, tmp_path):
     out = tmp_path / "m.nbm"
     result = cli_run("train", data, "-o", out, "-c", cfg, "--alpha", "0.25")
     assert result.exit_code == 0, result.output
-    from nbspam.modelfile import load_model
+    from nbspam.store.modelfile import load_model
 
     m = load_model(out)
     assert (m.training.model, m.training.min_count, m.training.alpha) == ("bernoulli", 1, 0.25)
@@ -344,7 +344,7 @@ def test_a_complement_model_predicts_explains_learns_and_forgets(data, tmp_path)
     assert _log_odds(path, message) != [batch]
     assert cli_run("forget", "-m", path, new).exit_code == 0
     assert _log_odds(path, message) == [batch]
-    from nbspam.modelfile import load_model
+    from nbspam.store.modelfile import load_model
     from tests.helpers import assert_same_model
 
     (tmp_path / "before.nbm").write_bytes(before)
@@ -357,7 +357,7 @@ def test_complement_settings_in_a_config_file_and_bad_values(data, tmp_path):
     out = tmp_path / "m.nbm"
     result = cli_run("train", data, "-o", out, "-c", config)
     assert result.exit_code == 0, result.stderr
-    from nbspam.modelfile import load_model
+    from nbspam.store.modelfile import load_model
 
     training = load_model(out).training
     assert (training.model, training.complement_norm) == ("complement", True)

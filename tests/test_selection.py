@@ -9,14 +9,14 @@ import json
 import numpy as np
 import pytest
 
-from nbspam import selection
-from nbspam.config import build_settings
-from nbspam.crossval import Tokenized, cross_validate_matrix
-from nbspam.features import Analyzer, number_tokens
-from nbspam.model import fit_messages
-from nbspam.modelfile import load_model
-from nbspam.settings import resolve_settings
-from nbspam.vocabulary import TermIndex, count_rows, sorted_order, stop_terms
+from nbspam.core.config import build_settings
+from nbspam.fit import selection
+from nbspam.fit.crossval import Tokenized, cross_validate_matrix
+from nbspam.fit.settings import resolve_settings
+from nbspam.models.model import fit_messages
+from nbspam.store.modelfile import load_model
+from nbspam.text.features import Analyzer, number_tokens
+from nbspam.text.vocabulary import TermIndex, count_rows, sorted_order, stop_terms
 from tests.helpers import SAMPLE, assert_same_model, cli_run
 
 
@@ -119,7 +119,7 @@ def test_more_than_two_labels_choose_among_the_linear_models_by_mean_auc():
         "money": ["bank loan rate cash", "cash rate bank fund", "fund loan bank rate"],
         "food": ["bread cake oven bake", "oven bake soup bread", "cake soup bread bake"],
     }
-    from nbspam.messages import Message
+    from nbspam.mail.message import Message
 
     messages = [
         Message(f"{label}{i}", f"{text} {label}{i}", label)
@@ -235,7 +235,7 @@ def test_stop_terms_are_words_tagged_words_and_ngrams_holding_one():
 
 
 def test_masking_stop_words_gives_the_model_that_never_counted_them():
-    from nbspam.messages import Message
+    from nbspam.mail.message import Message
 
     texts = [
         ("spam", "Win a free prize of the year: call to claim the cash now"),
@@ -272,7 +272,7 @@ def test_number_tokens_give_the_length_of_each_run_of_three_digits_or_more():
 
 
 def test_a_model_written_before_number_tokens_tokenizes_without_them(sample_model_path, tmp_path):
-    from nbspam import container
+    from nbspam.store import container
 
     box = container.read(sample_model_path)
     header = dict(box.header)
@@ -308,7 +308,8 @@ def test_auto_chooses_fisher_on_spamassassin(spamassassin_matrix):
 
 @pytest.mark.corpus
 def test_auto_chooses_bernoulli_on_sms(sms):
-    from nbspam.messages import Problems, read_labelled
+    from nbspam.mail.message import Problems
+    from nbspam.mail.messages import read_labelled
 
     settings = resolve_settings({}, source="test")
     messages = list(read_labelled([str(sms)], Problems()))

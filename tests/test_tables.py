@@ -12,10 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nbspam import columns as col
-from nbspam.config import TrainConfig
+from nbspam.core.config import TrainConfig
 from nbspam.errors import InputError, ModelFileError
-from nbspam.table_model import (
+from nbspam.evaluation.table_evaluation import cross_validate_table
+from nbspam.fit.table_training import auto_fit, fit_with_rule
+from nbspam.models import columns as col
+from nbspam.models.table_model import (
     TableSettings,
     add_rows,
     bin_edges,
@@ -27,8 +29,7 @@ from nbspam.table_model import (
     subset,
     to_header,
 )
-from nbspam.table_training import auto_fit, cross_validate_table, fit_with_rule
-from nbspam.tables import Table, read_table
+from nbspam.text.tables import Table, read_table
 from tests.helpers import cli_run
 
 SPAMBASE = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "spambase" / "spambase.csv"
@@ -247,7 +248,7 @@ def test_model_file_round_trip(tmp_path):
 
 
 def test_a_bad_table_model_file_is_refused(tmp_path):
-    from nbspam import container
+    from nbspam.store import container
 
     header = to_header(fit_table(mixed_table(), TableSettings()))
     header["table"]["class_count"] = [-1, 3]
@@ -526,7 +527,7 @@ def test_a_class_without_values_takes_the_columns_mean_and_variance(tmp_path):
     ids=["huge mean", "negative variance", "sums without values"],
 )
 def test_a_table_model_with_impossible_gaussian_sums_is_refused(sums, tmp_path):
-    from nbspam import container
+    from nbspam.store import container
 
     rows = [[repr(float(i)), "ab"[i % 2]] for i in range(1, 9)]
     table = Table(["x", "label"], rows, [f"t#{i}" for i in range(8)])

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from nbspam.config import build_settings
+from nbspam.core.config import build_settings
 from nbspam.errors import NbspamError
-from nbspam.messages import Message, Problems, read_labelled
-from nbspam.model import fit_messages, score
-from nbspam.update import forget, learn, merge
+from nbspam.mail.message import Message, Problems
+from nbspam.mail.messages import read_labelled
+from nbspam.models.model import fit_messages, score
+from nbspam.service.update import forget, learn, merge
 from tests.helpers import assert_same_model
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
