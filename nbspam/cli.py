@@ -1533,8 +1533,12 @@ def sync(model_path: str, folders: tuple[str, ...], state_path: str | None) -> N
 def merge(models: tuple[str, ...], output: str) -> None:
     """Merge models trained with the same settings on disjoint sets of messages.
 
-    The result equals the model trained on all their messages at once. Models with other
-    settings, or that learned a message in common, are refused.
+    The counts add up to those of the model trained on all their messages at once. Parts
+    trained with --event-model auto (the default) may have chosen different event models
+    and settings: the merged model takes those of the part that learned most messages, and
+    its cutoffs and calibration (fitted on that part alone; train on all the messages to
+    fit them on everything). Models with other settings, or that learned a message in
+    common, are refused.
 
     \b
     Example:
@@ -1543,6 +1547,7 @@ def merge(models: tuple[str, ...], output: str) -> None:
     """
     from .modelfile import load_model, write_model
     from .update import merge as merge_models
+    from .update import merged_note
 
     if len(models) < 2:
         raise click.UsageError("merge needs two or more models")
@@ -1550,15 +1555,11 @@ def merge(models: tuple[str, ...], output: str) -> None:
     _check_output(output)
     if _merge_tables(models, output):
         return
-    merged = merge_models([load_model(path) for path in models])
+    parts = [load_model(path) for path in models]
+    merged = merge_models(parts)
     write_model(merged, output)
     click.echo(f"merged {len(models)} models into {output}", err=True)
-    if merged.is_binary:
-        click.echo(
-            "note: the merged model has no cutoffs or calibration (they were fitted on the "
-            "parts); it decides by log-odds > 0 until trained on all the data",
-            err=True,
-        )
+    click.echo(f"note: {merged_note(parts)}", err=True)
 
 
 @cli.command()
