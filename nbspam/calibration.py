@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import metrics
-from .config import TrainConfig
+from .config import MAIL_COST_FP, MAIL_COST_UNSURE, TrainConfig
 from .crossval import Scores
 from .decision import Rule
 from .errors import InputError
@@ -19,9 +19,9 @@ def rule_from_scores(scores: Scores, cfg: TrainConfig) -> Rule:
     cutoffs = cfg.cutoffs or choose_cutoffs(
         scores,
         target_fpr=cfg.target_fpr,
-        cost_fp=cfg.cost_fp,
+        cost_fp=MAIL_COST_FP if cfg.cost_fp is None else cfg.cost_fp,
         cost_fn=cfg.cost_fn,
-        cost_unsure=cfg.cost_unsure,
+        cost_unsure=MAIL_COST_UNSURE if cfg.cost_unsure is None else cfg.cost_unsure,
     )
     return Rule(cutoffs, calibrate(scores))
 

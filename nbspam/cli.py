@@ -398,10 +398,14 @@ _TRAIN_OPTIONS = [
     click.option(
         "--cost-fp",
         type=float,
-        help="Cost of a false positive when choosing cutoffs by cost. [default: 15]",
+        help="Cost of a false positive when choosing cutoffs by cost. [default: 15 for messages (a lost ham costs more than a spam let through), 1 for a typed table]",
     ),
     click.option("--cost-fn", type=float, help="Cost of a false negative. [default: 1]"),
-    click.option("--cost-unsure", type=float, help="Cost of an unsure verdict. [default: 0.2]"),
+    click.option(
+        "--cost-unsure",
+        type=float,
+        help="Cost of an unsure verdict. [default: 0.2 for messages, 1/3 for a typed table (unsure only where the odds are below 2 to 1)]",
+    ),
     click.option(
         "--cutoffs",
         metavar="HAM,SPAM",

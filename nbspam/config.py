@@ -19,6 +19,16 @@ AUTO = "auto"
 #: The event model of auto where nothing is cross-validated to choose by: too few messages,
 #: or a model fitted from counts alone (`model.fit`).
 AUTO_FALLBACK = "multinomial"
+#: The cost of a false positive where none is given: a ham lost in the spam folder costs far
+#: more than a spam let through; a table's two labels are nothing of the kind, and its
+#: errors cost the same either way unless the user says otherwise (--cost-fp).
+MAIL_COST_FP = 15.0
+TABLE_COST_FP = 1.0
+#: The cost of an unsure verdict where none is given: a glance at the unsure folder; for a
+#: table, a third of an error, so that with errors of cost 1 a row is unsure only where
+#: its odds are below 2 to 1 either way (Chow's rule), not wherever they are below 4 to 1.
+MAIL_COST_UNSURE = 0.2
+TABLE_COST_UNSURE = 1 / 3
 MAIL_MODES: tuple[str, ...] = ("auto", "always", "never")
 #: How --max-features picks its terms: most documents, or most mutual information.
 SELECTIONS: tuple[str, ...] = ("frequency", "mi")
@@ -121,9 +131,9 @@ class TrainConfig:
     calibrate: bool = True
     folds: int = 5
     target_fpr: float | None = None
-    cost_fp: float = 15.0
+    cost_fp: float | None = None  # None: `MAIL_COST_FP` for messages, `TABLE_COST_FP` for a table
     cost_fn: float = 1.0
-    cost_unsure: float = 0.2
+    cost_unsure: float | None = None  # None: `MAIL_COST_UNSURE`, or `TABLE_COST_UNSURE`
     cutoffs: tuple[float, float] | None = None
     # the fisher event model (Robinson's f(w) and Fisher's combining): bogofilter's x and
     # min_dev; its s is 0.0178, but 0.1 ranks better on all three development corpora
@@ -256,6 +266,8 @@ def _check(key: str, value: Any) -> Any:
                 f"setting {key} must be one of {', '.join(choices[key])}, not {value!r}"
             )
         return value
+    if key in ("cost_fp", "cost_unsure") and value is None:
+        return None
     if key in ("alpha", "cost_fp", "cost_fn", "cost_unsure"):
         return _number(key, value, low=0.0)
     if key in ("strength", "background", "min_dev"):

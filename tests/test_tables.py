@@ -661,3 +661,36 @@ def test_bins_of_values_near_the_largest_float_are_finite(binning, tmp_path):
     r = cli_run("train", data, "-o", model, "--bins", "4", "--binning", binning)
     assert r.exit_code == 0, r.stderr
     assert cli_run("predict", "-m", model, data).exit_code == 0
+
+
+def test_a_table_weighs_its_errors_alike_unless_told():
+    """15 per false positive is a mail setting: a table's default costs are 1 for either
+    error and 1/3 for an unsure verdict, and costs that are given are used."""
+    import dataclasses
+
+    X, y = random_gaussian(seed=1, n=400)
+    table = table_of(X, y)
+
+    def cutoffs(**costs):
+        cfg = dataclasses.replace(TrainConfig(), **costs)
+        return fit_with_rule(table, TableSettings(), auto=False, cfg=cfg).cutoffs
+
+    default = cutoffs()
+    assert default == cutoffs(cost_fp=1.0, cost_unsure=1 / 3)
+    assert default != cutoffs(cost_fp=15.0, cost_unsure=0.2)
+    assert cutoffs(cost_fp=15.0) == cutoffs(cost_fp=15.0, cost_unsure=1 / 3)
+
+
+def test_auto_chooses_by_log_loss_for_any_number_of_labels():
+    rng = np.random.default_rng(5)
+    y = rng.choice(["a", "b", "c"], 300)
+    shift = {"a": 0.0, "b": 2.0, "c": 4.0}
+    X = np.array([[rng.exponential(1 + shift[v]), rng.normal(shift[v])] for v in y])
+    table = table_of(X, y)
+    model, chosen = auto_fit(table, TableSettings())
+    assert chosen["criterion"] == "pooled out-of-fold log-loss"
+    losses = chosen["log_loss"]
+    assert len(losses) == 3 and chosen["chose"] == min(losses, key=losses.get)
+    assert all(0 < loss < math.log(3) for loss in losses.values())  # better than a guess
+    assert "roc_auc" not in chosen  # one log-odds is for two labels
+    assert model.labels == ("a", "b", "c")
