@@ -371,6 +371,18 @@ _TRAIN_OPTIONS = [
         help="Also count word n-grams up to this length (2 adds word pairs). [default: 1]",
     ),
     click.option(
+        "--pairs",
+        type=int,
+        metavar="BUCKETS",
+        help="Also count each two adjacent words, hashed into this many buckets (e.g. 1048576): the vocabulary grows by at most BUCKETS terms, where --ngrams 2 grows it fivefold; auto then also tries the model without them. They take tokenizing about twice as long. [default: 0, none]",
+    ),
+    click.option(
+        "--word-pairs/--no-word-pairs",
+        "word_pairs",
+        default=None,
+        help="With --pairs: whether the model scores with the pairs counted (they stay counted, so auto can try without). [default: --word-pairs]",
+    ),
+    click.option(
         "--binary/--counts",
         "binary",
         default=None,

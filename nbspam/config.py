@@ -99,6 +99,8 @@ class TokenizerConfig:
     long_words: Literal["skip", "drop"] = "skip"
     stop_words: tuple[str, ...] = ()
     ngrams: int = 1
+    # adjacent word pairs of the body, hashed into this many buckets (0: none): `features.pair_tokens`
+    pairs: int = 0
     mail: Literal["auto", "always", "never"] = "auto"
     subject_tokens: bool = True
     address_tokens: bool = True
@@ -141,6 +143,8 @@ class TrainConfig:
     background: float = 0.52
     min_dev: float = 0.375
     stop_words: tuple[str, ...] = ()
+    # whether the model scores with the word pairs the tokenizer counts (``pair:`` terms)
+    word_pairs: bool = True
 
 
 @dataclass(frozen=True)
@@ -157,6 +161,7 @@ class Settings:
 MAX_NGRAMS = 5
 MAX_TOKEN_LENGTH = 10_000
 MAX_FOLDS = 100
+MAX_PAIRS = 1 << 24
 
 _TOKENIZER_KEYS = {f.name for f in fields(TokenizerConfig)} - {"stop_words"}
 _TRAIN_KEYS = {f.name for f in fields(TrainConfig)} - {"stop_words"}
@@ -223,6 +228,7 @@ def _check(key: str, value: Any) -> Any:
         "min_length": (1, MAX_TOKEN_LENGTH),
         "max_length": (1, MAX_TOKEN_LENGTH),
         "ngrams": (1, MAX_NGRAMS),
+        "pairs": (0, MAX_PAIRS),
         "min_count": (1, None),
         "max_body_chars": (1, None),
         "folds": (2, MAX_FOLDS),
@@ -240,6 +246,7 @@ def _check(key: str, value: Any) -> Any:
         "binary",
         "calibrate",
         "complement_norm",
+        "word_pairs",
     }
     choices = {
         "model": (AUTO, *EVENT_MODELS),

@@ -216,7 +216,9 @@ def merge(models: Sequence[Model]) -> Model:
             raise NbspamError(f"cannot merge models with different settings: {diff}")
         a, b = _compared(first), _compared(other)
         if a != b:
-            raise NbspamError(f"cannot merge models with different settings: {_first_difference(a, b)}")
+            raise NbspamError(
+                f"cannot merge models with different settings: {_first_difference(a, b)}"
+            )
     seen: dict[bytes, str] = {}
     times: dict[bytes, int] = {}
     total: ClassCounts | None = None
