@@ -318,6 +318,7 @@ def commands(tools: dict, folder: Path) -> tuple[dict, dict]:
     nbspam, python, ref = tools["nbspam"], tools["python"], tools["reference"]
     model = {NBSPAM: str(folder / "model.nbm"), REFERENCE: str(folder / "model.joblib")}
     jobs = {c: ["--jobs", str(tools["jobs"][c])] for c in tools["jobs"]}
+    links = ["--follow-links"]  # the trees are links to the corpus, out of their folder
     phases = {"train": "train", "score_test": "test", "score_all": "all"}
     batch = {
         phase: {
@@ -326,6 +327,7 @@ def commands(tools: dict, folder: Path) -> tuple[dict, dict]:
                 if phase == "train"
                 else [nbspam, "predict", "-m", model[NBSPAM], str(folder / tree)]
             )
+            + links
             + jobs.get("train" if phase == "train" else "predict", []),
             REFERENCE: (
                 [python, ref, "train", str(folder / "train"), model[REFERENCE]]
@@ -338,6 +340,7 @@ def commands(tools: dict, folder: Path) -> tuple[dict, dict]:
     # memory against the number of messages: the test messages five times over
     batch["score_test_x5"] = {
         NBSPAM: [nbspam, "predict", "-m", model[NBSPAM], str(folder / "test_x5")]
+        + links
         + jobs.get("predict", [])
     }
     cold = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import io
+import itertools
 import os
 import sys
 import time
@@ -244,8 +245,35 @@ def files_from_options(f):
         "--files-from",
         type=click.File("rb"),
         metavar="FILE|-",
-        help="Read more paths from FILE, one per line ('-' for stdin).",
+        help="Read more paths from FILE, one per line ('-' for stdin); each is a file name, "
+        "never a glob or a URL.",
     )(f)
+
+
+def follow_links_option(f):
+    return click.option(
+        "--follow-links",
+        is_flag=True,
+        help="Inside a folder, follow symbolic links that lead out of it too (never into "
+        "/proc, /sys or /dev). Without it such a link is reported and skipped; a link that "
+        "stays inside the folder is always followed.",
+    )(f)
+
+
+def literal_paths_option(f):
+    return click.option(
+        "--literal-paths",
+        is_flag=True,
+        envvar="NBSPAM_LITERAL_PATHS",
+        show_envvar=True,
+        help="Read every PATH as a file name: no glob patterns, no URLs (s3://, gs://, az://, "
+        "http(s)://).",
+    )(f)
+
+
+def path_options(f):
+    """--follow-links and --literal-paths, for the commands that read messages."""
+    return follow_links_option(literal_paths_option(f))
 
 
 _DEFAULT_TRAIN = TrainConfig()
@@ -500,6 +528,7 @@ def _counter(
 @click.argument("data", nargs=-1)
 @output_model_option()
 @files_from_options
+@path_options
 @train_options
 @table_options
 @jobs_option
@@ -509,6 +538,8 @@ def train(
     output: str,
     files_from,
     null: bool,
+    follow_links: bool,
+    literal_paths: bool,
     config_file: str | None,
     jobs: int,
     engine: str,
@@ -540,7 +571,8 @@ def train(
     from .settings import settings_from
     from .training import train as train_model
 
-    specs = [*data, *_listed(files_from, null)]
+    listed = list(_listed(files_from, null))
+    specs = [*data, *listed]
     check_outputs(
         [("-o", output, "the model")],
         [*_data_inputs(specs), *_setting_inputs(config_file, options)],
@@ -558,7 +590,10 @@ def train(
     report = Reporter("read")
     if not specs:
         raise click.UsageError("give DATA to train on, or --files-from")
-    messages = read_labelled(specs, report.problems)
+    messages = itertools.chain(
+        read_labelled(data, report.problems, follow_links=follow_links, literal=literal_paths),
+        read_labelled(listed, report.problems, follow_links=follow_links, literal=True),
+    )
     if engine == "dask":
         from .cluster import train as train_on_cluster
 
@@ -645,31 +680,41 @@ def _setting_inputs(config_file: str | None, options: dict[str, Any]) -> list[tu
     return [(path, what) for what, path in files if path]
 
 
-def read_inputs(paths: Iterable[str], problems) -> Iterator:
-    """The messages of each PATH in turn (`messages.read_messages`); a PATH that holds none
-    (an empty folder, say) is reported as skipped, so the command ends with status 3."""
+def read_inputs(
+    paths: Iterable[tuple[str, bool]], problems, *, follow_links: bool = False
+) -> Iterator:
+    """The messages of each (PATH, whether it is read literally) in turn
+    (`messages.read_messages`); a PATH that holds none (an empty folder, say) is reported as
+    skipped, so the command ends with status 3."""
     from .messages import read_messages
 
-    for path in paths:
+    for path, literal in paths:
         before = problems.skipped
         found = False
-        for message in read_messages([path], problems):
+        for message in read_messages([path], problems, follow_links=follow_links, literal=literal):
             found = True
             yield message
         if not found and problems.skipped == before:
             problems.skip(path, "no messages found")
 
 
-def _paths(paths: tuple[str, ...], files_from, null: bool) -> Iterator[str]:
-    """PATH arguments, then those of --files-from; none at all means stdin."""
+def _paths(
+    paths: tuple[str, ...], files_from, null: bool, literal: bool = False
+) -> Iterator[tuple[str, bool]]:
+    """(path, whether it is read literally) of the PATH arguments (as ``literal`` says), then
+    of the paths of --files-from (always literally: file names, as for tar -T and xargs -0);
+    none at all means stdin."""
     if not paths and files_from is None:
-        yield "-"
-    yield from paths
-    yield from _listed(files_from, null)
+        yield "-", True
+    for path in paths:
+        yield path, literal
+    for path in _listed(files_from, null):
+        yield path, True
 
 
 def _listed(files_from, null: bool) -> Iterator[str]:
-    """The paths in a --files-from file: one per line, or NUL-separated with -0."""
+    """The paths in a --files-from file: one per line, or NUL-separated with -0. Each is a
+    file name (``-`` is stdin), never a glob or a URL."""
     if files_from is None:
         return
     for raw in files_from.read().split(b"\0" if null else b"\n"):
@@ -682,6 +727,7 @@ def _listed(files_from, null: bool) -> Iterator[str]:
 @model_option
 @click.argument("paths", nargs=-1, metavar="[PATH]...")
 @files_from_options
+@path_options
 @MESSAGE_FORMATS
 @jobs_option
 @engine_options
@@ -690,6 +736,8 @@ def predict(
     paths: tuple[str, ...],
     files_from,
     null: bool,
+    follow_links: bool,
+    literal_paths: bool,
     fmt: str,
     jobs: int,
     engine: str,
@@ -718,7 +766,7 @@ def predict(
     if is_table_model(model_path):
         if engine == "dask":
             raise NbspamError("--engine dask scores messages, not rows of a typed table")
-        _predict_table(model_path, _paths(paths, files_from, null), fmt)
+        _predict_table(model_path, (p for p, _ in _paths(paths, files_from, null)), fmt)
         return
     if files_from is None and paths in ((), ("-",)):
         # one message on stdin (a mail filter's case): score it without numpy or scipy
@@ -733,7 +781,8 @@ def predict(
     _check_engine(engine, scheduler, tls)
     report = Reporter("scored")
     scorer = load_scorer(model_path)
-    messages = read_inputs(_paths(paths, files_from, null), report.problems)
+    listed = _paths(paths, files_from, null, literal_paths)
+    messages = read_inputs(listed, report.problems, follow_links=follow_links)
     if engine == "dask":
         from .cluster import predict as predict_on_cluster
 
@@ -829,6 +878,7 @@ def _explain_table(model_path: str, paths: list[str], top: int | None, fmt: str)
     help="More than two classes: compare with this class (default: the runner-up).",
 )
 @files_from_options
+@path_options
 @MESSAGE_FORMATS
 def explain(
     model_path: str,
@@ -837,6 +887,8 @@ def explain(
     against: str | None,
     files_from,
     null: bool,
+    follow_links: bool,
+    literal_paths: bool,
     fmt: str,
 ) -> None:
     """Show the words that decide: globally, or for each given message.
@@ -872,7 +924,8 @@ def explain(
         return
     analyzer = Analyzer(model.tokenizer)
     report = Reporter("explained")
-    for message in read_inputs(_paths(paths, files_from, null), report.problems):
+    listed = _paths(paths, files_from, null, literal_paths)
+    for message in read_inputs(listed, report.problems, follow_links=follow_links):
         e = ex.explain_message(model, message.id, analyzer.tokens(message.data), against=against)
         for line in render.message_explanation(e, fmt, top):
             emit(line)
@@ -948,6 +1001,7 @@ def explain(
     help="--online: train on the first N messages first (they fix the event model and the cutoffs).  [default: 10%, at most 1,000]",
 )
 @autolearn_options("--learn autolearn")
+@path_options
 @train_options
 @table_options
 @jobs_option
@@ -967,6 +1021,8 @@ def evaluate(
     warmup,
     autolearn_spam,
     autolearn_ham,
+    follow_links,
+    literal_paths,
     config_file,
     jobs,
     engine,
@@ -994,6 +1050,7 @@ def evaluate(
       nbspam evaluate ../mail --online --learn errors --plot curve.svg
     """
     import dataclasses
+    from functools import partial
 
     from . import evaluation as ev
     from .messages import read_labelled
@@ -1024,11 +1081,14 @@ def evaluate(
     if online and engine == "dask":
         raise NbspamError("--online learns one message at a time here: not with --engine dask")
     talk = Reporter("read")
+    labelled = partial(
+        read_labelled, problems=talk.problems, follow_links=follow_links, literal=literal_paths
+    )
     if online and table_path is None:
         from .online import evaluate_online
 
         result = evaluate_online(
-            read_labelled(data, talk.problems),
+            labelled(data),
             settings,
             order=order,
             seed=seed,
@@ -1070,14 +1130,14 @@ def evaluate(
     else:
         with _counter(engine, scheduler, jobs, tls) as counter:
             if test_data:
-                messages = read_labelled(data, talk.problems)
-                tests = read_labelled(test_data, talk.problems)
+                messages = labelled(data)
+                tests = labelled(test_data)
                 scores = ev.holdout(
                     messages, tests, settings, talk.progress, jobs=jobs, counter=counter
                 )
             elif chronological:
                 scores = ev.chronological(
-                    read_labelled(data, talk.problems),
+                    labelled(data),
                     settings,
                     test_fraction=chronological,
                     progress=talk.progress,
@@ -1085,7 +1145,7 @@ def evaluate(
                     counter=counter,
                 )
             else:
-                messages = read_labelled(data, talk.problems)
+                messages = labelled(data)
                 scores = ev.cross_validate(
                     messages,
                     settings,
@@ -1304,8 +1364,16 @@ def filter_mail(
 )
 @click.argument("paths", nargs=-1, metavar="[PATH]...")
 @files_from_options
+@path_options
 def learn(
-    model_path: str, label: str, new_label: bool, paths: tuple[str, ...], files_from, null: bool
+    model_path: str,
+    label: str,
+    new_label: bool,
+    paths: tuple[str, ...],
+    files_from,
+    null: bool,
+    follow_links: bool,
+    literal_paths: bool,
 ) -> None:
     """Add messages to a model under a label, in place (to correct a mistake, say).
 
@@ -1323,14 +1391,14 @@ def learn(
     from .update import learn as learn_messages
     from .update import update_model_file
 
-    given = [*paths, *_listed(files_from, null)]
+    listed = list(_paths(paths, files_from, null, literal_paths))
+    given = [path for path, _ in listed] if paths or files_from is not None else []
     check_outputs([("-m", model_path, "the model")], _inputs(given))
     if is_table_model(model_path):
         _update_table(model_path, given, +1, label)
         return
     report = Reporter("learned")
-    stdin = not paths and files_from is None
-    messages = read_inputs(["-"] if stdin else given, report.problems)
+    messages = read_inputs(listed, report.problems, follow_links=follow_links)
 
     def change(model):
         if label not in model.labels and not new_label:
@@ -1354,7 +1422,15 @@ def learn(
 @model_option
 @click.argument("paths", nargs=-1, metavar="[PATH]...")
 @files_from_options
-def forget(model_path: str, paths: tuple[str, ...], files_from, null: bool) -> None:
+@path_options
+def forget(
+    model_path: str,
+    paths: tuple[str, ...],
+    files_from,
+    null: bool,
+    follow_links: bool,
+    literal_paths: bool,
+) -> None:
     """Remove learned messages from a model, in place.
 
     The result equals training without them. A message the model never learned is
@@ -1370,14 +1446,14 @@ def forget(model_path: str, paths: tuple[str, ...], files_from, null: bool) -> N
     from .update import forget as forget_messages
     from .update import update_model_file
 
-    given = [*paths, *_listed(files_from, null)]
+    listed = list(_paths(paths, files_from, null, literal_paths))
+    given = [path for path, _ in listed] if paths or files_from is not None else []
     check_outputs([("-m", model_path, "the model")], _inputs(given))
     if is_table_model(model_path):
         _update_table(model_path, given, -1, None)
         return
     report = Reporter("forgot")
-    stdin = not paths and files_from is None
-    messages = read_inputs(["-"] if stdin else given, report.problems)
+    messages = read_inputs(listed, report.problems, follow_links=follow_links)
     _, change = update_model_file(model_path, lambda m: forget_messages(m, messages))
     for name in change.unknown:
         report.problems.skip(name, "not learned by this model, nothing to forget")
@@ -1497,7 +1573,10 @@ def prune(
     type=click.Path(dir_okay=False),
     help="Where sync keeps what it has learned, never written through a symbolic link, made with the model's mode and group. [default: MODEL.sync]",
 )
-def sync(model_path: str, folders: tuple[str, ...], state_path: str | None) -> None:
+@follow_links_option
+def sync(
+    model_path: str, folders: tuple[str, ...], state_path: str | None, follow_links: bool
+) -> None:
     """Learn what was done with the mail in FOLDERS: each message as its folder's label.
 
     Each folder is given with a label of the model, LABEL=FOLDER (a Maildir, or a folder of
@@ -1529,7 +1608,7 @@ def sync(model_path: str, folders: tuple[str, ...], state_path: str | None) -> N
         _data_inputs(folders),
     )
     report = Reporter("synced")
-    done = sync_folders(model_path, folders, state_path, report.problems)
+    done = sync_folders(model_path, folders, state_path, report.problems, follow_links=follow_links)
     status = report.finish()
     learned = (
         ", ".join(f"{n:,} as {label}" for label, n in done.learned.items() if n) or "nothing new"

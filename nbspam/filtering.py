@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .decision import UNSURE, Prediction
-from .errors import FilterError, InputError, NbspamError, os_reason
+from .errors import EXIT_SKIPPED, FilterError, InputError, NbspamError, os_reason
 from .headers import add_status_header, message_digest, status_value
 from .lock import DEFAULT_TIMEOUT, model_lock
 from .mailstore import (
@@ -51,12 +51,15 @@ from .mailstore import (
 )
 from .messages import (
     BINARY,
+    EMPTY,
     MAX_MESSAGE_BYTES,
     Message,
     Problems,
     folder_files,
     is_binary,
+    is_empty,
     maildir_part,
+    read_file,
     read_messages,
 )
 from .render import json_line
@@ -152,7 +155,9 @@ def filter_stdin(
     ``misuse`` is such a reason found before (an option that needs folders).
 
     Only the first `MAX_MESSAGE_BYTES` are read before the verdict, and scored (a note says
-    so); the rest of a longer message is passed on after them a piece at a time.
+    so); the rest of a longer message is passed on after them a piece at a time. Empty
+    input (`messages.is_empty`) is no message: passed on as it came, reported as skipped
+    (``-: empty, not a message``), with status 3, which --exit-status gives errors too.
 
     With ``autolearn`` a message scored with enough confidence is then learned into the
     model (`Autolearn`, `learn_confident`); if that fails the message has still come out,
@@ -160,6 +165,11 @@ def filter_stdin(
     """
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     data = stdin.read(MAX_MESSAGE_BYTES + 1)
+    if misuse is None and is_empty(data):
+        stdout.write(data)
+        stdout.flush()
+        print(f"-: {EMPTY}", file=sys.stderr)
+        return EXIT_SKIPPED
     output, kind, error, learned = data, None, misuse, None
     if error is None:
         try:
@@ -235,8 +245,9 @@ def message_files(
 ) -> Iterator[MessageFile]:
     """The message files of each path: a Maildir's ``cur/`` and ``new/``, every file below a
     folder (hidden names and Maildir ``tmp/`` left out, and the folders ``skip`` below a
-    path), or a single message file. An mbox is refused: its messages cannot be moved one by
-    one safely."""
+    path; a symbolic link only where it stays in the path, as `folder_files` says), or a
+    single message file (the file its link leads to, where it is one). An mbox is refused:
+    its messages cannot be moved one by one safely."""
     for path in paths:
         if os.path.isdir(path):
             for found, part in folder_files(path, problems, skip=skip):
@@ -247,6 +258,7 @@ def message_files(
                     f"{path} holds several messages (an mbox or a table): filter moves whole "
                     f"message files, so give Maildirs or folders of message files"
                 )
+            path = os.path.realpath(path) if os.path.islink(path) else path
             yield MessageFile(path, maildir_part(os.path.dirname(path)))
         else:
             problems.skip(path, "no such file or directory")
@@ -259,9 +271,9 @@ def _holds_several(path: str) -> bool:
 
 
 def _read_message(path: str, problems: Problems) -> Message | None:
-    """The message in the file ``path``; None (reported) if it cannot be read or holds
-    several messages."""
-    found = read_messages([path], problems)
+    """The message in the file ``path``; None (reported) if it cannot be read, holds
+    several messages or is a symbolic link now (put there since it was listed)."""
+    found = read_file(path, problems)
     message = next(found, None)
     found.close()
     if message is not None and message.id != path:

@@ -4,6 +4,12 @@ message or an mbox of messages, read as local files are (`messages`).
 
 fsspec comes with the ``dask`` extra; the protocol's own back end (s3fs for ``s3://``,
 gcsfs for ``gs://``) is the user's to install, and a missing one is said in one line.
+
+Only the object stores and the web are read (`URL_SCHEMES`): any other scheme fsspec knows
+(``ftp://``, ``sftp://``, ``reference://``, ``data://``, a chain of them with ``::``) is
+refused in one line, never opened. Where paths come from others (the lines of
+--files-from, a delivery pipe), the caller reads them as file names and never comes here
+(`messages.read_messages` with ``literal``).
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ from .errors import InputError
 from .messages import MAX_MESSAGE_BYTES, Message, Problems, checked_message, mbox_messages
 
 _GLOB = set("*?[")
+# the schemes read as URLs: object stores and the web (memory:// is fsspec's in-process store)
+URL_SCHEMES = ("s3", "gs", "gcs", "az", "abfs", "http", "https", "memory")
 
 
 def is_url(path: str) -> bool:
@@ -36,7 +44,14 @@ def local_glob(pattern: str) -> list[str]:
 
 def url_messages(url: str, problems: Problems) -> Iterator[Message]:
     """The messages of every file matching the URL (a pattern or one file), in sorted
-    order; a file named .mbox holds many. Each is read up to `MAX_MESSAGE_BYTES`."""
+    order; a file named .mbox holds many. Each is read up to `MAX_MESSAGE_BYTES`. A scheme
+    not in `URL_SCHEMES` is refused (InputError), before fsspec is asked."""
+    scheme = url.partition("://")[0]
+    if scheme.lower() not in URL_SCHEMES or "::" in url:
+        raise InputError(
+            f"{url}: no such file, and not a URL nbspam reads "
+            f"(it reads s3://, gs://, az://, http:// and https://)"
+        )
     try:
         import fsspec
     except ImportError:

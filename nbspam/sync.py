@@ -123,17 +123,17 @@ def message_key(path: str, part: str | None) -> str:
 
 
 def list_folders(
-    folders: Iterable[tuple[str, str]], problems: Problems
+    folders: Iterable[tuple[str, str]], problems: Problems, *, follow_links: bool = False
 ) -> dict[str, tuple[str, str]]:
-    """key -> (path, label) of every message in the folders. A file reached through two of
-    the folders (one inside the other) is in the more specific one, the longer path. A
-    message found under two labels at once in two files (copied, not moved) is left out,
-    reported: its folders disagree."""
+    """key -> (path, label) of every message in the folders, symbolic links followed as
+    `messages.folder_files` says. A file reached through two of the folders (one inside the
+    other) is in the more specific one, the longer path. A message found under two labels at
+    once in two files (copied, not moved) is left out, reported: its folders disagree."""
     found: dict[str, tuple[str, str, int]] = {}
     clash: set[str] = set()
     for label, folder in folders:
         depth = len(os.path.abspath(folder))
-        for path, part in folder_files(folder, problems):
+        for path, part in folder_files(folder, problems, follow_links=follow_links):
             key = message_key(path, part)
             there = found.get(key)
             if there is None:
@@ -217,10 +217,16 @@ def checked_entries(
 
 
 def sync(
-    model_path: str, folders: Sequence[str], state_path: str, problems: Problems
+    model_path: str,
+    folders: Sequence[str],
+    state_path: str,
+    problems: Problems,
+    *,
+    follow_links: bool = False,
 ) -> SyncReport:
     """Learn what is new or moved in ``folders`` (``LABEL=FOLDER`` each) into the model at
-    ``model_path``, under its lock, and record it in the state file at ``state_path``."""
+    ``model_path``, under its lock, and record it in the state file at ``state_path``.
+    ``follow_links``: as for `list_folders`."""
     from .lock import model_lock
     from .modelfile import load_model, remove_leftovers, save_model
     from .update import Learner, expired_count
@@ -228,7 +234,9 @@ def sync(
     with model_lock(model_path):
         remove_leftovers(model_path)
         model = load_model(model_path)
-        found = list_folders(parse_folders(folders, model.labels), problems)
+        found = list_folders(
+            parse_folders(folders, model.labels), problems, follow_links=follow_links
+        )
         state = load_state(state_path)
         learner = Learner(model)
         expired = expired_count(model)

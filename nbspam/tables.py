@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ConfigError, InputError
+from .messages import open_regular
 
 KINDS = ("gaussian", "categorical", "binned", "bernoulli", "text", "ignore")
 DEFAULT_BINS = 4
@@ -54,6 +55,12 @@ class Table:
         return [row[j] for row in self.rows]
 
 
+def _open_table(path: str) -> int:
+    """A descriptor of the table the user named (its link followed), which is only ever a
+    regular file: a FIFO or a device is refused, not waited on (`messages.open_regular`)."""
+    return open_regular(os.path.realpath(path))
+
+
 def read_table(path: str) -> Table:
     """Read a CSV, TSV or JSON Lines table with a header row (JSON Lines: the keys of the
     objects). A row with too few or too many cells is an InputError naming its line."""
@@ -61,7 +68,7 @@ def read_table(path: str) -> Table:
     if not lower.endswith(TABLE_SUFFIXES):
         raise InputError(f"{path}: a table is a .csv, .tsv or .jsonl file")
     try:
-        with open(path, encoding="utf-8-sig", newline="") as f:
+        with open(_open_table(path), encoding="utf-8-sig", newline="") as f:
             if lower.endswith((".jsonl", ".ndjson")):
                 return _read_jsonl(path, f)
             reader = csv.reader(f, delimiter="\t" if lower.endswith(".tsv") else ",")
@@ -234,7 +241,7 @@ def typed_table(specs: Sequence[str], forced: bool) -> str | None:
         return None
     path, lower = specs[0], specs[0].lower()
     try:
-        with open(path, encoding="utf-8-sig", newline="") as f:
+        with open(_open_table(path), encoding="utf-8-sig", newline="") as f:
             first = f.readline()
     except (OSError, UnicodeDecodeError):
         return None

@@ -40,7 +40,7 @@ def test_evaluate_scores_are_what_train_and_predict_give(tmp_path, repeated):
                 link.parent.mkdir(parents=True, exist_ok=True)
                 os.symlink(r["path"], link)
         model = tmp_path / f"fold{fold}.nbm"
-        run("train", tmp_path / f"fold{fold}", "-o", model)
+        run("train", tmp_path / f"fold{fold}", "-o", model, "--follow-links")  # links out
         tested = [r for r in rows if r["fold"] == fold]
         out = run("predict", "-m", model, "-f", "jsonl", *[r["path"] for r in tested]).stdout
         for r, line in zip(tested, out.splitlines()):

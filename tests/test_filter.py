@@ -207,11 +207,19 @@ def test_one_message_is_filtered_without_numpy_or_scipy(model_path):
     assert result.stderr == b"False False\n"
 
 
-def test_without_exit_status_success_is_0_and_empty_input_is_a_message(model_path):
-    result = run_filter("-m", model_path, data=b"")
+def test_without_exit_status_success_is_0(model_path):
+    result = run_filter("-m", model_path, data=MESSAGE)
     assert result.returncode == 0, result.stderr
+    assert result.stdout == result.stdout.split(b"\n", 1)[0] + b"\n" + MESSAGE
     assert result.stdout.startswith(b"X-Nbspam-Status: ")
-    assert result.stdout.count(b"\n") == 1 and result.stdout.endswith(b"\n")
+
+
+def test_empty_input_is_no_message_passed_on_as_it_came_with_status_3(model_path):
+    for data in (b"", b"\n \n"):
+        for args in ((), ("--exit-status",)):
+            result = run_filter("-m", model_path, *args, data=data)
+            assert (result.returncode, result.stdout) == (3, data)
+            assert result.stderr == b"-: empty, not a message\n"
 
 
 def test_a_corrupt_or_missing_model_lets_the_message_through_unchanged(model_path, tmp_path):
@@ -285,9 +293,10 @@ def message_files(*roots: Path) -> list[Path]:
 
 
 def test_the_files_to_filter_are_told_apart_as_isdir_and_isfile_tell_them(tmp_path):
-    """Folders are walked (links to them too), files are filtered (links to them too);
-    hidden names are left out, FIFOs and dangling links reported, in a folder as in a
-    Maildir, whose tmp/ is left out."""
+    """Folders are walked, files are filtered (a link inside the folder as the file it
+    leads to; a link out of the folder is not followed); hidden names are left out, FIFOs,
+    dangling links and links out reported, in a folder as in a Maildir, whose tmp/ is left
+    out."""
     plain, maildir, elsewhere = tmp_path / "plain", tmp_path / "Maildir", tmp_path / "elsewhere"
     for folder in (plain / "sub", maildir / "cur", maildir / "new", maildir / "tmp", elsewhere):
         folder.mkdir(parents=True)
@@ -295,7 +304,7 @@ def test_the_files_to_filter_are_told_apart_as_isdir_and_isfile_tell_them(tmp_pa
         path.write_bytes(b"Subject: x\n\nbody\n")
     for folder in (plain, maildir / "cur"):
         (folder / "a-link").symlink_to(plain / "b")
-        (folder / "broken").symlink_to(tmp_path / "nowhere")
+        (folder / "broken").symlink_to(folder / "nowhere")
         os.mkfifo(folder / "fifo")
     (plain / "linked").symlink_to(elsewhere)
     (maildir / "cur" / "folder").mkdir()
@@ -308,20 +317,19 @@ def test_the_files_to_filter_are_told_apart_as_isdir_and_isfile_tell_them(tmp_pa
         for f in filter_files([str(plain), str(maildir)], problems)
     ]
     assert found == [
-        (Path("plain/a-link"), None),
+        (Path("plain/b"), None),  # plain/a-link
         (Path("plain/b"), None),
-        (Path("plain/linked/d"), None),
         (Path("plain/sub/c"), None),
-        (Path("Maildir/cur/a-link"), "cur"),
         (Path("Maildir/new/m"), "new"),
     ]
+    out = "a symbolic link out of the folder, not followed (--follow-links follows it)"
     assert reported == [
-        f"{tmp_path / folder / name}: {reason}"
-        for folder in ("plain", "Maildir/cur")
-        for name, reason in (
-            ("broken", "no such file or directory"),
-            ("fifo", "not a regular file (a FIFO or a device)"),
-        )
+        f"{tmp_path / 'plain/broken'}: no such file or directory",
+        f"{tmp_path / 'plain/fifo'}: not a regular file (a FIFO or a device)",
+        f"{tmp_path / 'plain/linked'}: {out}",
+        f"{tmp_path / 'Maildir/cur/a-link'}: {out}",
+        f"{tmp_path / 'Maildir/cur/broken'}: no such file or directory",
+        f"{tmp_path / 'Maildir/cur/fifo'}: not a regular file (a FIFO or a device)",
     ]
 
 

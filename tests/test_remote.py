@@ -70,7 +70,8 @@ def test_nothing_matching_and_an_unknown_protocol_are_one_line(bucket, sample_mo
     result = cli_run("predict", "-m", sample_model_path, "nosuch://x/*.eml")
     assert (result.exit_code, result.stderr) == (
         1,
-        "Error: nosuch://x/*.eml: Protocol not known: nosuch\n",
+        "Error: nosuch://x/*.eml: no such file, and not a URL nbspam reads "
+        "(it reads s3://, gs://, az://, http:// and https://)\n",
     )
     result = cli_run("predict", "-m", sample_model_path, str(SAMPLE / "none-*.eml"))
     assert (result.exit_code, result.stderr) == (3, f"{SAMPLE / 'none-*.eml'}: no file matches\n")

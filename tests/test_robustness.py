@@ -52,19 +52,20 @@ def test_predict_scores_or_reports_every_input(model, tmp_path):
     assert result.exit_code == 3
     assert isinstance(result.exception, SystemExit)  # an exit status, not a crash
     scored = [json.loads(line)["path"] for line in result.stdout.splitlines()]
-    binary = tmp_path / "bad" / "garbage.bin"
-    # each file once, loop not entered, binary data reported instead
-    assert sorted(scored) == sorted(str(p) for p in files if p != binary)
+    binary, empty = tmp_path / "bad" / "garbage.bin", tmp_path / "bad" / "empty.eml"
+    # each file once, loop not entered, binary data and the empty file reported instead
+    assert sorted(scored) == sorted(str(p) for p in files if p not in (binary, empty))
     reported = result.stderr.splitlines()
     assert f"{missing}: no such file or directory" in reported
     assert f"{binary}: binary data, not a message" in reported
+    assert f"{empty}: empty, not a message" in reported
     assert any(
         line.startswith(f"{tmp_path / 'bad' / 'loop'}: folder already read") for line in reported
     )
     huge = tmp_path / "bad" / "huge.eml"
     assert f"note: {huge}: read the first 8 MiB of 50.1 MiB, the rest left out" in reported
-    assert reported[-1] == "3 inputs skipped, see above"
-    assert len(reported) == 5  # one line a problem, and the count
+    assert reported[-1] == "4 inputs skipped, see above"
+    assert len(reported) == 6  # one line a problem, and the count
 
 
 def test_train_reads_bad_messages_and_accounts_for_them(tmp_path):
@@ -77,7 +78,7 @@ def test_train_reads_bad_messages_and_accounts_for_them(tmp_path):
     assert result.exit_code == 3, result.output
     assert isinstance(result.exception, SystemExit)  # an exit status, not a crash
     assert re.search(
-        r"^trained an? \w+ model on 32 messages \(ham 24, spam 8\)", result.stderr, re.M
+        r"^trained an? \w+ model on 31 messages \(ham 24, spam 7\)", result.stderr, re.M
     )
     assert result.stderr.count("folder already read") == 1
     assert out.exists()

@@ -1,0 +1,281 @@
+"""Which files nbspam reads: no symbolic link out of the folder given, no URL or glob made of
+a listed file name, no unknown URL scheme, no FIFO waited on, no empty input learned.
+
+Each case is what a hostile neighbour on a shared mail host could set up for a command run
+as root or as another user, checked on the command's real output, exit status and model.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from nbspam.cli import cli
+from nbspam.modelfile import load_model
+from tests.helpers import ENV, ROOT, SAMPLE, cli_run, nbspam_process
+
+LINK_OUT = "a symbolic link out of the folder, not followed (--follow-links follows it)"
+SECRET = b"Subject: root only\n\nzqxsecretword zqxsecretword password\n"
+WAIT = 60  # seconds: generous, it only proves that nothing hangs
+
+
+def vocabulary(model_path: Path) -> set[str]:
+    return set(load_model(model_path).terms)
+
+
+def junk_with_a_link_out(tmp_path: Path) -> tuple[Path, Path]:
+    """A Maildir ``Junk`` with one message and, in cur/, a link to a secret file outside."""
+    secret = tmp_path / "secret"
+    secret.write_bytes(SECRET)
+    junk = tmp_path / "Maildir" / ".Junk"
+    for part in ("cur", "new", "tmp"):
+        (junk / part).mkdir(parents=True)
+    (junk / "cur" / "1700000000.M1P1.host:2,S").write_bytes(
+        (SAMPLE / "train" / "spam" / "001.eml").read_bytes()
+    )
+    (junk / "cur" / "x").symlink_to(secret)
+    return junk, secret
+
+
+# -- symbolic links -------------------------------------------------------------------------
+
+
+def test_sync_does_not_learn_a_secret_behind_a_link_out_of_the_folder(sample_model, tmp_path):
+    junk, _ = junk_with_a_link_out(tmp_path)
+    result = cli_run("sync", "-m", sample_model, f"spam={junk}")
+    assert result.exit_code == 3, result.output
+    assert result.stderr.splitlines()[0] == f"{junk}/cur/x: {LINK_OUT}"
+    assert "zqxsecretword" not in vocabulary(sample_model)
+    state = Path(f"{sample_model}.sync").read_text()
+    assert "secret" not in state and "/x\t" not in state
+
+
+def test_follow_links_restores_following_a_link_out(sample_model, tmp_path):
+    junk, _ = junk_with_a_link_out(tmp_path)
+    result = cli_run("learn", "-m", sample_model, "--label", "spam", "--follow-links", junk)
+    assert result.exit_code == 0, result.output
+    assert "zqxsecretword" in vocabulary(sample_model)
+
+
+def test_a_link_to_a_folder_out_of_the_folder_is_skipped_and_reported(sample_model, tmp_path):
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    (etc / "shadow").write_bytes(SECRET)
+    mail = tmp_path / "mail"
+    mail.mkdir()
+    (mail / "a.eml").write_bytes((SAMPLE / "new" / "001.eml").read_bytes())
+    (mail / "etcdir").symlink_to(etc)
+    for command in (
+        ["learn", "-m", sample_model, "--label", "spam"],
+        ["train", "-o", tmp_path / "new.nbm"],
+    ):
+        data = [mail] if command[0] == "learn" else [f"spam={mail}", f"ham={SAMPLE / 'new'}"]
+        result = cli_run(*command, *data)
+        assert result.exit_code == 3, result.output
+        assert f"{mail}/etcdir: {LINK_OUT}" in result.stderr.splitlines()
+    assert "zqxsecretword" not in vocabulary(sample_model)
+    assert "zqxsecretword" not in vocabulary(tmp_path / "new.nbm")
+
+
+def test_a_link_inside_the_folder_is_still_followed(sample_model_path, tmp_path):
+    mail = tmp_path / "mail"
+    (mail / "sub").mkdir(parents=True)
+    (mail / "sub" / "a.eml").write_bytes((SAMPLE / "new" / "001.eml").read_bytes())
+    (mail / "alias.eml").symlink_to(mail / "sub" / "a.eml")
+    result = cli_run("predict", "-m", sample_model_path, "-f", "tsv", mail)
+    assert result.exit_code == 0, result.output
+    assert [line.split("\t")[0] for line in result.stdout.splitlines()[1:]] == [
+        f"{mail}/sub/a.eml",  # alias.eml, named by the file it leads to
+        f"{mail}/sub/a.eml",
+    ]
+
+
+def test_a_link_to_proc_self_is_never_walked_and_the_command_ends(sample_model_path, tmp_path):
+    mail = tmp_path / "mail"
+    mail.mkdir()
+    (mail / "a.eml").write_bytes((SAMPLE / "new" / "001.eml").read_bytes())
+    (mail / "p").symlink_to("/proc/self")
+    for options in ((), ("--follow-links",)):
+        result = nbspam_process("predict", "-m", sample_model_path, *options, mail, timeout=WAIT)
+        assert result.returncode == 3, result.stderr
+        assert result.stderr.decode() == f"{mail}/p: a symbolic link into /proc, never followed\n"
+        assert len(result.stdout.splitlines()) == 1
+
+
+# -- URLs and globs -------------------------------------------------------------------------
+
+
+class Listener:
+    """A local TCP port that counts the connections made to it (and closes each at once)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.05)
+        self.port = self.sock.getsockname()[1]
+        self.connections = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            self.connections += 1
+            conn.close()
+
+    def close(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        self.sock.close()
+        return self.connections
+
+
+@pytest.fixture
+def listener():
+    server = Listener()
+    yield server
+    server.close()
+
+
+def test_a_url_line_of_files_from_is_a_file_name_and_connects_nowhere(
+    sample_model_path, tmp_path, listener
+):
+    url = f"ftp://anonymous@127.0.0.1:{listener.port}/inbox/msg.eml"
+    listed = f"{url}\n{SAMPLE / 'new' / '001.eml'}\n"
+    for command in ("predict", "explain"):
+        result = cli_run(command, "-m", sample_model_path, "--files-from", "-", input=listed)
+        assert result.exit_code == 3, result.output
+        assert result.stderr == f"{url}: no such file or directory\n"
+    assert listener.close() == 0
+
+
+@pytest.mark.parametrize("scheme", ["ftp", "sftp", "reference", "data", "dir", "file"])
+def test_a_url_of_a_scheme_not_allowed_is_refused_in_one_line(sample_model_path, listener, scheme):
+    url = f"{scheme}://127.0.0.1:{listener.port}/msg.eml"
+    result = cli_run("predict", "-m", sample_model_path, url)
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == (
+        f"Error: {url}: no such file, and not a URL nbspam reads "
+        "(it reads s3://, gs://, az://, http:// and https://)\n"
+    )
+    assert listener.close() == 0
+
+
+def test_a_chain_of_urls_is_refused(sample_model_path, listener):
+    url = f"s3://bucket/x::ftp://127.0.0.1:{listener.port}/msg.eml"
+    result = cli_run("learn", "-m", sample_model_path, "--label", "spam", url)
+    assert result.exit_code == 1 and result.stderr.startswith(f"Error: {url}: no such file")
+    assert listener.close() == 0
+
+
+def learned_pair(model: Path, tmp_path: Path) -> Path:
+    folder = tmp_path / "g" / "d"
+    folder.mkdir(parents=True)
+    for name, sample in (("a.eml", "001.eml"), ("b.eml", "002.eml")):
+        (folder / name).write_bytes((SAMPLE / "new" / sample).read_bytes())
+    result = cli_run("learn", "-m", model, "--label", "spam", folder)
+    assert result.exit_code == 0, result.output
+    return folder
+
+
+def test_a_glob_line_of_files_from_is_a_file_name_not_a_pattern(sample_model, tmp_path):
+    folder = learned_pair(sample_model, tmp_path)
+    before = sample_model.read_bytes()
+    pattern = f"{folder}/*.eml"
+    for null, listed in (((), f"{pattern}\n"), (("-0",), f"{pattern}\0")):
+        result = cli_run("forget", "-m", sample_model, "--files-from", "-", *null, input=listed)
+        assert result.exit_code == 3, result.output
+        assert result.stderr == f"{pattern}: no such file or directory\nforgot 0 message(s)\n"
+    assert sample_model.read_bytes() == before
+
+
+def test_literal_paths_and_its_variable_read_a_pattern_as_a_file_name(sample_model, tmp_path):
+    folder = learned_pair(sample_model, tmp_path)
+    pattern = f"{folder}/*.eml"
+    runner = CliRunner()
+    for args, env in (
+        (["--literal-paths"], {}),
+        ([], {"NBSPAM_LITERAL_PATHS": "1"}),
+    ):
+        result = runner.invoke(cli, ["predict", "-m", str(sample_model), *args, pattern], env=env)
+        assert (result.exit_code, result.stdout) == (3, ""), result.output
+        assert result.stderr == f"{pattern}: no such file or directory\n"
+    result = cli_run("predict", "-m", sample_model, "-f", "tsv", pattern)  # the pattern is read
+    assert result.exit_code == 0 and len(result.stdout.splitlines()) == 3
+
+
+def test_help_teaches_the_new_options():
+    for command in ("train", "evaluate", "predict", "explain", "learn", "forget"):
+        text = cli_run(command, "--help").stdout
+        assert "--follow-links" in text and "--literal-paths" in text, command
+        assert "NBSPAM_LITERAL_PATHS" in text, command
+    assert "--follow-links" in cli_run("sync", "--help").stdout
+
+
+# -- FIFOs ----------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_a_fifo_is_refused_without_waiting_wherever_it_is_named(sample_model, tmp_path):
+    fifo = tmp_path / "msg.eml"
+    os.mkfifo(fifo)
+    line = f"{fifo}: not a regular file (a FIFO or a device)"
+    for args, stdin in (
+        (["predict", "-m", sample_model, fifo], b""),
+        (["predict", "-m", sample_model, "--files-from", "-"], f"{fifo}\n".encode()),
+        (["learn", "-m", sample_model, "--label", "spam", fifo], b""),
+        (
+            ["train", f"spam={fifo}", f"spam={SAMPLE / 'train' / 'spam'}", f"ham={SAMPLE / 'new'}"]
+            + ["-o", tmp_path / "m.nbm"],
+            b"",
+        ),
+    ):
+        result = nbspam_process(*args, stdin=stdin, timeout=WAIT)
+        assert result.returncode == 3, result.stderr
+        assert line in result.stderr.decode().splitlines(), result.stderr
+
+
+# -- empty input ----------------------------------------------------------------------------
+
+
+def test_empty_stdin_is_not_learned_and_ends_with_status_3(sample_model):
+    before = sample_model.read_bytes()
+    for data in (b"", b"\n\n"):
+        result = nbspam_process("learn", "-m", sample_model, "--label", "spam", "-", stdin=data)
+        assert result.returncode == 3, result.stderr
+        assert result.stderr.decode().splitlines()[0] == "-: empty, not a message"
+    assert sample_model.read_bytes() == before
+
+
+def test_empty_stdin_to_predict_is_skipped_on_the_quick_path_and_the_full_one(sample_model_path):
+    for args in ((), ("-f", "jsonl", "-j", "1")):  # the second goes through click
+        result = nbspam_process("predict", "-m", sample_model_path, *args, stdin=b"")
+        assert (result.returncode, result.stdout) == (3, b""), result.stderr
+        assert result.stderr == b"-: empty, not a message\n"
+
+
+def test_the_dovecot_wrapper_learns_nothing_from_empty_input(sample_model, tmp_path):
+    program = tmp_path / "nbspam"
+    program.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m nbspam "$@"\n')
+    program.chmod(0o755)
+    before = sample_model.read_bytes()
+    result = subprocess.run(
+        [ROOT / "contrib" / "dovecot" / "nbspam-learn", "spam"],
+        input=b"",
+        capture_output=True,
+        env={**ENV, "NBSPAM": str(program), "NBSPAM_MODEL": str(sample_model)},
+        timeout=WAIT,
+    )
+    assert result.returncode == 3
+    assert result.stderr.decode().startswith("nbspam-learn spam: -: empty, not a message\n")
+    assert sample_model.read_bytes() == before
