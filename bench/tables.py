@@ -19,10 +19,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from nbspam.config import Settings  # noqa: E402
 from nbspam.metrics import roc_auc  # noqa: E402
-from nbspam.config import TrainConfig  # noqa: E402
 from nbspam.table_model import TableSettings, subset  # noqa: E402
-from nbspam.table_training import fit_with_rule  # noqa: E402
+from nbspam.table_training import fit_with_rule, table_rule  # noqa: E402
 from nbspam.tables import read_table  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -64,7 +64,7 @@ def main() -> None:
     labels = table.column(args.label_column)
     is_pos = np.array(labels) == "1"
     splits = folds(labels)
-    cfg = TrainConfig()  # the defaults of train: cutoffs and calibration fitted, costs default
+    cfg = table_rule(Settings())  # train's defaults for a table: its own decision rule
     gaussian = dataclasses.replace(base, kinds={"*": "gaussian"})
     candidates = {
         "gaussian": (gaussian, False),

@@ -432,19 +432,19 @@ _TRAIN_OPTIONS = [
     ),
     click.option(
         "--target-fpr",
-        type=float,
-        help="Choose the spam cutoff for this ham false-positive rate (e.g. 0.001), with no unsure band.",
+        metavar="RATE|none",
+        help="The ham false-positive rate the spam cutoff holds out of sample: its upper bound at 80% confidence, plus a margin for drift; the ham cutoff by --cost-fn and --cost-unsure below it. 'none': the cutoffs of least cost. [default: 0.001; a typed table: none]",
     ),
     click.option(
         "--cost-fp",
         type=float,
-        help="Cost of a false positive when choosing cutoffs by cost. [default: 15 for messages (a lost ham costs more than a spam let through), 1 for a typed table]",
+        help="Cost of a false positive when choosing cutoffs by cost (--target-fpr none). [default: 15, a lost ham being worse than a spam let through; a typed table: 1]",
     ),
     click.option("--cost-fn", type=float, help="Cost of a false negative. [default: 1]"),
     click.option(
         "--cost-unsure",
         type=float,
-        help="Cost of an unsure verdict. [default: 0.2 for messages, 1/3 for a typed table (unsure only where the odds are below 2 to 1)]",
+        help="Cost of an unsure verdict. [default: 0.5; a typed table: 1/3, unsure only where the odds are below 2 to 1]",
     ),
     click.option(
         "--cutoffs",
@@ -617,11 +617,11 @@ def _train_table(path: str, table_settings: Any, settings: Any, output: str) -> 
 
     from .render import table_train_summary
     from .table_model import save_table_model
-    from .table_training import train_table
+    from .table_training import table_rule, train_table
 
     table_settings = dataclasses.replace(table_settings, tokenizer=settings.tokenizer)
     cfg = settings.training
-    model = train_table(path, table_settings, auto=cfg.model == AUTO, cfg=cfg)
+    model = train_table(path, table_settings, auto=cfg.model == AUTO, cfg=table_rule(settings))
     save_table_model(model, output)
     for line in table_train_summary(model, output, os.path.getsize(output)):
         click.echo(line, err=True)
@@ -1117,7 +1117,7 @@ def evaluate(
             raise NbspamError("a typed table is evaluated by cross-validation only (--folds)")
         if engine == "dask":
             raise NbspamError("--engine dask evaluates messages, not a typed table")
-        from .table_training import cross_validate_table
+        from .table_training import cross_validate_table, table_rule
 
         scores = cross_validate_table(
             table_path,
@@ -1125,7 +1125,7 @@ def evaluate(
             auto=settings.training.model == AUTO,
             folds=cv_folds,
             seed=seed,
-            cfg=settings.training,
+            cfg=table_rule(settings),
         )
     else:
         with _counter(engine, scheduler, jobs, tls) as counter:
@@ -1782,6 +1782,160 @@ def info(model_path: str, fmt: str) -> None:
     header, model = read_header(model_path), load_model(model_path)
     for line in model_info(model_path, header, model, fmt, sizes=part_sizes(model_path)):
         emit(line)
+
+
+@cli.command()
+@model_option
+@click.option(
+    "--listen",
+    "listen",
+    multiple=True,
+    metavar="PROTOCOL:unix:PATH|PROTOCOL:inet:HOST:PORT",
+    help="Where to listen and which protocol (spamd or milter); repeat for several "
+    "[default: spamd:unix:/run/nbspam/spamd.sock]. Sockets passed by systemd (LISTEN_FDS) "
+    "replace these.",
+)
+@click.option(
+    "--user-models",
+    metavar="TEMPLATE",
+    help="Path of each user's own model, with {user} in the file name "
+    "(/var/lib/nbspam/users/{user}.nbm); the user is spamc's -u or the milter recipient's "
+    "local part; a user without a file gets the site model (-m).",
+)
+@click.option(
+    "--socket-mode",
+    default="660",
+    show_default=True,
+    metavar="OCTAL",
+    help="Permissions of the Unix sockets the server makes.",
+)
+@click.option("--socket-group", metavar="GROUP", help="Group of the Unix sockets (e.g. postfix).")
+@click.option(
+    "--allow",
+    multiple=True,
+    metavar="ADDRESS[/BITS]",
+    help="Client addresses a TCP listener accepts; repeat for several "
+    "[default: 127.0.0.1 and ::1].",
+)
+@click.option(
+    "--max-size",
+    type=click.IntRange(min=1),
+    default=10 << 20,
+    show_default=True,
+    metavar="BYTES",
+    help="Largest message: spamd refuses a larger one (EX_TOOBIG, spamc passes it on "
+    "unscored); milter scores its first BYTES.",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(min=1),
+    default=256,
+    show_default=True,
+    help="Connections served at once; more are closed at once.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0.1),
+    default=30.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Time for a whole spamd request (or one milter packet) to arrive; a slower client "
+    "is cut off. Also how long SIGTERM waits for messages under way.",
+)
+@click.option(
+    "--idle-timeout",
+    type=click.FloatRange(min=0.1),
+    default=300.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Time a milter connection may wait between packets.",
+)
+@click.option(
+    "--allow-tell",
+    is_flag=True,
+    help="Take TELL requests (spamc -L spam|ham|forget): learn and forget in the model file.",
+)
+@click.option(
+    "--milter-action",
+    "milter_actions",
+    multiple=True,
+    metavar="VERDICT=ACTION",
+    help="What milter does with a verdict (spam, unsure, ham) beside the header: reject "
+    "(550 5.7.1) or quarantine (Postfix's hold queue); repeat for several [default: header].",
+)
+@click.option("--syslog", is_flag=True, help="Log to syslog (facility mail) instead of stderr.")
+@click.option(
+    "--check",
+    "check_only",
+    is_flag=True,
+    help="Check the configuration and the model, print it and exit (0 if it can serve).",
+)
+def serve(
+    model_path: str,
+    listen: tuple[str, ...],
+    user_models: str | None,
+    socket_mode: str,
+    socket_group: str | None,
+    allow: tuple[str, ...],
+    max_size: int,
+    max_connections: int,
+    timeout: float,
+    idle_timeout: float,
+    allow_tell: bool,
+    milter_actions: tuple[str, ...],
+    syslog: bool,
+    check_only: bool,
+) -> None:
+    """Score mail as a resident server: spamd (spamc, Exim) and milter (Postfix, Sendmail).
+
+    The model stays loaded, so a message costs a millisecond, not a process. Verdicts are
+    'predict's, the header is 'filter's, spamc -R shows 'explain'; a model replaced on disk
+    (train, learn, sync, restore, prune) is read again before the next message, and on
+    SIGHUP; SIGTERM finishes the messages under way and exits. One line a message is
+    logged: id, user, verdict, log-odds, milliseconds. See docs/serving.md.
+
+    \b
+    Example:
+      nbspam serve -m spam.nbm --listen spamd:unix:/run/nbspam/spamd.sock
+      spamc -U /run/nbspam/spamd.sock -c < message.eml   # exit status 1: spam
+      nbspam serve -m spam.nbm --listen milter:inet:127.0.0.1:11332 --milter-action spam=reject
+      nbspam serve -m spam.nbm --check
+    """
+    from .serve.server import DEFAULT_ALLOW, DEFAULT_LISTEN, Config, Listener, check
+    from .serve.server import serve as run
+
+    try:
+        mode = int(socket_mode, 8)
+    except ValueError:
+        raise click.BadParameter(
+            f"{socket_mode!r} is not octal", param_hint="--socket-mode"
+        ) from None
+    actions = {}
+    for spec in milter_actions:
+        verdict, _, action = spec.partition("=")
+        actions[verdict] = action
+    config = Config(
+        model=model_path,
+        user_models=user_models,
+        listen=[Listener.parse(spec) for spec in listen or (DEFAULT_LISTEN,)],
+        socket_mode=mode,
+        socket_group=socket_group,
+        allow=list(allow or DEFAULT_ALLOW),
+        max_size=max_size,
+        max_connections=max_connections,
+        timeout=timeout,
+        idle_timeout=idle_timeout,
+        allow_tell=allow_tell,
+        milter_actions=actions,
+        syslog=syslog,
+    )
+    lines = check(config)
+    if check_only:
+        for line in lines:
+            emit(line)
+        emit("configuration OK")
+        return
+    run(config)
 
 
 def main() -> None:

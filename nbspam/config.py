@@ -19,16 +19,13 @@ AUTO = "auto"
 #: The event model of auto where nothing is cross-validated to choose by: too few messages,
 #: or a model fitted from counts alone (`model.fit`).
 AUTO_FALLBACK = "multinomial"
-#: The cost of a false positive where none is given: a ham lost in the spam folder costs far
-#: more than a spam let through; a table's two labels are nothing of the kind, and its
-#: errors cost the same either way unless the user says otherwise (--cost-fp).
-MAIL_COST_FP = 15.0
-TABLE_COST_FP = 1.0
-#: The cost of an unsure verdict where none is given: a glance at the unsure folder; for a
-#: table, a third of an error, so that with errors of cost 1 a row is unsure only where
-#: its odds are below 2 to 1 either way (Chow's rule), not wherever they are below 4 to 1.
-MAIL_COST_UNSURE = 0.2
-TABLE_COST_UNSURE = 1 / 3
+#: A typed table's decision rule where the settings do not say (`table_training.table_rule`):
+#: the cutoffs of least cost, a false positive costing as much as a false negative, and an
+#: unsure verdict a third of either, so that a row is unsure only where its odds are below
+#: 2 to 1 either way (Chow's rule). A target false-positive rate and 15 per false positive
+#: are mail settings, where a lost ham is worse than a spam let through; a table's two
+#: labels are nothing of the kind.
+TABLE_RULE: dict[str, float | None] = {"target_fpr": None, "cost_fp": 1.0, "cost_unsure": 1 / 3}
 MAIL_MODES: tuple[str, ...] = ("auto", "always", "never")
 #: How --max-features picks its terms: most documents, or most mutual information.
 SELECTIONS: tuple[str, ...] = ("frequency", "mi")
@@ -132,10 +129,13 @@ class TrainConfig:
     positive: str | None = None
     calibrate: bool = True
     folds: int = 5
-    target_fpr: float | None = None
-    cost_fp: float | None = None  # None: `MAIL_COST_FP` for messages, `TABLE_COST_FP` for a table
+    # the false-positive rate the spam cutoff is chosen to hold out of sample; None: the
+    # cutoffs of least cost (cost_fp, cost_fn, cost_unsure); cost_fn and cost_unsure also
+    # place the ham cutoff below a spam cutoff chosen for the target
+    target_fpr: float | None = 0.001
+    cost_fp: float = 15.0
     cost_fn: float = 1.0
-    cost_unsure: float | None = None  # None: `MAIL_COST_UNSURE`, or `TABLE_COST_UNSURE`
+    cost_unsure: float = 0.5
     cutoffs: tuple[float, float] | None = None
     # the fisher event model (Robinson's f(w) and Fisher's combining): bogofilter's x and
     # min_dev; its s is 0.0178, but 0.1 ranks better on all three development corpora
@@ -154,6 +154,8 @@ class Settings:
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
     training: TrainConfig = field(default_factory=TrainConfig)
     stop_words: str = "none"
+    # the settings the user gave (a file or options), where a typed table's defaults differ
+    given: frozenset[str] = field(default=frozenset(), compare=False)
 
 
 #: Upper bounds of settings whose cost grows with their value (n-grams of length n make
@@ -207,7 +209,9 @@ def build_settings(values: dict[str, Any], *, source: str = "settings") -> Setti
     checked = {key: _check(key, value) for key, value in values.items()}
     tok = {k: v for k, v in checked.items() if k in _TOKENIZER_KEYS}
     trn = {k: v for k, v in checked.items() if k in _TRAIN_KEYS}
-    settings = Settings(tokenizer=TokenizerConfig(**tok), training=TrainConfig(**trn))
+    settings = Settings(
+        tokenizer=TokenizerConfig(**tok), training=TrainConfig(**trn), given=frozenset(checked)
+    )
     if "stop_words" in checked:
         settings = dataclasses.replace(settings, stop_words=checked["stop_words"])
     if settings.tokenizer.max_length < settings.tokenizer.min_length:
@@ -273,8 +277,6 @@ def _check(key: str, value: Any) -> Any:
                 f"setting {key} must be one of {', '.join(choices[key])}, not {value!r}"
             )
         return value
-    if key in ("cost_fp", "cost_unsure") and value is None:
-        return None
     if key in ("alpha", "cost_fp", "cost_fn", "cost_unsure"):
         return _number(key, value, low=0.0)
     if key in ("strength", "background", "min_dev"):
@@ -288,7 +290,7 @@ def _check(key: str, value: Any) -> Any:
             raise ConfigError(f"setting {key} must be {what}, not {value!r}")
         return number
     if key == "target_fpr":
-        if value is None:
+        if value is None or value == "none":
             return None
         number = _number(key, value, low=0.0)
         if not 0.0 <= number < 1.0:

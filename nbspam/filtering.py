@@ -222,11 +222,24 @@ def _filter_one(
     from .quick import load_scorer
 
     scorer = load_scorer(model_path)
+    output, kind, prediction = filter_with(scorer, data)
+    return output, kind, prediction, tuple(scorer.labels), scorer.positive
+
+
+def filter_with(
+    scorer: TableScorer | ModelScorer, data: bytes, message_id: str = "-"
+) -> tuple[bytes, str, Prediction]:
+    """(the message with its verdict header, 'spam' / 'ham' / 'unsure', the prediction) for
+    one message scored by a loaded ``scorer`` on its first `MAX_MESSAGE_BYTES`: what
+    `filter_single` does, for a caller that keeps the scorer (`nbspam serve`). Raises
+    on binary data and on a model that is not two-class."""
+    if is_binary(data):
+        raise InputError(f"{BINARY}: passed on unscored")
     require_two_classes(scorer.labels)
-    prediction = scorer.predict("-", data[:MAX_MESSAGE_BYTES])
+    prediction = scorer.predict(message_id, data[:MAX_MESSAGE_BYTES])
     kind = verdict_kind(prediction.verdict, scorer.positive)
     output = add_status_header(data, status_value(prediction))
-    return output, kind, prediction, tuple(scorer.labels), scorer.positive
+    return output, kind, prediction
 
 
 # -- finding the messages ---------------------------------------------------------------------

@@ -232,18 +232,14 @@ def auto_choice(
     return final, info, InternalOdds(log_odds_of(jll, model.labels, positive), fold, y, positive)
 
 
-def table_costs(cfg: Any) -> Any:
-    """A `config.TrainConfig` with a table's costs where none were given: a false positive
-    costs as much as a false negative (`config.TABLE_COST_FP`; 15 is a mail setting, where
-    a lost ham is worse than a spam let through), and an unsure verdict a third of either
-    (`config.TABLE_COST_UNSURE`)."""
-    from .config import TABLE_COST_FP, TABLE_COST_UNSURE
+def table_rule(settings: Any) -> Any:
+    """The training settings of a `config.Settings` with a typed table's decision rule
+    (`config.TABLE_RULE`: the cutoffs of least cost, errors alike, unsure a third of an
+    error) for each of its settings that the user did not give."""
+    from .config import TABLE_RULE
 
-    if cfg.cost_fp is None:
-        cfg = dataclasses.replace(cfg, cost_fp=TABLE_COST_FP)
-    if cfg.cost_unsure is None:
-        cfg = dataclasses.replace(cfg, cost_unsure=TABLE_COST_UNSURE)
-    return cfg
+    kept = {key: value for key, value in TABLE_RULE.items() if key not in settings.given}
+    return dataclasses.replace(settings.training, **kept)
 
 
 def fit_with_rule(
@@ -256,7 +252,6 @@ def fit_with_rule(
     from .calibration import rule_from_scores
     from .crossval import Scores
 
-    cfg = table_costs(cfg)
     chosen, odds = {}, None
     if auto:
         settings, chosen, odds = auto_choice(table, settings, path)

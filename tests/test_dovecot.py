@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from nbspam.modelfile import load_model
-from tests.helpers import ROOT, SAMPLE, cli_run
+from tests.helpers import ROOT, SAMPLE, cli_run, missing
 
 CONTRIB = ROOT / "contrib" / "dovecot"
 NOBODY = 65534
@@ -100,7 +100,7 @@ def python_for_nobody(pythonpath: str) -> str:
         )
         if ok.returncode == 0:
             return python
-    pytest.skip(f"the user nobody cannot run this checkout's nbspam ({ROOT} or Python unreadable)")
+    missing(f"the user nobody cannot run this checkout's nbspam ({ROOT} or Python unreadable)")
 
 
 def free_port() -> int:
@@ -113,12 +113,12 @@ def free_port() -> int:
 def dovecot():
     for tool in ("dovecot", "sievec", "runuser"):
         if shutil.which(tool) is None:
-            pytest.skip(
+            missing(
                 f"{tool} not found: Dovecot and Pigeonhole are needed "
                 "(apt-get install dovecot-imapd dovecot-sieve; .ci/run installs them)"
             )
     if os.geteuid() != 0:
-        pytest.skip("starting Dovecot with a test user needs root")
+        missing("starting Dovecot with a test user needs root")
     root = Path(tempfile.mkdtemp(prefix="nbspam-dovecot-", dir="/tmp"))
     os.chmod(root, 0o755)
     server = None

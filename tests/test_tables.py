@@ -664,21 +664,27 @@ def test_bins_of_values_near_the_largest_float_are_finite(binning, tmp_path):
 
 
 def test_a_table_weighs_its_errors_alike_unless_told():
-    """15 per false positive is a mail setting: a table's default costs are 1 for either
-    error and 1/3 for an unsure verdict, and costs that are given are used."""
-    import dataclasses
+    """A target false-positive rate and 15 per false positive are mail settings: a table's
+    default rule is the cutoffs of least cost, 1 for either error and 1/3 for an unsure
+    verdict; the settings that are given are used."""
+    from nbspam.config import build_settings
+    from nbspam.table_training import table_rule
 
     X, y = random_gaussian(seed=1, n=400)
     table = table_of(X, y)
 
-    def cutoffs(**costs):
-        cfg = dataclasses.replace(TrainConfig(), **costs)
+    def cutoffs(**given):
+        cfg = table_rule(build_settings(given))
         return fit_with_rule(table, TableSettings(), auto=False, cfg=cfg).cutoffs
 
     default = cutoffs()
-    assert default == cutoffs(cost_fp=1.0, cost_unsure=1 / 3)
-    assert default != cutoffs(cost_fp=15.0, cost_unsure=0.2)
-    assert cutoffs(cost_fp=15.0) == cutoffs(cost_fp=15.0, cost_unsure=1 / 3)
+    assert default == cutoffs(target_fpr=None, cost_fp=1.0, cost_unsure=1 / 3)
+    assert default != cutoffs(target_fpr=None, cost_fp=15.0, cost_unsure=0.2)
+    assert cutoffs(cost_fp=15.0) == cutoffs(target_fpr=None, cost_fp=15.0, cost_unsure=1 / 3)
+    given = TrainConfig(target_fpr=0.001, cost_fp=1.0, cost_unsure=1 / 3)
+    assert cutoffs(target_fpr=0.001) == fit_with_rule(
+        table, TableSettings(), auto=False, cfg=given
+    ).cutoffs
 
 
 def test_auto_chooses_by_log_loss_for_any_number_of_labels():
