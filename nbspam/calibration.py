@@ -29,7 +29,9 @@ def rule_from_scores(scores: Scores, cfg: TrainConfig) -> Rule:
 def rule_from_log_odds(odds: np.ndarray, pos: np.ndarray, cfg: TrainConfig) -> Rule:
     """`rule_from_scores` on bare out-of-sample log-odds (n,) and whether each message is
     positive (n,): what online evaluation refits as it scores (`online`)."""
-    cutoffs = cfg.cutoffs or _cutoffs(odds, pos, cfg.target_fpr, cfg.cost_fp, cfg.cost_fn, cfg.cost_unsure)
+    cutoffs = cfg.cutoffs or _cutoffs(
+        odds, pos, cfg.target_fpr, cfg.cost_fp, cfg.cost_fn, cfg.cost_unsure
+    )
     return Rule(cutoffs, metrics.fit_platt(odds, pos))
 
 

@@ -58,9 +58,7 @@ def corpus(name: str) -> Path:
     """The folder of a public corpus, or skip the test with the reason."""
     path = CORPORA / name
     if not path.is_dir():
-        missing(
-            f"corpus {name} not found at {path} (the public corpora sit beside the checkout)"
-        )
+        missing(f"corpus {name} not found at {path} (the public corpora sit beside the checkout)")
     return path
 
 

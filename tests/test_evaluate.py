@@ -580,9 +580,7 @@ def test_render_json_exact(hand_report):
 
 
 def test_plot_writes_png_and_svg(tmp_path):
-    pytest.importorskip(
-        "matplotlib", reason="matplotlib is not installed (pip install matplotlib)"
-    )
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed (pip install matplotlib)")
     from nbspam.errors import PlotError
     from nbspam.plot import plot_evaluation
 
@@ -606,7 +604,10 @@ def test_plot_without_matplotlib_says_how_to_install(tmp_path, monkeypatch):
     from nbspam.plot import plot_evaluation
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` fail
-    with pytest.raises(PlotError, match=r"needs matplotlib: pip install matplotlib \(pipx inject nbspam matplotlib under pipx\)$") as caught:
+    with pytest.raises(
+        PlotError,
+        match=r"needs matplotlib: pip install matplotlib \(pipx inject nbspam matplotlib under pipx\)$",
+    ) as caught:
         plot_evaluation(
             binary_scores(HAND_ODDS, HAND_LABELS), str(tmp_path / "e.png"), cutoffs=None
         )

@@ -138,8 +138,9 @@ def test_one_verdict_through_predict_explain_filter_and_the_api(demo_model):
     ]
     explained = [
         json.loads(line)
-        for line in cli_run("explain", "-m", demo_model, "-f", "jsonl", "--top", "1", *files)
-        .stdout.splitlines()
+        for line in cli_run(
+            "explain", "-m", demo_model, "-f", "jsonl", "--top", "1", *files
+        ).stdout.splitlines()
     ]
     api = nbspam.load(demo_model).predict([f.read_bytes() for f in files])
     filtered = [
