@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from nbspam import journal
 from nbspam.errors import ServeError
 from nbspam.serve.models import check_template, check_user
 from nbspam.serve.server import Listener, unix_socket
+from nbspam.store import journal
 from tests.helpers import ENV, SAMPLE, cli_run, missing
 
 MESSAGES = sorted((SAMPLE / "new").iterdir())
@@ -286,8 +286,8 @@ def test_sigkill_during_tells_keeps_every_acknowledged_lesson(served, sample_mod
     """TELL answers after the journal's fsync: a server killed while eight clients teach
     it leaves model + journal holding every lesson it acknowledged (and none it was not
     sent), readable by the commands."""
-    from nbspam.headers import message_digest
-    from nbspam.modelfile import load_model
+    from nbspam.mail.headers import message_digest
+    from nbspam.store.modelfile import load_model
 
     before = _spam_digests(load_model(sample_model))
     server = served("--allow-tell")
@@ -644,17 +644,20 @@ def test_a_users_scorer_is_the_site_model_plus_the_layer_exactly_and_small(
     import gc
     import tracemalloc
 
-    from nbspam.messages import Message
-    from nbspam.quick import load_scorer
+    from nbspam.mail.message import Message
     from nbspam.serve.models import Models
+    from nbspam.service import journalled
+    from nbspam.service.quick import load_scorer
 
     (tmp_path / "users").mkdir()
     template = str(tmp_path / "users" / "%u.nbj")
-    journal.learn(sample_model, [Message("a", b"Subject: cheap pills\n\nbuy cheap pills")], "spam")
+    journalled.learn(
+        sample_model, [Message("a", b"Subject: cheap pills\n\nbuy cheap pills")], "spam"
+    )
     models = Models(str(sample_model), template)
     layer = models.layer_for("alice")
     hams = [m for m in sample_messages if m.label == "ham"][:3]
-    assert journal.learn(sample_model, hams, "spam", layer=layer).relabelled == 3
+    assert journalled.learn(sample_model, hams, "spam", layer=layer).relabelled == 3
     site = models.current()
     tracemalloc.start()
     gc.collect()

@@ -26,11 +26,11 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from .. import journal
 from ..errors import NbspamError, ServeError
-from ..layers import USER_NAME, layer_path
-from ..quick import TableScorer, load_quick, vocabulary_index
-from ..safefiles import file_kind
+from ..service.quick import TableScorer, load_quick, vocabulary_index
+from ..store import journal
+from ..store.layers import USER_NAME, layer_path
+from ..store.safefiles import file_kind
 
 MAX_USER_MODELS = 64  # users' scorers kept, the least recently used dropped first
 CHECK_EVERY = 0.02  # seconds between two looks at the site model's files
@@ -185,7 +185,7 @@ class Models:
         return self._of_file(version)
 
     def _of_file(self, version: tuple) -> Loaded:
-        from ..modelfile import load_journalled
+        from ..store.modelfile import load_journalled
 
         model, fingerprint, applied = load_journalled(self.site)
         index = vocabulary_index(model.terms)
@@ -235,7 +235,7 @@ class Models:
 
     def check(self) -> Loaded:
         """Read the site model, refusing one that cannot serve (`--check`)."""
-        from ..filtering import require_two_classes
+        from ..service.filtering import require_two_classes
 
         loaded = self.current()
         require_two_classes(loaded.scorer.labels)

@@ -1,7 +1,7 @@
 """What a request asks of a model, done by the library functions the commands use: the
 verdict and header of `nbspam filter` (`filtering.verdict_with` and `with_header`, the
 scorer of `quick`, so the verdict is `nbspam predict`'s), the report of `nbspam explain` (`explain`, `render`), and
-`nbspam learn` / `nbspam forget` (`journal`). The protocols only translate."""
+`nbspam learn` / `nbspam forget` (`service.journalled`). The protocols only translate."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..decision import Prediction
 from ..errors import ServeError
-from ..filtering import SPAM, verdict_with, with_header
-from ..messages import MAX_MESSAGE_BYTES, Message
+from ..mail.message import MAX_MESSAGE_BYTES, Message
+from ..models.decision import Prediction
+from ..service.filtering import SPAM, verdict_with, with_header
 from .models import Loaded, Models
 
 Log = Callable[[str], None]
@@ -86,9 +86,9 @@ def score(models: Models, user: str | None, data: bytes, message_id: str = "-") 
 
 def report(models: Models, outcome: Outcome, data: bytes, top: int | None = 20) -> str:
     """`nbspam explain`'s text for the message (its ``top`` words), as one string."""
-    from .. import render
-    from ..explain import explain_message
-    from ..features import Analyzer
+    from ..cli import render
+    from ..models.explain import explain_message
+    from ..text.features import Analyzer
 
     model = models.full_model(outcome.loaded)
     tokens = Analyzer(model.tokenizer).tokens(data[:MAX_MESSAGE_BYTES])
@@ -102,20 +102,20 @@ def tell(models: Models, user: str | None, data: bytes, learn_as: str | None) ->
     records appended to the journal and fsynced before this returns (`nbspam learn` /
     `nbspam forget`, under the model's lock), in time proportional to the message. True if
     the model changed; the next message scores with the change."""
-    from .. import journal
+    from ..service import journalled
 
     layer = models.layer_for(user)
     message = Message("-", data[:MAX_MESSAGE_BYTES])
     try:
         if learn_as is None:
-            done = journal.forget(models.site, [message], layer=layer)
+            done = journalled.forget(models.site, [message], layer=layer)
             return done.forgotten > 0
         labels, positive = models.labels()
         if len(labels) != 2:
             raise ServeError(f"{models.site} is not a two-class model: it cannot learn {learn_as}")
         at = labels.index(positive)
         label = labels[at if learn_as == SPAM else 1 - at]
-        done = journal.learn(models.site, [message], label, layer=layer)
+        done = journalled.learn(models.site, [message], label, layer=layer)
         return done.learned + done.relabelled > 0
     finally:
         models.changed()
