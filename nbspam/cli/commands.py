@@ -216,26 +216,13 @@ def output_model_option(what: str = "the model file"):
     )
 
 
-class FormatChoice(click.Choice):
-    """The --format of a command: names shared by all commands (text for people; json,
-    jsonl, tsv and markdown for programs and documents), and old names still accepted for
-    one release, unlisted."""
-
-    def __init__(self, choices: list[str], *, aliases: dict[str, str] | None = None) -> None:
-        super().__init__(choices)
-        self.aliases = aliases or {}
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        return super().convert(self.aliases.get(value, value), param, ctx)
-
-
-def format_option(choices: list[str], help: str, *, aliases: dict[str, str] | None = None):
+def format_option(choices: list[str], help: str):
     """-f/--format with these choices, text the default."""
     return click.option(
         "-f",
         "--format",
         "fmt",
-        type=FormatChoice(choices, aliases=aliases),
+        type=click.Choice(choices),
         default="text",
         show_default=True,
         help=help,
@@ -361,14 +348,6 @@ _TRAIN_OPTIONS = [
         "event_model",
         type=click.Choice((AUTO, *EVENT_MODELS)),
         help=f"Event model: auto tries the others (with a few alphas, then with stop words left out and with rare words left out) by internal cross-validation of the training messages and keeps the one of best ROC AUC, which train prints and info shows; multinomial counts words, bernoulli their presence and absence, fisher combines each word's spam probability by Fisher's method (two labels), complement weighs each label by the words of all the other labels, with no prior (try it where the labels are many or unbalanced). [default: {_DEFAULT_TRAIN.model}]",
-    ),
-    # the old spelling, kept unlisted: --model names the model file on every other command
-    click.option(
-        "--model",
-        "old_event_model",
-        type=click.Choice((AUTO, *EVENT_MODELS)),
-        hidden=True,
-        help="The old spelling of --event-model.",
     ),
     click.option(
         "--strength",
@@ -984,7 +963,6 @@ def explain(
 @format_option(
     ["text", "json", "markdown"],
     "Report format: text for people, json for programs, markdown for documents.",
-    aliases={"table": "text"},
 )
 @click.option(
     "--scores",
