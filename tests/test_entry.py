@@ -131,3 +131,33 @@ def test_a_program_that_calls_main_keeps_its_own_exit():
     assert result.returncode == 5
     assert result.stdout.decode().splitlines()[-1] == "nbspam ended with 0"
     assert result.stderr == b"the host's exit function\n"
+
+
+def test_a_defect_on_the_one_message_path_is_one_line_as_in_the_commands(monkeypatch, capsys):
+    """Both front ends end in one boundary: an unexpected failure of the one-message path
+    is the commands' one 'internal error' line, not a traceback."""
+    from nbspam.cli import entry
+
+    def defect(args):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(entry, "_one_message", defect)
+    monkeypatch.setattr(sys, "argv", ["nbspam", "predict", "-m", "m.nbm"])
+    monkeypatch.delenv("NBSPAM_TRACEBACK", raising=False)
+    with pytest.raises(SystemExit) as stop:
+        entry.main()
+    assert stop.value.code == 1
+    line = "Error: internal error: RuntimeError('boom') (set NBSPAM_TRACEBACK=1 to see where)\n"
+    assert capsys.readouterr().err == line
+
+
+@pytest.mark.parametrize("fast", [[], ["--jobs", "1"]])  # --jobs: the click command
+def test_both_paths_say_a_failure_in_the_same_line(tmp_path, fast):
+    message = (SAMPLE / "new" / "001.eml").read_bytes()
+    result = run("predict", "-m", str(tmp_path / "none.nbm"), *fast, stdin=message)
+    assert result.returncode == 1
+    missing = tmp_path / "none.nbm"
+    assert (
+        result.stderr
+        == f"Error: cannot read model file {missing}: No such file or directory\n".encode()
+    )

@@ -17,7 +17,8 @@ import click
 
 from .. import __version__
 from ..core.config import AUTO, EVENT_MODELS, MAIL_MODES, SELECTIONS, TrainConfig
-from ..errors import EXIT_INTERRUPTED, EXIT_SKIPPED, NbspamError
+from ..errors import EXIT_SKIPPED, NbspamError
+from .boundary import failure
 from .output import output_error
 
 EXIT_STATUS_HELP = """\b
@@ -27,41 +28,22 @@ be read, held no message or were binary data, and were skipped (each
 reported as "PATH: reason" on stderr); 130 interrupted (Ctrl-C)."""
 
 
-class CommandError(click.ClickException):
-    """An NbspamError on its way out: printed as 'Error: ...' with the error's exit status."""
-
-    def __init__(self, error: NbspamError) -> None:
-        super().__init__(str(error))
-        self.exit_code = error.exit_code
-
-
 class Group(click.Group):
-    """The one boundary where failures become one line on stderr and an exit status: the
-    library's errors, failed system calls (a full disk, say), Ctrl-C (status 130) and, as
-    'internal error', anything unexpected. A reader of the output that went away (EPIPE)
-    is left to click, which stops quietly."""
+    """Every command's failures go through `boundary.failure`: one line on stderr and an
+    exit status. Click's own (usage errors, --help, an exit) stay click's."""
 
     def invoke(self, ctx: click.Context) -> Any:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
             try:
                 return super().invoke(ctx)
-            except NbspamError as error:
-                raise CommandError(error) from None
-            except KeyboardInterrupt:
-                _interrupted()
-            except OSError as error:
-                if error.errno == errno.EPIPE:
-                    raise
-                raise CommandError(NbspamError(output_error(error))) from None
             except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit):
                 raise
-            except Exception as error:  # a defect: still one line, the details on request
-                if os.environ.get("NBSPAM_TRACEBACK"):
+            except BaseException as error:
+                status = failure(error)
+                if status is None:
                     raise
-                raise CommandError(
-                    NbspamError(f"internal error: {error!r} (set NBSPAM_TRACEBACK=1 to see where)")
-                ) from None
+                sys.exit(status)
 
 
 def emit(line: str) -> None:
@@ -73,12 +55,6 @@ def emit(line: str) -> None:
         if error.errno == errno.EPIPE:
             raise
         raise NbspamError(output_error(error, stdout=True)) from None
-
-
-def _interrupted() -> None:
-    """Ctrl-C: one line and status 130, as Unix tools end; files are never half-written."""
-    click.echo("Error: interrupted", err=True)
-    sys.exit(EXIT_INTERRUPTED)
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001

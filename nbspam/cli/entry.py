@@ -12,8 +12,8 @@ import atexit
 import os
 import sys
 
-from ..errors import EXIT_INTERRUPTED, NbspamError
-from .output import ClosedOutput, flush_output, output_error, quiet_stdout
+from .boundary import failure
+from .output import ClosedOutput, flush_output, output_error
 
 _STATUS: list[int] = []  # the exit status that the command ended with
 
@@ -67,8 +67,7 @@ def _exit_status(code: object) -> int:
 def main() -> None:
     """The nbspam command on ``sys.argv``; ends with SystemExit, as click commands do.
 
-    For the one-message forms this is the boundary where failures become one line and a
-    status, as `cli.Group` is for the click commands.
+    The one-message forms end in `boundary.failure`, as the click commands do.
     """
     args = sys.argv[1:]
     if sys.stdout is None:  # started with its standard output closed
@@ -79,18 +78,11 @@ def main() -> None:
         status = _one_message(args)
         if status is not None:
             sys.stdout.flush()
-    except BrokenPipeError:  # the reader went away (``nbspam predict ... | head``)
-        quiet_stdout()
-        sys.exit(failed)
-    except NbspamError as error:  # filter passes its message through and says it itself
-        print(f"Error: {error}", file=sys.stderr)
-        sys.exit(error.exit_code)
-    except KeyboardInterrupt:
-        print("Error: interrupted", file=sys.stderr)
-        sys.exit(EXIT_INTERRUPTED)
-    except OSError as exc:  # one message read, scored and printed: it can only be stdout
-        print(f"Error: {output_error(exc, stdout=exc.filename is None)}", file=sys.stderr)
-        sys.exit(failed)
+    except BaseException as error:  # filter passes its message through and says it itself
+        status = failure(error, failed=failed, stdout=True)
+        if status is None:
+            raise
+        sys.exit(status)
     if status is None:
         from .commands import main as cli_main
 
