@@ -386,6 +386,18 @@ _TRAIN_OPTIONS = [
         help="Also count word n-grams up to this length (2 adds word pairs). [default: 1]",
     ),
     click.option(
+        "--pairs",
+        type=int,
+        metavar="BUCKETS",
+        help="Also count each two adjacent words, hashed into this many buckets (e.g. 1048576): the vocabulary grows by at most BUCKETS terms, where --ngrams 2 grows it fivefold; auto then also tries the model without them. They take tokenizing about twice as long. [default: 0, none]",
+    ),
+    click.option(
+        "--word-pairs/--no-word-pairs",
+        "word_pairs",
+        default=None,
+        help="With --pairs: whether the model scores with the pairs counted (they stay counted, so auto can try without). [default: --word-pairs]",
+    ),
+    click.option(
         "--binary/--counts",
         "binary",
         default=None,
@@ -408,15 +420,19 @@ _TRAIN_OPTIONS = [
     click.option(
         "--target-fpr",
         metavar="RATE|none",
-        help="The ham false-positive rate the spam cutoff holds out of sample: its upper bound at 80% confidence, plus a margin for drift; the ham cutoff by --cost-fn and --cost-unsure below it. 'none': the cutoffs of least cost. [default: 0.001]",
+        help="The ham false-positive rate the spam cutoff holds out of sample: its upper bound at 80% confidence, plus a margin for drift; the ham cutoff by --cost-fn and --cost-unsure below it. 'none': the cutoffs of least cost. [default: 0.001; a typed table: none]",
     ),
     click.option(
         "--cost-fp",
         type=float,
-        help="Cost of a false positive when choosing cutoffs by cost (--target-fpr none). [default: 15]",
+        help="Cost of a false positive when choosing cutoffs by cost (--target-fpr none). [default: 15, a lost ham being worse than a spam let through; a typed table: 1]",
     ),
     click.option("--cost-fn", type=float, help="Cost of a false negative. [default: 1]"),
-    click.option("--cost-unsure", type=float, help="Cost of an unsure verdict. [default: 0.5]"),
+    click.option(
+        "--cost-unsure",
+        type=float,
+        help="Cost of an unsure verdict. [default: 0.5; a typed table: 1/3, unsure only where the odds are below 2 to 1]",
+    ),
     click.option(
         "--cutoffs",
         metavar="HAM,SPAM",
@@ -586,13 +602,13 @@ def train(
 def _train_table(path: str, table_settings: Any, settings: Any, output: str) -> None:
     import dataclasses
 
-    from ..fit.table_training import train_table
+    from ..fit.table_training import table_rule, train_table
     from ..models.table_model import save_table_model
     from .render import table_train_summary
 
     table_settings = dataclasses.replace(table_settings, tokenizer=settings.tokenizer)
     cfg = settings.training
-    model = train_table(path, table_settings, auto=cfg.model == AUTO, cfg=cfg)
+    model = train_table(path, table_settings, auto=cfg.model == AUTO, cfg=table_rule(settings))
     save_table_model(model, output)
     for line in table_train_summary(model, output, os.path.getsize(output)):
         click.echo(line, err=True)
@@ -1095,6 +1111,7 @@ def evaluate(
         if engine == "dask":
             raise NbspamError("--engine dask evaluates messages, not a typed table")
         from ..evaluation.table_evaluation import cross_validate_table
+        from ..fit.table_training import table_rule
 
         scores = cross_validate_table(
             table_path,
@@ -1102,7 +1119,7 @@ def evaluate(
             auto=settings.training.model == AUTO,
             folds=cv_folds,
             seed=seed,
-            cfg=settings.training,
+            cfg=table_rule(settings),
         )
     else:
         with _counter(engine, scheduler, jobs, tls) as counter:
@@ -1647,8 +1664,12 @@ def sync(
 def merge(models: tuple[str, ...], output: str) -> None:
     """Merge models trained with the same settings on disjoint sets of messages.
 
-    The result equals the model trained on all their messages at once. Models with other
-    settings, or that learned a message in common, are refused.
+    The counts add up to those of the model trained on all their messages at once. Parts
+    trained with --event-model auto (the default) may have chosen different event models
+    and settings: the merged model takes those of the part that learned most messages, and
+    its cutoffs and calibration (fitted on that part alone; train on all the messages to
+    fit them on everything). Models with other settings, or that learned a message in
+    common, are refused.
 
     \b
     Example:
@@ -1656,6 +1677,7 @@ def merge(models: tuple[str, ...], output: str) -> None:
       nbspam merge a.nbm b.nbm -o all.nbm
     """
     from ..service.update import merge as merge_models
+    from ..service.update import merged_note
     from ..store.modelfile import load_model, write_model
 
     if len(models) < 2:
@@ -1664,15 +1686,11 @@ def merge(models: tuple[str, ...], output: str) -> None:
     _check_output(output)
     if _merge_tables(models, output):
         return
-    merged = merge_models([load_model(path) for path in models])
+    parts = [load_model(path) for path in models]
+    merged = merge_models(parts)
     write_model(merged, output)
     click.echo(f"merged {len(models)} models into {output}", err=True)
-    if merged.is_binary:
-        click.echo(
-            "note: the merged model has no cutoffs or calibration (they were fitted on the "
-            "parts); it decides by log-odds > 0 until trained on all the data",
-            err=True,
-        )
+    click.echo(f"note: {merged_note(parts)}", err=True)
 
 
 @cli.command()
