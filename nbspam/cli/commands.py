@@ -206,7 +206,8 @@ def format_option(choices: list[str], help: str):
 
 
 MESSAGE_FORMATS = format_option(
-    ["text", "jsonl", "tsv"], "Output format: text for people, jsonl or tsv for programs."
+    ["text", "jsonl", "tsv"],  # as entry.FORMATS, which serves one message without click
+    "Output format: text for people, jsonl or tsv for programs.",
 )
 
 
