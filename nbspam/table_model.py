@@ -22,7 +22,15 @@ from .config import TokenizerConfig
 from .decision import read_cutoffs, stored_cutoffs
 from .errors import ConfigError, InputError, ModelFileError, TrainingError
 from .schema import number_pair
-from .tables import DEFAULT_BINS, KINDS, TABLE_KIND, Table, detect_kind, parse_number
+from .tables import (
+    DEFAULT_BINS,
+    KINDS,
+    TABLE_KIND,
+    Table,
+    detect_kind,
+    parse_number,
+    parse_numbers,
+)
 
 # --------------------------------------------------------------------------------------------
 # Columns
@@ -197,15 +205,16 @@ class TableModel:
         for column in self.columns:
             if column.kind == "ignore":
                 continue
-            cells = table.column(column.name)
-            values = [column.value(cell, w, analyzer) for cell, w in zip(cells, table.ids)]
             if column.kind == "gaussian":
                 mu, var = gauss[column.name]
-                part = col.gaussian_log_likelihood(np.array(values, dtype=np.float64), mu, var)
+                part = col.gaussian_log_likelihood(column_numbers(column, table), mu, var)
             elif column.kind == "text":
+                values = [
+                    analyzer.tokens(cell) if cell else [] for cell in table.column(column.name)
+                ]
                 part = _text_log_likelihood(column.stats, values, self.alpha)
             else:
-                part = _categorical_log_likelihood(column, values, self.alpha, unseen)
+                part = _categorical_log_likelihood(column, table, self.alpha, unseen)
             names.append(column.name)
             parts.append(part)
         return names, parts
@@ -243,21 +252,20 @@ def posteriors(jll: np.ndarray, positive: int | None) -> tuple[np.ndarray, np.nd
 
 
 def _categorical_log_likelihood(
-    column: Column, values: list[str], alpha: float, unseen: Counter | None
+    column: Column, table: Table, alpha: float, unseen: Counter | None
 ) -> np.ndarray:
     stats = column.stats
     logp = col.categorical_log_prob(stats.matrix(), alpha)  # (C, K)
-    out = np.zeros((len(values), logp.shape[0]))
-    for i, v in enumerate(values):
-        if v == "":
-            continue
-        j = stats.index.get(v)
-        if j is None:
-            if unseen is not None:
-                unseen[(column.name, v)] += 1
-            continue
-        out[i] = logp[:, j]
-    return out
+    names, codes = column_categories(column, table)
+    where = np.array([stats.index.get(name, -1) for name in names] + [-1], dtype=np.int64)
+    j = where[codes]  # codes -1 (missing) take the last: -1
+    if unseen is not None and (where[:-1] < 0).any():
+        seen = np.bincount(codes[codes >= 0], minlength=len(names)).tolist()
+        for name, k, n in zip(names, where.tolist(), seen):
+            if k < 0:
+                unseen[(column.name, name)] += n
+    logp = np.concatenate([logp, np.zeros((logp.shape[0], 1))], axis=1)  # -1: adds nothing
+    return logp[:, j].T
 
 
 def text_log_prob(stats: TextStats, alpha: float) -> tuple[list[str], np.ndarray]:
@@ -360,7 +368,7 @@ def fit_table(table: Table, settings: TableSettings, path: str = "the table") ->
     for name, kind in kinds.items():
         column = Column(name, kind)
         if kind == "binned" or (kind == "gaussian" and settings.bins is not None):
-            x = np.array([parse_number(c, w, name) for c, w in zip(table.column(name), table.ids)])
+            x = parse_numbers(table.column(name), table.ids, name)
             column.kind = "categorical"
             bins = settings.bins or DEFAULT_BINS
             edges, zero_bin = bin_edges(x, bins, settings.binning)
@@ -391,50 +399,102 @@ def fit_table(table: Table, settings: TableSettings, path: str = "the table") ->
 
 def add_rows(model: TableModel, table: Table, sign: int) -> int:
     """Learn (sign 1) or forget (sign -1) every labelled row of a table, in place; returns
-    the rows counted. Exact: forgetting rows learned gives back the same statistics."""
+    the rows counted. Exact: forgetting rows learned gives back the same statistics. Each
+    column is counted in bulk (`column_counts`)."""
     if not table.has(model.label_column):
         raise InputError(f"the table has no label column {model.label_column!r}")
     missing = [c.name for c in model.columns if c.kind != "ignore" and not table.has(c.name)]
     if missing:
         raise InputError(f"the table lacks the model's column {missing[0]!r}")
-    analyzer = model.analyzer() if any(c.kind == "text" for c in model.columns) else None
     y = table.column(model.label_column)
-    for label in {v for v in y if v}:
+    for label in set(y) - {""}:
         if label not in model.labels:
             raise InputError(f"label {label!r} is not one of the model's {list(model.labels)}")
-    ys = [model.labels.index(v) if v else -1 for v in y]
+    index = {label: c for c, label in enumerate(model.labels)}
+    ys = np.array([index.get(v, -1) for v in y], dtype=np.int64)
+    if not (ys >= 0).all():
+        table = subset(table, np.flatnonzero(ys >= 0))
+        ys = ys[ys >= 0]
     for column in model.columns:
-        if column.kind == "ignore":
-            continue
-        cells = table.column(column.name)
-        for c, cell, where in zip(ys, cells, table.ids):
-            if c < 0:
-                continue
-            v = column.value(cell, where, analyzer)
-            if column.kind == "gaussian":
-                if abs(v) > col.MAX_VALUE:
-                    raise InputError(
-                        f"{where}, column {column.name!r}: {cell[:40]} is beyond ±1e150, the "
-                        "range of a gaussian column; rescale the column (its logarithm, say) "
-                        f"or give --column {column.name}=binned"
-                    )
-                if not math.isnan(v):
-                    column.stats.add(c, v, sign)
-            elif column.kind == "text":
-                column.stats.add(c, v, sign)
-            elif v != "":
-                try:
-                    column.stats.add(c, v, sign)
-                except ValueError:
-                    raise InputError(f"{where}: {column.name}={v!r} was never learned") from None
-    n = 0
-    for c in ys:
-        if c >= 0:
-            model.class_count[c] += sign
-            n += 1
+        if column.kind != "ignore":
+            column.stats = column_counts(model, column, table, ys, sign)
+    for c, n in enumerate(np.bincount(ys, minlength=len(model.labels)).tolist()):
+        model.class_count[c] += sign * n
     if sign < 0 and not _non_negative(model):
         raise InputError("these rows were not all learned by the model: nothing forgotten")
-    return n
+    return len(ys)
+
+
+def column_counts(
+    model: TableModel, column: Column, table: Table, ys: np.ndarray, sign: int
+) -> Any:
+    """A column's statistics with the rows of ``table`` (every one labelled, of classes
+    ``ys``) added (sign 1) or taken away (-1), in bulk: Gaussian sums by `columns.exact_sums`,
+    counts of categories by one bincount."""
+    C, stats = len(model.labels), column.stats
+    if column.kind == "text":
+        analyzer = model.analyzer()
+        for c, cell in zip(ys.tolist(), table.column(column.name)):
+            stats.add(c, analyzer.tokens(cell) if cell else [], sign)
+        return stats
+    if column.kind == "gaussian":
+        x = column_numbers(column, table)
+        big = np.flatnonzero(np.abs(x) > col.MAX_VALUE)
+        if big.size:
+            i = int(big[0])
+            raise InputError(
+                f"{table.ids[i]}, column {column.name!r}: {table.rows[i][table.where[column.name]][:40]} "
+                "is beyond ±1e150, the range of a gaussian column; rescale the column (its "
+                f"logarithm, say) or give --column {column.name}=binned"
+            )
+        ok = ~np.isnan(x)
+        return stats.combine(col.Gaussian.of(x[ok], ys[ok], C), sign)
+    names, codes = column_categories(column, table)
+    for name in names:
+        if name not in stats.index and (sign < 0 or stats.fixed):
+            i = int(np.flatnonzero(codes == names.index(name))[0])
+            raise InputError(f"{table.ids[i]}: {column.name}={name!r} was never learned")
+    ok = codes >= 0
+    K = len(names)
+    counts = np.bincount(ys[ok] * K + codes[ok], minlength=C * K).reshape(C, K)
+    return stats.combine(col.Categorical(names, counts.tolist()), sign)
+
+
+def column_numbers(column: Column, table: Table) -> np.ndarray:
+    """A numeric column's cells as floats (NaN missing), each read as `parse_number` does."""
+    return parse_numbers(table.column(column.name), table.ids, column.name)
+
+
+def column_categories(column: Column, table: Table) -> tuple[list[str], np.ndarray]:
+    """(the categories of a column's cells in order of first appearance, each row's category
+    as its place among them (-1 missing)), the categories as `Column.value` gives them:
+    the cells of a categorical column, '0'/'1' of a Bernoulli one, the bins of a binned one."""
+    if column.kind == "categorical" and column.edges is None:
+        seen: dict[str, int] = {}
+        codes = np.array([seen.setdefault(v, len(seen)) for v in table.column(column.name)])
+        codes = codes.astype(np.int64).reshape(-1)
+        names = list(seen)
+        if "" in seen:
+            j = seen[""]
+            del names[j]
+            codes = np.where(codes == j, -1, codes - (codes > j))
+        return names, codes
+    x = column_numbers(column, table)
+    if column.kind == "bernoulli":
+        value = (x > 0).astype(np.int64)
+    else:
+        value = np.searchsorted(np.array(column.edges, dtype=np.float64), x, side="right")
+        if column.zero_bin:
+            value[x == 0] = -1  # the bin 'z'
+    present = ~np.isnan(x)
+    distinct, first, inverse = np.unique(value[present], return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    codes = np.full(len(x), -1, dtype=np.int64)
+    codes[present] = rank[inverse.reshape(-1)]
+    names = ["z" if v < 0 else str(v) for v in distinct[order].tolist()]
+    return names, codes
 
 
 def _non_negative(model: TableModel) -> bool:

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from .errors import ConfigError, InputError
 from .messages import open_regular
 
@@ -155,6 +157,19 @@ def parse_number(cell: str, where: str, name: str) -> float:
         x = math.nan
     if not math.isfinite(x):
         raise InputError(f"{where}, column {name!r}: {cell[:40]!r} is not a finite number")
+    return x
+
+
+def parse_numbers(cells: Sequence[str], ids: Sequence[str], name: str) -> np.ndarray:
+    """The cells of a column as floats (n,), as `parse_number` reads each, in bulk: NaN where
+    a cell is empty; the first cell that is not a finite number is the InputError."""
+    try:
+        x = np.fromiter(map(float, [c or "nan" for c in cells]), np.float64, len(cells))
+    except ValueError:
+        x = None
+    if x is None or int(np.count_nonzero(~np.isfinite(x))) != cells.count(""):
+        # a cell that is not a number, or a literal nan or inf: found and named one by one
+        x = np.array([parse_number(c, w, name) for c, w in zip(cells, ids)], dtype=np.float64)
     return x
 
 
