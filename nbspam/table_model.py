@@ -344,8 +344,16 @@ def choose_kinds(table: Table, settings: TableSettings, path: str) -> dict[str, 
 
 
 def fit_table(table: Table, settings: TableSettings, path: str = "the table") -> TableModel:
-    """Train a TableModel on a table: kinds (`choose_kinds`), bin edges for the continuous
-    columns with --bins, then every row added (`add_rows`)."""
+    """Train a TableModel on a table: its columns (`empty_model`), then every row added
+    (`add_rows`)."""
+    model = empty_model(table, settings, path)
+    add_rows(model, table, +1)
+    return model
+
+
+def empty_model(table: Table, settings: TableSettings, path: str = "the table") -> TableModel:
+    """The TableModel of a table with no row counted yet: its labels, the kinds of its
+    columns (`choose_kinds`) and the bin edges of the continuous columns with --bins."""
     if not table.has(settings.label_column):
         raise InputError(
             f"{path}: no label column {settings.label_column!r} (columns: "
@@ -376,14 +384,7 @@ def fit_table(table: Table, settings: TableSettings, path: str = "the table") ->
         columns.append(column)
     C = len(labels)
     for column in columns:
-        if column.kind == "gaussian":
-            column.stats = col.Gaussian.empty(C)
-        elif column.kind == "bernoulli":
-            column.stats = col.Categorical.empty(C, ["0", "1"])
-        elif column.kind == "categorical":
-            column.stats = col.Categorical.empty(C)
-        elif column.kind == "text":
-            column.stats = TextStats([0] * C, {})
+        column.stats = empty_stats(column.kind, C)
     model = TableModel(
         labels=labels,
         class_count=[0] * C,
@@ -393,7 +394,6 @@ def fit_table(table: Table, settings: TableSettings, path: str = "the table") ->
         positive=positive,
         tokenizer=settings.tokenizer,
     )
-    add_rows(model, table, +1)
     return model
 
 
@@ -406,12 +406,7 @@ def add_rows(model: TableModel, table: Table, sign: int) -> int:
     missing = [c.name for c in model.columns if c.kind != "ignore" and not table.has(c.name)]
     if missing:
         raise InputError(f"the table lacks the model's column {missing[0]!r}")
-    y = table.column(model.label_column)
-    for label in set(y) - {""}:
-        if label not in model.labels:
-            raise InputError(f"label {label!r} is not one of the model's {list(model.labels)}")
-    index = {label: c for c, label in enumerate(model.labels)}
-    ys = np.array([index.get(v, -1) for v in y], dtype=np.int64)
+    ys = classes_of(model, table)
     if not (ys >= 0).all():
         table = subset(table, np.flatnonzero(ys >= 0))
         ys = ys[ys >= 0]
@@ -423,6 +418,16 @@ def add_rows(model: TableModel, table: Table, sign: int) -> int:
     if sign < 0 and not _non_negative(model):
         raise InputError("these rows were not all learned by the model: nothing forgotten")
     return len(ys)
+
+
+def classes_of(model: TableModel, table: Table) -> np.ndarray:
+    """Each row's class as its place among the model's labels (n,), -1 where it has none."""
+    y = table.column(model.label_column)
+    for label in set(y) - {""}:
+        if label not in model.labels:
+            raise InputError(f"label {label!r} is not one of the model's {list(model.labels)}")
+    index = {label: c for c, label in enumerate(model.labels)}
+    return np.array([index.get(v, -1) for v in y], dtype=np.int64)
 
 
 def column_counts(
@@ -454,15 +459,37 @@ def column_counts(
         if name not in stats.index and (sign < 0 or stats.fixed):
             i = int(np.flatnonzero(codes == names.index(name))[0])
             raise InputError(f"{table.ids[i]}: {column.name}={name!r} was never learned")
+    return stats.combine(category_counts(names, codes, ys, C), sign)
+
+
+def category_counts(names: list[str], codes: np.ndarray, ys: np.ndarray, C: int) -> Any:
+    """The `columns.Categorical` of rows of categories ``codes`` (places in ``names``, -1
+    missing) and classes ``ys``."""
     ok = codes >= 0
     K = len(names)
     counts = np.bincount(ys[ok] * K + codes[ok], minlength=C * K).reshape(C, K)
-    return stats.combine(col.Categorical(names, counts.tolist()), sign)
+    return col.Categorical(names, counts.tolist())
+
+
+def empty_stats(kind: str, classes: int) -> Any:
+    """The statistics of a column of this kind with no row counted."""
+    if kind == "gaussian":
+        return col.Gaussian.empty(classes)
+    if kind == "bernoulli":
+        return col.Categorical.empty(classes, ["0", "1"])
+    if kind == "categorical":
+        return col.Categorical.empty(classes)
+    if kind == "text":
+        return TextStats([0] * classes, {})
+    return None
 
 
 def column_numbers(column: Column, table: Table) -> np.ndarray:
     """A numeric column's cells as floats (NaN missing), each read as `parse_number` does."""
-    return parse_numbers(table.column(column.name), table.ids, column.name)
+    name = column.name
+    return table.cached(
+        ("numbers", name), lambda: parse_numbers(table.column(name), table.ids, name)
+    )
 
 
 def column_categories(column: Column, table: Table) -> tuple[list[str], np.ndarray]:
@@ -479,7 +506,11 @@ def column_categories(column: Column, table: Table) -> tuple[list[str], np.ndarr
             del names[j]
             codes = np.where(codes == j, -1, codes - (codes > j))
         return names, codes
-    x = column_numbers(column, table)
+    return number_categories(column, column_numbers(column, table))
+
+
+def number_categories(column: Column, x: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """`column_categories` of a Bernoulli or binned column from its numbers x (NaN missing)."""
     if column.kind == "bernoulli":
         value = (x > 0).astype(np.int64)
     else:
@@ -541,8 +572,7 @@ def update_table_file(path: str, table: Table, sign: int, label: str | None = No
 
 
 def subset(table: Table, rows: Iterable[int]) -> Table:
-    rows = list(rows)
-    return Table(table.names, [table.rows[i] for i in rows], [table.ids[i] for i in rows])
+    return table.subset(list(rows))
 
 
 # --------------------------------------------------------------------------------------------

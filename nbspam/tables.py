@@ -45,16 +45,39 @@ class Table:
     ids: list[str]
     where: dict[str, int] = field(init=False, repr=False, compare=False)
     """Each name's place among the names (found in constant time, however many columns)."""
+    cache: dict[Any, Any] = field(init=False, repr=False, compare=False)
+    """Columns already taken out of the rows, and read as numbers (`cached`): each is read
+    once however many models are fitted on the table and its parts (`subset`)."""
 
     def __post_init__(self) -> None:
         self.where = {name: j for j, name in enumerate(self.names)}
+        self.cache = {}
 
     def has(self, name: str) -> bool:
         return name in self.where
 
     def column(self, name: str) -> list[str]:
-        j = self.where[name]
-        return [row[j] for row in self.rows]
+        def take() -> list[str]:
+            j = self.where[name]
+            return [row[j] for row in self.rows]
+
+        return self.cached(name, take)
+
+    def cached(self, key: Any, make: Any) -> Any:
+        """``make()``, made once per key: a list or an array of one value per row."""
+        if key not in self.cache:
+            self.cache[key] = make()
+        return self.cache[key]
+
+    def subset(self, rows: Sequence[int]) -> Table:
+        """The table of these rows (places, in this order), with what was cached of them."""
+        part = Table(self.names, [self.rows[i] for i in rows], [self.ids[i] for i in rows])
+        index = np.asarray(rows, dtype=np.int64)
+        for key, values in self.cache.items():
+            part.cache[key] = (
+                values[index] if isinstance(values, np.ndarray) else [values[i] for i in rows]
+            )
+        return part
 
 
 def _open_table(path: str) -> int:

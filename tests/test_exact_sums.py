@@ -5,10 +5,12 @@ far apart, many values of one exponent."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nbspam import columns as col
+from nbspam.tables import Table
 
 AWKWARD = st.one_of(
     st.floats(-col.MAX_VALUE, col.MAX_VALUE, allow_nan=False, allow_subnormal=True),
@@ -66,3 +68,50 @@ def test_gaussian_of_is_learning_each_value():
     for v, c in zip(x.tolist(), y.tolist()):
         one.add(c, v)
     assert col.Gaussian.of(x, y, 2) == one
+
+
+# --------------------------------------------------------------------------------------------
+# The folds' statistics shared by auto's candidates: each fold's model is that fitted on the
+# other folds, exactly
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kinds, bins",
+    [
+        ({"size": "gaussian"}, None),
+        ({"size": "binned", "flag": "bernoulli"}, None),
+        ({"size": "gaussian"}, 3),
+        ({"size": "bernoulli", "flag": "categorical"}, None),
+    ],
+)
+def test_each_folds_model_is_the_model_of_the_other_folds(kinds, bins):
+    from nbspam.table_model import TableSettings, fit_table, subset
+    from nbspam.table_training import FoldStatistics, stratified_folds_of
+    from tests.test_tables import mixed_table
+
+    table = mixed_table(n=120)
+    table.rows[3][-1] = ""  # a row without a label: in no fold, in every fold's bin edges
+    table.rows[5][1] = "purple"  # a category of one row: gone from the model of 4 folds
+    table.rows[8][0] = "0.0"
+    table = Table(table.names, table.rows, table.ids)
+    settings = TableSettings(kinds=kinds, bins=bins)
+    y = np.array(table.column("label"), dtype=object)
+    fold = stratified_folds_of(y)
+    shared = FoldStatistics(table, fold)
+    for k in range(5):
+        got = shared.model(settings, k, "t")
+        want = fit_table(subset(table, np.flatnonzero(fold != k)), settings, "t")
+        assert got.class_count == want.class_count
+        for a, b in zip(got.columns, want.columns):
+            assert (a.name, a.kind, a.edges, a.zero_bin) == (b.name, b.kind, b.edges, b.zero_bin)
+            if a.kind == "gaussian":
+                assert a.stats == b.stats
+            elif a.kind in ("categorical", "bernoulli"):
+                assert sorted(zip(a.stats.categories, zip(*a.stats.counts))) == sorted(
+                    zip(b.stats.categories, zip(*b.stats.counts))
+                )
+            elif a.kind == "text":
+                assert a.stats == b.stats
+        test = subset(table, np.flatnonzero(fold == k))
+        assert (got.joint_log_likelihood(test) == want.joint_log_likelihood(test)).all()
