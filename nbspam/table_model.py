@@ -262,7 +262,7 @@ def _categorical_log_likelihood(
     if unseen is not None and (where[:-1] < 0).any():
         seen = np.bincount(codes[codes >= 0], minlength=len(names)).tolist()
         for name, k, n in zip(names, where.tolist(), seen):
-            if k < 0:
+            if k < 0 and n:
                 unseen[(column.name, name)] += n
     logp = np.concatenate([logp, np.zeros((logp.shape[0], 1))], axis=1)  # -1: adds nothing
     return logp[:, j].T
@@ -422,12 +422,14 @@ def add_rows(model: TableModel, table: Table, sign: int) -> int:
 
 def classes_of(model: TableModel, table: Table) -> np.ndarray:
     """Each row's class as its place among the model's labels (n,), -1 where it has none."""
-    y = table.column(model.label_column)
-    for label in set(y) - {""}:
-        if label not in model.labels:
+    names, codes = table_categories(table, model.label_column)
+    present = np.bincount(codes[codes >= 0], minlength=len(names)).tolist()
+    for label, n in zip(names, present):
+        if n and label not in model.labels:
             raise InputError(f"label {label!r} is not one of the model's {list(model.labels)}")
-    index = {label: c for c, label in enumerate(model.labels)}
-    return np.array([index.get(v, -1) for v in y], dtype=np.int64)
+    where = {label: c for c, label in enumerate(model.labels)}
+    index = np.array([where.get(v, -1) for v in names] + [-1], dtype=np.int64)
+    return index[codes]
 
 
 def column_counts(
@@ -455,9 +457,10 @@ def column_counts(
         ok = ~np.isnan(x)
         return stats.combine(col.Gaussian.of(x[ok], ys[ok], C), sign)
     names, codes = column_categories(column, table)
-    for name in names:
-        if name not in stats.index and (sign < 0 or stats.fixed):
-            i = int(np.flatnonzero(codes == names.index(name))[0])
+    present = np.bincount(codes[codes >= 0], minlength=len(names)).tolist()
+    for j, name in enumerate(names):
+        if present[j] and name not in stats.index and (sign < 0 or stats.fixed):
+            i = int(np.flatnonzero(codes == j)[0])
             raise InputError(f"{table.ids[i]}: {column.name}={name!r} was never learned")
     return stats.combine(category_counts(names, codes, ys, C), sign)
 
@@ -497,16 +500,25 @@ def column_categories(column: Column, table: Table) -> tuple[list[str], np.ndarr
     as its place among them (-1 missing)), the categories as `Column.value` gives them:
     the cells of a categorical column, '0'/'1' of a Bernoulli one, the bins of a binned one."""
     if column.kind == "categorical" and column.edges is None:
-        seen: dict[str, int] = {}
-        codes = np.array([seen.setdefault(v, len(seen)) for v in table.column(column.name)])
-        codes = codes.astype(np.int64).reshape(-1)
-        names = list(seen)
-        if "" in seen:
-            j = seen[""]
-            del names[j]
-            codes = np.where(codes == j, -1, codes - (codes > j))
-        return names, codes
+        return table_categories(table, column.name)
     return number_categories(column, column_numbers(column, table))
+
+
+def table_categories(table: Table, name: str) -> tuple[list[str], np.ndarray]:
+    """The distinct cells of a column but '' in order of first appearance, and each row's
+    place among them (-1 where empty). Cached on the table, so that a part of the table
+    keeps the categories of the whole (some perhaps in none of its rows)."""
+    if ("codes", name) in table.cache:
+        return table.cache[("categories", name)], table.cache[("codes", name)]
+    seen: dict[str, int] = {}
+    codes = np.array([seen.setdefault(v, len(seen)) for v in table.column(name)], dtype=np.int64)
+    names = list(seen)
+    if "" in seen:
+        j = seen[""]
+        del names[j]
+        codes = np.where(codes == j, -1, codes - (codes > j))
+    table.cache[("categories", name)], table.cache[("codes", name)] = names, codes
+    return names, codes
 
 
 def number_categories(column: Column, x: np.ndarray) -> tuple[list[str], np.ndarray]:

@@ -61,7 +61,7 @@ class Table:
             j = self.where[name]
             return [row[j] for row in self.rows]
 
-        return self.cached(name, take)
+        return self.cached(("column", name), take)
 
     def cached(self, key: Any, make: Any) -> Any:
         """``make()``, made once per key: a list or an array of one value per row."""
@@ -74,9 +74,12 @@ class Table:
         part = Table(self.names, [self.rows[i] for i in rows], [self.ids[i] for i in rows])
         index = np.asarray(rows, dtype=np.int64)
         for key, values in self.cache.items():
-            part.cache[key] = (
-                values[index] if isinstance(values, np.ndarray) else [values[i] for i in rows]
-            )
+            if isinstance(values, np.ndarray):
+                part.cache[key] = values[index]
+            elif key[0] == "categories":  # of the whole table, not one per row
+                part.cache[key] = values
+            else:
+                part.cache[key] = [values[i] for i in rows]
         return part
 
 
@@ -106,13 +109,14 @@ def read_table(path: str) -> Table:
             start = reader.line_num + 1
             for row in reader:
                 line, start = start, reader.line_num + 1
-                if not any(cell.strip() for cell in row):
+                cells = [cell.strip() for cell in row]
+                if not any(cells):
                     continue
                 if len(row) != len(names):
                     raise InputError(
                         f"{path}#{line}: {len(row)} cells, but the header names {len(names)}"
                     )
-                rows.append([cell.strip() for cell in row])
+                rows.append(cells)
                 ids.append(f"{path}#{line}")
             return Table(names, rows, ids)
     except OSError as exc:
