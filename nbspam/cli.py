@@ -150,6 +150,38 @@ def model_option(f):
     )(f)
 
 
+def user_options(f):
+    """--user NAME and --user-models TEMPLATE: a user's layer over the site model."""
+    f = click.option(
+        "--user-models",
+        "user_models",
+        metavar="TEMPLATE",
+        envvar="NBSPAM_USER_MODELS",
+        help="Where users' layers are: a path whose file name holds %u, the user name "
+        "(e.g. /var/lib/nbspam/users/%u.nbj; or $NBSPAM_USER_MODELS). Its folder must belong "
+        "to root or to you.",
+    )(f)
+    return click.option(
+        "--user",
+        metavar="NAME",
+        help="Use NAME's layer over the model (see --user-models): learn and forget change "
+        "only that layer, predict and filter score with the model plus the layer.",
+    )(f)
+
+
+def _layer(user: str | None, user_models: str | None) -> str | None:
+    """The layer file of --user by --user-models, or None without --user."""
+    if user is None:
+        if user_models is not None:
+            raise click.UsageError("--user-models needs --user")
+        return None
+    if user_models is None:
+        raise click.UsageError("--user needs --user-models TEMPLATE (or $NBSPAM_USER_MODELS)")
+    from .layers import layer_path
+
+    return layer_path(user_models, user)
+
+
 def autolearn_options(when: str):
     """--autolearn-spam and --autolearn-ham, the thresholds of autolearn on the calibrated
     probability; ``when`` names the option that uses them."""
@@ -420,16 +452,16 @@ _TRAIN_OPTIONS = [
     ),
     click.option(
         "--target-fpr",
-        type=float,
-        help="Choose the spam cutoff for this ham false-positive rate (e.g. 0.001), with no unsure band.",
+        metavar="RATE|none",
+        help="The ham false-positive rate the spam cutoff holds out of sample: its upper bound at 80% confidence, plus a margin for drift; the ham cutoff by --cost-fn and --cost-unsure below it. 'none': the cutoffs of least cost. [default: 0.001]",
     ),
     click.option(
         "--cost-fp",
         type=float,
-        help="Cost of a false positive when choosing cutoffs by cost. [default: 15]",
+        help="Cost of a false positive when choosing cutoffs by cost (--target-fpr none). [default: 15]",
     ),
     click.option("--cost-fn", type=float, help="Cost of a false negative. [default: 1]"),
-    click.option("--cost-unsure", type=float, help="Cost of an unsure verdict. [default: 0.2]"),
+    click.option("--cost-unsure", type=float, help="Cost of an unsure verdict. [default: 0.5]"),
     click.option(
         "--cutoffs",
         metavar="HAM,SPAM",
@@ -715,8 +747,11 @@ def _listed(files_from, null: bool) -> Iterator[str]:
 @MESSAGE_FORMATS
 @jobs_option
 @engine_options
+@user_options
 def predict(
     model_path: str,
+    user: str | None,
+    user_models: str | None,
     paths: tuple[str, ...],
     files_from,
     null: bool,
@@ -747,12 +782,16 @@ def predict(
     from . import render
     from .container import is_table_model
 
+    layer = _layer(user, user_models)
     if is_table_model(model_path):
-        if engine == "dask":
-            raise NbspamError("--engine dask scores messages, not rows of a typed table")
+        if engine == "dask" or layer is not None:
+            option = "--engine dask" if engine == "dask" else "--user"
+            raise NbspamError(f"{option} scores messages, not rows of a typed table")
         _predict_table(model_path, (p for p, _ in _paths(paths, files_from, null)), fmt)
         return
-    if files_from is None and paths in ((), ("-",)):
+    if layer is not None and engine == "dask":
+        raise NbspamError("--user scores with the local scorer: give --engine local")
+    if files_from is None and paths in ((), ("-",)) and layer is None:
         # one message on stdin (a mail filter's case): score it without numpy or scipy
         from .quick import predict_stdin
 
@@ -764,7 +803,7 @@ def predict(
     tls = (tls_ca_file, tls_cert, tls_key)
     _check_engine(engine, scheduler, tls)
     report = Reporter("scored")
-    scorer = load_scorer(model_path)
+    scorer = load_scorer(model_path, layer)
     listed = _paths(paths, files_from, null, literal_paths)
     messages = read_inputs(listed, report.problems, follow_links=follow_links)
     if engine == "dask":
@@ -1223,8 +1262,11 @@ def _move_option(kind: str, what: str):
 )
 @autolearn_options("--autolearn")
 @jobs_option
+@user_options
 def filter_mail(
     model_path: str,
+    user: str | None,
+    user_models: str | None,
     paths: tuple[str, ...],
     exit_status: bool,
     move_spam: str | None,
@@ -1280,15 +1322,24 @@ def filter_mail(
     from .filtering import Autolearn
 
     learner = Autolearn(autolearn_spam, autolearn_ham) if autolearn else None
+    layer = _layer(user, user_models)
     if not paths:
         misuse = f"{', '.join(batch_only)}: for folders only, give PATHs" if batch_only else None
         from .filtering import filter_stdin
 
         sys.exit(
-            filter_stdin(model_path, exit_status=exit_status, misuse=misuse, autolearn=learner)
+            filter_stdin(
+                model_path,
+                exit_status=exit_status,
+                misuse=misuse,
+                autolearn=learner,
+                layer=layer,
+            )
         )
     if exit_status:
         raise click.UsageError("--exit-status is for one message on stdin (no PATH)")
+    if layer is not None:
+        raise click.UsageError("--user is for one message on stdin (no PATH)")
     from .filtering import filter_folders, report_writer
     from .mailstore import default_state_path
     from .quick import load_scorer
@@ -1349,10 +1400,13 @@ def filter_mail(
 @click.argument("paths", nargs=-1, metavar="[PATH]...")
 @files_from_options
 @path_options
+@user_options
 def learn(
     model_path: str,
     label: str,
     new_label: bool,
+    user: str | None,
+    user_models: str | None,
     paths: tuple[str, ...],
     files_from,
     null: bool,
@@ -1363,8 +1417,11 @@ def learn(
 
     A message the model already learned under this label is left alone; one learned under
     another label has its counts moved. The result equals training on all the messages at
-    once. Concurrent updates of one model wait for each other; readers never see half a
-    file. PATHs are read as by 'predict' ('-' or none: one message on stdin).
+    once. The change is appended to the model's journal (MODEL.journal), in time that
+    does not grow with the model, and on disk before learn ends; every reader applies it,
+    and a journal past 1 MiB is folded into the model ('nbspam compact'). Concurrent updates
+    of one model wait for each other. With --user, the change goes to that user's layer
+    only. PATHs are read as by 'predict' ('-' or none: one message on stdin).
 
     \b
     Example:
@@ -1372,27 +1429,22 @@ def learn(
       nbspam learn -m spam.nbm --label ham ~/Maildir/.Ham/cur
     """
     from .container import is_table_model
-    from .update import learn as learn_messages
-    from .update import update_model_file
+    from .journal import learn as learn_messages
 
     listed = list(_paths(paths, files_from, null, literal_paths))
     given = [path for path, _ in listed] if paths or files_from is not None else []
-    check_outputs([("-m", model_path, "the model")], _inputs(given))
+    layer = _layer(user, user_models)
+    check_outputs(
+        [("-m", model_path, "the model"), ("--user", layer, "the user's layer")], _inputs(given)
+    )
     if is_table_model(model_path):
+        if layer is not None:
+            raise NbspamError("--user is for models of messages, not of typed tables")
         _update_table(model_path, given, +1, label)
         return
     report = Reporter("learned")
     messages = read_inputs(listed, report.problems, follow_links=follow_links)
-
-    def change(model):
-        if label not in model.labels and not new_label:
-            raise NbspamError(
-                f"{model_path} has no label {label!r} (its labels: {', '.join(model.labels)}); "
-                f"give --new-label to add one"
-            )
-        return learn_messages(model, messages, label)
-
-    _, change = update_model_file(model_path, change)
+    change = learn_messages(model_path, messages, label, layer=layer, new_label=new_label)
     status = report.finish()
     click.echo(
         f"learned {change.learned + change.relabelled:,} message(s) as {label} "
@@ -1407,8 +1459,11 @@ def learn(
 @click.argument("paths", nargs=-1, metavar="[PATH]...")
 @files_from_options
 @path_options
+@user_options
 def forget(
     model_path: str,
+    user: str | None,
+    user_models: str | None,
     paths: tuple[str, ...],
     files_from,
     null: bool,
@@ -1420,30 +1475,56 @@ def forget(
     The result equals training without them. A message the model never learned is
     reported and skipped (exit status 3). If 'nbspam prune' expired digests of the model,
     a message it does not remember may have been learned: it is refused (one line, exit
-    status 1) and nothing is forgotten.
+    status 1) and nothing is forgotten. Written through the journal, as 'learn' is; with
+    --user, into that user's layer only.
 
     \b
     Example:
       nbspam forget -m spam.nbm wrongly-learned.eml
     """
     from .container import is_table_model
-    from .update import forget as forget_messages
-    from .update import update_model_file
+    from .journal import forget as forget_messages
 
     listed = list(_paths(paths, files_from, null, literal_paths))
     given = [path for path, _ in listed] if paths or files_from is not None else []
-    check_outputs([("-m", model_path, "the model")], _inputs(given))
+    layer = _layer(user, user_models)
+    check_outputs(
+        [("-m", model_path, "the model"), ("--user", layer, "the user's layer")], _inputs(given)
+    )
     if is_table_model(model_path):
+        if layer is not None:
+            raise NbspamError("--user is for models of messages, not of typed tables")
         _update_table(model_path, given, -1, None)
         return
     report = Reporter("forgot")
     messages = read_inputs(listed, report.problems, follow_links=follow_links)
-    _, change = update_model_file(model_path, lambda m: forget_messages(m, messages))
+    change = forget_messages(model_path, messages, layer=layer)
     for name in change.unknown:
         report.problems.skip(name, "not learned by this model, nothing to forget")
     status = report.finish()
     click.echo(f"forgot {change.forgotten:,} message(s)", err=True)
     sys.exit(status)
+
+
+@cli.command()
+@model_option
+def compact(model_path: str) -> None:
+    """Fold the model's journal (MODEL.journal) into the model file.
+
+    'learn', 'forget' and 'sync' append to the journal instead of rewriting the model, and
+    fold it themselves once it passes 1 MiB. Folding rewrites the model atomically with the
+    journal's changes, then removes the journal; the model's counts are the same before and
+    after. Until then, scoring one message reads the whole model instead of its scoring
+    table, so compact after a batch of corrections keeps filtering quick.
+
+    \b
+    Example:
+      nbspam compact -m spam.nbm
+    """
+    from .journal import compact as compact_model
+
+    folded = compact_model(model_path)
+    click.echo(f"folded {folded:,} journal record(s) into {model_path}", err=True)
 
 
 def _date(value: str | None) -> int | None:
@@ -1765,6 +1846,160 @@ def info(model_path: str, fmt: str) -> None:
     header, model = read_header(model_path), load_model(model_path)
     for line in model_info(model_path, header, model, fmt, sizes=part_sizes(model_path)):
         emit(line)
+
+
+@cli.command()
+@model_option
+@click.option(
+    "--listen",
+    "listen",
+    multiple=True,
+    metavar="PROTOCOL:unix:PATH|PROTOCOL:inet:HOST:PORT",
+    help="Where to listen and which protocol (spamd or milter); repeat for several "
+    "[default: spamd:unix:/run/nbspam/spamd.sock]. Sockets passed by systemd (LISTEN_FDS) "
+    "replace these.",
+)
+@click.option(
+    "--user-models",
+    metavar="TEMPLATE",
+    help="Path of each user's own model, with {user} in the file name "
+    "(/var/lib/nbspam/users/{user}.nbm); the user is spamc's -u or the milter recipient's "
+    "local part; a user without a file gets the site model (-m).",
+)
+@click.option(
+    "--socket-mode",
+    default="660",
+    show_default=True,
+    metavar="OCTAL",
+    help="Permissions of the Unix sockets the server makes.",
+)
+@click.option("--socket-group", metavar="GROUP", help="Group of the Unix sockets (e.g. postfix).")
+@click.option(
+    "--allow",
+    multiple=True,
+    metavar="ADDRESS[/BITS]",
+    help="Client addresses a TCP listener accepts; repeat for several "
+    "[default: 127.0.0.1 and ::1].",
+)
+@click.option(
+    "--max-size",
+    type=click.IntRange(min=1),
+    default=10 << 20,
+    show_default=True,
+    metavar="BYTES",
+    help="Largest message: spamd refuses a larger one (EX_TOOBIG, spamc passes it on "
+    "unscored); milter scores its first BYTES.",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(min=1),
+    default=256,
+    show_default=True,
+    help="Connections served at once; more are closed at once.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0.1),
+    default=30.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Time for a whole spamd request (or one milter packet) to arrive; a slower client "
+    "is cut off. Also how long SIGTERM waits for messages under way.",
+)
+@click.option(
+    "--idle-timeout",
+    type=click.FloatRange(min=0.1),
+    default=300.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Time a milter connection may wait between packets.",
+)
+@click.option(
+    "--allow-tell",
+    is_flag=True,
+    help="Take TELL requests (spamc -L spam|ham|forget): learn and forget in the model file.",
+)
+@click.option(
+    "--milter-action",
+    "milter_actions",
+    multiple=True,
+    metavar="VERDICT=ACTION",
+    help="What milter does with a verdict (spam, unsure, ham) beside the header: reject "
+    "(550 5.7.1) or quarantine (Postfix's hold queue); repeat for several [default: header].",
+)
+@click.option("--syslog", is_flag=True, help="Log to syslog (facility mail) instead of stderr.")
+@click.option(
+    "--check",
+    "check_only",
+    is_flag=True,
+    help="Check the configuration and the model, print it and exit (0 if it can serve).",
+)
+def serve(
+    model_path: str,
+    listen: tuple[str, ...],
+    user_models: str | None,
+    socket_mode: str,
+    socket_group: str | None,
+    allow: tuple[str, ...],
+    max_size: int,
+    max_connections: int,
+    timeout: float,
+    idle_timeout: float,
+    allow_tell: bool,
+    milter_actions: tuple[str, ...],
+    syslog: bool,
+    check_only: bool,
+) -> None:
+    """Score mail as a resident server: spamd (spamc, Exim) and milter (Postfix, Sendmail).
+
+    The model stays loaded, so a message costs a millisecond, not a process. Verdicts are
+    'predict's, the header is 'filter's, spamc -R shows 'explain'; a model replaced on disk
+    (train, learn, sync, restore, prune) is read again before the next message, and on
+    SIGHUP; SIGTERM finishes the messages under way and exits. One line a message is
+    logged: id, user, verdict, log-odds, milliseconds. See docs/serving.md.
+
+    \b
+    Example:
+      nbspam serve -m spam.nbm --listen spamd:unix:/run/nbspam/spamd.sock
+      spamc -U /run/nbspam/spamd.sock -c < message.eml   # exit status 1: spam
+      nbspam serve -m spam.nbm --listen milter:inet:127.0.0.1:11332 --milter-action spam=reject
+      nbspam serve -m spam.nbm --check
+    """
+    from .serve.server import DEFAULT_ALLOW, DEFAULT_LISTEN, Config, Listener, check
+    from .serve.server import serve as run
+
+    try:
+        mode = int(socket_mode, 8)
+    except ValueError:
+        raise click.BadParameter(
+            f"{socket_mode!r} is not octal", param_hint="--socket-mode"
+        ) from None
+    actions = {}
+    for spec in milter_actions:
+        verdict, _, action = spec.partition("=")
+        actions[verdict] = action
+    config = Config(
+        model=model_path,
+        user_models=user_models,
+        listen=[Listener.parse(spec) for spec in listen or (DEFAULT_LISTEN,)],
+        socket_mode=mode,
+        socket_group=socket_group,
+        allow=list(allow or DEFAULT_ALLOW),
+        max_size=max_size,
+        max_connections=max_connections,
+        timeout=timeout,
+        idle_timeout=idle_timeout,
+        allow_tell=allow_tell,
+        milter_actions=actions,
+        syslog=syslog,
+    )
+    lines = check(config)
+    if check_only:
+        for line in lines:
+            emit(line)
+        emit("configuration OK")
+        return
+    run(config)
 
 
 def main() -> None:

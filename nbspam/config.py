@@ -120,10 +120,13 @@ class TrainConfig:
     positive: str | None = None
     calibrate: bool = True
     folds: int = 5
-    target_fpr: float | None = None
+    # the false-positive rate the spam cutoff is chosen to hold out of sample; None: the
+    # cutoffs of least cost (cost_fp, cost_fn, cost_unsure); cost_fn and cost_unsure also
+    # place the ham cutoff below a spam cutoff chosen for the target
+    target_fpr: float | None = 0.001
     cost_fp: float = 15.0
     cost_fn: float = 1.0
-    cost_unsure: float = 0.2
+    cost_unsure: float = 0.5
     cutoffs: tuple[float, float] | None = None
     # the fisher event model (Robinson's f(w) and Fisher's combining): bogofilter's x and
     # min_dev; its s is 0.0178, but 0.1 ranks better on all three development corpora
@@ -269,7 +272,7 @@ def _check(key: str, value: Any) -> Any:
             raise ConfigError(f"setting {key} must be {what}, not {value!r}")
         return number
     if key == "target_fpr":
-        if value is None:
+        if value is None or value == "none":
             return None
         number = _number(key, value, low=0.0)
         if not 0.0 <= number < 1.0:

@@ -59,6 +59,8 @@ class Container:
 
     header: dict[str, Any]
     views: dict[str, tuple[memoryview, str, tuple[int, ...]]]
+    fingerprint: tuple[int, int] = (0, 0)
+    """(size, stored CRC-32) of the file: what a `journal` beside it is bound to."""
 
     def view(self, name: str) -> memoryview:
         """The bytes of blob ``name``."""
@@ -90,6 +92,10 @@ def write(path: str | os.PathLike[str], header: dict[str, Any], blobs: dict[str,
         crc = zlib.crc32(part, crc)
     parts.append(struct.pack("<I", crc))
     write_file(path, parts)
+    # a journal beside the file it replaces belongs to that file: its records are in this
+    # one (a fold), or this one replaces them (train -o, restore)
+    real = target(path)
+    real.with_name(real.name + ".journal").unlink(missing_ok=True)
 
 
 def read(path: str | os.PathLike[str]) -> Container:
@@ -197,7 +203,66 @@ def _read(path: str | os.PathLike[str], f: Any, size: int) -> Container:
         name: (whole[start + offset : start + offset + nbytes], dtype, shape)
         for name, (dtype, shape, offset, nbytes) in table.items()
     }
-    return Container(header, views)
+    return Container(header, views, (expected, struct.unpack("<I", whole[-_DIGEST:])[0]))
+
+
+def open_mapped(path: str | os.PathLike[str]) -> Container:
+    """The container at ``path`` memory-mapped, its checksum NOT verified: what a writer
+    that appends to the model's `journal` reads, in time that does not grow with the model
+    (its header, and a binary search of its digests). Sizes and layout are checked as by
+    `read`; the file's readers verify the checksum."""
+    import mmap
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise ModelFileError(f"cannot read model file {path}: {exc.strerror or exc}") from None
+    try:
+        size = os.fstat(fd).st_size
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ModelFileError(f"cannot read model file {path}: not a regular file")
+        prefix = os.pread(fd, _PREFIX.size, 0)
+        if len(prefix) < _PREFIX.size or not prefix.startswith(MAGIC):
+            raise ModelFileError(f"{path} is not an nbspam model file")
+        _, version, head_len = _PREFIX.unpack(prefix)
+        if version > FORMAT_VERSION or head_len > MAX_HEADER:
+            raise ModelFileError(f"{path} is not a model this nbspam {__version__} reads")
+        try:
+            header = json.loads(os.pread(fd, head_len, _PREFIX.size), parse_constant=_no_constant)
+            table, length = _layout(header.get("arrays"))
+        except (ValueError, RecursionError, AttributeError):
+            raise invalid(path, "the header is not a valid JSON object") from None
+        start = _aligned(_PREFIX.size + head_len)
+        if size != start + length + _DIGEST:
+            raise ModelFileError(f"{path} is truncated or corrupt (its size)")
+        whole = memoryview(mmap.mmap(fd, size, prot=mmap.PROT_READ))
+    except OSError as exc:
+        raise ModelFileError(f"cannot read model file {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    views = {
+        name: (whole[start + offset : start + offset + nbytes], dtype, shape)
+        for name, (dtype, shape, offset, nbytes) in table.items()
+    }
+    crc = struct.unpack("<I", whole[-_DIGEST:])[0]
+    return Container(header, views, (size, crc))
+
+
+def fingerprint(path: str | os.PathLike[str]) -> tuple[int, int] | None:
+    """(size, stored CRC-32) of the model file at ``path`` now, or None if it cannot be
+    read: two reads of the end of the file, whatever its size."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        tail = os.pread(fd, _DIGEST, size - _DIGEST) if size >= _DIGEST else b""
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return (size, struct.unpack("<I", tail)[0]) if len(tail) == _DIGEST else None
 
 
 def _layout(arrays: Any) -> tuple[dict[str, tuple[str, tuple[int, ...], int, int]], int]:

@@ -75,18 +75,35 @@ def verdict(
 
 
 def calibrated_probability(
-    calibration: tuple[float, float] | None, log_odds: float
+    calibration: tuple[float, float] | None,
+    log_odds: float,
+    cutoffs: tuple[float, float] | None = None,
 ) -> float | None:
-    """Platt scaling 1 / (1 + exp(-(a * s + b))), computed without overflow; None without
-    a calibration."""
+    """The calibrated probability of the positive label: Platt scaling
+    1 / (1 + exp(-(a * s + b))), computed without overflow, held on the side of its verdict
+    (`verdict` at ``cutoffs``): at most 1/2 for a negative verdict, at least 1/2 for a
+    positive one, as it is for unsure. None without a calibration.
+
+    The verdict comes from the cutoffs, chosen for a bound on the false-positive rate; the
+    Platt curve is fitted on all the scores at once and may cross 1/2 elsewhere. Where they
+    disagree the verdict wins, so no message is called spam with a probability of spam
+    below 1/2. Each piece is non-decreasing in ``log_odds`` and the bands are ordered, so
+    the probability stays monotone."""
     if calibration is None:
         return None
     a, b = calibration
     z = a * log_odds + b
     if z >= 0:
-        return 1.0 / (1.0 + math.exp(-z))
-    e = math.exp(z)
-    return e / (1.0 + e)
+        p = 1.0 / (1.0 + math.exp(-z))
+    else:
+        e = math.exp(z)
+        p = e / (1.0 + e)
+    side = verdict(log_odds, cutoffs, "+", "-")
+    if side == "+":
+        return max(p, 0.5)
+    if side == "-":
+        return min(p, 0.5)
+    return p
 
 
 def log_posterior_two(log_odds: float, positive: int) -> list[float]:
@@ -129,5 +146,5 @@ def prediction(
         probabilities=probabilities,
         log_odds=log_odds,
         verdict=verdict(log_odds, cutoffs, positive, negative),
-        calibrated=calibrated_probability(calibration, log_odds),
+        calibrated=calibrated_probability(calibration, log_odds, cutoffs),
     )

@@ -51,6 +51,11 @@ class UnsafeFileError(NbspamError):
     before anything is written."""
 
 
+class ServeError(NbspamError):
+    """`nbspam serve` refuses a configuration or a request: a bad user name, a listener it
+    cannot open, a model that cannot serve."""
+
+
 class FilterError(NbspamError):
     """Mail cannot be filtered as asked: a multi-class model, an mbox, an unusable folder."""
 

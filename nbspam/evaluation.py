@@ -22,11 +22,10 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from . import metrics
 from .config import AUTO, Settings, TokenizerConfig
 from .counting import count_chunks
 from .crossval import Scores, Tokenized, score_split, stratified_split, subset, training_rows
-from .decision import Rule, verdict
+from .decision import Rule, calibrated_probability, verdict
 from .errors import ConfigError, InputError, NbspamError, os_error_message
 from .headers import message_digest, message_time
 from .messages import Message
@@ -278,7 +277,10 @@ def with_decision_rules(scores: Scores, rules: dict[int, Rule]) -> Scores:
             for x in log_odds[test_rows].tolist()
         ]
         if rule.calibration is not None:
-            calibrated[test_rows] = metrics.apply_platt(log_odds[test_rows], *rule.calibration)
+            calibrated[test_rows] = [
+                calibrated_probability(rule.calibration, x, rule.cutoffs)
+                for x in log_odds[test_rows].tolist()
+            ]
     if all(rule.calibration is None for rule in rules.values()):
         calibrated = None  # every training part was too small for an internal CV
     return dataclasses.replace(

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import naive_bayes as nb
+from .decision import verdict
 from .errors import NbspamError
 from .fisher import log_chi2_sf
 from .forms import FisherForm
@@ -46,7 +47,11 @@ class Contribution:
 
 @dataclass(frozen=True)
 class MessageExplanation:
-    """A message's log-odds of ``positive`` against ``negative`` as bias + contributions."""
+    """A message's log-odds of ``positive`` against ``negative`` as bias + contributions.
+
+    ``verdict`` is what `predict` says (`decision.verdict` at the model's ``cutoffs``: the
+    negative label, 'unsure' or the positive label; for more classes the label); ``label``
+    is the Bayes decision (log-odds > 0)."""
 
     id: str
     label: str
@@ -56,6 +61,8 @@ class MessageExplanation:
     bias: float
     contributions: tuple[Contribution, ...]
     unknown_tokens: int
+    verdict: str = ""
+    cutoffs: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -86,6 +93,8 @@ class FisherExplanation:
     log_h: float
     log_s: float
     unknown_tokens: int
+    verdict: str = ""
+    cutoffs: tuple[float, float] | None = None
 
 
 def count_kind(model: Model) -> str:
@@ -154,15 +163,22 @@ def explain_message(
     if log_odds is None:
         log_odds = bias + float(np.dot(f, w[row.indices]))
     known = sum(1 for t in tokens if t in sc.index.ids)
+    if model.is_binary:
+        label = verdict(log_odds, None, model.labels[pos], model.labels[neg])
+        said = verdict(log_odds, model.cutoffs, model.labels[pos], model.labels[neg])
+    else:
+        label = said = model.labels[pos]
     return MessageExplanation(
         id=message_id,
-        label=model.labels[pos] if log_odds > 0 or not model.is_binary else model.labels[neg],
+        label=label,
         positive=model.labels[pos],
         negative=model.labels[neg],
         log_odds=float(log_odds),
         bias=bias,
         contributions=tuple(contributions),
         unknown_tokens=len(tokens) - known,
+        verdict=said,
+        cutoffs=model.cutoffs if model.is_binary else None,
     )
 
 
@@ -191,7 +207,9 @@ def _explain_fisher(
     known = sum(1 for t in tokens if t in model.form.index.ids)
     return FisherExplanation(
         id=message_id,
-        label=positive if log_odds > 0 else negative,
+        label=verdict(log_odds, None, positive, negative),
+        verdict=verdict(log_odds, model.cutoffs, positive, negative),
+        cutoffs=model.cutoffs,
         positive=positive,
         negative=negative,
         log_odds=log_odds,

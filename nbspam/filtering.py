@@ -124,21 +124,16 @@ class Autolearn:
         return None
 
 
-def learn_confident(model_path: str, confident: list[Message]) -> int:
-    """Learn the labelled ``confident`` messages into the model file, under its lock, each
-    unless the model learned it before (under either label); the number learned."""
-    if not confident:
-        return 0
-    from .update import learn, seen_map, update_model_file
+def learn_confident(model_path: str, confident: list[Message], layer: str | None = None) -> int:
+    """Learn the labelled ``confident`` messages into the model file (through its journal,
+    under its lock), or into the user ``layer`` over it, each unless it was learned before
+    (under either label); the number learned."""
+    from .journal import learn
 
-    def change(model: Any) -> tuple[Any, int]:
-        seen = seen_map(model)
-        new = [m for m in confident if message_digest(m.data) not in seen]
-        for label in sorted({m.label for m in new}):
-            model, _ = learn(model, [m for m in new if m.label == label], label)
-        return model, len(new)
-
-    return update_model_file(model_path, change)[1]
+    return sum(
+        learn(model_path, [m], m.label, layer=layer, new_label=True, only_new=True).learned
+        for m in confident
+    )
 
 
 def filter_stdin(
@@ -147,6 +142,7 @@ def filter_stdin(
     exit_status: bool,
     misuse: str | None = None,
     autolearn: Autolearn | None = None,
+    layer: str | None = None,
 ) -> int:
     """Pass the message on stdin to stdout with its verdict header; return the exit status.
 
@@ -161,7 +157,8 @@ def filter_stdin(
 
     With ``autolearn`` a message scored with enough confidence is then learned into the
     model (`Autolearn`, `learn_confident`); if that fails the message has still come out,
-    and the error is reported as any other.
+    and the error is reported as any other. With ``layer`` it is scored with that user
+    layer over the model (`layers`), and learned into the layer.
     """
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     data = stdin.read(MAX_MESSAGE_BYTES + 1)
@@ -173,7 +170,7 @@ def filter_stdin(
     output, kind, error, learned = data, None, misuse, None
     if error is None:
         try:
-            output, kind, prediction, labels, positive = _filter_one(model_path, data)
+            output, kind, prediction, labels, positive = _filter_one(model_path, data, layer)
             if autolearn is not None and positive is not None:
                 label = autolearn.label(prediction, labels, positive)
                 if label is not None:
@@ -188,7 +185,7 @@ def filter_stdin(
     stdout.flush()
     if learned is not None:
         try:
-            learn_confident(model_path, [learned])
+            learn_confident(model_path, [learned], layer)
         except Exception as exc:
             error = f"autolearn: {_one_line_error(exc)}"
     if error is not None:
@@ -213,7 +210,7 @@ def filter_single(model_path: str, data: bytes) -> tuple[bytes, str]:
 
 
 def _filter_one(
-    model_path: str, data: bytes
+    model_path: str, data: bytes, layer: str | None = None
 ) -> tuple[bytes, str, Prediction, tuple[str, ...], str | None]:
     """`filter_single`'s (message, kind), then the prediction, the model's labels and its
     positive label."""
@@ -221,12 +218,25 @@ def _filter_one(
         raise InputError(f"{BINARY}: passed on unscored")
     from .quick import load_scorer
 
-    scorer = load_scorer(model_path)
+    scorer = load_scorer(model_path, layer)
+    output, kind, prediction = filter_with(scorer, data)
+    return output, kind, prediction, tuple(scorer.labels), scorer.positive
+
+
+def filter_with(
+    scorer: TableScorer | ModelScorer, data: bytes, message_id: str = "-"
+) -> tuple[bytes, str, Prediction]:
+    """(the message with its verdict header, 'spam' / 'ham' / 'unsure', the prediction) for
+    one message scored by a loaded ``scorer`` on its first `MAX_MESSAGE_BYTES`: what
+    `filter_single` does, for a caller that keeps the scorer (`nbspam serve`). Raises
+    on binary data and on a model that is not two-class."""
+    if is_binary(data):
+        raise InputError(f"{BINARY}: passed on unscored")
     require_two_classes(scorer.labels)
-    prediction = scorer.predict("-", data[:MAX_MESSAGE_BYTES])
+    prediction = scorer.predict(message_id, data[:MAX_MESSAGE_BYTES])
     kind = verdict_kind(prediction.verdict, scorer.positive)
     output = add_status_header(data, status_value(prediction))
-    return output, kind, prediction, tuple(scorer.labels), scorer.positive
+    return output, kind, prediction
 
 
 # -- finding the messages ---------------------------------------------------------------------

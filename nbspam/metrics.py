@@ -12,9 +12,11 @@ __all__ = [
     "apply_platt",
     "brier_score",
     "choose_cutoffs_by_cost",
+    "choose_cutoffs_for_bound",
     "choose_cutoffs_for_fpr",
     "confusion_matrix",
     "fit_platt",
+    "fpr_upper_bound",
     "log_loss",
     "matthews_corrcoef",
     "precision_recall_f1",
@@ -633,6 +635,62 @@ def choose_cutoffs_for_fpr(scores: Any, is_positive: Any, target_fpr: float) -> 
     fpr = (n_neg - neg_below) / n_neg  # non-increasing in the cutoff
     first = int(np.flatnonzero(fpr <= target_fpr)[0])  # exists: fpr(+inf) = 0
     return float(cutoffs[first])
+
+
+def fpr_upper_bound(false_positives: Any, ham: int, confidence: float) -> np.ndarray:
+    """The one-sided Clopper–Pearson upper bound on a rate seen as k of n: the p with
+    P(Binomial(n, p) <= k) = 1 - confidence, i.e. the ``confidence`` quantile of
+    Beta(k + 1, n - k); 1 where k = n. Elementwise over ``false_positives`` (k), shape kept.
+
+    For k = 0 it is 1 - (1 - confidence)^(1/n), about 3/n at 95%.
+    """
+    from scipy.special import betaincinv  # the quantile of a Beta; scipy.stats loads numpy.ma
+
+    k = np.asarray(false_positives, dtype=np.float64)
+    if ham <= 0:
+        raise ValueError("no negative (ham) items: the false-positive rate is undefined")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
+    inside = k < ham
+    bound = np.ones_like(k)
+    bound[inside] = betaincinv(k[inside] + 1.0, ham - k[inside], confidence)
+    return bound
+
+
+def choose_cutoffs_for_bound(
+    scores: Any,
+    is_positive: Any,
+    target_fpr: float,
+    *,
+    confidence: float = 0.95,
+    margin: float = 0.0,
+    cost_fn: float = 1.0,
+    cost_unsure: float = 0.2,
+) -> tuple[float, float]:
+    """Ham and spam cutoffs whose false-positive rate holds out of sample.
+
+    The spam cutoff is the lowest candidate (as `choose_cutoffs_for_fpr`) whose
+    `fpr_upper_bound` of k false positives among the n ham is at most ``target_fpr``, then
+    raised by ``margin`` (the drift of new mail, in log-odds). The ham cutoff is the
+    candidate at or below it of least ``cost_fn FN + cost_unsure U``, the narrowest band
+    on ties. Where the ham are too few for the bound to reach the target even with no
+    false positive (n below about 3 / target_fpr at 95%), the spam cutoff is the lowest
+    with none. Either cutoff may be infinite.
+    """
+    s = _as_scores(scores)
+    pos = _as_binary(is_positive, s.shape[0])
+    n_neg = int(pos.shape[0] - np.count_nonzero(pos))
+    cutoffs, below_all, below_pos, below_neg = _candidate_cutoffs(s, pos)
+    upper = fpr_upper_bound(n_neg - below_neg, n_neg, confidence)  # non-increasing
+    # too few ham to show the target even without a false positive: as few as they can show
+    j = int(np.flatnonzero(upper <= max(target_fpr, upper[-1]))[0])
+    spam_cut = float(cutoffs[j]) + margin
+    # the unsure band is what lies below the spam cutoff and not below the ham cutoff
+    at_spam = int(np.searchsorted(cutoffs, spam_cut, side="right")) - 1
+    below_spam = int(np.count_nonzero(s < spam_cut))
+    g = cost_fn * below_pos[: at_spam + 1] + cost_unsure * (below_spam - below_all[: at_spam + 1])
+    i = int(np.flatnonzero(g == g.min())[-1])
+    return min(float(cutoffs[i]), spam_cut), spam_cut
 
 
 def _integer_costs(costs: tuple[float, ...], n: int) -> tuple[int, ...] | None:

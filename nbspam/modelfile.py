@@ -88,9 +88,28 @@ def write_model(model: Model, path: str | os.PathLike[str]) -> None:
 
 
 def load_model(path: str | os.PathLike[str]) -> Model:
-    """Read a model file, refusing a bad one as `schema.read` and `schema.check_counts` do.
-    Never unpickles."""
-    box = schema.read(path)
+    """Read a model file with its `journal` applied, refusing a bad one as `schema.read`
+    and `schema.check_counts` do. Never unpickles."""
+    return load_journalled(path)[0]
+
+
+def load_journalled(path: str | os.PathLike[str]) -> tuple[Model, tuple[int, int], int]:
+    """(the model of the file with its `journal` applied, the fingerprint of the file the
+    journal is bound to, the number of records applied). A file replaced while it is read
+    (its journal then belongs to the new one) is read again."""
+    from . import journal
+
+    for _ in range(5):
+        box = schema.read(path)
+        contents = journal.pending(path, box.fingerprint)
+        if contents is not None or container.fingerprint(path) == box.fingerprint:
+            break
+    records = contents.records if contents is not None else []
+    return journal.apply(_model(path, box), records), box.fingerprint, len(records)
+
+
+def _model(path: str | os.PathLike[str], box: schema.ModelFile) -> Model:
+    """The Model of a checked model file (without its journal)."""
     schema.check_counts(path, box)
     _none = np.zeros(0, np.int64)  # a file written before learn times: all unknown
     arrays = {

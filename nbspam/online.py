@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from .calibration import rule_from_log_odds
 from .config import Settings
 from .counts import ClassCounts
 from .crossval import Scores, Tokenized, subset
@@ -66,6 +67,8 @@ AUTOLEARN_SPAM = 0.999
 AUTOLEARN_HAM = 0.001
 """Default: learn as ham a message whose calibrated spam probability is at most this."""
 CURVE_BLOCK = 1000
+#: The cutoffs and calibration are refitted on the running scores every this many messages.
+REFIT = 500
 """The learning curve counts errors in consecutive blocks of this many scored messages."""
 
 
@@ -337,10 +340,21 @@ def run_online(
     verdicts = np.full(n, "", dtype=object)
     learned = np.full(n, "", dtype=object)
     clock = time.perf_counter()
+    # the running scores: the warm-up's out of fold, then each message's before it is learned
+    seen_odds: list[float] = [] if choice.scores is None else _evaluated(choice.scores)
+    seen_pos: list[bool] = [] if choice.scores is None else _evaluated(choice.scores, positive)
+    refit = rule is not None and settings.training.calibrate and not settings.training.cutoffs
     for i in range(w, n):
+        if refit and i > w and (i - w) % REFIT == 0:  # as a long-running filter retrains
+            odds, pos = np.array(seen_odds), np.array(seen_pos)
+            if pos.any() and not pos.all():
+                rule = rule_from_log_odds(odds, pos, training)
+                cutoffs, calibration = rule
         s = learner.log_odds(i)
+        seen_odds.append(s)
+        seen_pos.append(data.labels[i] == positive)
         v = verdict(s, cutoffs, positive, negative)
-        p = calibrated_probability(calibration, s)
+        p = calibrated_probability(calibration, s, cutoffs)
         log_odds[i], verdicts[i] = s, v
         if p is not None:
             calibrated[i] = p
@@ -377,7 +391,14 @@ def run_online(
             f"on as train would, which fixed the event model ({training.model}) and the "
             "cutoffs"
         ),
-        "calibration": "each message scored with the cutoffs and Platt calibration train fits on the warm-up (internal cross-validation)",
+        "calibration": (
+            "the cutoffs and Platt calibration train fits on the warm-up (internal "
+            f"cross-validation), refitted every {REFIT:,} messages on the scores so far (the "
+            "warm-up's out of fold and each message's before it was learned)"
+            if refit
+            else "each message scored with the cutoffs and Platt calibration train fits on "
+            "the warm-up (internal cross-validation)"
+        ),
     }
     if policy.endswith("autolearn"):
         protocol["autolearn"] = {"spam": autolearn_spam, "ham": autolearn_ham}
@@ -446,6 +467,15 @@ def learn_label(
             return negative
         return None
     raise ConfigError(f"--learn must be one of {', '.join(POLICIES)}, not {policy!r}")
+
+
+def _evaluated(scores: Scores, positive: str | None = None) -> list:
+    """The out-of-fold log-odds of the evaluated messages, or with ``positive`` whether
+    each is of that label."""
+    mask = scores.evaluated
+    if positive is None:
+        return scores.log_odds[mask].tolist()
+    return (np.array(scores.labels, dtype=object)[mask] == positive).tolist()
 
 
 def learning_curve(

@@ -220,10 +220,17 @@ class ModelScorer:
         return score(self.model, messages, jobs=jobs)
 
 
-def load_scorer(path: str | os.PathLike[str]) -> TableScorer | ModelScorer:
+def load_scorer(
+    path: str | os.PathLike[str], layer: str | os.PathLike[str] | None = None
+) -> TableScorer | ModelScorer:
     """What scores messages with the model file at ``path``: its scoring table where it has
-    one (no numpy or scipy), else the full model. Refuses a bad file as `schema.read`
+    one and no `journal` records (no numpy or scipy), else the full model, with the user
+    layer file ``layer`` over it if given (`layers`). Refuses a bad file as `schema.read`
     does."""
+    if layer is not None:
+        from .layers import load_layered
+
+        return ModelScorer(load_layered(path, layer))
     quick = load_quick(path)
     if quick is not None:
         return quick
@@ -234,10 +241,15 @@ def load_scorer(path: str | os.PathLike[str]) -> TableScorer | ModelScorer:
 
 def load_quick(path: str | os.PathLike[str]) -> TableScorer | None:
     """The scoring table of a model file, or None where this path cannot be used (a file
-    without a table, a model of a typed table, or a big-endian machine); refuses a bad file
+    without a table, with `journal` records not folded into it yet, a model of a typed
+    table, or a big-endian machine); refuses a bad file
     as `schema.read` does."""
+    from .journal import has_records
+
     box = schema.read(path, table_model=True)
     if box is None or sys.byteorder != "little" or not box.has_scoring_table:
+        return None
+    if has_records(path, box.fingerprint):  # the table is of the file, not its journal
         return None
     return TableScorer(box, path)
 

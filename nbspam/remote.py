@@ -55,7 +55,9 @@ def url_messages(url: str, problems: Problems) -> Iterator[Message]:
     try:
         import fsspec
     except ImportError:
-        raise InputError(f"{url}: reading URLs needs fsspec: pip install fsspec (it comes with 'dask[distributed]')") from None
+        raise InputError(
+            f"{url}: reading URLs needs fsspec: pip install fsspec (it comes with 'dask[distributed]')"
+        ) from None
     try:
         files = fsspec.open_files(url, mode="rb")
     except (ImportError, ValueError) as exc:  # no back end for the protocol, a bad URL

@@ -149,7 +149,7 @@ def message_explanation(
                 ]
             )
         return
-    yield f"{e.id}: {e.label} (log-odds {e.positive} vs {e.negative}: {e.log_odds:+.4f})"
+    yield f"{e.id}: {e.verdict or e.label} (log-odds {e.positive} vs {e.negative}: {e.log_odds:+.4f}{_by_cutoffs(e)})"
     yield f"  {'contribution':>12}  {'count':>5}  {'weight':>9}  term"
     yield f"  {e.bias:>+12.4f}  {'':>5}  {'':>9}  (bias: prior and absent words)"
     for c in shown:
@@ -161,10 +161,39 @@ def message_explanation(
     yield f"  {e.log_odds:>+12.4f}  {'':>5}  {'':>9}  = log-odds ({e.unknown_tokens} tokens not in the model)"
 
 
+def _by_cutoffs(e: MessageExplanation | FisherExplanation) -> str:
+    """The cutoffs that gave an explanation's verdict and the Bayes label beside it, for the
+    first line of a two-class model's explanation ('' without cutoffs: the verdict is the
+    Bayes label)."""
+    if e.cutoffs is None:
+        return ""
+    return f"; {cutoff_text(e.negative, e.positive, e.cutoffs)}; Bayes label {e.label}"
+
+
+def fpr_text(estimate: dict[str, Any]) -> str:
+    """The false-positive rate the out-of-fold scores give at a model's cutoffs
+    (`calibration.expected_fpr`), with its upper bound and the share left unsure."""
+    try:
+        return (
+            f"{100 * estimate['fpr']:.2f}% of ham ({estimate['false_positives']:,} of "
+            f"{estimate['ham']:,} out of fold), at most {100 * estimate['fpr_upper']:.2f}% at "
+            f"{100 * estimate['confidence']:.0f}% confidence; "
+            f"{100 * estimate['unsure_rate']:.1f}% unsure"
+        )
+    except (KeyError, TypeError, ValueError):  # a model file's info is only JSON
+        return "unknown"
+
+
+def cutoff_text(negative: str, positive: str, cutoffs: tuple[float, float]) -> str:
+    """'ham below -1.234, spam from +5.678': the verdicts of a model's cutoffs."""
+    return f"{negative} below {cutoffs[0]:+.3f}, {positive} from {cutoffs[1]:+.3f}"
+
+
 def _explained(e: MessageExplanation | FisherExplanation) -> dict[str, object]:
     """What every explanation of one message says first, as JSON keys."""
     return {
         "path": e.id,
+        "verdict": e.verdict or e.label,
         "label": e.label,
         "positive": e.positive,
         "negative": e.negative,
@@ -201,8 +230,8 @@ def fisher_explanation(e: FisherExplanation, fmt: Format, top: int | None) -> It
         yield "\t".join([tsv_cell(e.id), "(sums)", "", repr(e.sum_log_f), repr(e.sum_log_not_f)])
         return
     yield (
-        f"{e.id}: {e.label} (Robinson-Fisher log-odds {e.positive} vs {e.negative}: "
-        f"{e.log_odds:+.4f}, {k} clues)"
+        f"{e.id}: {e.verdict or e.label} (Robinson-Fisher log-odds {e.positive} vs {e.negative}: "
+        f"{e.log_odds:+.4f}, {k} clues{_by_cutoffs(e)})"
     )
     yield f"  {'f':>8}  {'ln f':>9}  {'ln(1-f)':>9}  term"
     for c in shown:
@@ -343,6 +372,8 @@ def train_summary(model: Model, output: str, size: int) -> list[str]:
                 f"cutoffs: {model.labels[model.negative_index]} below {ham_cut:+.3f}, "
                 f"{model.training.positive} from {spam_cut:+.3f} log-odds, unsure between"
             )
+            if "cutoffs" in model.info:
+                lines.append(f"expected false positives: {fpr_text(model.info['cutoffs'])}")
         if model.calibration is not None:
             lines.append("calibration: Platt scaling fitted by internal cross-validation")
     lines.append(f"wrote {output} ({size / 1e6:.1f} MB)")
@@ -401,9 +432,11 @@ def model_info(
         lines.append(
             "cutoffs:    none (the Bayes decision, no unsure band)"
             if model.cutoffs is None
-            else f"cutoffs:    {negative} below {model.cutoffs[0]:+.3f}, {model.training.positive} "
-            f"from {model.cutoffs[1]:+.3f} log-odds, unsure between"
+            else f"cutoffs:    {cutoff_text(negative, model.training.positive, model.cutoffs)} "
+            "log-odds, unsure between"
         )
+        if model.cutoffs is not None and isinstance(model.info.get("cutoffs"), dict):
+            lines.append(f"expected:   {fpr_text(model.info['cutoffs'])}")
         if model.calibration is not None:
             a, b = model.calibration
             lines.append(
@@ -424,7 +457,7 @@ def model_info(
         if key in ("pruned", "expired") and type(count) is int:
             what = "terms dropped" if key == "pruned" else "digests expired"
             lines.append(f"{key + ':':<11} {count:,} {what}, last on {value.get('last')}")
-        elif key != "auto":
+        elif key not in ("auto", "cutoffs"):
             lines.append(f"{key + ':':<11} {value}")
     if pruned:
         lines.append(f"inexact:    {summary['inexact']}")

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import metrics
 from .crossval import Scores
-from .decision import UNSURE, verdict
+from .decision import UNSURE, calibrated_probability, verdict
 from .errors import ConfigError, InputError
 from .evaluation import CALIBRATION_PROTOCOL
 
@@ -82,7 +82,7 @@ def report(
         if held_out is not None and np.isnan(held_out).any():
             held_out = None  # some training part was too small to calibrate
         how = scores.protocol.get("calibration", CALIBRATION_PROTOCOL)
-        out["calibration"] = _calibration(odds, pos, raw, held_out, calibration, how)
+        out["calibration"] = _calibration(odds, pos, raw, held_out, calibration, how, cutoffs)
     return out
 
 
@@ -93,7 +93,9 @@ def predicted_labels(scores: Scores) -> np.ndarray:
     """
     classes = np.array(scores.classes, dtype=object)
     if scores.log_odds is not None and scores.positive is not None:
-        return np.where(scores.log_odds > 0, scores.positive, scores.negative).astype(object)
+        positive, negative = scores.positive, scores.negative
+        odds = scores.log_odds.tolist()  # the Bayes decision: `decision.verdict` without cutoffs
+        return np.array([verdict(o, None, positive, negative) for o in odds], dtype=object)
     return classes[np.nan_to_num(scores.log_posterior, nan=-np.inf).argmax(axis=1)]
 
 
@@ -189,6 +191,7 @@ def _calibration(
     held_out: np.ndarray | None,
     calibration: tuple[float, float] | None,
     held_out_how: str = CALIBRATION_PROTOCOL,
+    cutoffs: tuple[float, float] | None = None,
 ) -> dict[str, Any]:
     """Brier score, log loss and reliability table of the raw and the calibrated probability.
 
@@ -199,7 +202,9 @@ def _calibration(
     if held_out is not None:
         calibrated, how = held_out, held_out_how
     elif calibration is not None:
-        calibrated = metrics.apply_platt(odds, *calibration)
+        calibrated = np.array(  # as predict gives it: held on the side of its verdict
+            [calibrated_probability(calibration, o, cutoffs) for o in odds.tolist()]
+        )
         how = "the given Platt parameters, applied to the evaluated scores (not held out)"
     else:
         calibrated, how = None, None

@@ -168,6 +168,7 @@ def create_temporary(folder: str | os.PathLike[str], name: str) -> tuple[int, st
 def file_kind(mode: int) -> str:
     """What a file that is not a regular file is, for an error message."""
     kinds = [
+        (stat.S_ISLNK, "it is a symbolic link"),
         (stat.S_ISDIR, "it is a folder"),
         (stat.S_ISFIFO, "it is a FIFO"),
         (stat.S_ISSOCK, "it is a socket"),

@@ -78,6 +78,7 @@ class ModelFile:
         "cutoffs",
         "calibration",
         "info",
+        "fingerprint",
     )
 
     def __init__(
@@ -94,6 +95,7 @@ class ModelFile:
         self.header, self.views, self.labels = header, views, labels
         self.tokenizer, self.training = tokenizer, train
         self.cutoffs, self.calibration, self.info = cutoffs, calibration, info
+        self.fingerprint = (0, 0)
 
     @property
     def has_scoring_table(self) -> bool:
@@ -165,7 +167,20 @@ def check_counts(path: str | os.PathLike[str], box: ModelFile) -> None:
             raise container.invalid(path, f"{name} holds a number that is not finite")
 
 
-def _checked(box: container.Container) -> ModelFile:
+def mapped(path: str | os.PathLike[str]) -> ModelFile:
+    """The model file at ``path`` memory-mapped (`container.open_mapped`), its header and
+    the shapes of its arrays checked, in time that does not grow with the model: what a
+    writer of its `journal` reads. Its checksum and values are checked by its readers."""
+    box = container.open_mapped(path)
+    if "table" in box.header:
+        raise ModelFileError(f"{path} is a model of a typed table, which has no journal")
+    try:
+        return _checked(box, values=False)
+    except (ValueError, ConfigError) as exc:
+        raise container.invalid(path, str(exc)) from None
+
+
+def _checked(box: container.Container, *, values: bool = True) -> ModelFile:
     header = box.header
     missing = [key for key, required in _HEADER.items() if required and key not in header]
     if missing:
@@ -201,7 +216,9 @@ def _checked(box: container.Container) -> ModelFile:
     elif "score" in header:
         raise ValueError("the header has a score but the file no scoring table")
     checked = ModelFile(header, box.views, labels, tokenizer, train, cutoffs, calibration, info)
-    _check_values(checked, binary)
+    checked.fingerprint = box.fingerprint
+    if values:
+        _check_values(checked, binary)
     return checked
 
 

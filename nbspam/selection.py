@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -75,6 +75,8 @@ class Choice:
     chosen: str | None = None
     messages: int = 0
     folds: int = 0
+    #: the out-of-fold scores of the chosen settings (None where nothing was cross-validated)
+    scores: Scores | None = field(default=None, compare=False, repr=False)
 
     def info(self) -> dict[str, Any]:
         """The record of the choice a model keeps (``info["auto"]``): the chosen candidate
@@ -170,7 +172,7 @@ def internal_cv(data: Tokenized, settings: Settings, totals: ClassCounts | None 
         if not binary:
             return Choice(cfg, None)
         scores = cross_validate_matrix(data, settings, folds=folds, totals=totals)
-        return Choice(cfg, rule_from_scores(scores, cfg))
+        return Choice(cfg, rule_from_scores(scores, cfg), scores=scores)
     return choose(data, settings, totals, folds=folds, binary=binary)
 
 
@@ -216,7 +218,7 @@ def choose(
             best, name = result, f"{first} {candidate.name}"
     _, training, scores = best
     rule = rule_from_scores(scores, training) if binary else None
-    return Choice(training, rule, tuple(tried), name, len(data.labels), folds)
+    return Choice(training, rule, tuple(tried), name, len(data.labels), folds, scores)
 
 
 def pooled_auc(scores: Scores) -> float:

@@ -47,7 +47,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import messages
 from .container import write_file
@@ -227,73 +227,83 @@ def sync(
     """Learn what is new or moved in ``folders`` (``LABEL=FOLDER`` each) into the model at
     ``model_path``, under its lock, and record it in the state file at ``state_path``.
     ``follow_links``: as for `list_folders`."""
+    from .journal import writing
     from .lock import model_lock
-    from .modelfile import load_model, remove_leftovers, save_model
-    from .update import Learner, expired_count
+    from .modelfile import load_journalled, remove_leftovers
+    from .update import Learner
 
     with model_lock(model_path):
         remove_leftovers(model_path)
-        model = load_model(model_path)
+        model, base, _ = load_journalled(model_path)
         found = list_folders(
             parse_folders(folders, model.labels), problems, follow_links=follow_links
         )
         state = load_state(state_path)
-        learner = Learner(model)
-        expired = expired_count(model)
-        kept, stale = checked_entries(state, found, learner.seen, expired)
-        if stale:
-            problems.note(
-                f"{stale:,} message(s) in the sync state are not in the model as sync learned "
-                "them (it was retrained or restored, or learn or forget changed them): "
-                "reading them again"
-            )
-        # digest -> (label, key) of every message in the folders known so far
-        where = {bytes.fromhex(d): (label, key) for key, (label, d, _) in kept.items()}
-        todo = sorted((path, label, key) for key, (path, label) in found.items() if key not in kept)
-        done: Counter[str] = Counter()
-        # key -> (label, digest, the digest it replaced, outcome) of each message learned
-        learned: dict[str, tuple[str, bytes, bytes | None, str]] = {}
-        clashed: set[bytes] = set()
-        opened = 0
-        for path, label, key in todo:
-            try:
-                data = messages.read_bytes(path)
-            except FileNotFoundError:  # moved or deleted since the listing: next run
-                continue
-            except OSError as exc:
-                problems.skip(path, os_reason(exc))
-                continue
-            message = checked_message(path, data, problems, len(data))
-            if message is None:
-                continue
-            opened += 1
-            digest = message_digest(message.data)
-            other = where.get(digest)
-            if digest in clashed or (other is not None and other[0] != label):
-                problems.skip(path, _COPIES)
-                if digest not in clashed:  # the other copy too is left as the model had it
-                    clashed.add(digest)
-                    problems.skip(found[other[1]][0], _COPIES)
-                    kept.pop(other[1], None)
-                    if other[1] in learned:
-                        _undo(learner, message, learned.pop(other[1]), done)
-                continue
-            where[digest] = (label, key)
-            replaced = _changed_since(state, key, digest, where, learner.seen)
-            if replaced is not None:
-                learner.replace(message, replaced)
-            outcome = learner.learn(message, label, digest)
-            outcome += ":" + label if outcome == "learned" else ""
-            done[outcome] += 1
-            learned[key] = (label, digest, replaced, outcome)
-        if learner.changed:
-            save_model(learner.result(), model_path)
-        for key, (label, digest, _, _) in learned.items():
-            kept[key] = (label, digest.hex(), False)
-        gone = sum(1 for key in state.entries if key not in found)
-        save_state(state_path, SyncState(kept, expired), model=model_path)
+        with writing(model_path, base) as journal:
+            report = _learn_folders(model, found, state, problems, Learner(model, journal))
+        save_state(state_path, report.pop("state"), model=model_path)
+    return SyncReport(**report)
+
+
+def _learn_folders(
+    model: Any, found: dict, state: SyncState, problems: Problems, learner: Any
+) -> dict[str, Any]:
+    """Learn what is new or moved in the ``found`` messages by ``learner``: the fields of a
+    `SyncReport`, and the new state (``state``)."""
+    from .update import expired_count
+
+    expired = expired_count(model)
+    kept, stale = checked_entries(state, found, learner.seen, expired)
+    if stale:
+        problems.note(
+            f"{stale:,} message(s) in the sync state are not in the model as sync learned "
+            "them (it was retrained or restored, or learn or forget changed them): "
+            "reading them again"
+        )
+    # digest -> (label, key) of every message in the folders known so far
+    where = {bytes.fromhex(d): (label, key) for key, (label, d, _) in kept.items()}
+    todo = sorted((path, label, key) for key, (path, label) in found.items() if key not in kept)
+    done: Counter[str] = Counter()
+    # key -> (label, digest, the digest it replaced, outcome) of each message learned
+    learned: dict[str, tuple[str, bytes, bytes | None, str]] = {}
+    clashed: set[bytes] = set()
+    opened = 0
+    for path, label, key in todo:
+        try:
+            data = messages.read_bytes(path)
+        except FileNotFoundError:  # moved or deleted since the listing: next run
+            continue
+        except OSError as exc:
+            problems.skip(path, os_reason(exc))
+            continue
+        message = checked_message(path, data, problems, len(data))
+        if message is None:
+            continue
+        opened += 1
+        digest = message_digest(message.data)
+        other = where.get(digest)
+        if digest in clashed or (other is not None and other[0] != label):
+            problems.skip(path, _COPIES)
+            if digest not in clashed:  # the other copy too is left as the model had it
+                clashed.add(digest)
+                problems.skip(found[other[1]][0], _COPIES)
+                kept.pop(other[1], None)
+                if other[1] in learned:
+                    _undo(learner, message, learned.pop(other[1]), done)
+            continue
+        where[digest] = (label, key)
+        replaced = _changed_since(state, key, digest, where, learner.seen)
+        if replaced is not None:
+            learner.replace(message, replaced)
+        outcome = learner.learn(message, label, digest)
+        outcome += ":" + label if outcome == "learned" else ""
+        done[outcome] += 1
+        learned[key] = (label, digest, replaced, outcome)
+    for key, (label, digest, _, _) in learned.items():
+        kept[key] = (label, digest.hex(), False)
+    gone = sum(1 for key in state.entries if key not in found)
     labels = sorted({label for label, _, _, _ in learned.values()})
-    return SyncReport(
+    return dict(
         found=len(found),
         opened=opened,
         learned={label: done["learned:" + label] for label in labels},
@@ -301,6 +311,7 @@ def sync(
         unchanged=done["unchanged"],
         gone=gone,
         stale=stale,
+        state=SyncState(kept, expired),
     )
 
 

@@ -47,6 +47,7 @@ def decide(model: Model, rows: Rows | None, settings: Settings) -> Model:
     """The fitted model with auto's choice and the decision rule: from an internal
     cross-validation of the count rows ``rows`` kept while fitting, or without them only
     the cutoffs given in the settings. (`train`, and `cluster.train` after its reduce.)"""
+    from .calibration import expected_fpr
     from .crossval import Tokenized
     from .selection import internal_cv
 
@@ -64,6 +65,8 @@ def decide(model: Model, rows: Rows | None, settings: Settings) -> Model:
         info["auto"] = choice.info()
     if cfg.calibrate and choice.rule is not None:
         cutoffs, calibration = choice.rule
+        if cutoffs is not None and choice.scores is not None:
+            info["cutoffs"] = expected_fpr(choice.scores, cutoffs)
     else:
         calibration = None
     return dataclasses.replace(

@@ -19,6 +19,7 @@ from .config import Settings
 from .counts import ClassCounts
 from .errors import NbspamError, TrainingError
 from .headers import message_digest
+from .journal import Change, Record, Writer, expired_note, terms_of  # noqa: F401  (re-exported)
 from .messages import Message
 from .model import UNKNOWN_TIME, CountTable, Model, _now, from_counts
 from .parallel import CHUNK
@@ -26,21 +27,11 @@ from .parallel import CHUNK
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class Change:
-    """What an update did: messages newly learned, relabelled, forgotten, already known."""
-
-    learned: int = 0
-    relabelled: int = 0
-    forgotten: int = 0
-    unchanged: int = 0
-    unknown: list[str] = dataclasses.field(default_factory=list)
-
-
 def update_model_file(path: str, change: Callable[[Model], tuple[Model, T]]) -> tuple[Model, T]:
     """Apply ``change`` (Model -> (changed Model, what it did)) to the model file at ``path``
     under its lock: concurrent updates wait for each other, and the file is replaced whole
     (leftovers of a writer that was killed are removed first)."""
+    from .journal import discard
     from .lock import model_lock
     from .modelfile import load_model, remove_leftovers, save_model
 
@@ -48,6 +39,7 @@ def update_model_file(path: str, change: Callable[[Model], tuple[Model, T]]) -> 
         remove_leftovers(path)
         model, result = change(load_model(path))
         save_model(model, path)
+        discard(path)  # its records are in the model now
     return model, result
 
 
@@ -83,10 +75,13 @@ class Learner:
     """Learn and forget messages one at a time, keeping their counts, not their bytes: they
     are tokenized and counted a chunk at a time (`parallel.CHUNK` messages or `CHUNK_BYTES`),
     so memory is bounded by the model and one chunk, whatever the number of messages.
-    `result` gives the model with every change applied, exactly as `learn` and `forget`."""
+    `result` gives the model with every change applied, exactly as `learn` and `forget`.
+    With a ``journal`` (`journal.Writer`) each change is appended to it as a record instead
+    (and `result` is not used): the model file's readers apply them."""
 
-    def __init__(self, model: Model) -> None:
+    def __init__(self, model: Model, journal: Writer | None = None) -> None:
         self.model = model
+        self.journal = journal
         self.seen, self.times = seen_map(model), times_map(model)
         self._was = dict(self.seen), dict(self.times)
         self._now = int(time.time())
@@ -112,8 +107,8 @@ class Learner:
         message count is exact, its term counts off by what the change added or removed
         (never below zero)."""
         if digest in self.seen:
-            self._set(message, digest, None)
             self._clip = True
+            self._set(message, digest, None)
 
     def undo(self, message: Message, digest: bytes | None = None) -> None:
         """Give ``message`` back the label (or absence) it had in the model at the start."""
@@ -127,6 +122,13 @@ class Learner:
     def _set(self, message: Message, digest: bytes, label: str | None) -> None:
         old = self.seen.pop(digest, None)
         self.times.pop(digest, None)
+        if self.journal is not None:
+            terms = terms_of(self.model.tokenizer, message.data)
+            self.journal.append(Record(digest, old, label, self._now, terms, self._clip))
+            if label is not None:
+                self.seen[digest], self.times[digest] = label, self._now
+            self.changed = True
+            return
         if old is not None:
             self._count(message, old, -1)
         if label is not None:
@@ -389,17 +391,3 @@ def expired_count(model: Model) -> int:
     expired = model.info.get("expired")
     count = expired.get("digests") if isinstance(expired, dict) else 0
     return count if type(count) is int and count > 0 else 0
-
-
-def expired_note(model: Model) -> str | None:
-    """Why a message the model does not remember may still have been learned: digests were
-    expired by prune (how many, and when last), or None if none ever were."""
-    expired = model.info.get("expired")
-    if not isinstance(expired, dict) or not expired.get("digests"):
-        return None
-    count = expired["digests"]
-    count = f"{count:,}" if type(count) is int else "some"  # info is free-form in a file
-    return (
-        f"prune expired {count} digest(s) of this model, last on "
-        f"{expired.get('last', 'an unknown date')}"
-    )

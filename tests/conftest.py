@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT, SAMPLE, cli_run
+from tests.helpers import ROOT, SAMPLE, cli_run, missing
 
 CORPORA = ROOT.parent / "shared" / "corpora"
 #: The options of the sample model most tests use: fixed cutoffs, so that its verdicts do
@@ -58,9 +58,7 @@ def corpus(name: str) -> Path:
     """The folder of a public corpus, or skip the test with the reason."""
     path = CORPORA / name
     if not path.is_dir():
-        pytest.skip(
-            f"corpus {name} not found at {path} (the public corpora sit beside the checkout)"
-        )
+        missing(f"corpus {name} not found at {path} (the public corpora sit beside the checkout)")
     return path
 
 

@@ -52,8 +52,13 @@ def test_train_prints_a_summary(data, tmp_path):
     assert lines[3].startswith("cutoffs: ham below ") and lines[3].endswith(
         " log-odds, unsure between"
     )
-    assert lines[4] == "calibration: Platt scaling fitted by internal cross-validation"
-    assert lines[5].startswith(f"wrote {out} (")
+    # 0 of the 4 ham out of fold: at most 1 - 0.2^(1/4) = 33.13% with 80% confidence
+    assert lines[4] == (
+        "expected false positives: 0.00% of ham (0 of 4 out of fold), at most 33.13% at 80% "
+        "confidence; 0.0% unsure"
+    )
+    assert lines[5] == "calibration: Platt scaling fitted by internal cross-validation"
+    assert lines[6].startswith(f"wrote {out} (")
     assert result.stdout == ""
 
 

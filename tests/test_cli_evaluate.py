@@ -69,7 +69,9 @@ def test_train_fits_cutoffs_and_calibration_unless_given(tmp_path):
     run("train", SAMPLE / "train", "-o", tmp_path / "c.nbm", "--no-calibrate")
     plain = load_model(tmp_path / "c.nbm")
     assert plain.cutoffs is None and plain.calibration is None
-    run("train", SAMPLE / "train", "-o", tmp_path / "d.nbm", "--target-fpr", "0.001")
+    # the default holds 0.1% of ham out of sample; none: the cutoffs of least cost
+    assert load_model(tmp_path / "a.nbm").info["cutoffs"]["fpr_upper"] > 0
+    run("train", SAMPLE / "train", "-o", tmp_path / "d.nbm", "--target-fpr", "none")
     ham_cut, spam_cut = load_model(tmp_path / "d.nbm").cutoffs
     assert ham_cut == spam_cut
 

@@ -24,7 +24,7 @@ from nbspam.model import Rows, fit_counted
 from nbspam.modelfile import load_model
 from nbspam.training import decide
 from nbspam.training import train as train_locally
-from tests.helpers import ENV, SAMPLE, assert_same_model, cli_run, nbspam_process
+from tests.helpers import ENV, SAMPLE, assert_same_model, cli_run, missing, nbspam_process
 
 SETTINGS = build_settings({})
 
@@ -90,9 +90,10 @@ def test_stride_is_the_one_rows_ends_with():
             assert stride_for(n, limit) == rows.stride, (n, limit)
 
 
-distributed = pytest.importorskip(
-    "distributed", reason="Dask is not installed: pip install 'dask[distributed]'"
-)
+try:
+    import distributed
+except ImportError:
+    missing("Dask is not installed: pip install 'dask[distributed]' (the test extra has it)")
 
 
 def test_a_tls_scheduler_needs_a_ca_and_a_certificate(tmp_path):

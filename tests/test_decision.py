@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from nbspam import naive_bayes as nb
 from nbspam.decision import (
@@ -75,3 +77,36 @@ def test_prediction_of_three_classes_takes_the_most_probable():
     p = prediction("m", ("a", "b", "c"), logs, None, positive=None, cutoffs=None, calibration=None)
     assert (p.label, p.log_odds, p.verdict, p.calibrated) == ("b", None, None, None)
     assert sum(p.probabilities) == pytest.approx(1.0)
+
+
+def test_calibrated_probability_is_held_on_the_side_of_its_verdict():
+    # Platt 1/2 at log-odds 2 (a = 0.5, b = -1); cutoffs ham below 5, spam from 6
+    cal, cut = (0.5, -1.0), (5.0, 6.0)
+    # the spam verdict from 6: Platt gives more than 1/2 there, unchanged
+    assert calibrated_probability(cal, 6.0, cut) == pytest.approx(1 / (1 + math.exp(-2)))
+    # unsure between: the Platt value itself
+    assert calibrated_probability(cal, 5.5, cut) == pytest.approx(1 / (1 + math.exp(-1.75)))
+    # the ham verdict at 4.9, where Platt says 0.81: no more than 1/2
+    assert calibrated_probability(cal, 4.9, cut) == 0.5
+    # cutoffs above Platt's 1/2 the other way: a spam verdict at -4 where Platt says 0.05
+    assert calibrated_probability(cal, -4.0, (-5.0, -4.0)) == 0.5
+    # without cutoffs, the Bayes decision: ham at 0 (Platt 0.27), spam above
+    assert calibrated_probability((1.0, 1.0), -0.5, None) == 0.5
+    assert calibrated_probability((1.0, -1.0), 0.5, None) == 0.5
+
+
+@given(
+    a=st.floats(0.0, 10.0),
+    b=st.floats(-50.0, 50.0),
+    cuts=st.tuples(st.floats(-100, 100), st.floats(-100, 100)).map(sorted),
+    xs=st.lists(st.floats(-200, 200), min_size=2, max_size=20),
+)
+def test_calibrated_probability_is_monotone_and_agrees_with_the_verdict(a, b, cuts, xs):
+    cutoffs = tuple(cuts)
+    xs = sorted(xs)
+    ps = [calibrated_probability((a, b), x, cutoffs) for x in xs]
+    assert all(p <= q for p, q in zip(ps, ps[1:]))
+    for x, p in zip(xs, ps):
+        said = verdict(x, cutoffs, "spam", "ham")
+        assert p >= 0.5 if said == "spam" else True
+        assert p <= 0.5 if said == "ham" else True

@@ -100,7 +100,9 @@ def anchors(path: Path) -> set[str]:
 
 
 def test_slugs_are_githubs():
-    assert slug("Choosing the model: `--event-model auto`") == "choosing-the-model---event-model-auto"
+    assert (
+        slug("Choosing the model: `--event-model auto`") == "choosing-the-model---event-model-auto"
+    )
     assert slug("Robinson–Fisher combining") == "robinsonfisher-combining"
     assert slug("Learning from IMAP moves: Dovecot's IMAPSieve") == (
         "learning-from-imap-moves-dovecots-imapsieve"
@@ -226,7 +228,10 @@ def test_help_and_docstrings_point_to_the_docs_page_that_holds_the_subject():
     """The README is short now: help and docstrings name the page in docs/ instead."""
     pointers = []
     for path in (ROOT / "nbspam").glob("*.py"):
-        pointers += [f"{path.name}: {m}" for m in re.findall(r"(?:see|\()the README\b|\(README\)", text(path))]
+        pointers += [
+            f"{path.name}: {m}"
+            for m in re.findall(r"(?:see|\()the README\b|\(README\)", text(path))
+        ]
         for page in re.findall(r"\bdocs/([\w-]+\.md)", text(path)):
             assert (DOCS / page).exists(), f"{path.name}: docs/{page}"
     assert not pointers, pointers

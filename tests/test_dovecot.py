@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from nbspam.modelfile import load_model
-from tests.helpers import ROOT, SAMPLE, cli_run
+from tests.helpers import ROOT, SAMPLE, cli_run, missing
 
 CONTRIB = ROOT / "contrib" / "dovecot"
 NOBODY = 65534
@@ -100,7 +100,7 @@ def python_for_nobody(pythonpath: str) -> str:
         )
         if ok.returncode == 0:
             return python
-    pytest.skip(f"the user nobody cannot run this checkout's nbspam ({ROOT} or Python unreadable)")
+    missing(f"the user nobody cannot run this checkout's nbspam ({ROOT} or Python unreadable)")
 
 
 def free_port() -> int:
@@ -110,15 +110,17 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def dovecot():
+def dovecot(request):
+    """(port, model, root) of a running Dovecot whose moves run contrib's wrapper; with the
+    parameter "layers", the wrapper learns into each user's layer in root/layers."""
     for tool in ("dovecot", "sievec", "runuser"):
         if shutil.which(tool) is None:
-            pytest.skip(
+            missing(
                 f"{tool} not found: Dovecot and Pigeonhole are needed "
                 "(apt-get install dovecot-imapd dovecot-sieve; .ci/run installs them)"
             )
     if os.geteuid() != 0:
-        pytest.skip("starting Dovecot with a test user needs root")
+        missing("starting Dovecot with a test user needs root")
     root = Path(tempfile.mkdtemp(prefix="nbspam-dovecot-", dir="/tmp"))
     os.chmod(root, 0o755)
     server = None
@@ -146,6 +148,13 @@ def dovecot():
         wrapper = (CONTRIB / "nbspam-learn").read_text()
         wrapper = wrapper.replace("/usr/local/bin/nbspam", str(launcher))
         wrapper = wrapper.replace("/var/lib/nbspam/spam.nbm", str(model))
+        if getattr(request, "param", None) == "layers":
+            (root / "home" / "layers").mkdir()
+            template = root / "home" / "layers" / "%u.nbj"
+            wrapper = wrapper.replace(
+                'NBSPAM_USER_MODELS="${NBSPAM_USER_MODELS:-}"',
+                f'NBSPAM_USER_MODELS="${{NBSPAM_USER_MODELS:-{template}}}"',
+            )
         (root / "bin" / "nbspam-learn").write_text(wrapper)
         for program in ("nbspam", "nbspam-learn"):
             os.chmod(root / "bin" / program, 0o755)
@@ -182,9 +191,8 @@ def doc_counts(model_path: Path, word: str) -> dict[str, int]:
     return dict(zip(model.labels, model.doc_count[:, column].tolist()))
 
 
-def test_moves_over_imap_are_learned_with_their_labels(dovecot):
-    port, model, root = dovecot
-    before = load_model(model).class_count.tolist()
+def move_two_messages(port: int) -> None:
+    """Into Junk one message, out of Junk another, as the user "test"."""
     imap = imaplib.IMAP4("127.0.0.1", port)
     try:
         imap.login("test", "pass")
@@ -198,9 +206,34 @@ def test_moves_over_imap_are_learned_with_their_labels(dovecot):
         assert imap.uid("MOVE", uid, "INBOX")[0] == "OK"
     finally:
         imap.logout()
+
+
+def test_moves_over_imap_are_learned_with_their_labels(dovecot):
+    port, model, root = dovecot
+    before = load_model(model).class_count.tolist()
+    move_two_messages(port)
     log = (root / "dovecot.log").read_text()
     assert doc_counts(model, "zqxintojunk") == {"ham": 0, "spam": 1}, log
     assert doc_counts(model, "zqxoutofjunk") == {"ham": 1, "spam": 0}, log
     after = load_model(model).class_count.tolist()
     assert after == [before[0] + 1, before[1] + 1]
     assert "nbspam-learn" not in log  # the wrapper says nothing when all goes well
+
+
+@pytest.mark.parametrize("dovecot", ["layers"], indirect=True)
+def test_with_user_layers_moves_train_the_users_layer_only(dovecot):
+    from nbspam.layers import layered
+
+    port, model, root = dovecot
+    site = model.read_bytes()
+    move_two_messages(port)
+    log = (root / "dovecot.log").read_text()
+    assert model.read_bytes() == site and not os.path.exists(f"{model}.journal"), log
+    layer = root / "home" / "layers" / "test.nbj"
+    assert layer.exists(), log
+    assert layer.stat().st_uid == NOBODY
+    mine = layered(load_model(model), layer)
+    column = {word: mine.terms.index(word) for word in ("zqxintojunk", "zqxoutofjunk")}
+    assert mine.doc_count[:, column["zqxintojunk"]].tolist() == [0, 1]
+    assert mine.doc_count[:, column["zqxoutofjunk"]].tolist() == [1, 0]
+    assert "nbspam-learn" not in log

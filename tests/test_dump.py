@@ -60,6 +60,7 @@ def test_a_model_after_learn_and_forget_comes_back_byte_for_byte(sample_model, t
     assert cli_run("learn", "-m", sample_model, "--label", "ham", new / "002.eml").exit_code == 0
     spam = sorted((SAMPLE / "train" / "spam").iterdir())[0]
     assert cli_run("forget", "-m", sample_model, spam).exit_code == 0
+    assert cli_run("compact", "-m", sample_model).exit_code == 0  # the journal into the file
     assert "updated" in load_model(sample_model).info
     assert restored_bytes(sample_model, tmp_path) == sample_model.read_bytes()
 

@@ -298,11 +298,16 @@ def test_choose_cutoffs_known_answer():
         ["ham", "ham", "spam", "spam", "ham", "spam", "ham"],
         fold=[0] * 6 + [-1],
     )
-    assert choose_cutoffs(scores) == (-1.5, 2.5)
+    by_cost = {"target_fpr": None, "cost_unsure": 0.2}
+    assert choose_cutoffs(scores, **by_cost) == (-1.5, 2.5)
     # equal costs: one cutoff at -1.5 makes a single error (ham 2); unsure never pays
-    assert choose_cutoffs(scores, cost_fp=1.0, cost_unsure=1.0) == (-1.5, -1.5)
-    assert choose_cutoffs(scores, target_fpr=0.0) == (2.5, 2.5)
-    assert choose_cutoffs(scores, target_fpr=1 / 3) == (-1.5, -1.5)
+    assert choose_cutoffs(scores, target_fpr=None, cost_fp=1.0, cost_unsure=1.0) == (-1.5, -1.5)
+    # the default, a bound: 3 ham cannot show 0.1% even with no false positive, so the spam
+    # cutoff is the lowest with none (2.5), raised by 4% of the ham's spread: their 99th
+    # percentile -2 + 0.98 * 4 = 1.92 less their median -2, 3.92. Below it the ham cutoff
+    # of least FN + 0.5 U: -1.5 (no spam missed, -1, 1 and 2 unsure: 1.5).
+    assert choose_cutoffs(scores) == (-1.5, pytest.approx(2.5 + 0.04 * 3.92))
+    assert choose_cutoffs(scores, target_fpr=1 / 3) == choose_cutoffs(scores)
     with pytest.raises(InputError, match="two-class"):
         choose_cutoffs(multi_class_scores())
 
@@ -575,9 +580,7 @@ def test_render_json_exact(hand_report):
 
 
 def test_plot_writes_png_and_svg(tmp_path):
-    pytest.importorskip(
-        "matplotlib", reason="matplotlib is not installed (pip install matplotlib)"
-    )
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed (pip install matplotlib)")
     from nbspam.errors import PlotError
     from nbspam.plot import plot_evaluation
 
@@ -601,7 +604,10 @@ def test_plot_without_matplotlib_says_how_to_install(tmp_path, monkeypatch):
     from nbspam.plot import plot_evaluation
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` fail
-    with pytest.raises(PlotError, match=r"needs matplotlib: pip install matplotlib \(pipx inject nbspam matplotlib under pipx\)$") as caught:
+    with pytest.raises(
+        PlotError,
+        match=r"needs matplotlib: pip install matplotlib \(pipx inject nbspam matplotlib under pipx\)$",
+    ) as caught:
         plot_evaluation(
             binary_scores(HAND_ODDS, HAND_LABELS), str(tmp_path / "e.png"), cutoffs=None
         )

@@ -3,7 +3,9 @@ and the terms that weigh most toward each class."""
 
 from __future__ import annotations
 
+import json
 import math
+import re
 
 import pytest
 
@@ -13,7 +15,7 @@ from nbspam.features import Analyzer
 from nbspam.messages import Problems, read_messages
 from nbspam.model import score
 from nbspam.modelfile import load_model
-from tests.helpers import SAMPLE
+from tests.helpers import SAMPLE, cli_run
 from tests.test_naive_bayes import TEST, textbook
 
 
@@ -100,3 +102,57 @@ def test_the_textbook_example_by_hand():
     china = 3 / 4 * (3 / 7) ** 3 * (1 / 14) ** 2
     japan = 1 / 4 * (2 / 9) ** 5
     assert e.log_odds == pytest.approx(math.log(japan / china), abs=1e-12)
+
+
+DEMO_HAM = "1778151612.M3P1311.mailhost:2,S"  # Bayes says spam (+9.04), the cutoffs ham
+
+
+@pytest.fixture(scope="module")
+def demo_model(tmp_path_factory):
+    path = tmp_path_factory.mktemp("demo") / "spam.nbm"
+    assert cli_run("train", SAMPLE / "train", "-o", path).exit_code == 0
+    return path
+
+
+def test_explain_states_the_verdict_at_the_cutoffs_first(demo_model):
+    # the demo's example: explain said "spam (log-odds +9.04)" where predict said ham
+    message = SAMPLE / "maildir" / "ham" / "cur" / DEMO_HAM
+    cutoffs = load_model(demo_model).cutoffs
+    assert cutoffs[0] > 9.04  # the cutoffs call it ham: the case in point
+    first = cli_run("explain", "-m", demo_model, "--top", "1", message).stdout.splitlines()[0]
+    assert first == (
+        f"{message}: ham (log-odds spam vs ham: +9.0399; ham below {cutoffs[0]:+.3f}, spam "
+        f"from {cutoffs[1]:+.3f}; Bayes label spam)"
+    )
+    predicted = cli_run("predict", "-m", demo_model, message).stdout
+    assert predicted.startswith(f"{message}: ham (log-odds +9.040, probability of spam 0.9999")
+
+
+def test_one_verdict_through_predict_explain_filter_and_the_api(demo_model):
+    import nbspam
+
+    files = sorted((SAMPLE / "new").iterdir()) + sorted((SAMPLE / "maildir" / "ham").glob("*/*"))
+    predicted = [
+        json.loads(line)
+        for line in cli_run("predict", "-m", demo_model, "-f", "jsonl", *files).stdout.splitlines()
+    ]
+    explained = [
+        json.loads(line)
+        for line in cli_run(
+            "explain", "-m", demo_model, "-f", "jsonl", "--top", "1", *files
+        ).stdout.splitlines()
+    ]
+    api = nbspam.load(demo_model).predict([f.read_bytes() for f in files])
+    filtered = [
+        cli_run("filter", "-m", demo_model, input=f.read_bytes()).stdout_bytes for f in files
+    ]
+    verdicts = [p["verdict"] for p in predicted]
+    assert [e["verdict"] for e in explained] == verdicts
+    assert [p.verdict for p in api] == verdicts
+    assert [re.search(rb"X-Nbspam-Status: (\w+);", f).group(1).decode() for f in filtered] == (
+        verdicts
+    )
+    assert "ham" in verdicts and "spam" in verdicts
+    assert any(e["label"] != e["verdict"] for e in explained)  # the demo's ham at +9.04
+    for p in predicted:  # no spam below 1/2, no ham above
+        assert p["calibrated"] >= 0.5 if p["verdict"] == "spam" else p["calibrated"] <= 0.5

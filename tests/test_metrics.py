@@ -337,6 +337,27 @@ HAND_SCORES = [-3.0, -2.0, -1.0, 0.5, 0.6, 0.0, 1.0, 2.0, 3.0]
 HAND_SPAM = [False] * 5 + [True] * 4
 
 
+def test_fpr_upper_bound_by_hand():
+    # k = 0: (1 - p)^n = 1 - confidence; k = n: 1; k = 1 of 2 at 80%: 1 - p^2 = 0.2
+    assert m.fpr_upper_bound(0, 10, 0.8) == pytest.approx(1 - 0.2**0.1)
+    assert m.fpr_upper_bound([0, 2], 2, 0.8).tolist() == [pytest.approx(1 - 0.2**0.5), 1.0]
+    assert m.fpr_upper_bound(1, 2, 0.8) == pytest.approx(math.sqrt(0.8))
+
+
+def test_bound_cutoff_holds_where_the_point_estimate_does_not():
+    # 2,000 ham scored 0 ... 1999 and 100 spam at 5000, a target of 0.1%: the point estimate
+    # lets the top 2 ham through (2 / 2000 = 0.1%), but 2 of 2,000 bound the rate at 0.21%
+    # with 80% confidence and 1 at 0.15%: only none (0.08%) holds: above the top ham, 1999.
+    scores = np.r_[np.arange(2000.0), np.full(100, 5000.0)]
+    spam = np.r_[np.zeros(2000, bool), np.ones(100, bool)]
+    assert m.choose_cutoffs_for_fpr(scores, spam, 0.001) == 1997.5
+    ham_cut, spam_cut = m.choose_cutoffs_for_bound(scores, spam, 0.001, confidence=0.8)
+    assert spam_cut == 3499.5  # the midpoint between 1999 and 5000
+    assert ham_cut == spam_cut  # no spam below: an unsure band would only cost
+    # a margin raises the spam cutoff; the ham below it may then be unsure or ham
+    assert m.choose_cutoffs_for_bound(scores, spam, 0.001, confidence=0.8, margin=1.0)[1] == 3500.5
+
+
 def test_fpr_cutoff_hand_computed():
     # fpr 0: the cutoff must exceed the top ham 0.6 -> 0.8
     assert m.choose_cutoffs_for_fpr(HAND_SCORES, HAND_SPAM, 0.0) == 0.8

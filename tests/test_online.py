@@ -271,3 +271,23 @@ def test_cli_online_plot(tmp_path):
     result = cli_run("evaluate", SAMPLE / "train", "--online", "--warmup", "10", "--plot", picture)
     assert result.exit_code == 0, result.stderr
     assert Path(picture).read_text().startswith("<?xml")
+
+
+def test_cutoffs_are_refitted_on_the_running_scores(monkeypatch):
+    import nbspam.online as online_module
+    from nbspam.decision import verdict
+
+    monkeypatch.setattr(online_module, "REFIT", 50)
+    messages = stream_messages(n=240, seed=5)
+    w = 40
+    result = online(messages, "all", warmup=w)
+    warm = train(messages[:w], settings()).cutoffs
+    odds, verdicts = result.scores.log_odds, result.scores.verdicts
+    # before the first refit: the warm-up's cutoffs, as train fits them
+    assert [verdict(s, warm, "spam", "ham") for s in odds[w : w + 50]] == list(verdicts[w : w + 50])
+    # after the last: the cutoffs refitted on the scores so far, which are others
+    last = (len(messages) - w - 1) // 50 * 50 + w
+    refitted = result.scores.rules[0].cutoffs
+    assert refitted != warm
+    assert [verdict(s, refitted, "spam", "ham") for s in odds[last:]] == list(verdicts[last:])
+    assert "refitted every 50 messages" in result.scores.protocol["calibration"]

@@ -207,7 +207,7 @@ def test_two_users_of_one_group_share_a_model(shared, sample_model_path):
     # the commands' lazy imports, made here: the users cannot read this interpreter's folder
     warm = shared.parent / "warm.nbm"
     shutil.copyfile(sample_model_path, warm)
-    for args in (["learn", "-l", "ham", MESSAGE], ["filter", "-j", "1", str(mail)]):
+    for args in (["learn", "-l", "ham", MESSAGE], ["filter", "-j", "1", str(mail)], ["compact"]):
         assert cli_run(args[0], "-m", warm, *args[1:]).exit_code == 0
     warm.with_name("warm.nbm.state").unlink()
 
@@ -217,10 +217,14 @@ def test_two_users_of_one_group_share_a_model(shared, sample_model_path):
         assert stderr.startswith("learned 1 message(s) as ham")
         status, stderr = as_user(user, umask, "filter", "-j", "1", "-m", model, mail)
         assert status == 0, stderr
-    for path in (model, *(Path(f"{model}{s}") for s in (".lock", ".state", ".state.lock"))):
+    sides = (".journal", ".lock", ".state", ".state.lock")
+    for path in (model, *(Path(f"{model}{s}") for s in sides)):
         stats = path.stat()
         assert (stat.S_IMODE(stats.st_mode), stats.st_gid) == (0o660, GROUP), path
-    assert model.stat().st_uid == BOB  # who replaced it last
+    status, stderr = as_user(BOB, 0o022, "compact", "-m", model)  # folds both users' learns
+    assert (status, stderr) == (0, f"folded 2 journal record(s) into {model}\n")
+    stats = model.stat()
+    assert (stat.S_IMODE(stats.st_mode), stats.st_gid, stats.st_uid) == (0o660, GROUP, BOB)
     assert len(load_model(model).seen_labels) == len(load_model(sample_model_path).seen_labels) + 2
 
 

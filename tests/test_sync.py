@@ -126,10 +126,10 @@ def test_a_rerun_opens_only_the_changed_files_of_ten_thousand(tmp_path, monkeypa
 
 
 @pytest.mark.parametrize(
-    "where", ["before the model is written", "between the model and the state"]
+    "where", ["before the journal is committed", "between the journal and the state"]
 )
 def test_a_run_killed_anywhere_loses_and_double_counts_nothing(tmp_path, monkeypatch, where):
-    import nbspam.modelfile
+    import nbspam.journal
     import nbspam.sync
 
     model, inbox, junk = mailbox(tmp_path)
@@ -145,7 +145,7 @@ def test_a_run_killed_anywhere_loses_and_double_counts_nothing(tmp_path, monkeyp
         raise Killed
 
     target = (
-        (nbspam.modelfile, "save_model")
+        (nbspam.journal.Writer, "commit")
         if where.startswith("before")
         else (nbspam.sync, "save_state")
     )

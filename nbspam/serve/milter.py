@@ -1,0 +1,230 @@
+"""The milter protocol (version 6), as Postfix (``smtpd_milters``) and Sendmail speak it.
+
+Written here, in about two hundred lines, rather than through a library: pymilter needs
+the C libmilter and its threads, and a pure-Python milter package would be a dependency
+for a protocol this small. Every packet is a 4-byte length, a command letter and its data;
+the MTA sends the envelope (RCPT), the header fields (L), the body in pieces (B) and the end
+of the message (E); the filter answers CONTINUE to each step and, at the end, its changes
+and a final ACCEPT or REJECT.
+
+At the end of a message nbspam's ``X-Nbspam-Status`` header is inserted as the first header
+(any such header the message brought is deleted), as `nbspam filter` adds it; with an
+action for the verdict, a spam (or unsure) message is also rejected with 550 5.7.1 or put in
+the MTA's quarantine (Postfix: the hold queue). The recipients choose the user model: their
+local part, where every recipient has the same one; else the site model.
+
+A message over the size limit is scored on its first ``max_size`` bytes; the rest is read
+and dropped, never held. Nothing is scored here: `scoring` does it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+import time
+
+from ..errors import NbspamError, ServeError
+from ..headers import STATUS_HEADER, status_value
+from . import scoring
+from .models import check_user
+from .scoring import Service
+
+VERSION = 6
+MAX_PACKET = 1 << 20  # a milter packet carries at most a 64 KiB piece of body
+
+# actions the filter may take (SMFIF_*) and steps it can do without (SMFIP_*)
+ADD_HEADERS, CHANGE_HEADERS, QUARANTINE = 0x01, 0x10, 0x20
+NO_CONNECT, NO_HELO, NO_MAIL, NO_UNKNOWN, NO_DATA = 0x01, 0x02, 0x04, 0x100, 0x200
+NO_REPLY = {  # no-reply flags: a step the MTA sends without waiting for an answer
+    b"L": 0x80,
+    b"R": 0x8000,
+    b"N": 0x40000,
+    b"B": 0x80000,
+}
+ANSWERED = b"CHMRTLNBU"  # steps answered with CONTINUE unless told not to
+
+ACTIONS = ("header", "reject", "quarantine")
+VERDICTS = ("spam", "unsure", "ham")
+
+
+def check_actions(actions: dict[str, str]) -> dict[str, str]:
+    """Refuse an unknown verdict or action (``--milter-action spam=reject``)."""
+    for verdict, action in actions.items():
+        if verdict not in VERDICTS or action not in ACTIONS:
+            raise ServeError(
+                f"bad --milter-action {verdict}={action}: VERDICT is spam, unsure or ham, "
+                f"ACTION header, reject or quarantine"
+            )
+    return actions
+
+
+def packet(command: bytes, data: bytes = b"") -> bytes:
+    return struct.pack(">I", len(data) + 1) + command + data
+
+
+def _strings(data: bytes) -> list[bytes]:
+    return data.split(b"\0")[:-1] if data.endswith(b"\0") else data.split(b"\0")
+
+
+class Message:
+    """The message of one SMTP transaction, as the MTA passes it."""
+
+    def __init__(self, max_size: int) -> None:
+        self.max_size = max_size
+        self.recipients: list[str] = []
+        self.parts: list[bytes] = []
+        self.size = 0
+        self.status_headers = 0  # X-Nbspam-Status fields the message brought
+
+    def add(self, data: bytes) -> None:
+        room = self.max_size - self.size
+        if room > 0:
+            self.parts.append(data[:room])
+        self.size += len(data)
+
+    def header(self, name: bytes, value: bytes) -> None:
+        if name.lower() == STATUS_HEADER.lower():
+            self.status_headers += 1
+        self.add(name + b": " + value + b"\r\n")
+
+    def user(self) -> str | None:
+        """The local part shared by every recipient, if it is a valid user name."""
+        users = {r.strip("<>").rpartition("@")[0] or r.strip("<>") for r in self.recipients}
+        if len(users) != 1:
+            return None
+        try:
+            return check_user(users.pop())
+        except ServeError:
+            return None
+
+
+async def serve_connection(
+    service: Service,
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    connection=None,
+    *,
+    timeout: float,
+    idle_timeout: float,
+    actions: dict[str, str],
+) -> None:
+    """One MTA connection: its messages one after another, until QUIT or a time-out (a
+    packet must begin within ``idle_timeout`` seconds and arrive whole within ``timeout``)."""
+    session = _Session(service, writer, actions)
+    try:
+        while True:
+            try:
+                head = await asyncio.wait_for(reader.readexactly(4), idle_timeout)
+                if connection is not None:
+                    connection.busy = True
+                (length,) = struct.unpack(">I", head)
+                if not 0 < length <= MAX_PACKET:
+                    service.log(f"milter: refused a packet of {length:,} bytes")
+                    return
+                data = await asyncio.wait_for(reader.readexactly(length), timeout)
+            except (TimeoutError, asyncio.TimeoutError):
+                service.log("milter: cut off, the MTA sent nothing in time")
+                return
+            except asyncio.IncompleteReadError:
+                return
+            if not await session.step(data[:1], data[1:]):
+                return
+            if connection is not None and session.message is None:
+                connection.busy = False
+            await asyncio.wait_for(writer.drain(), timeout)
+    except (ConnectionError, TimeoutError, asyncio.TimeoutError):
+        pass
+
+
+class _Session:
+    def __init__(self, service: Service, writer: asyncio.StreamWriter, actions: dict[str, str]):
+        self.service = service
+        self.writer = writer
+        self.actions = actions
+        self.no_reply = 0
+        self.can = 0  # the actions the MTA allows
+        self.macros: dict[str, str] = {}
+        self.message: Message | None = None
+
+    def send(self, command: bytes, data: bytes = b"") -> None:
+        self.writer.write(packet(command, data))
+
+    async def step(self, command: bytes, data: bytes) -> bool:
+        """Handle one packet; False to end the connection."""
+        if command == b"O":
+            self._negotiate(data)
+            return True
+        if command == b"D":
+            fields = _strings(data[1:])
+            for name, value in zip(fields[::2], fields[1::2]):
+                self.macros[name.decode("latin-1").strip("{}")] = value.decode("latin-1")
+            return True
+        if command == b"Q":
+            return False
+        if command in (b"A", b"K"):  # abort this message; or a new connection on this one
+            self.message = None
+            return True
+        if command == b"M":
+            self.message = Message(self.service.max_size)
+        elif command in b"RLB" and self.message is None:
+            self.message = Message(self.service.max_size)
+        if command == b"R":
+            first = _strings(data)[:1]
+            self.message.recipients.append(first[0].decode("utf-8", "replace") if first else "")
+        elif command == b"L":
+            fields = _strings(data)
+            if len(fields) >= 2:
+                self.message.header(fields[0], fields[1])
+        elif command == b"N":
+            self.message.add(b"\r\n")
+        elif command == b"B":
+            self.message.add(data)
+        elif command == b"E":
+            if self.message is None:
+                self.message = Message(self.service.max_size)
+            if data:
+                self.message.add(data)
+            self._end()
+            self.message = None
+            return True
+        if command in ANSWERED and not self.no_reply & NO_REPLY.get(command, 0):
+            self.send(b"c")
+        return True
+
+    def _negotiate(self, data: bytes) -> None:
+        version, actions, protocol = struct.unpack(">III", data[:12])
+        self.can = actions & (ADD_HEADERS | CHANGE_HEADERS | QUARANTINE)
+        skip = protocol & (NO_CONNECT | NO_HELO | NO_UNKNOWN | NO_DATA)
+        self.no_reply = protocol & sum(NO_REPLY.values())
+        self.send(b"O", struct.pack(">III", min(version, VERSION), self.can, skip | self.no_reply))
+
+    def _end(self) -> None:
+        """Score the message; send the header changes and the final answer."""
+        message = self.message
+        start = time.perf_counter()
+        message_id = self.macros.get("i") or self.service.next_id()
+        user = message.user()
+        data = b"".join(message.parts)
+        try:
+            outcome = scoring.score(self.service.models, user, data, message_id)
+        except NbspamError as error:  # passed on unchanged: the mail is not held up
+            self.service.logged(message_id, user, f"error: {error}", None, start)
+            self.send(b"a")
+            return
+        kept = "" if message.size <= message.max_size else f" (first {message.max_size:,} bytes)"
+        self.service.logged(message_id, user, outcome.kind + kept, outcome.log_odds, start)
+        action = self.actions.get(outcome.kind, "header")
+        if action == "reject":
+            self.send(
+                b"y", f"550 5.7.1 Message refused: nbspam verdict {outcome.kind}".encode() + b"\0"
+            )
+            return
+        if self.can & CHANGE_HEADERS:
+            for index in range(message.status_headers, 0, -1):
+                self.send(b"m", struct.pack(">I", index) + STATUS_HEADER + b"\0\0")
+        if self.can & ADD_HEADERS:
+            value = status_value(outcome.prediction).encode("utf-8")
+            self.send(b"i", struct.pack(">I", 0) + STATUS_HEADER + b"\0" + value + b"\0")
+        if action == "quarantine" and self.can & QUARANTINE:
+            self.send(b"q", f"nbspam verdict {outcome.kind}".encode() + b"\0")
+        self.send(b"a")

@@ -1,0 +1,118 @@
+"""What a request asks of a model, done by the library functions the commands use: the
+verdict and header of `nbspam filter` (`filtering.filter_with`, the scorer of `quick`, so the
+verdict is `nbspam predict`'s), the report of `nbspam explain` (`explain`, `render`), and
+`nbspam learn` / `nbspam forget` (`update`). The protocols only translate."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..decision import Prediction
+from ..errors import ServeError
+from ..filtering import SPAM, filter_with
+from ..messages import MAX_MESSAGE_BYTES, Message
+from .models import Loaded, Models
+
+Log = Callable[[str], None]
+
+
+@dataclass
+class Service:
+    """What every connection shares: the models, the limits, whether lessons are taken, and
+    the log of one line a message."""
+
+    models: Models
+    max_size: int = MAX_MESSAGE_BYTES
+    allow_tell: bool = False
+    log: Log = print
+    _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
+
+    def next_id(self) -> str:
+        return str(next(self._ids))
+
+    def logged(
+        self, message_id: str, user: str | None, what: str, log_odds: float | None, start: float
+    ) -> None:
+        """One line: id, user, verdict (or what was done), log-odds, milliseconds."""
+        odds = "-" if log_odds is None else f"{log_odds:+.3f}"
+        ms = (time.perf_counter() - start) * 1000
+        self.log(f"id={message_id} user={user or '-'} {what} log_odds={odds} ms={ms:.1f}")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One scored message: the model that scored it, its prediction and verdict kind
+    ('spam', 'unsure' or 'ham'), and the message with nbspam's header."""
+
+    loaded: Loaded
+    prediction: Prediction
+    kind: str
+    output: bytes
+
+    @property
+    def is_spam(self) -> bool:
+        """The yes/no of spamd and milter: the spam verdict only (unsure is not spam)."""
+        return self.kind == SPAM
+
+    @property
+    def log_odds(self) -> float:
+        return self.prediction.log_odds or 0.0
+
+    @property
+    def threshold(self) -> float:
+        """The log-odds from which a message is spam: the model's spam cutoff, or 0 for a
+        model without cutoffs (spam above 0)."""
+        cutoffs = getattr(self.loaded.scorer, "cutoffs", None)
+        if cutoffs is None:
+            cutoffs = getattr(getattr(self.loaded.scorer, "model", None), "cutoffs", None)
+        return 0.0 if cutoffs is None else cutoffs[1]
+
+
+def score(models: Models, user: str | None, data: bytes, message_id: str = "-") -> Outcome:
+    """Score one message with ``user``'s model (the site model without one)."""
+    loaded = models.get(models.model_for(user))
+    output, kind, prediction = filter_with(loaded.scorer, data, message_id)
+    return Outcome(loaded, prediction, kind, output)
+
+
+def report(models: Models, outcome: Outcome, data: bytes, top: int | None = 20) -> str:
+    """`nbspam explain`'s text for the message (its ``top`` words), as one string."""
+    from .. import render
+    from ..explain import explain_message
+    from ..features import Analyzer
+
+    model = models.full_model(outcome.loaded)
+    tokens = Analyzer(model.tokenizer).tokens(data[:MAX_MESSAGE_BYTES])
+    explained = explain_message(model, "-", tokens)
+    return "".join(line + "\n" for line in render.message_explanation(explained, "text", top))
+
+
+def tell(models: Models, user: str | None, data: bytes, learn_as: str | None) -> bool:
+    """Learn the message as 'spam' or 'ham' (``learn_as``), or forget it (None), in the
+    model file of ``user`` (`nbspam learn` / `nbspam forget`, under the model's lock); True
+    if the model changed. The next message sees the new file."""
+    from ..update import forget, learn, update_model_file
+
+    path = models.model_for(user)
+    message = Message("-", data[:MAX_MESSAGE_BYTES])
+
+    def change(model):
+        if learn_as is None:
+            return forget(model, [message])
+        if len(model.labels) != 2:
+            raise ServeError(f"{path} is not a two-class model: it cannot learn spam or ham")
+        label = model.labels[model.positive_index if learn_as == SPAM else model.negative_index]
+        return learn(model, [message], label)
+
+    done = update_model_file(path, change)[1]
+    return (done.forgotten if learn_as is None else done.learned + done.relabelled) > 0
+
+
+def shown(value: float) -> str:
+    """A score or threshold as spamd's protocol carries it: three decimals, the precision
+    of nbspam's header; an infinite cutoff as +-1e308, a number spamc reads."""
+    return f"{value:.3f}" if math.isfinite(value) else ("1e308" if value > 0 else "-1e308")

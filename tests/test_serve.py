@@ -1,0 +1,536 @@
+"""`nbspam serve` with real clients: Debian's spamc, raw sockets speaking SPAMC/1.5 under
+load and faults, and the listeners' safety. The Postfix milter test is in
+test_serve_postfix.py.
+
+Each test starts its own server in a child process on a Unix socket in its tmp folder and
+stops it with SIGTERM. spamc tests skip, saying why, where spamc is not installed (.ci/run
+installs it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from nbspam.errors import ServeError
+from nbspam.serve.models import check_template, check_user
+from nbspam.serve.server import Listener, unix_socket
+from tests.helpers import ENV, SAMPLE, cli_run, missing
+
+MESSAGES = sorted((SAMPLE / "new").iterdir())
+
+
+class Served:
+    """A running `nbspam serve`: its socket, its log, its process."""
+
+    def __init__(self, tmp: Path, model: Path, *options: str, name: str = "spamd.sock") -> None:
+        self.socket = tmp / name
+        self.log = tmp / "serve.log"
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "nbspam", "serve", "-m", str(model)]
+            + ["--listen", f"spamd:unix:{self.socket}", *options],
+            env=ENV,
+            stdout=subprocess.PIPE,
+            stderr=open(self.log, "wb"),
+        )
+        deadline = time.monotonic() + 20
+        while not self.socket.exists():
+            assert self.process.poll() is None, self.log.read_text()
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.05)
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout=20)
+
+    def lines(self) -> list[str]:
+        return self.log.read_text().splitlines()
+
+
+@pytest.fixture
+def served(tmp_path, sample_model):
+    servers = []
+
+    def start(*options: str, model: Path = sample_model) -> Served:
+        server = Served(tmp_path, model, *options)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def spamd(path: Path, verb: str, data: bytes = b"", headers: dict | None = None) -> tuple:
+    """One SPAMC/1.5 request over a raw socket: (status line, headers, body)."""
+    lines = [f"{verb} SPAMC/1.5", f"Content-length: {len(data)}"]
+    lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(30)
+        s.connect(str(path))
+        s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + data)
+        answer = _read_all(s)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status, *rest = head.decode().split("\r\n")
+    return status, dict(line.split(": ", 1) for line in rest if line), body
+
+
+def _read_all(s: socket.socket) -> bytes:
+    parts = []
+    while True:
+        part = s.recv(65536)
+        if not part:
+            return b"".join(parts)
+        parts.append(part)
+
+
+def predicted(model: Path, paths) -> dict[str, dict]:
+    """`nbspam predict -f jsonl`'s record of each path, by path."""
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nbspam",
+            "predict",
+            "-m",
+            str(model),
+            "-f",
+            "jsonl",
+            *map(str, paths),
+        ],
+        env=ENV,
+        capture_output=True,
+        check=True,
+    ).stdout
+    records = [json.loads(line) for line in out.splitlines()]
+    return {r["path"]: r for r in records}
+
+
+def need_spamc() -> str:
+    found = shutil.which("spamc")
+    if found is None:
+        missing("spamc is not installed (Debian package spamc; .ci/run installs it)")
+    return found
+
+
+def spamc(server: Served, *args: str, data: bytes) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [need_spamc(), "-x", "-U", str(server.socket), *args],
+        input=data,
+        capture_output=True,
+        timeout=30,
+    )
+
+
+# -- spamc ------------------------------------------------------------------------------------
+
+
+def test_spamc_check_exits_1_for_spam_and_0_otherwise_as_predict_decides(served, sample_model):
+    need_spamc()
+    server = served()
+    expected = predicted(sample_model, MESSAGES)
+    assert {r["verdict"] for r in expected.values()} >= {"spam", "ham"}
+    for path in MESSAGES:
+        result = spamc(server, "-c", data=path.read_bytes())
+        record = expected[str(path)]
+        assert result.returncode == (1 if record["verdict"] == "spam" else 0), path
+        score, threshold = result.stdout.decode().strip().split("/")
+        assert float(score) == pytest.approx(record["log_odds"], abs=0.05)
+        assert float(threshold) == 5.0  # the sample model's spam cutoff
+    assert sum(" log_odds=" in line for line in server.lines()) == len(MESSAGES)
+
+
+def test_spamc_process_returns_the_message_with_filters_header(served, sample_model):
+    server = served()
+    for path in MESSAGES[:4]:
+        data = path.read_bytes()
+        filtered = subprocess.run(
+            [sys.executable, "-m", "nbspam", "filter", "-m", str(sample_model)],
+            input=data,
+            env=ENV,
+            capture_output=True,
+            check=True,
+        ).stdout
+        result = spamc(server, data=data)
+        assert result.returncode == 0
+        assert result.stdout == filtered
+        headers = spamc(server, "--headers", data=data)
+        assert headers.stdout.startswith(filtered.split(b"\n", 1)[0])
+
+
+def test_spamc_report_is_explains(served, sample_model):
+    server = served()
+    path = MESSAGES[0]
+    explained = cli_run("explain", "-m", sample_model, "--top", "20", path).stdout
+    shown = spamc(server, "-R", data=path.read_bytes()).stdout.decode()
+    score, report = shown.split("\n", 1)  # spamc prints SCORE/THRESHOLD first
+    assert score.endswith("/5.0")
+    # explain names the file; the report names the message "-"
+    assert report.split("\n", 1)[1] == explained.split("\n", 1)[1]
+    assert report.startswith("-: ")
+
+
+def test_spamc_tell_learns_and_forgets_only_when_allowed(served, sample_model, tmp_path):
+    need_spamc()
+    message = b"From: a@example.com\nSubject: zqxtold\n\nzqxtold zqxtold words\n"
+    without = served()
+    assert spamd(without.socket, "TELL", message, {"Message-class": "spam", "Set": "local"})[0] == (
+        "SPAMD/1.1 77 EX_NOPERM"
+    )
+    (tmp_path / "t").mkdir()
+    server = Served(tmp_path / "t", sample_model, "--allow-tell")
+    try:
+        before = spamd(server.socket, "CHECK", message)[1]["Spam"]
+        learned = spamc(server, "-L", "spam", data=message)
+        assert learned.stdout.decode().strip() == "Message successfully un/learned"
+        again = spamc(server, "-L", "spam", data=message)
+        assert again.stdout.decode().strip() == "Message was already un/learned"
+        after = spamd(server.socket, "CHECK", message)[1]["Spam"]
+        assert float(after.split(";")[1].split("/")[0]) > float(before.split(";")[1].split("/")[0])
+        assert cli_run("info", "-m", sample_model, "-f", "json").exit_code == 0
+        forgot = spamc(server, "-L", "forget", data=message)
+        assert forgot.stdout.decode().strip() == "Message successfully un/learned"
+        assert spamd(server.socket, "CHECK", message)[1]["Spam"] == before
+    finally:
+        server.stop()
+
+
+def test_spamc_users_get_their_own_model_and_bad_names_are_refused(
+    served, sample_model, sample_models, tmp_path
+):
+    need_spamc()
+    users = tmp_path / "users"
+    users.mkdir()
+    other = sample_models("--cutoffs=-1,1")  # another model: spam from log-odds 1
+    shutil.copyfile(other, users / "alice.nbm")
+    server = served("--user-models", str(users / "{user}.nbm"))
+    data = MESSAGES[0].read_bytes()
+    alice = spamc(server, "-c", "-u", "alice", data=data).stdout.decode().strip()
+    bob = spamc(server, "-c", "-u", "bob", data=data).stdout.decode().strip()
+    assert alice.endswith("/1.0") and bob.endswith("/5.0")
+    status = spamd(server.socket, "CHECK", data, {"User": "../alice"})[0]
+    assert status == "SPAMD/1.1 67 EX_NOUSER"
+    os.symlink(users / "alice.nbm", users / "mallory.nbm")
+    status = spamd(server.socket, "CHECK", data, {"User": "mallory"})[0]
+    assert status == "SPAMD/1.1 75 EX_TEMPFAIL"
+    assert any("user=alice ham" in line or "user=alice spam" in line for line in server.lines())
+
+
+# -- raw protocol, reloads, load and faults ---------------------------------------------------
+
+
+def test_ping_symbols_and_a_model_replaced_on_disk_is_read_before_the_next_message(
+    served, sample_model, sample_models
+):
+    server = served()
+    assert spamd(server.socket, "PING")[0] == "SPAMD/1.5 0 PONG"
+    data = MESSAGES[0].read_bytes()
+    status, headers, body = spamd(server.socket, "SYMBOLS", data)
+    assert status == "SPAMD/1.1 0 EX_OK" and body in (
+        b"NBSPAM_HAM",
+        b"NBSPAM_SPAM",
+        b"NBSPAM_UNSURE",
+    )
+    assert headers["Spam"].endswith("/ 5.000")
+    replacement = sample_model.with_name("new.nbm")
+    shutil.copyfile(sample_models("--cutoffs=-1,1"), replacement)
+    os.replace(replacement, sample_model)
+    assert spamd(server.socket, "CHECK", data)[1]["Spam"].endswith("/ 1.000")
+
+
+def test_load_50_connections_while_the_model_is_replaced_20_times(
+    served, sample_model, sample_models, spamassassin, tmp_path
+):
+    """5,000 messages (each of 500 SpamAssassin messages ten times) over 50 concurrent
+    clients, one connection a message as spamc makes; two models swapped into place 20
+    times meanwhile: every answer is predict's under one of the two, none torn."""
+    files = (
+        sorted((spamassassin / "ham").iterdir())[:250]
+        + sorted((spamassassin / "spam").iterdir())[:250]
+    )
+    other = tmp_path / "other.nbm"
+    shutil.copyfile(sample_models("--cutoffs=-1,1"), other)
+    first = predicted(sample_model, files)
+    second = predicted(other, files)
+    expected = {
+        p.read_bytes(): {
+            (first[str(p)]["verdict"] == "spam"),
+            (second[str(p)]["verdict"] == "spam"),
+        }
+        for p in files
+    }
+    datas = list(expected)
+    server = served("--max-connections", "100")
+    errors, done = [], []
+    stop = threading.Event()
+
+    def client(k: int) -> None:
+        try:
+            for i in range(k, 10 * len(datas), 50):
+                data = datas[i % len(datas)]
+                status, headers, _ = spamd(server.socket, "CHECK", data)
+                assert status == "SPAMD/1.1 0 EX_OK", status
+                assert headers["Spam"].startswith(("True", "False"))
+                assert (headers["Spam"].startswith("True")) in expected[data]
+                done.append(1)
+        except Exception as exc:  # noqa: BLE001 - reported by the test
+            errors.append(exc)
+
+    def swapper() -> None:
+        models = [sample_model.read_bytes(), other.read_bytes()]
+        for i in range(20):
+            if stop.wait(0.3):
+                return
+            tmp = sample_model.with_name(f"swap{i}.nbm")
+            tmp.write_bytes(models[(i + 1) % 2])
+            os.replace(tmp, sample_model)
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(50)]
+    swap = threading.Thread(target=swapper)
+    swap.start()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    stop.set()
+    swap.join()
+    assert errors == []
+    assert len(done) == 10 * len(datas)
+
+
+def test_a_message_over_the_limit_is_refused_before_it_is_read(served):
+    server = served("--max-size", "1000000", "--timeout", "5")
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(10)
+        s.connect(str(server.socket))
+        s.sendall(b"CHECK SPAMC/1.5\r\nContent-length: 100000000\r\n\r\n" + b"x" * 65536)
+        answer = s.recv(1000)
+    assert answer.startswith(b"SPAMD/1.1 98 EX_TOOBIG")
+
+
+def test_a_100_mb_message_without_a_length_is_cut_at_the_limit(served):
+    """An old client sends no Content-length: the server reads up to the limit and refuses,
+    holding at most the limit, while the client is still sending."""
+    server = served("--max-size", "1000000")
+    refused = []
+
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(10)
+        s.connect(str(server.socket))
+        s.sendall(b"CHECK SPAMC/1.5\r\n\r\n")
+        chunk = b"y" * (1 << 20)
+        try:
+            for _ in range(100):
+                s.sendall(chunk)
+        except (BrokenPipeError, ConnectionResetError):
+            refused.append(True)
+        try:
+            refused.append(s.recv(1000))
+        except ConnectionResetError:
+            pass
+    assert refused and refused[-1] in (True, b"SPAMD/1.1 98 EX_TOOBIG\r\n\r\n")
+    assert spamd(server.socket, "PING")[0] == "SPAMD/1.5 0 PONG"
+
+
+def test_a_client_that_stops_mid_message_is_cut_off_and_others_are_served(served):
+    server = served("--timeout", "1")
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(10)
+        s.connect(str(server.socket))
+        s.sendall(b"CHECK SPAMC/1.5\r\nContent-length: 1000\r\n\r\nhalf a mess")
+        assert spamd(server.socket, "PING")[0] == "SPAMD/1.5 0 PONG"  # served meanwhile
+        start = time.monotonic()
+        assert s.recv(100) == b""  # cut off
+        assert time.monotonic() - start < 5
+    assert any("cut off" in line for line in server.lines())
+
+
+def test_1000_idle_connections_are_bounded_and_the_server_still_answers(served):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 2200:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(4096, hard), hard))
+    server = served("--max-connections", "100", "--timeout", "2")
+    idle = []
+    try:
+        for _ in range(1000):
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(str(server.socket))
+            idle.append(s)
+        time.sleep(0.5)
+        rss = _rss_kib(server.process.pid)
+        # over the limit: closed at once; within it: cut off after the time-out
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                if spamd(server.socket, "PING")[0] == "SPAMD/1.5 0 PONG":
+                    break
+            except OSError:
+                pass
+            time.sleep(0.2)
+        else:
+            pytest.fail("the server never answered again")
+    finally:
+        for s in idle:
+            s.close()
+    assert rss < 200_000
+    assert any("100 connections already" in line for line in server.lines())
+
+
+def _rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def test_sigterm_lets_the_message_under_way_finish(served):
+    server = served()
+    data = MESSAGES[0].read_bytes()
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(10)
+        s.connect(str(server.socket))
+        s.sendall(f"CHECK SPAMC/1.5\r\nContent-length: {len(data)}\r\n\r\n".encode() + data[:100])
+        time.sleep(0.3)
+        server.process.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        s.sendall(data[100:])
+        answer = _read_all(s)
+    assert answer.startswith(b"SPAMD/1.1 0 EX_OK\r\nSpam: ")
+    assert server.process.wait(timeout=10) == 0
+    assert not server.socket.exists()
+    assert server.lines()[-1] == "nbspam serve: stopped"
+
+
+def test_sighup_reads_the_model_again(served):
+    server = served()
+    spamd(server.socket, "CHECK", MESSAGES[0].read_bytes())
+    server.process.send_signal(signal.SIGHUP)
+    time.sleep(0.3)
+    assert spamd(server.socket, "CHECK", MESSAGES[0].read_bytes())[0] == "SPAMD/1.1 0 EX_OK"
+    assert "nbspam serve: SIGHUP: models will be read again" in server.lines()
+
+
+# -- configuration and listeners --------------------------------------------------------------
+
+
+def test_check_prints_the_configuration(sample_model, tmp_path):
+    result = cli_run(
+        "serve", "-m", sample_model, "--check", "--listen", f"spamd:unix:{tmp_path}/s.sock"
+    )
+    assert result.exit_code == 0
+    assert result.stdout == (
+        f"model {sample_model} (ham, spam)\nlisten spamd:unix:{tmp_path}/s.sock\nconfiguration OK\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        (
+            ["--listen", "smtp:unix:/x"],
+            "Error: bad listener 'smtp:unix:/x': use PROTOCOL:unix:PATH",
+        ),
+        (["--milter-action", "spam=bounce"], "Error: bad --milter-action spam=bounce"),
+        (["--user-models", "/var/{user}/m.nbm"], "Error: the user-model template"),
+        (["--allow", "nonsense"], "Error: bad --allow"),
+    ],
+)
+def test_check_refuses_a_bad_configuration_in_one_line(sample_model, tmp_path, options, error):
+    result = cli_run("serve", "-m", sample_model, "--check", *options)
+    assert result.exit_code != 0
+    assert result.stderr.startswith(error) and result.stderr.count("\n") == 1
+
+
+def test_check_refuses_a_missing_model(tmp_path):
+    result = cli_run("serve", "-m", tmp_path / "none.nbm", "--check")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: cannot read model file")
+
+
+def test_a_socket_path_that_is_a_link_or_a_file_is_refused_never_followed(tmp_path):
+    target = tmp_path / "target"
+    target.write_text("keep")
+    link = tmp_path / "s.sock"
+    link.symlink_to(target)
+    with pytest.raises(ServeError, match="symbolic link, not a socket"):
+        unix_socket(str(link), 0o660, -1)
+    assert target.read_text() == "keep" and link.is_symlink()
+    old = tmp_path / "old.sock"
+    first = unix_socket(str(old), 0o640, -1)
+    assert oct(old.stat().st_mode & 0o777) == "0o640"
+    first.close()
+    unix_socket(str(old), 0o600, -1).close()  # an old socket is replaced
+    assert oct(old.stat().st_mode & 0o777) == "0o600"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+@pytest.mark.parametrize("name", ["../x", "..", ".hidden", "a/b", "-x", "", "a" * 200, "x\0y"])
+def test_user_names_that_could_leave_the_folder_are_refused(name):
+    with pytest.raises(ServeError, match="bad user name"):
+        check_user(name)
+
+
+def test_good_user_names_and_templates():
+    assert check_user("alice.smith+tag@example.com") == "alice.smith+tag@example.com"
+    assert check_template("/var/lib/nbspam/{user}.nbm")
+    assert Listener.parse("milter:inet:[::1]:11332").host == "::1"
+
+
+def test_systemd_socket_activation_and_readiness(sample_model, tmp_path):
+    """A socket handed over as systemd does (LISTEN_FDS, LISTEN_PID, LISTEN_FDNAMES, fd 3)
+    is served, and READY=1 then STOPPING=1 arrive on NOTIFY_SOCKET."""
+    listening = socket.socket(socket.AF_UNIX)
+    listening.bind(str(tmp_path / "activated.sock"))
+    listening.listen()
+    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    notify.bind(str(tmp_path / "notify"))
+    notify.settimeout(20)
+    env = {
+        **ENV,
+        "LISTEN_FDS": "1",
+        "LISTEN_FDNAMES": "spamd",
+        "NOTIFY_SOCKET": str(tmp_path / "notify"),
+    }
+    fd = listening.fileno()
+    process = subprocess.Popen(
+        [
+            "sh",
+            "-c",
+            'LISTEN_PID=$$ exec "$0" -m nbspam serve -m "$1"',
+            sys.executable,
+            str(sample_model),
+        ],
+        env=env,
+        pass_fds=(fd, 3),
+        preexec_fn=lambda: os.dup2(fd, 3),  # systemd's first socket is fd 3
+        stderr=subprocess.PIPE,
+    )
+    try:
+        try:
+            ready = notify.recv(100)
+        except TimeoutError:
+            process.kill()
+            pytest.fail(process.stderr.read().decode())
+        assert ready == b"READY=1"
+        assert spamd(tmp_path / "activated.sock", "PING")[0] == "SPAMD/1.5 0 PONG"
+        process.send_signal(signal.SIGTERM)
+        assert notify.recv(100) == b"STOPPING=1"
+        assert process.wait(timeout=20) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        listening.close()
+        notify.close()
+        log = process.stderr.read()
+    assert b"spamd:systemd" in log, log
