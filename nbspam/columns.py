@@ -55,6 +55,8 @@ LIMB = 18
 has at most 36 bits, so int64 sums of up to 2^25 such products (`CHUNK`) cannot overflow."""
 
 CHUNK = 1 << 24
+SMALL = 64
+"""Up to this many values, `exact_sums` adds them one by one."""
 
 
 def exact_sums(
@@ -70,6 +72,12 @@ def exact_sums(
     overflow; only these few sums become Python integers."""
     n = np.bincount(group, minlength=groups).tolist()
     s1, s2 = [0] * groups, [0] * groups
+    if len(x) <= SMALL:  # fewer values than numpy's calls cost
+        for v, g in zip(x.tolist(), group.tolist()):
+            m = exact(v)
+            s1[g] += m
+            s2[g] += m * m
+        return n, s1, s2
     for start in range(0, len(x), CHUNK):
         _add_sums(x[start : start + CHUNK], group[start : start + CHUNK], s1, s2)
     return n, s1, s2

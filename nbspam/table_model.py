@@ -530,6 +530,13 @@ def number_categories(column: Column, x: np.ndarray) -> tuple[list[str], np.ndar
         if column.zero_bin:
             value[x == 0] = -1  # the bin 'z'
     present = ~np.isnan(x)
+    if len(x) <= col.SMALL:  # fewer values than numpy's calls cost
+        seen: dict[int, int] = {}
+        codes = [
+            seen.setdefault(v, len(seen)) if ok else -1
+            for v, ok in zip(value.tolist(), present.tolist())
+        ]
+        return ["z" if v < 0 else str(v) for v in seen], np.array(codes, dtype=np.int64)
     distinct, first, inverse = np.unique(value[present], return_index=True, return_inverse=True)
     order = np.argsort(first, kind="stable")
     rank = np.empty_like(order)

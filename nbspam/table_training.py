@@ -83,10 +83,17 @@ class FoldStatistics:
         self.folds = np.unique(fold[fold >= 0]).tolist()
         self.parts = {k: subset(table, np.flatnonzero(fold == k)) for k in self.folds}
         self.counted: dict[tuple[str, str], list[Any]] = {}
+        self.empty: dict[int, tuple[TableSettings, TableModel]] = {}
+        """Per settings (kept, so that its id stays its own), its model with no row counted."""
 
     def model(self, settings: TableSettings, k: int, path: str) -> TableModel:
         """The model of ``settings`` fitted on the rows of every fold but ``k``."""
-        model = empty_model(self.table, settings, path)
+        if id(settings) not in self.empty:
+            self.empty[id(settings)] = (settings, empty_model(self.table, settings, path))
+        first = self.empty[id(settings)][1]
+        model = dataclasses.replace(
+            first, columns=[dataclasses.replace(c) for c in first.columns], class_count=[]
+        )
         ys = {j: classes_of(model, part) for j, part in self.parts.items()}
         C = len(model.labels)
         counts = [np.bincount(y, minlength=C) for y in ys.values()]
