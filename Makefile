@@ -80,7 +80,7 @@ bench: $(VENV)/.test
 man: $(MANOUT)/nbspam.1
 	@echo "man pages in $(MANOUT)/: man $(MANOUT)/nbspam.1"
 
-$(MANOUT)/nbspam.1: $(VENV)/.test tools/man.py $(wildcard nbspam/*.py)
+$(MANOUT)/nbspam.1: $(VENV)/.test tools/man.py $(wildcard nbspam/*.py nbspam/*/*.py)
 	rm -rf $(MANOUT)
 	$(BIN)/python tools/man.py $(MANOUT) >/dev/null
 

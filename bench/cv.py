@@ -23,14 +23,14 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from nbspam.config import AUTO  # noqa: E402
-from nbspam.crossval import Tokenized  # noqa: E402
-from nbspam.features import Analyzer  # noqa: E402
-from nbspam.metrics import recall_at_fpr, roc_auc  # noqa: E402
-from nbspam.model import fit, predict_matrix  # noqa: E402
-from nbspam.selection import internal_cv  # noqa: E402
-from nbspam.settings import resolve_settings  # noqa: E402
-from nbspam.vocabulary import TermIndex, count_rows, sorted_order  # noqa: E402
+from nbspam.core.config import AUTO  # noqa: E402
+from nbspam.fit.crossval import Tokenized  # noqa: E402
+from nbspam.fit.metrics import recall_at_fpr, roc_auc  # noqa: E402
+from nbspam.fit.selection import internal_cv  # noqa: E402
+from nbspam.fit.settings import resolve_settings  # noqa: E402
+from nbspam.models.model import fit, predict_matrix  # noqa: E402
+from nbspam.text.features import Analyzer  # noqa: E402
+from nbspam.text.vocabulary import TermIndex, count_rows, sorted_order  # noqa: E402
 
 
 def load_corpus(root: Path) -> tuple[list[str], list[bytes], list[str]]:

@@ -14,9 +14,10 @@ import sys
 
 import numpy as np
 
-from nbspam.config import build_settings
-from nbspam.counting import LabelledCounts
-from nbspam.messages import Problems, read_labelled
+from nbspam.core.config import build_settings
+from nbspam.mail.message import Problems
+from nbspam.mail.messages import read_labelled
+from nbspam.text.counting import LabelledCounts
 
 MARKS = {250, 500, 1000, 2000, 3000, 4000, 5000, 10_000, 20_000, 50_000}
 

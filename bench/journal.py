@@ -33,10 +33,11 @@ def main() -> None:
     parser.add_argument("--corpus", default=str(ROOT.parent / "shared/corpora/spamassassin"))
     parser.add_argument("--messages", type=int, default=20)
     args = parser.parse_args()
-    from nbspam import journal
-    from nbspam.messages import Problems, read_labelled
-    from nbspam.modelfile import load_model
-    from nbspam.update import learn, update_model_file
+    from nbspam.mail.messages import Problems, read_labelled
+    from nbspam.service import journalled
+    from nbspam.service.update import learn, update_model_file
+    from nbspam.store import journal
+    from nbspam.store.modelfile import load_model
 
     corpus = Path(args.corpus)
     if not corpus.is_dir():
@@ -64,7 +65,7 @@ def main() -> None:
 
         copy = work / "copy.nbm"
         shutil.copy(model, copy)
-        one = timed(lambda m, label: journal.learn(copy, [m], label))
+        one = timed(lambda m, label: journalled.learn(copy, [m], label))
         rows.append(("journal.learn, one message (in process)", one))
         records = len(journal.read(journal.journal_path(copy)).records)
         replay = []

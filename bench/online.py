@@ -38,11 +38,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from nbspam.config import build_settings  # noqa: E402
-from nbspam.headers import message_time  # noqa: E402
-from nbspam.messages import Problems, read_labelled  # noqa: E402
-from nbspam.metrics import roc_auc  # noqa: E402
-from nbspam.online import POLICIES, read_stream, run_online, warmup_size  # noqa: E402
+from nbspam.core.config import build_settings  # noqa: E402
+from nbspam.evaluation.online import POLICIES, read_stream, run_online, warmup_size  # noqa: E402
+from nbspam.fit.metrics import roc_auc  # noqa: E402
+from nbspam.mail.headers import message_time  # noqa: E402
+from nbspam.mail.message import Problems
+from nbspam.mail.messages import read_labelled  # noqa: E402
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 DEFAULT = ["spamassassin", "sms-spam-collection", "enron1"]

@@ -25,7 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from nbspam import mailparse, tokenizer  # noqa: E402
+from nbspam.mail import mailparse  # noqa: E402
+from nbspam.text import tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -127,9 +128,9 @@ def main() -> None:
         quick, clicked = median_walls(predict, [*predict, "--jobs", "1"], n, message)
     row("one-message start", quick, clicked, "predict < one message, cold starts", "ms")
     patched, whole = median_walls(
-        [python, "-c", "import nbspam.sparse"], [python, "-c", "import numpy, scipy.sparse"], n
+        [python, "-c", "import nbspam.core.sparse"], [python, "-c", "import numpy, scipy.sparse"], n
     )
-    row("sparse import", patched, whole, "nbspam.sparse, numpy and scipy.sparse", "ms")
+    row("sparse import", patched, whole, "nbspam.core.sparse, numpy and scipy.sparse", "ms")
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ _EXPORTS = {
     "Classifier": "api",
     "TableClassifier": "api",
     "SkippedInputWarning": "api",
-    "Prediction": "decision",
+    "Prediction": "models.decision",
     "NbspamError": "errors",
     "ConfigError": "errors",
     "InputError": "errors",

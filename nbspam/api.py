@@ -29,14 +29,15 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Union
 
 from .errors import InputError, NbspamError
-from .messages import MAX_MESSAGE_BYTES, Message, Problems, read_labelled, read_messages
+from .mail.message import MAX_MESSAGE_BYTES, Message, Problems
+from .mail.messages import read_labelled, read_messages
 
 if TYPE_CHECKING:
-    from .decision import Prediction
-    from .model import Model
-    from .table_model import TableModel, TableSettings
-    from .tables import Table
-    from .update import Change
+    from .models.decision import Prediction
+    from .models.model import Model
+    from .models.table_model import TableModel, TableSettings
+    from .service.update import Change
+    from .text.tables import Table
 
 Text = str | bytes
 OneMessage = Union[str, bytes, "os.PathLike[str]", Message]
@@ -76,8 +77,8 @@ def train(
     ``bins``) gives a `TableClassifier`, anything else a `Classifier`. ``jobs`` worker
     processes tokenize; the model is the same for any number.
     """
-    from .settings import settings_from
-    from .training import train as train_model
+    from .fit.settings import settings_from
+    from .fit.training import train as train_model
 
     items = _items(data)
     table_path, table_settings = typed_table_settings(
@@ -85,11 +86,12 @@ def train(
     )
     resolved = settings_from(_path(config), settings)
     if table_path is not None:
-        from .table_training import train_table
+        from .fit.table_training import table_rule, train_table
 
         table_settings = dataclasses.replace(table_settings, tokenizer=resolved.tokenizer)
         cfg = resolved.training
-        return TableClassifier(train_table(table_path, table_settings, cfg.model == "auto", cfg))
+        rule = table_rule(resolved)
+        return TableClassifier(train_table(table_path, table_settings, cfg.model == "auto", rule))
     messages = _labelled(items, _problems())
     return Classifier(train_model(messages, resolved, jobs=jobs))
 
@@ -117,9 +119,9 @@ def evaluate(
     messages and tested on the newest ``chronological`` fraction. ``data``, ``settings``
     and the table options as for `train`.
     """
-    from . import evaluation as ev
-    from .report import report
-    from .settings import settings_from
+    from .evaluation import evaluation as ev
+    from .evaluation.report import report
+    from .fit.settings import settings_from
 
     items = _items(data)
     table_path, table_settings = typed_table_settings(
@@ -134,7 +136,8 @@ def evaluate(
     if table_path is not None:
         if test is not None or chronological is not None:
             raise NbspamError("a typed table is evaluated by cross-validation only (--folds)")
-        from .table_training import cross_validate_table
+        from .evaluation.table_evaluation import cross_validate_table
+        from .fit.table_training import table_rule
 
         scores = cross_validate_table(
             table_path,
@@ -142,7 +145,7 @@ def evaluate(
             auto=resolved.training.model == "auto",
             folds=folds,
             seed=seed,
-            cfg=resolved.training,
+            cfg=table_rule(resolved),
         )
     elif test is not None:
         tests = _labelled(_items(test), problems)
@@ -162,14 +165,14 @@ def load(path: str | os.PathLike[str]) -> Classifier | TableClassifier:
     """Read a model file, as every command does: a `Classifier` of messages, or a
     `TableClassifier` of a typed table. A bad file raises `errors.ModelFileError`; nothing
     is ever unpickled."""
-    from .container import is_table_model
+    from .store.container import is_table_model
 
     path = os.fspath(path)
     if is_table_model(path):
-        from .table_model import load_table_model
+        from .models.table_model import load_table_model
 
         return TableClassifier(load_table_model(path))
-    from .modelfile import load_model
+    from .store.modelfile import load_model
 
     return Classifier(load_model(path))
 
@@ -208,7 +211,7 @@ class Classifier:
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the model file, as ``nbspam train -o`` writes it (atomically, under the
         model's lock)."""
-        from .modelfile import write_model
+        from .store.modelfile import write_model
 
         write_model(self.model, os.fspath(path))
 
@@ -221,7 +224,7 @@ class Classifier:
         ``labels``) and, for two classes, ``log_odds``, ``verdict`` (by the model's
         cutoffs: the negative label, 'unsure' or the positive label) and ``calibrated``
         (the calibrated probability of the positive label, or None)."""
-        from .model import score
+        from .models.model import score
 
         return list(score(self.model, _messages(messages, _problems()), jobs=jobs))
 
@@ -233,7 +236,7 @@ class Classifier:
         as a bias plus one contribution per known term (`explain.MessageExplanation`, or
         `explain.FisherExplanation` for a fisher model). ``against``: more than two classes,
         the class to compare with (default: the runner-up)."""
-        from . import explain as ex
+        from .models import explain as ex
 
         if against is not None and against not in self.labels:
             raise NbspamError(f"--against {against!r} is not one of the labels {list(self.labels)}")
@@ -242,7 +245,7 @@ class Classifier:
         found = list(_messages(message, _problems()))
         if len(found) != 1:
             raise InputError(f"explain takes one message; {_name(message)} holds {len(found):,}")
-        from .features import Analyzer
+        from .text.features import Analyzer
 
         tokens = Analyzer(self.model.tokenizer).tokens(found[0].data)
         return ex.explain_message(self.model, found[0].id, tokens, against=against)
@@ -254,7 +257,7 @@ class Classifier:
         under another label is moved); the result equals training on all the messages at
         once. A label the model lacks needs ``new_label=True``. Returns what was done
         (`update.Change`: learned, relabelled, unchanged)."""
-        from .update import learn
+        from .service.update import learn
 
         if label not in self.labels and not new_label:
             raise NbspamError(
@@ -268,7 +271,7 @@ class Classifier:
         """Remove learned messages, as ``nbspam forget`` does; the result equals training
         without them. Returns `update.Change`, whose ``unknown`` lists the messages that
         the model never learned (left alone)."""
-        from .update import forget
+        from .service.update import forget
 
         self.model, change = forget(self.model, _messages(messages, _problems()))
         return change
@@ -297,7 +300,7 @@ class TableClassifier:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the model file, as ``nbspam train -o`` writes it."""
-        from .table_model import save_table_model
+        from .models.table_model import save_table_model
 
         save_table_model(self.model, os.fspath(path))
 
@@ -308,7 +311,7 @@ class TableClassifier:
     def explain(self, tables: Any = None) -> Any:
         """Without tables, the model's columns (`table_model.describe`); with them, each
         row's log-odds as a bias plus one contribution per column (two classes)."""
-        from .table_model import describe, explain_rows
+        from .models.table_model import describe, explain_rows
 
         if tables is None:
             return describe(self.model)
@@ -323,7 +326,7 @@ class TableClassifier:
         return self._add(tables, -1)
 
     def _add(self, tables: Any, sign: int) -> int:
-        from .table_model import add_rows
+        from .models.table_model import add_rows
 
         model = copy.deepcopy(self.model)  # a failure leaves the model as it was
         n = sum(add_rows(model, table, sign) for table in _tables(tables))
@@ -367,7 +370,7 @@ def typed_table_settings(
     settings: dict[str, Any],
 ) -> tuple[str | None, TableSettings | None]:
     """(the typed table the data names or None, its settings), as the commands tell."""
-    from .tables import BINNINGS, parse_column_options, typed_table
+    from .text.tables import BINNINGS, parse_column_options, typed_table
 
     columns = [columns] if isinstance(columns, str) else list(columns)
     forced = label_column is not None or bool(columns) or bins is not None
@@ -378,7 +381,7 @@ def typed_table_settings(
     path = typed_table([os.fspath(item) for item in items], forced)
     if path is None:
         return None, None
-    from .table_model import TableSettings
+    from .models.table_model import TableSettings
 
     if binning not in BINNINGS:
         raise NbspamError(f"binning must be one of {', '.join(BINNINGS)}, not {binning!r}")
@@ -445,7 +448,7 @@ def _name(message: Any) -> str:
 
 def _tables(tables: Any) -> Iterator[Table]:
     """Tables given as paths (str or os.PathLike) or `tables.Table` values, one or a list."""
-    from .tables import Table, read_table
+    from .text.tables import Table, read_table
 
     if isinstance(tables, (str, os.PathLike, Table)):
         tables = [tables]

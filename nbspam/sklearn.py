@@ -21,9 +21,9 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from .counts import ClassCounts
+from .core.sparse import sp
 from .errors import NbspamError
-from .sparse import sp
+from .text.counts import ClassCounts
 
 #: The checks of `sklearn.utils.estimator_checks` that cannot apply, each with its reason:
 #: the mapping `parametrize_with_checks` and `check_estimator` take as
@@ -140,7 +140,7 @@ class NaiveBayesTextClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def _settings(self) -> Any:
-        from .settings import resolve_settings
+        from .fit.settings import resolve_settings
 
         values = {
             "event_model": self.event_model,
@@ -170,18 +170,18 @@ class NaiveBayesTextClassifier(ClassifierMixin, BaseEstimator):
         return [f"{i:04d}" for i in range(len(self.classes_))]
 
     def _add_messages(self, data: list[Any], y_idx: np.ndarray, *, reset: bool) -> None:
-        from .messages import Message
+        from .mail.message import Message
 
         if hasattr(self, "_totals"):
             raise ValueError("this estimator was fitted on a count matrix, not on messages")
         labels = self._labels()
         messages = [Message(str(i), d, labels[k]) for i, (d, k) in enumerate(zip(data, y_idx))]
         if reset:
-            from .training import train
+            from .fit.training import train
 
             self.model_ = train(messages, self._settings())
             return
-        from .update import learn
+        from .service.update import learn
 
         for k in np.unique(y_idx).tolist():
             group = [m for m, c in zip(messages, y_idx.tolist()) if c == k]
@@ -210,7 +210,7 @@ class NaiveBayesTextClassifier(ClassifierMixin, BaseEstimator):
         width = len(str(max(d - 1, 0)))
         terms = tuple(f"x{j:0{width}d}" for j in range(d))  # sorted as the columns are
         counts = ClassCounts(tuple(self._labels()), terms, class_count, term_count, doc_count)
-        from .model import from_counts
+        from .models.model import from_counts
 
         self.model_ = from_counts(counts, self._settings(), sorted_terms=True)
 
@@ -227,15 +227,15 @@ class NaiveBayesTextClassifier(ClassifierMixin, BaseEstimator):
 
     def _scores(self, X: Any) -> tuple[np.ndarray, np.ndarray | None]:
         """(log posteriors (n, C), log-odds (n,) or None), as `model.score` gives them."""
-        from .model import predict_matrix
+        from .models.model import predict_matrix
 
         check_is_fitted(self, "model_")
         model = self.model_
         if _is_messages(X):
             if hasattr(self, "_totals"):
                 raise ValueError("this estimator was fitted on a count matrix, not on messages")
-            from .counting import count_chunk
-            from .vocabulary import renumber
+            from .text.counting import count_chunk
+            from .text.vocabulary import renumber
 
             counted = count_chunk(model.tokenizer, list(X))
             rows = renumber(counted, model.form.index, grow=False)

@@ -49,7 +49,8 @@ def sample_model(sample_model_path, tmp_path) -> Path:
 @pytest.fixture(scope="session")
 def sample_messages() -> list:
     """The labelled messages of sample_data/train, read once."""
-    from nbspam.messages import Problems, read_labelled
+    from nbspam.mail.message import Problems
+    from nbspam.mail.messages import read_labelled
 
     return list(read_labelled([str(SAMPLE / "train")], Problems()))
 
@@ -75,9 +76,9 @@ def sms() -> Path:
 @pytest.fixture(scope="session")
 def spamassassin_matrix(spamassassin):
     """(X, y, terms): the whole SpamAssassin corpus tokenized with the default settings."""
-    from nbspam.config import build_settings
-    from nbspam.features import Analyzer
-    from nbspam.vocabulary import TermIndex, count_rows, sorted_order
+    from nbspam.core.config import build_settings
+    from nbspam.text.features import Analyzer
+    from nbspam.text.vocabulary import TermIndex, count_rows, sorted_order
 
     paths = sorted(p for p in spamassassin.glob("*/*") if p.parent.name in ("ham", "spam"))
     analyzer = Analyzer(build_settings({}).tokenizer)

@@ -11,7 +11,7 @@ def fsync(fd):
         os.kill(os.getpid(), signal.SIGKILL)
     real_fsync(fd)
 os.fsync = fsync
-from nbspam.cli import main
+from nbspam.cli.commands import main
 sys.argv = ["nbspam", *sys.argv[2:]]
 main()
 """

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import nbspam
-from nbspam.modelfile import load_model
+from nbspam.store.modelfile import load_model
 from tests.helpers import ENV, SAMPLE, assert_same_model, cli_run
 
 SPAM = b"Subject: cheap meds\n\nBuy cheap meds now, click here, free money."

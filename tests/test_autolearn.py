@@ -8,12 +8,12 @@ import shutil
 
 import pytest
 
-from nbspam.decision import Prediction
 from nbspam.errors import FilterError
-from nbspam.filtering import Autolearn
-from nbspam.messages import Message
-from nbspam.modelfile import load_model
-from nbspam.update import learn
+from nbspam.mail.message import Message
+from nbspam.models.decision import Prediction
+from nbspam.service.filtering import Autolearn
+from nbspam.service.update import learn
+from nbspam.store.modelfile import load_model
 from tests.helpers import SAMPLE, assert_same_model, cli_run
 
 

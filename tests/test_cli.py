@@ -192,7 +192,7 @@ def test_config_file_and_unknown_keys(data, tmp_path):
     out = tmp_path / "m.nbm"
     result = cli_run("train", data, "-o", out, "-c", cfg, "--alpha", "0.25")
     assert result.exit_code == 0, result.output
-    from nbspam.modelfile import load_model
+    from nbspam.store.modelfile import load_model
 
     m = load_model(out)
     assert (m.training.model, m.training.min_count, m.training.alpha) == ("bernoulli", 1, 0.25)
@@ -344,7 +344,7 @@ def test_a_complement_model_predicts_explains_learns_and_forgets(data, tmp_path)
     assert _log_odds(path, message) != [batch]
     assert cli_run("forget", "-m", path, new).exit_code == 0
     assert _log_odds(path, message) == [batch]
-    from nbspam.modelfile import load_model
+    from nbspam.store.modelfile import load_model
     from tests.helpers import assert_same_model
 
     (tmp_path / "before.nbm").write_bytes(before)
@@ -357,7 +357,7 @@ def test_complement_settings_in_a_config_file_and_bad_values(data, tmp_path):
     out = tmp_path / "m.nbm"
     result = cli_run("train", data, "-o", out, "-c", config)
     assert result.exit_code == 0, result.stderr
-    from nbspam.modelfile import load_model
+    from nbspam.store.modelfile import load_model
 
     training = load_model(out).training
     assert (training.model, training.complement_norm) == ("complement", True)
@@ -411,3 +411,26 @@ def test_select_mi_needs_max_features_and_select_a_known_name(data, tmp_path):
     result = cli_run("train", data, "-o", out, "--select", "chi2", "--max-features", "5")
     assert result.exit_code == 2 and "'chi2' is not one of 'frequency', 'mi'" in result.stderr
     assert not out.exists()
+
+
+def test_merge_of_models_trained_with_the_defaults(tmp_path):
+    """The README's merge example: two shards trained with the defaults merge, whatever
+    event model auto chose for each."""
+    import shutil
+    from pathlib import Path
+
+    sample = Path(__file__).resolve().parents[1] / "sample_data" / "train"
+    for label in ("ham", "spam"):
+        for i, path in enumerate(sorted((sample / label).iterdir())):
+            part = tmp_path / ("a" if i % 3 else "b") / label
+            part.mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, part / path.name)
+    for part in ("a", "b"):
+        assert cli_run("train", tmp_path / part, "-o", tmp_path / f"{part}.nbm").exit_code == 0
+    result = cli_run("merge", tmp_path / "a.nbm", tmp_path / "b.nbm", "-o", tmp_path / "all.nbm")
+    assert result.exit_code == 0, result.stderr
+    lines = result.stderr.splitlines()
+    assert lines[0] == f"merged 2 models into {tmp_path / 'all.nbm'}"
+    assert lines[1].startswith("note: the 2 parts had ")
+    assert "the largest part (" in lines[1] and " of the 48 messages)" in lines[1]
+    assert len(lines) == 2

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nbspam.modelfile import load_model
+from nbspam.store.modelfile import load_model
 from tests.helpers import cli_run
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from nbspam.config import build_settings
-from nbspam.counting import LabelledCounts
-from nbspam.messages import Message
-from nbspam.model import Rows, fit_counted
-from nbspam.modelfile import load_model
-from nbspam.training import decide
-from nbspam.training import train as train_locally
+from nbspam.core.config import build_settings
+from nbspam.fit.training import decide
+from nbspam.fit.training import train as train_locally
+from nbspam.mail.message import Message
+from nbspam.models.model import Rows, fit_counted
+from nbspam.store.modelfile import load_model
+from nbspam.text.counting import LabelledCounts
 from tests.helpers import ENV, SAMPLE, assert_same_model, cli_run, missing, nbspam_process
 
 SETTINGS = build_settings({})
@@ -77,7 +77,7 @@ def test_tls_files_are_for_a_scheduler(tmp_path):
 
 
 def test_stride_is_the_one_rows_ends_with():
-    from nbspam.cluster import stride_for
+    from nbspam.service.cluster import stride_for
 
     for limit in (1, 3, 7, 10):
         for n in range(0, 60):
@@ -142,7 +142,7 @@ def with_duplicates(messages):
 def test_dask_training_gives_the_model_of_local_training(
     client, sample_messages, monkeypatch, options
 ):
-    from nbspam import cluster
+    from nbspam.service import cluster
 
     monkeypatch.setattr(cluster, "CHUNK", 7)  # many partitions, many additions
     settings = build_settings(options)
@@ -159,7 +159,7 @@ def test_the_cross_validation_sample_is_the_one_local_training_keeps(
 ):
     """With fewer sample rows than messages the stride doubles; the rows kept, and so the
     choice and the decision rule, are those of local training."""
-    from nbspam import cluster
+    from nbspam.service import cluster
 
     monkeypatch.setattr(cluster, "CHUNK", 6)
     messages = with_duplicates(sample_messages)
@@ -206,8 +206,8 @@ def test_predict_on_a_local_cluster_prints_what_local_predict_prints(sample_mode
 
 
 def test_predict_keeps_the_input_order_with_few_partitions_ahead(client, sample_model_path):
-    from nbspam import cluster
-    from nbspam.quick import load_scorer
+    from nbspam.service import cluster
+    from nbspam.service.quick import load_scorer
 
     messages = [
         Message(f"m{i}", ("free money " if i % 3 else "see you at lunch ") * (i % 7 + 1))
@@ -242,8 +242,8 @@ def test_evaluate_on_a_local_cluster_reports_what_local_evaluate_reports(split, 
 
 
 def test_counting_keeps_the_order_with_few_chunks_ahead(client):
-    from nbspam import cluster
-    from nbspam.counting import count_chunks
+    from nbspam.service import cluster
+    from nbspam.text.counting import count_chunks
 
     items = [(i, [f"word{i} other{i % 3} common"] * (i % 4 + 1)) for i in range(40)]
     expected = list(count_chunks(items, SETTINGS.tokenizer, 1))
@@ -251,8 +251,8 @@ def test_counting_keeps_the_order_with_few_chunks_ahead(client):
 
 
 def test_no_messages_is_refused(client):
-    from nbspam import cluster
     from nbspam.errors import TrainingError
+    from nbspam.service import cluster
 
     with pytest.raises(TrainingError, match="no messages to train on"):
         cluster.train([], SETTINGS, client)
@@ -383,7 +383,7 @@ def test_predicting_on_a_scheduler_and_two_worker_processes(processes, sample_mo
 def test_a_worker_killed_mid_training_costs_only_a_rerun(processes, sample_messages, monkeypatch):
     """One worker is killed after it has counted partitions and before the run ends: Dask
     counts them again on the other, and the model is the one of local training."""
-    from nbspam import cluster
+    from nbspam.service import cluster
 
     workers = processes.workers
     monkeypatch.setattr(cluster, "CHUNK", 4)
@@ -413,8 +413,8 @@ def test_a_worker_killed_mid_training_costs_only_a_rerun(processes, sample_messa
 def test_a_scheduler_lost_mid_training_is_one_error(processes, sample_messages, monkeypatch):
     """When the run cannot finish (here the scheduler is killed half-way through the
     messages) it ends in one error, never in a model of some of the messages."""
-    from nbspam import cluster
     from nbspam.errors import NbspamError
+    from nbspam.service import cluster
 
     scheduler = processes.scheduler
     monkeypatch.setattr(cluster, "CHUNK", 4)
@@ -437,8 +437,8 @@ def test_a_scheduler_lost_mid_training_is_one_error(processes, sample_messages, 
 
 @pytest.mark.slow
 def test_all_workers_lost_mid_training_is_one_error(processes, sample_messages, monkeypatch):
-    from nbspam import cluster
     from nbspam.errors import NbspamError
+    from nbspam.service import cluster
 
     monkeypatch.setattr(cluster, "CHUNK", 4)
     monkeypatch.setattr(cluster, "NO_WORKERS_TIMEOUT", 2.0)
@@ -463,7 +463,7 @@ def test_all_workers_lost_mid_training_is_one_error(processes, sample_messages, 
 #: partition is sent to the cluster.
 CHILD = """
 import os, signal, sys
-from nbspam import cluster
+from nbspam.service import cluster
 cluster.CONNECT_TIMEOUT, victim = float(sys.argv[1]), int(sys.argv[2])
 cluster.CHUNK = 4
 calls, real = [], cluster._submit_count
@@ -473,7 +473,7 @@ def submit(*args):
         os.kill(victim, signal.SIGKILL)
     return real(*args)
 cluster._submit_count = submit
-from nbspam.cli import main
+from nbspam.cli.commands import main
 sys.argv = ["nbspam", *sys.argv[3:]]
 main()
 """
@@ -653,8 +653,8 @@ def test_a_scheduler_killed_mid_training_is_one_line(processes, tmp_path):
 
 
 def test_without_cryptography_a_local_cluster_of_processes_says_how_to_install_it(monkeypatch):
-    from nbspam import cluster
     from nbspam.errors import NbspamError
+    from nbspam.service import cluster
 
     monkeypatch.setitem(sys.modules, "cryptography", None)  # import cryptography fails
     with pytest.raises(NbspamError, match=r"^--engine dask needs the cryptography package"):
@@ -677,7 +677,7 @@ def test_the_local_cluster_listens_only_on_loopback_with_tls(workers):
     TLS on 127.0.0.1, with a certificate made for the run; a plain client is refused."""
     import psutil
 
-    from nbspam import cluster
+    from nbspam.service import cluster
 
     me = psutil.Process()
     before = listening(me)
@@ -695,7 +695,7 @@ def test_the_local_cluster_listens_only_on_loopback_with_tls(workers):
 
 
 def test_messages_as_text_and_bytes_alike(client):
-    from nbspam import cluster
+    from nbspam.service import cluster
 
     messages = [
         Message(str(i), ("free money now " if i % 2 else "meeting notes ") * (i + 1), label)

@@ -24,12 +24,12 @@ from pathlib import Path
 
 import pytest
 
-from nbspam.config import Settings
+from nbspam.core.config import Settings
 from nbspam.errors import LockError
-from nbspam.lock import model_lock
-from nbspam.messages import Message
-from nbspam.model import fit_messages
-from nbspam.modelfile import load_model
+from nbspam.mail.message import Message
+from nbspam.models.model import fit_messages
+from nbspam.store.lock import model_lock
+from nbspam.store.modelfile import load_model
 from tests.helpers import ENV, assert_same_model, model_differences, nbspam_process
 from tests.processes import KILL_AT_FSYNC
 
@@ -41,7 +41,7 @@ WAIT = 30.0  # seconds: the longest any single process or wait may take before t
 # Holds the lock of the model argv[1] until killed.
 HOLD_LOCK = """
 import sys, time
-from nbspam.lock import model_lock
+from nbspam.store.lock import model_lock
 with model_lock(sys.argv[1]):
     print("locked", flush=True)
     time.sleep(600)
@@ -51,7 +51,7 @@ with model_lock(sys.argv[1]):
 # pass), then prints what it saw as JSON.
 READER = """
 import json, os, sys, time
-from nbspam.modelfile import load_model, save_model
+from nbspam.store.modelfile import load_model, save_model
 path, stop, limit = sys.argv[1], sys.argv[2], float(sys.argv[3])
 deadline = time.monotonic() + limit
 loads, errors, versions = 0, [], set()
@@ -76,8 +76,8 @@ print(json.dumps({"loads": loads, "errors": errors[:10], "versions": sorted(vers
 WRITER = """
 import sys
 from pathlib import Path
-from nbspam.messages import Message
-from nbspam.update import learn, update_model_file
+from nbspam.mail.message import Message
+from nbspam.service.update import learn, update_model_file
 path, label, folder = sys.argv[1:4]
 for file in sorted(Path(folder).iterdir()):
     message = Message(str(file), file.read_bytes())
@@ -98,7 +98,7 @@ def fsync(fd):
             time.sleep(0.01)
     real_fsync(fd)
 os.fsync = fsync
-from nbspam.cli import main
+from nbspam.cli.commands import main
 sys.argv = ["nbspam", *sys.argv[2:]]
 main()
 """
@@ -106,9 +106,9 @@ main()
 # `nbspam ARGS...` (argv[2:]) with a lock timeout of argv[1] seconds instead of 60.
 WITH_LOCK_TIMEOUT = """
 import functools, sys
-import nbspam.lock
-nbspam.lock.model_lock = functools.partial(nbspam.lock.model_lock, timeout=float(sys.argv[1]))
-from nbspam.cli import main
+import nbspam.store.lock
+nbspam.store.lock.model_lock = functools.partial(nbspam.store.lock.model_lock, timeout=float(sys.argv[1]))
+from nbspam.cli.commands import main
 sys.argv = ["nbspam", *sys.argv[2:]]
 main()
 """

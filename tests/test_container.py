@@ -8,9 +8,10 @@ import zlib
 
 import pytest
 
-from nbspam import __version__, container, schema
-from nbspam.container import FORMAT_VERSION, MAGIC, Blob
+from nbspam import __version__
 from nbspam.errors import ModelFileError
+from nbspam.store import container, schema
+from nbspam.store.container import FORMAT_VERSION, MAGIC, Blob
 
 HEADER = {"note": "hello", "labels": ["ham", "spam"]}
 BLOBS = {

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nbspam import naive_bayes as nb
-from nbspam.decision import (
+from nbspam.models import naive_bayes as nb
+from nbspam.models.decision import (
     UNSURE,
     calibrated_probability,
     log_posterior_two,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from nbspam.cli import cli
+from nbspam.cli.commands import cli
 from nbspam.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_SKIPPED, EXIT_USAGE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,7 +67,7 @@ def test_exit_status_table_matches_the_code():
 
 
 def test_the_cross_validation_row_limit_is_the_one_documented():
-    from nbspam.model import CV_ROWS
+    from nbspam.models.model import CV_ROWS
 
     option = next(p for p in cli.commands["train"].params if "--calibrate" in p.opts)
     assert f"{CV_ROWS:,} messages" in text(DOCS / "training.md")
@@ -77,7 +77,7 @@ def test_the_cross_validation_row_limit_is_the_one_documented():
 def test_the_architecture_page_names_every_module():
     layout = section(DOCS / "architecture.md", "## How the code is laid out")
     named = set(re.findall(r"`(\w+)`", layout))
-    modules = {p.stem for p in (ROOT / "nbspam").glob("*.py")} - {"__init__", "__main__"}
+    modules = {p.stem for p in (ROOT / "nbspam").rglob("*.py")} - {"__init__", "__main__"}
     assert modules <= named, sorted(modules - named)
 
 
@@ -133,7 +133,7 @@ def test_every_docs_page_is_in_the_readmes_table_of_contents():
 def test_math_sections_cited_by_the_code_exist():
     headings = set(re.findall(r"^## (.+)$", text(DOCS / "math.md"), re.MULTILINE))
     cited = set()
-    for path in [*(ROOT / "nbspam").glob("*.py"), *(ROOT / "tests").glob("*.py")]:
+    for path in [*(ROOT / "nbspam").rglob("*.py"), *(ROOT / "tests").glob("*.py")]:
         cited |= set(re.findall(r'docs/math\.md, "([^"]+)"', text(path)))
         if path.name != "test_docs.py":
             assert "MATH.md" not in text(path), path.name
@@ -227,7 +227,7 @@ def test_make_demo_ends_with_commands_to_try_that_work(tmp_path):
 def test_help_and_docstrings_point_to_the_docs_page_that_holds_the_subject():
     """The README is short now: help and docstrings name the page in docs/ instead."""
     pointers = []
-    for path in (ROOT / "nbspam").glob("*.py"):
+    for path in (ROOT / "nbspam").rglob("*.py"):
         pointers += [
             f"{path.name}: {m}"
             for m in re.findall(r"(?:see|\()the README\b|\(README\)", text(path))

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from nbspam.modelfile import load_model
+from nbspam.store.modelfile import load_model
 from tests.helpers import ROOT, SAMPLE, cli_run, missing
 
 CONTRIB = ROOT / "contrib" / "dovecot"
@@ -93,7 +93,7 @@ def python_for_nobody(pythonpath: str) -> str:
                 f"PYTHONPATH={pythonpath}",
                 python,
                 "-c",
-                "import numpy, nbspam.update",
+                "import numpy, nbspam.service.update",
             ],
             capture_output=True,
             check=False,
@@ -222,7 +222,7 @@ def test_moves_over_imap_are_learned_with_their_labels(dovecot):
 
 @pytest.mark.parametrize("dovecot", ["layers"], indirect=True)
 def test_with_user_layers_moves_train_the_users_layer_only(dovecot):
-    from nbspam.layers import layered
+    from nbspam.store.layers import layered
 
     port, model, root = dovecot
     site = model.read_bytes()

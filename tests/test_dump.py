@@ -13,11 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nbspam.config import build_settings
-from nbspam.dump import MAX_LINE, dump_chunks, dump_lines, escape, restore
+from nbspam.core.config import build_settings
 from nbspam.errors import InputError
-from nbspam.model import Model, fit
-from nbspam.modelfile import load_model, save_model
+from nbspam.models.model import Model, fit
+from nbspam.store.dump import MAX_LINE, dump_chunks, dump_lines, escape, restore
+from nbspam.store.modelfile import load_model, save_model
 from tests.helpers import SAMPLE, assert_same_model, cli_run, nbspam_process
 from tests.test_naive_bayes import random_counts
 
@@ -561,7 +561,7 @@ def _garbage_after_the_first_line(lines):
 
 
 def _a_model_file(lines):
-    from nbspam.container import MAGIC
+    from nbspam.store.container import MAGIC
 
     return MAGIC + b"\x01\x00\x00\x00", (
         "line 1: this is a model file, not a dump ('nbspam dump -m MODEL' makes a dump of it)"

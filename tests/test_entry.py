@@ -115,7 +115,7 @@ def test_a_command_that_writes_nothing_to_stdout_runs_with_it_closed(model_path,
 # A program that runs the command inside itself, then goes on and exits its own way.
 HOST = """
 import atexit, sys
-from nbspam.entry import main
+from nbspam.cli.entry import main
 atexit.register(lambda: sys.stderr.write("the host's exit function\\n"))
 sys.argv = ["nbspam", "--version"]
 try:

@@ -1,4 +1,4 @@
-"""Tests of nbspam.evaluation and nbspam.plot: splits, hand-computed report values, rendering."""
+"""Tests of nbspam.evaluation.evaluation and nbspam.evaluation.plot: splits, hand-computed report values, rendering."""
 
 from __future__ import annotations
 
@@ -9,13 +9,10 @@ import sys
 import numpy as np
 import pytest
 
-from nbspam import metrics
-from nbspam.calibration import calibrate, choose_cutoffs
-from nbspam.config import build_settings
-from nbspam.crossval import Scores, Tokenized, stratified_split
-from nbspam.decision import verdict
+from nbspam.cli.render import render_report
+from nbspam.core.config import build_settings
 from nbspam.errors import ConfigError, InputError
-from nbspam.evaluation import (
+from nbspam.evaluation.evaluation import (
     chronological,
     chronological_order,
     cross_validate,
@@ -23,11 +20,14 @@ from nbspam.evaluation import (
     nested_scores,
     tokenize_all,
 )
-from nbspam.headers import message_time
-from nbspam.messages import Message
-from nbspam.model import fit_messages, score
-from nbspam.render import render_report
-from nbspam.report import report
+from nbspam.evaluation.report import report
+from nbspam.fit import metrics
+from nbspam.fit.calibration import calibrate, choose_cutoffs
+from nbspam.fit.crossval import Scores, Tokenized, stratified_split
+from nbspam.mail.headers import message_time
+from nbspam.mail.message import Message
+from nbspam.models.decision import verdict
+from nbspam.models.model import fit_messages, score
 
 SETTINGS = build_settings({})
 
@@ -186,12 +186,12 @@ def test_cross_validate_is_stratified_deterministic_and_scores_each_message_once
 def test_training_keeps_rows_of_a_sample_and_scores_it_with_models_of_all_the_rest(
     monkeypatch,
 ):
-    import nbspam.model
-    from nbspam.crossval import score_split
-    from nbspam.training import train as train_with_rule
+    import nbspam.models.model
+    from nbspam.fit.crossval import score_split
+    from nbspam.fit.training import train as train_with_rule
 
     messages = sorted(small_corpus(), key=lambda m: m.label)  # 13 ham, then 8 spam
-    monkeypatch.setattr(nbspam.model, "CV_ROWS", 12)
+    monkeypatch.setattr(nbspam.models.model, "CV_ROWS", 12)
     model = train_with_rule(messages, SETTINGS)
     # 21 messages, at most 12 rows kept: every second one, 7 ham and 4 spam, in 4 folds;
     # each fold is scored by the model of the 17 or 18 messages outside it
@@ -204,7 +204,7 @@ def test_training_keeps_rows_of_a_sample_and_scores_it_with_models_of_all_the_re
     assert scores.evaluated.sum() == 11
     cfg = SETTINGS.training
     expected = choose_cutoffs(
-        scores, cost_fp=cfg.cost_fp, cost_fn=cfg.cost_fn, cost_unsure=cfg.cost_unsure
+        scores, cost_fp=15.0, cost_fn=cfg.cost_fn, cost_unsure=0.2
     )
     assert model.cutoffs == expected and model.calibration == calibrate(scores)
     # the model itself is fitted on every message
@@ -214,7 +214,7 @@ def test_training_keeps_rows_of_a_sample_and_scores_it_with_models_of_all_the_re
 def test_rows_keep_every_stride_th_message_within_their_limit():
     import scipy.sparse as sp
 
-    from nbspam.model import Rows
+    from nbspam.models.model import Rows
 
     rows = Rows(limit=5)
     for start, n in ((0, 4), (4, 4), (8, 3), (11, 2), (13, 3)):
@@ -582,7 +582,7 @@ def test_render_json_exact(hand_report):
 def test_plot_writes_png_and_svg(tmp_path):
     pytest.importorskip("matplotlib", reason="matplotlib is not installed (pip install matplotlib)")
     from nbspam.errors import PlotError
-    from nbspam.plot import plot_evaluation
+    from nbspam.evaluation.plot import plot_evaluation
 
     scores = binary_scores(HAND_ODDS, HAND_LABELS)
     plot_evaluation(scores, str(tmp_path / "eval.png"), cutoffs=(-2.0, 2.0))
@@ -601,7 +601,7 @@ def test_plot_writes_png_and_svg(tmp_path):
 
 def test_plot_without_matplotlib_says_how_to_install(tmp_path, monkeypatch):
     from nbspam.errors import NbspamError, PlotError
-    from nbspam.plot import plot_evaluation
+    from nbspam.evaluation.plot import plot_evaluation
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` fail
     with pytest.raises(

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nbspam import columns as col
-from nbspam.tables import Table
+from nbspam.models import columns as col
+from nbspam.text.tables import Table
 
 AWKWARD = st.one_of(
     st.floats(-col.MAX_VALUE, col.MAX_VALUE, allow_nan=False, allow_subnormal=True),
@@ -86,8 +86,8 @@ def test_gaussian_of_is_learning_each_value():
     ],
 )
 def test_each_folds_model_is_the_model_of_the_other_folds(kinds, bins):
-    from nbspam.table_model import TableSettings, fit_table, subset
-    from nbspam.table_training import FoldStatistics, stratified_folds_of
+    from nbspam.fit.table_training import FoldStatistics, stratified_folds_of
+    from nbspam.models.table_model import TableSettings, fit_table, subset
     from tests.test_tables import mixed_table
 
     table = mixed_table(n=120)

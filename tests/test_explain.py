@@ -10,11 +10,12 @@ import re
 import pytest
 
 from nbspam.errors import NbspamError
-from nbspam.explain import count_kind, explain_message, top_terms
-from nbspam.features import Analyzer
-from nbspam.messages import Problems, read_messages
-from nbspam.model import score
-from nbspam.modelfile import load_model
+from nbspam.mail.message import Problems
+from nbspam.mail.messages import read_messages
+from nbspam.models.explain import count_kind, explain_message, top_terms
+from nbspam.models.model import score
+from nbspam.store.modelfile import load_model
+from nbspam.text.features import Analyzer
 from tests.helpers import SAMPLE, cli_run
 from tests.test_naive_bayes import TEST, textbook
 

@@ -107,7 +107,7 @@ def test_filter_records_on_a_device_are_one_line(model, tmp_path, option, messag
 def test_a_state_file_on_a_full_disk_is_one_line(model, tmp_path, monkeypatch, where):
     import errno
 
-    import nbspam.mailstore
+    import nbspam.service.mailstore
 
     folder = tmp_path / "mail"
     folder.mkdir()
@@ -123,7 +123,7 @@ def test_a_state_file_on_a_full_disk_is_one_line(model, tmp_path, monkeypatch, w
 
     if where == "write":
         state.write_bytes(b"")
-    monkeypatch.setattr(nbspam.mailstore.os, "write", full)
+    monkeypatch.setattr(nbspam.service.mailstore.os, "write", full)
     result = cli_run("filter", "-m", model, folder, "--state", state)
     assert result.exit_code == 1
     assert result.stderr == f"Error: cannot write state file {state}: no space left on device\n"
@@ -152,12 +152,12 @@ def test_evaluate_scores_on_a_full_disk_are_one_line():
 def test_evaluate_refuses_an_output_it_could_not_write_before_the_work(
     tmp_path, monkeypatch, option, name, message
 ):
-    import nbspam.evaluation
+    import nbspam.evaluation.evaluation
 
     def never(*args, **kwargs):
         raise AssertionError("the cross-validation ran")
 
-    monkeypatch.setattr(nbspam.evaluation, "cross_validate", never)
+    monkeypatch.setattr(nbspam.evaluation.evaluation, "cross_validate", never)
     path = tmp_path / name
     result = cli_run("evaluate", SAMPLE / "train", option, path)
     assert result.exit_code == 1
@@ -168,7 +168,7 @@ def test_evaluate_refuses_an_output_it_could_not_write_before_the_work(
 def test_evaluate_without_matplotlib_says_so_before_the_work(tmp_path, monkeypatch):
     import importlib.util
 
-    import nbspam.evaluation
+    import nbspam.evaluation.evaluation
 
     real = importlib.util.find_spec
     monkeypatch.setattr(
@@ -176,19 +176,19 @@ def test_evaluate_without_matplotlib_says_so_before_the_work(tmp_path, monkeypat
         "find_spec",
         lambda name, *a: None if name == "matplotlib" else real(name, *a),
     )
-    monkeypatch.setattr(nbspam.evaluation, "cross_validate", None)  # never reached
+    monkeypatch.setattr(nbspam.evaluation.evaluation, "cross_validate", None)  # never reached
     result = cli_run("evaluate", SAMPLE / "train", "--plot", tmp_path / "p.svg")
     assert result.exit_code == 1
     assert result.stderr.startswith("Error: --plot needs matplotlib: pip install")
 
 
 def test_an_unexpected_failure_is_one_line(model, monkeypatch):
-    import nbspam.render
+    import nbspam.cli.render
 
     def broken(*args, **kwargs):
         raise ZeroDivisionError("a defect")
 
-    monkeypatch.setattr(nbspam.render, "predictions", broken)
+    monkeypatch.setattr(nbspam.cli.render, "predictions", broken)
     monkeypatch.delenv("NBSPAM_TRACEBACK", raising=False)
     result = cli_run("predict", "-m", model, SAMPLE / "new")
     assert result.exit_code == 1
@@ -267,12 +267,12 @@ def test_evaluate_text_format_and_its_old_name():
 
 @pytest.mark.parametrize("name", ["missing/m.nbm", "folder"])
 def test_train_refuses_an_output_it_could_not_write_before_the_work(tmp_path, monkeypatch, name):
-    import nbspam.training
+    import nbspam.fit.training
 
     def never(*args, **kwargs):
         raise AssertionError("training ran")
 
-    monkeypatch.setattr(nbspam.training, "train", never)
+    monkeypatch.setattr(nbspam.fit.training, "train", never)
     (tmp_path / "folder").mkdir()
     path = tmp_path / name
     result = cli_run("train", SAMPLE / "train", "-o", path)

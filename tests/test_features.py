@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nbspam.config import TokenizerConfig
-from nbspam.features import _RECEIVED_ID, Analyzer, _hostname
+from nbspam.core.config import TokenizerConfig
+from nbspam.text.features import _RECEIVED_ID, Analyzer, _hostname
 
 MAIL = b"""\
 Received: from relay.example.net by mx.example.org with ESMTP id 4F2A1B3C;
@@ -231,8 +231,8 @@ def test_a_header_value_is_cut_at_max_body_chars_once_normalised():
 
 
 def test_a_mime_boundary_gives_no_token():
-    from nbspam.config import build_settings
-    from nbspam.features import Analyzer
+    from nbspam.core.config import build_settings
+    from nbspam.text.features import Analyzer
 
     mail = (
         b"Subject: x\nMIME-Version: 1.0\n"

@@ -22,17 +22,18 @@ from pathlib import Path
 import pytest
 
 from nbspam import __version__
-from nbspam.decision import Prediction
 from nbspam.errors import FilterError, LockError
-from nbspam.filtering import filter_folders, filter_single
-from nbspam.filtering import message_files as filter_files
-from nbspam.headers import add_status_header, message_digest, status_value
-from nbspam.lock import model_lock
-from nbspam.messages import Message, Problems, read_messages
-from nbspam.model import score
-from nbspam.modelfile import load_model
-from nbspam.quick import ModelScorer, TableScorer, load_scorer
-from nbspam.update import learn
+from nbspam.mail.headers import add_status_header, message_digest
+from nbspam.mail.message import Message, Problems
+from nbspam.mail.messages import read_messages
+from nbspam.models.decision import Prediction
+from nbspam.models.model import score
+from nbspam.service.filtering import filter_folders, filter_single, status_value
+from nbspam.service.filtering import message_files as filter_files
+from nbspam.service.quick import ModelScorer, TableScorer, load_scorer
+from nbspam.service.update import learn
+from nbspam.store.lock import model_lock
+from nbspam.store.modelfile import load_model
 from tests.helpers import ENV, SAMPLE, cli_run, nbspam_process
 from tests.processes import KILL_AT_FSYNC
 
@@ -46,8 +47,8 @@ SPAM_IN_CUR = "1790000001.M1P1.mailhost:2,FS"
 LEARNER = """
 import os, sys, time
 from pathlib import Path
-from nbspam.messages import Message
-from nbspam.update import learn, update_model_file
+from nbspam.mail.message import Message
+from nbspam.service.update import learn, update_model_file
 path, file, stop = sys.argv[1:4]
 message = Message(file, Path(file).read_bytes())
 n = 0
@@ -185,7 +186,7 @@ def test_exit_status_tells_spam_ham_and_unsure_apart(model_path, model):
 # `nbspam ARGS...` (argv[1:]) as the command runs; then says on stderr whether numpy was loaded.
 WHICH_MODULES = """
 import sys
-from nbspam.cli import main
+from nbspam.cli.commands import main
 sys.argv = ["nbspam", *sys.argv[1:]]
 try:
     main()
@@ -601,17 +602,17 @@ def test_a_move_an_earlier_run_left_half_done_is_finished(model, maildir, tmp_pa
 def test_an_unreadable_message_is_reported_left_alone_and_exits_3(
     own_model, maildir, tmp_path, monkeypatch
 ):
-    import nbspam.messages
+    import nbspam.mail.messages
 
     bad = maildir / "new" / "002.eml"
-    real_read = nbspam.messages.read_bytes
+    real_read = nbspam.mail.messages.read_bytes
 
     def fake_read(path):  # as root, a file's mode cannot stop it being read
         if str(path) == str(bad):
             raise PermissionError(errno.EACCES, "Permission denied", str(path))
         return real_read(path)
 
-    monkeypatch.setattr(nbspam.messages, "read_bytes", fake_read)
+    monkeypatch.setattr(nbspam.mail.messages, "read_bytes", fake_read)
     junk = tmp_path / "Junk"
     args = ["filter", "-m", own_model, str(maildir), "--move-spam", str(junk), "--report", "-"]
     result = cli_run(*args)

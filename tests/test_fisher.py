@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.stats import chi2
 
-from nbspam.fisher import (
+from nbspam.models.fisher import (
     BACKGROUND,
     STRENGTH,
     fisher_log_odds,
@@ -124,10 +124,11 @@ def _by_hand(model, tokens):
 
 
 def test_predict_scores_as_math_md_says(fisher_path):
-    from nbspam.features import Analyzer
-    from nbspam.messages import Problems, read_messages
-    from nbspam.model import score
-    from nbspam.modelfile import load_model
+    from nbspam.mail.message import Problems
+    from nbspam.mail.messages import read_messages
+    from nbspam.models.model import score
+    from nbspam.store.modelfile import load_model
+    from nbspam.text.features import Analyzer
 
     model = load_model(fisher_path)
     assert model.training.model == "fisher"
@@ -139,11 +140,11 @@ def test_predict_scores_as_math_md_says(fisher_path):
 
 
 def test_explain_shows_how_the_score_follows_from_the_clues(fisher_path):
-    from nbspam.explain import explain_message
-    from nbspam.features import Analyzer
-    from nbspam.messages import Message
-    from nbspam.model import score
-    from nbspam.modelfile import load_model
+    from nbspam.mail.message import Message
+    from nbspam.models.explain import explain_message
+    from nbspam.models.model import score
+    from nbspam.store.modelfile import load_model
+    from nbspam.text.features import Analyzer
 
     model = load_model(fisher_path)
     data = (SAMPLE / "new" / "002.eml").read_bytes()
@@ -184,7 +185,7 @@ def test_fisher_needs_two_labels(tmp_path):
 
 
 def test_learn_then_forget_gives_back_the_fisher_model(fisher_path, tmp_path):
-    from nbspam.modelfile import load_model
+    from nbspam.store.modelfile import load_model
     from tests.helpers import assert_same_model, cli_run
 
     copy = tmp_path / "m.nbm"
@@ -199,9 +200,9 @@ def test_learn_then_forget_gives_back_the_fisher_model(fisher_path, tmp_path):
 @pytest.mark.corpus
 @pytest.mark.slow
 def test_fisher_ranks_spamassassin_as_bogofilter_does(spamassassin_matrix):
-    from nbspam import metrics
-    from nbspam.config import build_settings
-    from nbspam.crossval import Tokenized, cross_validate_matrix
+    from nbspam.core.config import build_settings
+    from nbspam.fit import metrics
+    from nbspam.fit.crossval import Tokenized, cross_validate_matrix
 
     X, labels, terms = spamassassin_matrix
     data = Tokenized([str(i) for i in range(len(labels))], labels, X, terms)

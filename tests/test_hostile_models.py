@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from nbspam import entry
-from nbspam.container import MAGIC
+from nbspam.cli import entry
+from nbspam.store.container import MAGIC
 from tests.helpers import cli_run, nbspam_process
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"

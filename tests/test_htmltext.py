@@ -1,4 +1,4 @@
-"""Tests of nbspam.htmltext: visible text and links, bounded time on hostile HTML."""
+"""Tests of nbspam.mail.htmltext: visible text and links, bounded time on hostile HTML."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nbspam.htmltext import MAX_HTML_CHARS, html_to_text
-from nbspam.mailparse import decode_bytes
+from nbspam.mail.htmltext import MAX_HTML_CHARS, html_to_text
+from nbspam.mail.mailparse import decode_bytes
 
 # --- behaviour ------------------------------------------------------------------------------
 

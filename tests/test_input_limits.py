@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from nbspam.messages import MAX_MESSAGE_BYTES
+from nbspam.mail.message import MAX_MESSAGE_BYTES
 from tests.helpers import nbspam_process
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"

@@ -12,12 +12,13 @@ import textwrap
 
 import pytest
 
-from nbspam import journal
-from nbspam.config import build_settings
+from nbspam.core.config import build_settings
 from nbspam.errors import ModelFileError
-from nbspam.model import fit_messages
-from nbspam.modelfile import load_model, save_model
-from nbspam.quick import load_quick
+from nbspam.models.model import fit_messages
+from nbspam.service import journalled
+from nbspam.service.quick import load_quick
+from nbspam.store import journal
+from nbspam.store.modelfile import load_model, save_model
 from tests.helpers import ENV, ROOT, SAMPLE, assert_same_model, cli_run
 
 SETTINGS = build_settings({})
@@ -35,7 +36,7 @@ def test_learn_appends_to_the_journal_and_leaves_the_model_file(half):
     path, messages = half
     before = path.read_bytes()
     spam = [m for m in messages[1::2] if m.label == "spam"]
-    change = journal.learn(path, spam, "spam")
+    change = journalled.learn(path, spam, "spam")
     assert change.learned == len(spam)
     assert path.read_bytes() == before  # not rewritten
     contents = journal.read(path.with_name("m.nbm.journal"))
@@ -60,19 +61,19 @@ def test_random_learn_forget_sequences_equal_training(sample_messages, tmp_path,
         if others != {"ham", "spam"}:
             action = 0.0  # the only message of a label: learn it again
         if action < 0.5:
-            journal.learn(path, [m], m.label)
+            journalled.learn(path, [m], m.label)
             held[m.id] = m
         elif action < 0.7:  # a correction: learned under the other label
             other = "ham" if m.label == "spam" else "spam"
-            journal.learn(path, [m], other)
+            journalled.learn(path, [m], other)
             held[m.id] = type(m)(m.id, m.data, other)
         elif m.id in held:
-            journal.forget(path, [m])
+            journalled.forget(path, [m])
             del held[m.id]
         if rng.random() < 0.2:
-            journal.compact(path)
+            journalled.compact(path)
     assert_same_model(load_model(path), fit_messages(list(held.values()), SETTINGS))
-    journal.compact(path)
+    journalled.compact(path)
     assert not path.with_name("m.nbm.journal").exists()
     assert_same_model(load_model(path), fit_messages(list(held.values()), SETTINGS))
     assert load_quick(path) is not None  # folded: the one-message scorer reads the table
@@ -98,17 +99,17 @@ def test_cli_learn_and_compact_keep_the_scores(sample_model):
 def test_a_torn_last_record_is_dropped_and_cut_off(half):
     path, messages = half
     spam = [m for m in messages[1::2] if m.label == "spam"]
-    journal.learn(path, spam[:1], "spam")
+    journalled.learn(path, spam[:1], "spam")
     side = path.with_name("m.nbm.journal")
     good = side.read_bytes()
-    journal.learn(path, spam[1:2], "spam")
+    journalled.learn(path, spam[1:2], "spam")
     torn = side.read_bytes()
     for cut in (len(good) + 3, len(good) + 20, len(torn) - 1):
         side.write_bytes(torn[:cut])
         # readers see the first message only
         assert_same_model(load_model(path), fit_messages(messages[::2] + spam[:1], SETTINGS))
     # the next writer cuts the torn record off before it appends
-    journal.learn(path, spam[2:3], "spam")
+    journalled.learn(path, spam[2:3], "spam")
     assert len(journal.read(side).records) == 2
     expected = messages[::2] + [spam[0], spam[2]]
     assert_same_model(load_model(path), fit_messages(expected, SETTINGS))
@@ -116,7 +117,7 @@ def test_a_torn_last_record_is_dropped_and_cut_off(half):
 
 def test_a_bad_record_before_others_is_corruption(half):
     path, messages = half
-    journal.learn(path, messages[1:4:2], messages[1].label, new_label=True)
+    journalled.learn(path, messages[1:4:2], messages[1].label, new_label=True)
     side = path.with_name("m.nbm.journal")
     data = bytearray(side.read_bytes())
     data[journal.HEADER_BYTES + 12] ^= 1  # inside the first record's payload
@@ -130,14 +131,14 @@ def test_a_journal_of_a_replaced_model_is_ignored(half, tmp_path):
     base is the old file, so no record is applied twice."""
     path, messages = half
     spam = [m for m in messages[1::2] if m.label == "spam"]
-    journal.learn(path, spam, "spam")
+    journalled.learn(path, spam, "spam")
     side = path.with_name("m.nbm.journal")
     kept = side.read_bytes()
-    journal.compact(path)
+    journalled.compact(path)
     side.write_bytes(kept)  # as if the removal never happened
     expected = fit_messages(messages[::2] + spam, SETTINGS)
     assert_same_model(load_model(path), expected)
-    journal.learn(path, spam, "spam")  # all known: unchanged, and the stale journal emptied
+    journalled.learn(path, spam, "spam")  # all known: unchanged, and the stale journal emptied
     assert journal.read(side).records == []
     assert_same_model(load_model(path), expected)
 
@@ -146,7 +147,7 @@ def test_the_journal_is_folded_past_its_size(half, monkeypatch):
     path, messages = half
     monkeypatch.setattr(journal, "COMPACT_BYTES", 1)
     before = path.read_bytes()
-    journal.learn(path, [m for m in messages[1::2] if m.label == "ham"], "ham")
+    journalled.learn(path, [m for m in messages[1::2] if m.label == "ham"], "ham")
     assert not path.with_name("m.nbm.journal").exists()
     assert path.read_bytes() != before
     expected = messages[::2] + [m for m in messages[1::2] if m.label == "ham"]
@@ -167,7 +168,8 @@ def test_the_journal_is_never_opened_through_a_link(half, tmp_path):
 _APPENDER = textwrap.dedent(
     """
     import os, sys
-    from nbspam import journal
+    from nbspam.service import journalled
+    from nbspam.store import journal
     real = journal.Writer.append
     def append(self, record):
         data = record.encode()
@@ -175,9 +177,9 @@ _APPENDER = textwrap.dedent(
         print("half", flush=True)
         os.kill(os.getpid(), 19)  # SIGSTOP: the parent kills it mid-append
     journal.Writer.append = append
-    from nbspam.messages import Message
+    from nbspam.mail.messages import Message
     data = open(sys.argv[2], "rb").read()
-    journal.learn(sys.argv[1], [Message("m", data)], "spam")
+    journalled.learn(sys.argv[1], [Message("m", data)], "spam")
     print("acknowledged", flush=True)
     """
 )
@@ -185,7 +187,7 @@ _APPENDER = textwrap.dedent(
 
 def test_a_learn_killed_mid_append_was_never_acknowledged(half):
     path, messages = half
-    journal.learn(path, [m for m in messages[1::2] if m.label == "ham"][:1], "ham")
+    journalled.learn(path, [m for m in messages[1::2] if m.label == "ham"][:1], "ham")
     before = load_model(path)
     child = subprocess.Popen(
         [sys.executable, "-c", _APPENDER, str(path), str(SAMPLE / "new" / "001.eml")],
@@ -206,9 +208,9 @@ def test_a_learn_killed_mid_append_was_never_acknowledged(half):
 def test_the_journal_version_changes_with_each_learn(half):
     path, messages = half
     assert journal.version(path) is None
-    journal.learn(path, messages[1:2], messages[1].label)
+    journalled.learn(path, messages[1:2], messages[1].label)
     first = journal.version(path)
-    journal.learn(path, messages[3:4], messages[3].label)
+    journalled.learn(path, messages[3:4], messages[3].label)
     assert first is not None and journal.version(path) not in (None, first)
-    journal.compact(path)
+    journalled.compact(path)
     assert journal.version(path) is None

@@ -7,12 +7,12 @@ import os
 
 import pytest
 
-from nbspam import journal
 from nbspam.errors import ConfigError, UnsafeFileError
-from nbspam.layers import layer_path, layered
-from nbspam.messages import Message
-from nbspam.modelfile import load_model
-from nbspam.update import learn
+from nbspam.mail.messages import Message
+from nbspam.service import journalled
+from nbspam.service.update import learn
+from nbspam.store.layers import layer_path, layered
+from nbspam.store.modelfile import load_model
 from tests.helpers import SAMPLE, assert_same_model, cli_run
 
 NEW = SAMPLE / "new" / "001.eml"
@@ -56,7 +56,7 @@ def test_filter_scores_with_the_layer(users):
     site = cli_run("filter", "-m", model, input=message).stdout_bytes
     site_label = "spam" if b"status: spam" in site.lower() else "ham"
     other = "ham" if site_label == "spam" else "spam"
-    journal.learn(model, [Message("m", message)], other, layer=template.replace("%u", "carol"))
+    journalled.learn(model, [Message("m", message)], other, layer=template.replace("%u", "carol"))
     out = cli_run("filter", "-m", model, "--user", "carol", "--user-models", template,
                   input=message).stdout_bytes  # fmt: skip
     status = [line for line in out.splitlines() if line.startswith(b"X-Nbspam-Status")]

@@ -1,4 +1,4 @@
-"""Tests of nbspam.mailparse: MIME decoding, charsets, HTML text and robustness on real mail."""
+"""Tests of nbspam.mail.mailparse: MIME decoding, charsets, HTML text and robustness on real mail."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nbspam.mailparse import ParsedMail, looks_like_mail, parse_mail
+from nbspam.mail.mailparse import ParsedMail, looks_like_mail, parse_mail
 
 SPAMASSASSIN = Path(__file__).resolve().parents[1].parent / "shared" / "corpora" / "spamassassin"
 
@@ -364,7 +364,7 @@ def test_max_body_chars_on_a_huge_message_keeps_headers_and_charset():
 
 
 def test_html_past_the_characters_parsed_is_still_read():
-    from nbspam.htmltext import MAX_HTML_CHARS
+    from nbspam.mail.htmltext import MAX_HTML_CHARS
 
     html = b"<p>word</p>" * (MAX_HTML_CHARS // 11 + 1) + b"<p>late &amp; last</p>"
     parsed = parse_mail(mail(b"Subject: long html\nContent-Type: text/html", html))

@@ -9,10 +9,10 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from nbspam.cli import cli
-from nbspam.config import build_settings
-from nbspam.features import Analyzer
-from nbspam.mailparse import parse_mail
+from nbspam.cli.commands import cli
+from nbspam.core.config import build_settings
+from nbspam.mail.mailparse import parse_mail
+from nbspam.text.features import Analyzer
 
 MB = 1 << 20
 SURROGATE = re.compile("[\ud800-\udfff]")

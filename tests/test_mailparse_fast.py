@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from nbspam import mailparse
-from nbspam.mailparse import ParsedMail, parse_mail
+from nbspam.mail import mailparse
+from nbspam.mail.mailparse import ParsedMail, parse_mail
 
 SAMPLE_DATA = Path(__file__).resolve().parents[1] / "sample_data"
 # Measured on the SpamAssassin corpus: 1.44% of the messages bail with the default limit and
@@ -635,7 +635,7 @@ def test_arbitrary_bytes_bail_or_equal_the_email_package(data, limit):
 def test_quote_and_unquote_are_the_email_package_ones(text):
     from email.utils import quote, unquote
 
-    from nbspam.mailparse import _quote, _unquote
+    from nbspam.mail.mailparse import _quote, _unquote
 
     assert _quote(text) == quote(text) and _unquote(text) == unquote(text)
 
@@ -644,7 +644,7 @@ def test_quote_and_unquote_are_the_email_package_ones(text):
 @given(st.text(alphabet=st.sampled_from(list("ab:\n\r\t =?\x0c")), max_size=40))
 def test_header_lines_are_split_as_a_loop_over_lines_splits_them(block):
     """_headers splits plain ASCII blocks with one pattern; the rule it follows is this loop."""
-    from nbspam.mailparse import _headers
+    from nbspam.mail.mailparse import _headers
 
     if "=?" in block:
         return

@@ -1,4 +1,4 @@
-"""Tests of nbspam.messages: folders, Maildirs, mboxes, tables, stdin, labels and problems.
+"""Tests of nbspam.mail.messages: folders, Maildirs, mboxes, tables, stdin, labels and problems.
 
 Every fixture is built in a temporary folder, and each test runs from inside it so that the
 identifiers are the short relative paths a user would type.
@@ -17,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nbspam.errors import InputError
-from nbspam.messages import LINK_OUT, Message, Problems, read_labelled, read_messages
+from nbspam.mail.message import Message, Problems
+from nbspam.mail.messages import LINK_OUT, read_labelled, read_messages
 
 LOOP = "folder already read (a symbolic link loop or a second link to it), not entered again"
 
@@ -48,6 +49,16 @@ MBOX_MESSAGES = [
 @pytest.fixture(autouse=True)
 def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+
+
+def set_cap(monkeypatch, size):
+    """MAX_MESSAGE_BYTES as ``size`` for every reader: a message, a file, an mbox."""
+    import nbspam.mail.mbox
+    import nbspam.mail.message
+    import nbspam.mail.messages
+
+    for module in (nbspam.mail.message, nbspam.mail.messages, nbspam.mail.mbox):
+        monkeypatch.setattr(module, "MAX_MESSAGE_BYTES", size)
 
 
 def write(path: str, data: bytes | str = b"", encoding: str = "utf-8") -> None:
@@ -362,11 +373,11 @@ def test_a_link_into_proc_or_dev_is_never_followed():
 
 def test_a_link_put_in_place_of_a_listed_file_is_not_followed(monkeypatch):
     # the walker lists mail/x as a file; by the time it is opened it is a link out
-    import nbspam.messages
+    import nbspam.mail.messages
 
     write("secret", b"Subject: secret\n\nsecret words")
     write("mail/x", b"Subject: x\n\nmail")
-    real = nbspam.messages.folder_files
+    real = nbspam.mail.messages.folder_files
 
     def swapping(*args, **kwargs):
         for path, part in real(*args, **kwargs):
@@ -374,7 +385,7 @@ def test_a_link_put_in_place_of_a_listed_file_is_not_followed(monkeypatch):
             os.symlink(os.path.abspath("secret"), path)
             yield path, part
 
-    monkeypatch.setattr(nbspam.messages, "folder_files", swapping)
+    monkeypatch.setattr(nbspam.mail.messages, "folder_files", swapping)
     problems, lines = collector()
     assert list(read_messages(["mail"], problems)) == []
     assert lines == ["mail/x: a symbolic link where a file was, not followed"]
@@ -480,14 +491,14 @@ def test_mbox_by_suffix_gives_each_message_its_own_bytes():
 
 
 def test_mbox_by_suffix_is_read_a_message_at_a_time_and_reported_as_any_file(monkeypatch):
-    import nbspam.messages
+    import nbspam.mail.messages
 
     write("box.mbox", MBOX)
 
     def whole(path):  # an mbox of tens of thousands of messages must not be held at once
         raise AssertionError(f"{path} read whole")
 
-    monkeypatch.setattr(nbspam.messages, "read_bytes", whole)
+    monkeypatch.setattr(nbspam.mail.messages, "read_bytes", whole)
     problems, lines = collector()
     got = list(read_messages(["box.mbox", "gone.mbox"], problems))
     assert [m.data for m in got] == MBOX_MESSAGES
@@ -605,9 +616,8 @@ def test_text_before_the_first_separator_of_an_mbox_is_kept():
 
 
 def test_an_mbox_message_longer_than_the_cap_is_cut_and_noted(monkeypatch):
-    import nbspam.messages
 
-    monkeypatch.setattr(nbspam.messages, "MAX_MESSAGE_BYTES", 1 << 20)
+    set_cap(monkeypatch, 1 << 20)
     long = b"Subject: long\n\n" + b"x" * (2 << 20) + b"\n"
     write("box.mbox", b"From a Mon Jan  1 00:00:00 2024\n" + long + b"\n" + MBOX)
     problems, lines = collector()
@@ -617,9 +627,8 @@ def test_an_mbox_message_longer_than_the_cap_is_cut_and_noted(monkeypatch):
 
 
 def test_a_message_file_is_read_up_to_the_cap(monkeypatch):
-    import nbspam.messages
 
-    monkeypatch.setattr(nbspam.messages, "MAX_MESSAGE_BYTES", 3 << 20)
+    set_cap(monkeypatch, 3 << 20)
     data = b"Subject: big\n\n" + b"y" * (5 << 20)
     write("big.eml", data)
     reads: list[int] = []
@@ -738,9 +747,8 @@ def test_a_table_is_read_a_line_at_a_time_and_bad_bytes_end_it():
 
 
 def test_a_table_row_longer_than_the_cap_is_skipped_unread(monkeypatch):
-    import nbspam.messages
 
-    monkeypatch.setattr(nbspam.messages, "MAX_MESSAGE_BYTES", 1 << 20)
+    set_cap(monkeypatch, 1 << 20)
     write("rows.tsv", "spam\tbuy\n" + "ham\t" + "x" * (3 << 20) + "\nham\tsee you\n")
     problems, lines = collector()
     got = list(read_messages(["rows.tsv"], problems))
@@ -995,9 +1003,8 @@ def test_stdin_is_one_message():
 
 
 def test_stdin_is_read_up_to_the_cap_and_no_further(monkeypatch):
-    import nbspam.messages
 
-    monkeypatch.setattr(nbspam.messages, "MAX_MESSAGE_BYTES", 1 << 20)
+    set_cap(monkeypatch, 1 << 20)
     data = b"Subject: x\n\n" + b"z" * (2 << 20)
     stream = io.BytesIO(data)
     problems, lines = collector()
@@ -1043,7 +1050,7 @@ def test_a_maildir_gives_only_cur_and_new(tmp_path):
 
 
 def test_digest_ignores_own_headers_with_crlf_too():
-    from nbspam.headers import message_digest
+    from nbspam.mail.headers import message_digest
 
     plain = b"Subject: a\r\n\r\nX-Nbspam-Status: spam\r\nbody\r\n"
     filtered = b"X-Nbspam-Status: ham; log_odds=-3\r\n" + plain
@@ -1054,7 +1061,7 @@ def test_digest_ignores_own_headers_with_crlf_too():
 @settings(max_examples=500, deadline=None)
 @given(st.lists(st.sampled_from([b"\n", b"\r", b"\r\n", b"a", b": ", b"\n\n", b"\r\n\r\n"])))
 def test_header_end_is_the_first_blank_line_of_either_kind(parts):
-    from nbspam.headers import header_end as _header_end
+    from nbspam.mail.headers import header_end as _header_end
 
     data = b"".join(parts)
     found = [i for i in (data.find(b"\n\n"), data.find(b"\r\n\r\n")) if i >= 0]
@@ -1069,7 +1076,7 @@ def test_header_end_is_the_first_blank_line_of_either_kind(parts):
 def test_table_lines_are_those_of_the_whole_text_in_universal_newlines(parts, bom):
     import io
 
-    from nbspam.messages import _text_lines
+    from nbspam.mail.messages import _text_lines
 
     text = "".join(parts)
     data = (b"\xef\xbb\xbf" if bom else b"") + text.encode("utf-8")

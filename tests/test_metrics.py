@@ -1,4 +1,4 @@
-"""Tests of nbspam.metrics: hand-computed values, scikit-learn agreement, calibration, cutoffs."""
+"""Tests of nbspam.fit.metrics: hand-computed values, scikit-learn agreement, calibration, cutoffs."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn import metrics as skm
 
-from nbspam import metrics as m
+from nbspam.fit import metrics as m
 
 # --------------------------------------------------------------------------------------------
 # Hand-computed values

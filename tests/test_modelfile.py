@@ -9,11 +9,11 @@ import struct
 
 import pytest
 
-from nbspam.config import build_settings
-from nbspam.container import FORMAT_VERSION, MAGIC
+from nbspam.core.config import build_settings
 from nbspam.errors import ModelFileError
-from nbspam.model import fit
-from nbspam.modelfile import load_model, save_model
+from nbspam.models.model import fit
+from nbspam.store.container import FORMAT_VERSION, MAGIC
+from nbspam.store.modelfile import load_model, save_model
 from tests.helpers import assert_same_model
 from tests.test_naive_bayes import random_counts
 

@@ -13,13 +13,13 @@ from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from nbspam import naive_bayes as nb
-from nbspam.config import build_settings
-from nbspam.counts import ClassCounts
-from nbspam.explain import explain_message
-from nbspam.model import fit, from_counts, predict_matrix, transform
-from nbspam.modelfile import load_model, save_model
-from nbspam.vocabulary import TermIndex, count_rows, sorted_order
+from nbspam.core.config import build_settings
+from nbspam.models import naive_bayes as nb
+from nbspam.models.explain import explain_message
+from nbspam.models.model import fit, from_counts, predict_matrix, transform
+from nbspam.store.modelfile import load_model, save_model
+from nbspam.text.counts import ClassCounts
+from nbspam.text.vocabulary import TermIndex, count_rows, sorted_order
 from tests.helpers import assert_same_model
 
 # The China/Japan example of Manning, Raghavan and Schuetze, "Introduction to Information
@@ -274,7 +274,7 @@ def test_two_class_posteriors_from_the_log_odds_are_the_log_sum_exp_ones(model_n
     st.integers(0, 1),
 )
 def test_two_class_posteriors_in_math_are_numpys_to_the_bit(log_odds, positive):
-    from nbspam.decision import log_posterior_two
+    from nbspam.models.decision import log_posterior_two
 
     batch = nb.log_posterior_two(np.array(log_odds), positive)
     assert batch.tolist() == [log_posterior_two(s, positive) for s in log_odds]
@@ -425,8 +425,8 @@ def test_class_counts_are_the_dense_sums(n, d, n_classes, seed):
 
 
 def test_every_event_model_named_in_the_settings_has_its_class():
-    from nbspam.config import EVENT_MODELS
-    from nbspam.event_models import event_model
+    from nbspam.core.config import EVENT_MODELS
+    from nbspam.models.event_models import event_model
 
     for name in EVENT_MODELS:
         assert event_model(name).name == name

@@ -1,4 +1,4 @@
-"""Online evaluation (nbspam.online): each message scored by the model of the messages
+"""Online evaluation (nbspam.evaluation.online): each message scored by the model of the messages
 before it, exactly as train on the warm-up plus learn would make it; the training policies;
 the order of the stream; the CLI."""
 
@@ -11,12 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nbspam.config import build_settings
-from nbspam.decision import UNSURE
+from nbspam.core.config import build_settings
 from nbspam.errors import ConfigError, InputError
-from nbspam.messages import Message
-from nbspam.model import score
-from nbspam.online import (
+from nbspam.evaluation.online import (
     POLICIES,
     learn_label,
     learning_curve,
@@ -25,8 +22,11 @@ from nbspam.online import (
     stream_order,
     warmup_size,
 )
-from nbspam.training import train
-from nbspam.update import learn
+from nbspam.fit.training import train
+from nbspam.mail.message import Message
+from nbspam.models.decision import UNSURE
+from nbspam.models.model import score
+from nbspam.service.update import learn
 from tests.helpers import SAMPLE, cli_run
 
 HAM_WORDS = "meeting lunch report budget family weekend project call thanks agenda".split()
@@ -274,8 +274,8 @@ def test_cli_online_plot(tmp_path):
 
 
 def test_cutoffs_are_refitted_on_the_running_scores(monkeypatch):
-    import nbspam.online as online_module
-    from nbspam.decision import verdict
+    import nbspam.evaluation.online as online_module
+    from nbspam.models.decision import verdict
 
     monkeypatch.setattr(online_module, "REFIT", 50)
     messages = stream_messages(n=240, seed=5)

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from nbspam.config import build_settings
-from nbspam.evaluation import tokenize_all
-from nbspam.messages import Message, Problems, read_labelled
-from nbspam.model import fit_messages, score
+from nbspam.core.config import build_settings
+from nbspam.evaluation.evaluation import tokenize_all
+from nbspam.mail.message import Message, Problems
+from nbspam.mail.messages import read_labelled
+from nbspam.models.model import fit_messages, score
 from tests.helpers import assert_same_model
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
@@ -53,9 +54,9 @@ def test_counting_workers_import_neither_numpy_nor_scipy():
 
     probe = (
         "import sys\n"
-        "from nbspam.config import build_settings\n"
-        "from nbspam.counting import LabelledCounts\n"
-        "from nbspam.messages import Problems, read_labelled\n"
+        "from nbspam.core.config import build_settings\n"
+        "from nbspam.text.counting import LabelledCounts\n"
+        "from nbspam.mail.messages import Problems, read_labelled\n"
         f"messages = read_labelled([{str(SAMPLE / 'train')!r}], Problems())\n"
         "counted = LabelledCounts(messages, build_settings({}).tokenizer, jobs=1)\n"
         "total = sum(len(counts.sizes) for _, counts in counted)\n"

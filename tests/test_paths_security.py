@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from nbspam.cli import cli
-from nbspam.modelfile import load_model
+from nbspam.cli.commands import cli
+from nbspam.store.modelfile import load_model
 from tests.helpers import ENV, ROOT, SAMPLE, cli_run, nbspam_process
 
 LINK_OUT = "a symbolic link out of the folder, not followed (--follow-links follows it)"

@@ -11,14 +11,14 @@ import sys
 import numpy as np
 import pytest
 
-from nbspam import container
-from nbspam.config import build_settings
-from nbspam.dump import dump_chunks, restore
+from nbspam.core.config import build_settings
 from nbspam.errors import NbspamError
-from nbspam.messages import Message
-from nbspam.model import UNKNOWN_TIME, fit_messages, from_counts
-from nbspam.modelfile import load_model, part_sizes, save_model
-from nbspam.update import PRUNE_NOTE, forget, learn, merge, prune
+from nbspam.mail.message import Message
+from nbspam.models.model import UNKNOWN_TIME, fit_messages, from_counts
+from nbspam.service.update import PRUNE_NOTE, forget, learn, merge, prune
+from nbspam.store import container
+from nbspam.store.dump import dump_chunks, restore
+from nbspam.store.modelfile import load_model, part_sizes, save_model
 from tests.helpers import ENV, SAMPLE, assert_same_model, cli_run
 
 SETTINGS = build_settings({})
@@ -251,7 +251,7 @@ def test_prune_in_place_then_forget_is_refused(sample_model):
     model = load_model(sample_model)
     last = model.info["expired"]["last"]
     forgotten = {bytes(d) for d in model.seen_digests}
-    from nbspam.headers import message_digest
+    from nbspam.mail.headers import message_digest
 
     gone = next(
         p
@@ -331,7 +331,7 @@ def test_merging_a_pruned_model_keeps_the_record_so_forget_stays_careful(model, 
 
 
 def test_a_hand_made_record_of_expiry_is_shown_without_failing(model):
-    from nbspam.render import model_info
+    from nbspam.cli.render import model_info
 
     odd = dataclasses.replace(model, info={"expired": {"digests": "many"}, "pruned": [1]})
     header = {

@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from nbspam.config import build_settings
-from nbspam.explain import explain_message
-from nbspam.features import Analyzer
-from nbspam.messages import Message, Problems, read_messages
-from nbspam.model import fit_messages, score
-from nbspam.modelfile import load_model, save_model
-from nbspam.quick import load_quick
+from nbspam.core.config import build_settings
+from nbspam.mail.message import Message, Problems
+from nbspam.mail.messages import read_messages
+from nbspam.models.explain import explain_message
+from nbspam.models.model import fit_messages, score
+from nbspam.service.quick import load_quick
+from nbspam.store.modelfile import load_model, save_model
+from nbspam.text.features import Analyzer
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 

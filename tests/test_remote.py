@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from nbspam.modelfile import load_model
+from nbspam.store.modelfile import load_model
 from tests.helpers import SAMPLE, assert_same_model, cli_run
 
 fsspec = pytest.importorskip("fsspec", reason="fsspec comes with the dask extra")

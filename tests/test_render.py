@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import os
 
-from nbspam.decision import Prediction
-from nbspam.render import json_line, predictions, tsv_cell
+from nbspam.cli.render import predictions, tsv_cell
+from nbspam.core.jsonl import json_line
+from nbspam.models.decision import Prediction
 
 LABELS = ("ham", "spam")
 SPAM = Prediction("a.eml", "spam", (0.25, 0.75), 1.0986, "unsure", 0.6)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from nbspam.modelfile import load_model
+from nbspam.store.modelfile import load_model
 from tests.helpers import SAMPLE, cli_run
 
 MESSAGE = SAMPLE / "new" / "001.eml"

@@ -9,7 +9,7 @@ from pathlib import Path
 PROBE = """
 import sys, numpy
 listed, everything = dir(numpy), list(numpy.__all__)
-import nbspam.model
+import nbspam.models.model
 print(sorted(m for m in ("numpy.f2py", "numpy.testing", "numpy.ma") if m in sys.modules))
 print(dir(numpy) == listed, numpy.__all__ == everything, "f2py" in dir(numpy))
 print(numpy.testing.__name__)  # still loaded on first use
@@ -26,9 +26,10 @@ def test_importing_the_models_loads_no_unused_numpy_submodule_and_restores_numpy
 TRAIN = """
 import sys
 from pathlib import Path
-from nbspam.config import build_settings
-from nbspam.messages import Problems, read_labelled
-from nbspam.training import train
+from nbspam.core.config import build_settings
+from nbspam.mail.message import Problems
+from nbspam.mail.messages import read_labelled
+from nbspam.fit.training import train
 messages = list(read_labelled([str(Path({root!r}) / "sample_data" / "train")], Problems()))
 model = train(messages, build_settings({{}}))
 assert model.calibration is not None  # the internal cross-validation ran

@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import nbspam.messages
-from nbspam.config import Settings
-from nbspam.messages import Message, Problems
-from nbspam.model import fit_messages
-from nbspam.modelfile import load_model
-from nbspam.sync import load_state, sync
+import nbspam.mail.messages
+from nbspam.core.config import Settings
+from nbspam.mail.message import Message, Problems
+from nbspam.models.model import fit_messages
+from nbspam.service.sync import load_state, sync
+from nbspam.store.modelfile import load_model
 from tests.helpers import ENV, SAMPLE, cli_run
 
 COUNTS = (
@@ -118,8 +118,8 @@ def test_a_rerun_opens_only_the_changed_files_of_ten_thousand(tmp_path, monkeypa
     for path in moved:
         os.rename(path, junk / "cur" / path.name)
     opened = []
-    real_read = nbspam.messages.read_bytes
-    monkeypatch.setattr(nbspam.messages, "read_bytes", lambda p: opened.append(p) or real_read(p))
+    real_read = nbspam.mail.messages.read_bytes
+    monkeypatch.setattr(nbspam.mail.messages, "read_bytes", lambda p: opened.append(p) or real_read(p))
     done = run_sync(model, inbox, junk)
     assert sorted(opened) == sorted(str(junk / "cur" / p.name) for p in moved)
     assert (done.found, done.opened, done.relabelled) == (10_000, 10, 10)
@@ -129,8 +129,8 @@ def test_a_rerun_opens_only_the_changed_files_of_ten_thousand(tmp_path, monkeypa
     "where", ["before the journal is committed", "between the journal and the state"]
 )
 def test_a_run_killed_anywhere_loses_and_double_counts_nothing(tmp_path, monkeypatch, where):
-    import nbspam.journal
-    import nbspam.sync
+    import nbspam.service.sync
+    import nbspam.store.journal
 
     model, inbox, junk = mailbox(tmp_path)
     run_sync(model, inbox, junk)
@@ -145,9 +145,9 @@ def test_a_run_killed_anywhere_loses_and_double_counts_nothing(tmp_path, monkeyp
         raise Killed
 
     target = (
-        (nbspam.journal.Writer, "commit")
+        (nbspam.store.journal.Writer, "commit")
         if where.startswith("before")
-        else (nbspam.sync, "save_state")
+        else (nbspam.service.sync, "save_state")
     )
     with monkeypatch.context() as patch:
         patch.setattr(*target, killed)
@@ -183,15 +183,15 @@ def test_a_file_gone_before_it_is_read_is_left_for_the_next_run(tmp_path, monkey
     run_sync(model, inbox, junk)
     moved = sorted((junk / "cur").iterdir())[0]
     os.rename(moved, inbox / "cur" / moved.name)
-    real_read = nbspam.messages.read_bytes
+    real_read = nbspam.mail.messages.read_bytes
 
     def vanished(path):
         raise FileNotFoundError(path)
 
     with monkeypatch.context() as patch:
-        patch.setattr(nbspam.messages, "read_bytes", vanished)
+        patch.setattr(nbspam.mail.messages, "read_bytes", vanished)
         assert run_sync(model, inbox, junk).opened == 0
-    assert nbspam.messages.read_bytes is real_read
+    assert nbspam.mail.messages.read_bytes is real_read
     assert run_sync(model, inbox, junk).relabelled == 1
 
 
@@ -374,12 +374,12 @@ def test_nested_plain_folders_the_more_specific_one_wins(tmp_path):
 
 _PEAK = """
 import resource, sys
-import nbspam.update
-from nbspam.messages import Problems
-from nbspam.modelfile import load_model
-from nbspam.sync import sync
+import nbspam.service.update
+from nbspam.mail.message import Problems
+from nbspam.store.modelfile import load_model
+from nbspam.service.sync import sync
 
-nbspam.update.CHUNK_BYTES = 1 << 20  # a small chunk, for a small test
+nbspam.service.update.CHUNK_BYTES = 1 << 20  # a small chunk, for a small test
 model, junk, inbox = sys.argv[1:]
 load_model(model)
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -15,10 +15,10 @@ import regex
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from nbspam import tokenizer as tokenizer_module
-from nbspam.config import TokenizerConfig
+from nbspam.core.config import TokenizerConfig
 from nbspam.errors import ConfigError
-from nbspam.tokenizer import (
+from nbspam.text import tokenizer as tokenizer_module
+from nbspam.text.tokenizer import (
     _ASCII_ADDRESS_RE,
     _ASCII_WORD_RE,
     _UNICODE,
@@ -132,8 +132,8 @@ def test_deterministic_across_processes():
     import sys
 
     probe = (
-        "from nbspam.features import Analyzer\n"
-        "from nbspam.config import TokenizerConfig\n"
+        "from nbspam.text.features import Analyzer\n"
+        "from nbspam.core.config import TokenizerConfig\n"
         "text = open(__import__('sys').argv[1], 'rb').read()\n"
         "print(Analyzer(TokenizerConfig(ngrams=2)).tokens(text))\n"
     )
@@ -170,8 +170,8 @@ def test_the_ascii_patterns_match_the_unicode_ones_on_ascii(text):
 def test_ascii_text_is_tokenized_without_importing_regex():
     probe = (
         "import sys\n"
-        "from nbspam.config import TokenizerConfig\n"
-        "from nbspam.tokenizer import Tokenizer\n"
+        "from nbspam.core.config import TokenizerConfig\n"
+        "from nbspam.text.tokenizer import Tokenizer\n"
         "words = Tokenizer(TokenizerConfig()).words('Mail bob@example.com, see www.x.org now')\n"
         "assert 'regex' not in sys.modules, 'regex imported'\n"
         "Tokenizer(TokenizerConfig()).words('Grüße aus Köln')\n"
@@ -297,8 +297,8 @@ HOSTILE = {
 @pytest.mark.parametrize("case", sorted(HOSTILE))
 def test_hostile_text_is_tokenized_in_bounded_time(case):
     probe = (
-        "from nbspam.config import TokenizerConfig\n"
-        "from nbspam.features import Analyzer\n"
+        "from nbspam.core.config import TokenizerConfig\n"
+        "from nbspam.text.features import Analyzer\n"
         f"print(len(Analyzer(TokenizerConfig()).tokens({HOSTILE[case]})))\n"
     )
     out = subprocess.run(

@@ -11,8 +11,8 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nbspam.counting import count_tokens
-from nbspam.vocabulary import (
+from nbspam.text.counting import count_tokens
+from nbspam.text.vocabulary import (
     TermIndex,
     count_rows,
     mutual_information,
@@ -111,7 +111,7 @@ def test_mutual_information_by_hand():
 def test_mutual_information_agrees_with_scikit_learn(seed, n_classes):
     from sklearn.feature_selection import mutual_info_classif
 
-    from nbspam.naive_bayes import class_counts
+    from nbspam.models.naive_bayes import class_counts
 
     rng = np.random.default_rng(seed)
     n, d = 80, 30

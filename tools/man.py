@@ -20,7 +20,7 @@ import click
 from click_man.man import ManPage
 
 from nbspam import __version__
-from nbspam.cli import EXIT_STATUS_HELP, cli
+from nbspam.cli.commands import EXIT_STATUS_HELP, cli
 
 DOCS = (
     "The full documentation is in the docs/ folder of nbspam's source, beside README.md: "

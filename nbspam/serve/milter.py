@@ -24,7 +24,8 @@ import struct
 import time
 
 from ..errors import NbspamError, ServeError
-from ..headers import STATUS_HEADER, status_value
+from ..mail.headers import STATUS_HEADER
+from ..service.filtering import status_value
 from . import scoring
 from .models import check_user
 from .scoring import Service

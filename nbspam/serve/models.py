@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ServeError
-from ..quick import ModelScorer, TableScorer, load_scorer
-from ..safefiles import file_kind
+from ..service.quick import ModelScorer, TableScorer, load_scorer
+from ..store.safefiles import file_kind
 
 USER_PLACE = "{user}"
 MAX_USER_MODELS = 64  # user models kept loaded, the least recently used dropped first
@@ -121,7 +121,7 @@ class Models:
     def full_model(self, loaded: Loaded) -> Any:
         """The full Model of ``loaded`` (numpy and scipy), for explain's report; read once."""
         if loaded.full is None:
-            from ..modelfile import load_model
+            from ..store.modelfile import load_model
 
             loaded.full = load_model(loaded.path)
         return loaded.full
@@ -133,7 +133,7 @@ class Models:
 
     def check(self) -> Loaded:
         """Read the site model, refusing one that cannot serve (`--check`)."""
-        from ..filtering import require_two_classes
+        from ..service.filtering import require_two_classes
 
         loaded = self.get(self.site)
         require_two_classes(loaded.scorer.labels)

@@ -11,10 +11,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..decision import Prediction
 from ..errors import ServeError
-from ..filtering import SPAM, filter_with
-from ..messages import MAX_MESSAGE_BYTES, Message
+from ..mail.message import MAX_MESSAGE_BYTES, Message
+from ..models.decision import Prediction
+from ..service.filtering import SPAM, filter_with
 from .models import Loaded, Models
 
 Log = Callable[[str], None]
@@ -81,9 +81,9 @@ def score(models: Models, user: str | None, data: bytes, message_id: str = "-") 
 
 def report(models: Models, outcome: Outcome, data: bytes, top: int | None = 20) -> str:
     """`nbspam explain`'s text for the message (its ``top`` words), as one string."""
-    from .. import render
-    from ..explain import explain_message
-    from ..features import Analyzer
+    from ..cli import render
+    from ..models.explain import explain_message
+    from ..text.features import Analyzer
 
     model = models.full_model(outcome.loaded)
     tokens = Analyzer(model.tokenizer).tokens(data[:MAX_MESSAGE_BYTES])
@@ -95,7 +95,7 @@ def tell(models: Models, user: str | None, data: bytes, learn_as: str | None) ->
     """Learn the message as 'spam' or 'ham' (``learn_as``), or forget it (None), in the
     model file of ``user`` (`nbspam learn` / `nbspam forget`, under the model's lock); True
     if the model changed. The next message sees the new file."""
-    from ..update import forget, learn, update_model_file
+    from ..service.update import forget, learn, update_model_file
 
     path = models.model_for(user)
     message = Message("-", data[:MAX_MESSAGE_BYTES])

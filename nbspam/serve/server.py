@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from ..errors import ServeError
-from ..safefiles import file_kind
+from ..store.safefiles import file_kind
 from . import milter, spamd
 from .models import Models
 from .scoring import Service

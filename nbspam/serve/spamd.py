@@ -18,8 +18,8 @@ import asyncio
 import time
 
 from ..errors import InputError, NbspamError, ServeError
-from ..filtering import HAM, SPAM
-from ..headers import header_end
+from ..mail.headers import header_end
+from ..service.filtering import HAM, SPAM
 from . import scoring
 from .models import check_user
 from .scoring import Outcome, Service

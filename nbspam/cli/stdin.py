@@ -1,0 +1,37 @@
+"""`predict` of the one message on stdin, without click, numpy or scipy.
+
+A mail filter started for every delivery pays for every import: `entry` (before click
+loads) and the `predict` command both hand this case here, where the model file's scoring
+table (`quick`) scores the message and `render` prints it.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+
+from ..errors import EXIT_SKIPPED
+from ..mail.message import Problems
+from ..mail.messages import read_stdin
+from ..service.quick import load_quick
+from .render import predictions
+
+
+def predict_stdin(model_path: str, fmt: str) -> bool:
+    """Score the one message on stdin and print it as `predict` does; False (nothing read,
+    nothing printed) where this path cannot be used and the full scorer must.
+
+    As `predict` reads it: its first `messages.MAX_MESSAGE_BYTES` (a note says if there was
+    more); binary data is reported on stderr and ends the command with status 3.
+    """
+    quick = load_quick(model_path)  # None for a table model, which scores rows of tables
+    if quick is None:
+        return False
+    problems = Problems(functools.partial(print, file=sys.stderr))
+    message = read_stdin(problems)
+    if message is None:  # reported, as one skipped input is: one line
+        raise SystemExit(EXIT_SKIPPED)
+    result = quick.predict("-", message.data)
+    for line in predictions([result], quick.labels, fmt):  # type: ignore[arg-type]
+        print(line)
+    return True

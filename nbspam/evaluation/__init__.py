@@ -1,0 +1,1 @@
+"""Evaluation: out-of-sample scores, online (chronological) evaluation, reports and plots."""

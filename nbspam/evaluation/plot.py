@@ -1,0 +1,195 @@
+"""Pictures of an evaluation: the ROC curve and the score histogram, as PNG or SVG.
+
+matplotlib is optional (``pip install matplotlib``); it is imported only when a plot is
+drawn, and always through its Agg canvas, so no window or display is ever needed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import PlotError
+from ..fit import metrics
+from ..fit.crossval import Scores
+
+PLOT_SUFFIXES: dict[str, str] = {".png": "png", ".svg": "svg"}
+INSTALL_HINT = "pip install matplotlib (pipx inject nbspam matplotlib under pipx)"
+HISTOGRAM_BINS = 60
+
+
+def plot_format(path: str) -> str:
+    """The image format of ``path`` by its suffix: 'png' or 'svg'; PlotError otherwise."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in PLOT_SUFFIXES:
+        raise PlotError(
+            f"cannot tell the image format of {path}: give a file ending in .png or .svg"
+        )
+    return PLOT_SUFFIXES[suffix]
+
+
+def check_plot(path: str) -> None:
+    """Refuse (PlotError) a plot that could not be drawn, before the work it would show:
+    a path of no known image format, or no matplotlib."""
+    plot_format(path)
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        raise PlotError(f"--plot needs matplotlib: {INSTALL_HINT}")
+
+
+def plot_evaluation(
+    scores: Scores, path: str, *, cutoffs: tuple[float, float] | None = None
+) -> None:
+    """Write the ROC curve and the log-odds histogram of a two-class evaluation to ``path``.
+
+    Left: spam recall against the false-positive rate on a logarithmic axis, as the TREC
+    spam track draws it (a false-positive rate of 0 is drawn at half a message, the left
+    edge). Right: the log-odds of ham and spam as two histograms, with the cutoffs marked.
+    """
+    fmt = plot_format(path)
+    mask, odds, pos = _two_classes(scores)
+    figure = _figure(11)
+    roc_axes, hist_axes = figure.subplots(1, 2)
+    draw_roc(roc_axes, odds, pos, scores.positive)
+    draw_histogram(hist_axes, odds, pos, scores.positive, scores.negative or "", cutoffs)
+    _save(figure, path, fmt)
+
+
+def _two_classes(scores: Scores) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the evaluated messages (n,), their log-odds, whether each is positive), or
+    PlotError unless a two-class model scored messages of both classes."""
+    if scores.log_odds is None or scores.positive is None:
+        raise PlotError("the plots need a two-class model (log-odds of a positive class)")
+    mask = scores.evaluated
+    pos = np.array(scores.labels, dtype=object)[mask] == scores.positive
+    if pos.all() or not pos.any():
+        raise PlotError("the plots need evaluated messages of both classes")
+    return mask, scores.log_odds[mask], pos
+
+
+def _figure(width: float) -> Any:
+    """A matplotlib figure ``width`` inches wide that draws without a screen, or PlotError
+    saying how to install matplotlib."""
+    try:
+        import matplotlib  # noqa: F401  (the package first: its parts may be loaded already)
+    except ImportError:
+        raise PlotError(f"--plot needs matplotlib: {INSTALL_HINT}") from None
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, 4.5), layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def _save(figure: Any, path: str, fmt: str) -> None:
+    """Write the figure to ``path``; the same plot gives the same file."""
+    import matplotlib
+
+    try:
+        with matplotlib.rc_context({"svg.hashsalt": "nbspam"}):  # same plot, same SVG ids
+            figure.savefig(path, format=fmt, metadata=_metadata(fmt))
+    except OSError as exc:
+        raise PlotError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _metadata(fmt: str) -> dict[str, Any]:
+    """Image metadata without a creation date, so that the file depends only on the data."""
+    return {"Date": None} if fmt == "svg" else {"Software": "nbspam"}
+
+
+def roc_points(odds: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """(false-positive rate, recall, floor) of the ROC curve for a logarithmic x axis.
+
+    Rates of 0 become ``floor`` = half a ham message, so the curve starts at the left edge.
+    """
+    fpr, tpr, _ = metrics.roc_curve(odds, pos)
+    floor = 0.5 / int(np.count_nonzero(~pos))
+    return np.maximum(fpr, floor), tpr, floor
+
+
+def draw_roc(axes: Any, odds: np.ndarray, pos: np.ndarray, positive: str) -> None:
+    """The ROC curve with a log-scaled false-positive axis and the 0.1% and 1% rates marked."""
+    fpr, tpr, floor = roc_points(odds, pos)
+    auc = metrics.roc_auc(odds, pos)
+    axes.plot(100 * fpr, 100 * tpr, color="tab:blue")
+    for rate in (0.001, 0.01):
+        recall, _ = metrics.recall_at_fpr(odds, pos, rate)
+        axes.axvline(100 * rate, color="grey", linestyle=":", linewidth=1)
+        axes.annotate(
+            f"{100 * recall:.1f}%",
+            (100 * rate, 100 * recall),
+            fontsize=8,
+            xytext=(4, -12),
+            textcoords="offset points",
+        )
+    axes.set_xscale("log")
+    axes.set_xlim(100 * floor, 100)
+    axes.set_xlabel("false-positive rate: ham called spam (%, log scale)")
+    axes.set_ylabel(f"{positive} recall (%)")
+    axes.set_title(f"ROC: AUC {auc:.5f}, (1-ROCA)% {100 * (1 - auc):.3f}")
+    axes.grid(True, which="both", alpha=0.3)
+
+
+def draw_histogram(
+    axes: Any,
+    odds: np.ndarray,
+    pos: np.ndarray,
+    positive: str,
+    negative: str,
+    cutoffs: tuple[float, float] | None,
+) -> None:
+    """Histograms of the log-odds of both classes on shared bins, cutoffs as vertical lines."""
+    edges = np.histogram_bin_edges(odds, bins=HISTOGRAM_BINS)
+    axes.hist(odds[~pos], bins=edges, alpha=0.6, color="tab:green", label=negative)
+    axes.hist(odds[pos], bins=edges, alpha=0.6, color="tab:red", label=positive)
+    if cutoffs is not None:
+        marks = ((cutoffs[0], negative, "darkgreen", "--"), (cutoffs[1], positive, "darkred", ":"))
+        for value, name, color, style in marks:
+            if np.isfinite(value):
+                axes.axvline(
+                    value,
+                    color=color,
+                    linestyle=style,
+                    linewidth=1.5,
+                    label=f"{name} cutoff {value:+.1f}",
+                )
+    axes.set_yscale("log")
+    axes.set_xlabel(f"log-odds {positive} vs {negative}")
+    axes.set_ylabel("messages (log scale)")
+    axes.set_title("Scores of the evaluated messages")
+    axes.legend()
+
+
+def plot_online(scores: Scores, curve: list[dict[str, Any]], path: str) -> None:
+    """Write an online evaluation's ROC curve, log-odds histogram and learning curve to
+    ``path``: the learning curve is the errors (false positives and negatives) per 1,000
+    messages in each block of the stream, and over all the messages so far."""
+    fmt = plot_format(path)
+    if scores.verdicts is None:
+        raise PlotError("the plots need a two-class model (log-odds of a positive class)")
+    mask, odds, pos = _two_classes(scores)
+    truth = np.array(scores.labels, dtype=object)[mask]
+    figure = _figure(16)
+    roc_axes, hist_axes, curve_axes = figure.subplots(1, 3)
+    draw_roc(roc_axes, odds, pos, scores.positive)
+    rule = scores.rules.get(0)
+    draw_histogram(
+        hist_axes, odds, pos, scores.positive, scores.negative or "", rule and rule.cutoffs
+    )
+    verdicts = scores.verdicts[mask]
+    wrong = (verdicts != truth) & (verdicts != "unsure")
+    seen = np.arange(1, wrong.size + 1)
+    curve_axes.plot(seen, 1000 * np.cumsum(wrong) / seen, color="tab:blue", label="so far")
+    edges = [b["first"] - 1 for b in curve] + [curve[-1]["last"]]
+    rates = [b["errors_per_1000"] for b in curve]
+    curve_axes.stairs(rates, edges, color="tab:orange", label="in each block")
+    curve_axes.set_xlabel("messages scored")
+    curve_axes.set_ylabel("errors per 1,000 messages")
+    curve_axes.set_title(f"Learning curve: policy {scores.protocol.get('policy', '?')}")
+    curve_axes.grid(True, alpha=0.3)
+    curve_axes.legend()
+    _save(figure, path, fmt)

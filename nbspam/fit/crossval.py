@@ -1,0 +1,265 @@
+"""Out-of-fold scores: every message scored by a model fitted without it.
+
+Messages come as count rows (`Tokenized`). Each fold's model is fitted from counts (the
+totals less the fold's rows), so it is exactly the model `train` would fit on the other
+rows. `evaluation` builds its splits on this, and `calibration` the internal
+cross-validation that chooses a model's cutoffs and calibration.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..core.config import Settings
+from ..core.sparse import sp
+from ..errors import ConfigError, InputError
+from ..models import naive_bayes as nb
+from ..models.decision import Rule
+from ..models.model import Model, from_counts, predict_matrix
+from ..text.counts import ClassCounts
+from . import metrics
+
+
+class Tokenized(NamedTuple):
+    """Labelled messages as count rows: ids (n,), labels (n,), X (n, d), terms (d,) sorted;
+    ``copies`` (n,), where given, numbers the distinct messages (rows of one message share
+    a number), so that a model counts a repeated message once, as `train` does."""
+
+    ids: list[str]
+    labels: list[str]
+    X: sp.csr_matrix
+    terms: list[str]
+    copies: np.ndarray | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Scores:
+    """Out-of-sample scores of every evaluated message.
+
+    Rows are the messages in input order. ``fold`` (n,) is the test fold that scored each
+    message, -1 for a message used only for training (its score rows are NaN).
+    ``log_posterior`` (n, C) has its columns in ``classes`` order; ``log_odds`` (n,) is
+    log P(positive | x) - log P(negative | x) for two-class models, else None.
+    For two-class models each test fold k gets the decision rule `train` would fit on its
+    training part (``rules[k]``: cutoffs and Platt calibration from an internal
+    cross-validation of that part alone, `decision_rule`); ``verdicts`` (n,) and
+    ``calibrated`` (n,) are what `predict` with that model would print. ``protocol``
+    describes the split; ``seconds`` the time spent per stage.
+    """
+
+    ids: tuple[str, ...]
+    labels: tuple[str, ...]
+    classes: tuple[str, ...]
+    log_posterior: np.ndarray
+    log_odds: np.ndarray | None
+    positive: str | None
+    fold: np.ndarray
+    seconds: dict[str, float]
+    calibrated: np.ndarray | None = None
+    protocol: dict[str, Any] = field(default_factory=dict)
+    verdicts: np.ndarray | None = None
+    rules: dict[int, Rule] = field(default_factory=dict)
+
+    @property
+    def evaluated(self) -> np.ndarray:
+        """Boolean mask (n,) of the messages that were scored by a model not trained on them."""
+        return self.fold >= 0
+
+    @property
+    def negative(self) -> str | None:
+        """The other class of a two-class model."""
+        if self.positive is None:
+            return None
+        return next(c for c in self.classes if c != self.positive)
+
+
+def cross_validate_matrix(
+    data: Tokenized,
+    settings: Settings,
+    *,
+    folds: int = 5,
+    seed: int = 42,
+    tokenize_seconds: float | None = None,
+    totals: ClassCounts | None = None,
+) -> Scores:
+    """Stratified k-fold cross-validation of tokenized messages: each scored by the model
+    of the other folds.
+
+    Folds come from `metrics.stratified_folds` (labels, ``folds``, ``seed``), so they depend
+    only on the labels in input order. Raises InputError when a label has fewer messages
+    than folds. ``totals`` as for `score_split`.
+    """
+    fold, protocol = stratified_split(data.labels, folds, seed)
+    return score_split(
+        data,
+        fold,
+        settings,
+        protocol=protocol,
+        tokenize_seconds=tokenize_seconds,
+        totals=totals,
+    )
+
+
+def stratified_split(labels: Sequence[str], folds: int, seed: int) -> tuple[np.ndarray, dict]:
+    """(fold of each message, the protocol) of stratified k-fold cross-validation; folds
+    from `metrics.stratified_folds`, so they depend only on the labels in input order."""
+    if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
+        raise ConfigError(f"--folds must be a whole number of at least 2, not {folds!r}")
+    _check_labels(labels, folds)
+    fold = metrics.stratified_folds(np.array(labels, dtype=object), folds, seed)
+    protocol = {
+        "method": "cross-validation",
+        "folds": folds,
+        "seed": seed,
+        "description": f"stratified {folds}-fold cross-validation (seed {seed})",
+    }
+    return fold, protocol
+
+
+def _check_labels(labels: Sequence[str], folds: int) -> None:
+    """InputError unless there are two labels or more, each with at least ``folds`` messages."""
+    counts = Counter(labels)
+    if len(counts) < 2:
+        raise InputError(
+            f"need messages of at least two labels to evaluate, found only {sorted(counts)}"
+        )
+    for label, count in sorted(counts.items()):
+        if count < folds:
+            raise InputError(
+                f"label {label!r} has {count} message(s), fewer than the {folds} folds: "
+                f"use fewer --folds or more data"
+            )
+
+
+def score_split(
+    data: Tokenized,
+    fold: np.ndarray,
+    settings: Settings | Mapping[int, Settings],
+    *,
+    protocol: dict[str, Any],
+    tokenize_seconds: float | None = None,
+    totals: ClassCounts | None = None,
+) -> Scores:
+    """Score each test fold k (``fold == k``) with a model fitted on all other rows, with
+    the ``settings`` (or ``settings[k]``: each fold's own).
+
+    Rows with ``fold == -1`` are only ever trained on. ``totals``, the counts of a larger set of messages that holds these rows, make each
+    fold's model the one of all those messages but the fold's.
+    """
+    fold = np.asarray(fold, dtype=np.int64)
+    labels = np.array(data.labels, dtype=object)
+    seconds = {} if tokenize_seconds is None else {"tokenize": tokenize_seconds}
+    # not np.unique: numpy 2's imports numpy.ma on first use, 7 ms of training's serial end
+    test_folds = sorted(set(fold[fold >= 0].tolist()))
+    if not test_folds:
+        raise InputError("no messages to evaluate: every message is for training")
+    clock = time.perf_counter()
+    classes = sorted(set(data.labels) if totals is None else totals.labels)
+    y = np.searchsorted(np.array(classes, dtype=object), labels).astype(np.int64)
+    if totals is None:
+        counts = ClassCounts(
+            tuple(classes), tuple(data.terms), *nb.class_counts(data.X, y, len(classes))
+        )
+    else:  # the totals' labels in sorted order
+        counts = totals.in_order([totals.labels.index(c) for c in classes])
+    seconds["train"], seconds["score"] = time.perf_counter() - clock, 0.0
+    first: Model | None = None
+    for k in test_folds:  # one fold's model at a time: each is the size of the whole model
+        clock = time.perf_counter()
+        fold_settings = settings if isinstance(settings, Settings) else settings[k]
+        held = fold == k
+        if data.copies is not None:  # a message repeated in the training part counts once
+            held = held | repeats(data.copies, fold != k)
+        model = _fit_without(data, y, held, counts, fold_settings)
+        _check_test_labels(set(labels[fold == k]), model.labels)
+        fitted = time.perf_counter()
+        seconds["train"] += fitted - clock
+        if first is None:
+            first = model
+            log_post = np.full((len(labels), len(model.labels)), np.nan)
+            log_odds = np.full(len(labels), np.nan) if model.is_binary else None
+        rows = np.flatnonzero(fold == k)
+        log_post[rows], odds = _predict_rows(model, data.X, rows)
+        if log_odds is not None:
+            log_odds[rows] = odds
+        seconds["score"] += time.perf_counter() - fitted
+    assert first is not None
+    classes = first.labels
+    return Scores(
+        ids=tuple(data.ids),
+        labels=tuple(data.labels),
+        classes=classes,
+        log_posterior=log_post,
+        log_odds=log_odds,
+        positive=first.training.positive if first.is_binary else None,
+        fold=fold,
+        seconds=seconds,
+        protocol=protocol,
+    )
+
+
+def _fit_without(
+    data: Tokenized,
+    y: np.ndarray,
+    held_out: np.ndarray,
+    totals: ClassCounts,
+    settings: Settings,
+) -> Model:
+    """The model of every row but the held-out ones (mask (n,)), from counts.
+
+    The counts of the training rows are the ``totals`` of all rows (rows labelled
+    ``totals.labels[y]``) less those of the held-out rows: integers, so the model is
+    exactly the one fitted on the training rows, and only the held-out rows are counted
+    again. A class with no training row is left out, as a fit on those rows would leave it.
+    """
+    held = nb.class_counts(data.X[held_out], y[held_out], len(totals.labels))
+    whole = (totals.class_count, totals.term_count, totals.doc_count)
+    rest = ClassCounts(totals.labels, totals.terms, *(t - h for t, h in zip(whole, held)))
+    return from_counts(rest.without_empty_classes(), settings, sorted_terms=True)
+
+
+def _predict_rows(
+    model: Model, X: sp.csr_matrix, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """(log posteriors, log-odds or None) of the given rows of the full count matrix."""
+    return predict_matrix(model, X[rows][:, model.form.kept])
+
+
+def _check_test_labels(test_labels: set[str], model_labels: Sequence[str]) -> None:
+    """InputError when the test rows have labels the model was not trained on."""
+    unknown = sorted(test_labels - set(model_labels))
+    if unknown:
+        raise InputError(
+            f"the test messages have label(s) {unknown} that the training messages lack "
+            f"(training labels: {list(model_labels)})"
+        )
+
+
+def repeats(copies: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Mask (n,) of the rows among ``rows`` (a mask) that repeat an earlier one of them:
+    the same message again (``copies``, `Tokenized`)."""
+    chosen = np.flatnonzero(rows)
+    _, first = np.unique(copies[chosen], return_index=True)
+    out = rows.copy()
+    out[chosen[first]] = False
+    return out
+
+
+def training_rows(data: Tokenized, rows: np.ndarray) -> np.ndarray:
+    """The indices of the rows (a mask) that a model of them counts: each message once."""
+    if data.copies is not None:
+        rows = rows & ~repeats(data.copies, rows)
+    return np.flatnonzero(rows)
+
+
+def subset(data: Tokenized, rows: np.ndarray) -> Tokenized:
+    """The given rows of ``data``."""
+    return Tokenized(
+        [data.ids[i] for i in rows], [data.labels[i] for i in rows], data.X[rows], data.terms
+    )

@@ -1,0 +1,253 @@
+"""What training fits besides the counts, by an internal cross-validation of its messages:
+the event model and its settings (``--event-model auto``), and a two-class model's cutoffs
+and calibration (`calibration`).
+
+Every message is scored by a model of the other folds (`crossval`). With auto this is done
+for each candidate of a small grid, all on the same count rows: first the event models,
+then, on the best of them, one change at a time: another smoothing, stop words left out,
+rare words left out, half the words kept by mutual information, word pairs left out (where
+the tokenizer counts them). Each change is a mask over
+the columns or a setting of the maths, never a second tokenization. The judge is the pooled
+out-of-fold ROC AUC (for more than two classes, the mean of each class's
+one-against-the-rest AUC), and a candidate replaces the best only where it removes a clear
+share of its error (`better`): a choice that flips with the sample costs more than it gains,
+as pooled scores of models that differ fold by fold rank worse together. The winner's
+out-of-fold scores give the cutoffs and calibration, so choosing costs one
+cross-validation per candidate and nothing else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..core.config import AUTO, AUTO_FALLBACK, Settings, TrainConfig
+from ..errors import TrainingError
+from ..models.decision import Rule
+from ..text.counts import ClassCounts
+from ..text.tokenizer import load_stop_words
+from . import metrics
+from .calibration import rule_from_scores
+from .crossval import Scores, Tokenized, cross_validate_matrix
+
+#: AUCs closer than this are a tie, won by the simpler candidate (the one tried first).
+TIE = 1e-4
+#: How much of the best error 1 - AUC a candidate must remove to replace it: in the first
+#: round (another event model), and in the second (a change to the winner).
+MARGIN_MODEL = 0.1
+MARGIN_CHANGE = 0.2
+#: The other smoothings tried on a linear winner, and the strengths s on a Fisher winner.
+ALPHAS = (0.1, 0.5, 1.0)
+STRENGTHS = (0.05, 0.2, 0.5)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One setting of the grid: its name and the training settings it changes."""
+
+    name: str
+    changes: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Tried:
+    """A candidate and its out-of-fold AUC (None: it could not be trained, ``note`` says
+    why)."""
+
+    name: str
+    changes: dict[str, Any]
+    auc: float | None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What the internal cross-validation fitted: the training settings (the event model
+    chosen, never auto), a two-class model's decision rule (None for more classes), and
+    with auto the candidates tried in order and the name of the one chosen."""
+
+    training: TrainConfig
+    rule: Rule | None
+    tried: tuple[Tried, ...] = ()
+    chosen: str | None = None
+    messages: int = 0
+    folds: int = 0
+    #: the out-of-fold scores of the chosen settings (None where nothing was cross-validated)
+    scores: Scores | None = field(default=None, compare=False, repr=False)
+
+    def info(self) -> dict[str, Any]:
+        """The record of the choice a model keeps (``info["auto"]``): the chosen candidate
+        (None where the messages were too few to choose), how it was judged, and every
+        candidate tried."""
+        return {
+            "chosen": self.chosen,
+            "event_model": self.training.model,
+            "criterion": "pooled out-of-fold ROC AUC",
+            "messages": self.messages,
+            "folds": self.folds,
+            "candidates": [
+                {"name": t.name, "settings": _plain(t.changes), "auc": t.auc, "note": t.note}
+                for t in self.tried
+            ],
+        }
+
+
+def first_round(binary: bool) -> list[Candidate]:
+    """The event models, simplest first, each with the smoothing that suits it: the
+    multinomial model, the Bernoulli model (alpha 0.5: with less, a word never seen in one
+    class weighs too much), the complement model with its weights normalised (without, it
+    ranks two classes as the multinomial model does), and for two classes the
+    Robinson–Fisher scorer."""
+    grid = [
+        Candidate("multinomial", {"model": "multinomial", "alpha": 0.1}),
+        Candidate("bernoulli", {"model": "bernoulli", "alpha": 0.5}),
+        Candidate(
+            "complement norm", {"model": "complement", "alpha": 0.1, "complement_norm": True}
+        ),
+    ]
+    if binary:
+        grid.append(Candidate("fisher", {"model": "fisher"}))
+    return grid
+
+
+def second_round(
+    winner: TrainConfig, stop_words: tuple[str, ...], terms: int, *, pairs: bool = False
+) -> list[Candidate]:
+    """What is tried on the winner of the first round, one change at a time: its smoothing
+    (alpha, or Fisher's strength s), stop words left out, words of one message left out,
+    only the most informative half of the words (``terms`` of them in all) kept, and where
+    the tokenizer counts word pairs (``pairs``), the model without them."""
+    if winner.model == "fisher":
+        grid = [
+            Candidate(f"+ strength {s:g}", {"strength": s})
+            for s in STRENGTHS
+            if s != winner.strength
+        ]
+    else:
+        grid = [Candidate(f"+ alpha {a:g}", {"alpha": a}) for a in ALPHAS if a != winner.alpha]
+    grid += [
+        Candidate("+ stop words", {"stop_words": stop_words}),
+        Candidate("+ min-count 2", {"min_count": 2}),
+    ]
+    if pairs:
+        grid.append(Candidate("+ without word pairs", {"word_pairs": False}))
+    if terms >= 2:
+        grid.append(
+            Candidate(
+                f"+ {terms // 2:,} words by mutual information",
+                {"select": "mi", "max_features": terms // 2},
+            )
+        )
+    return grid
+
+
+def better(auc: float, best: float, margin: float) -> bool:
+    """Whether an out-of-fold AUC beats the best so far by more than noise: its error
+    1 - AUC below the best's by more than the fraction ``margin`` of it (and by more than
+    `TIE`). The AUC of a few thousand messages moves by that much between samples, and a
+    choice that flips between folds costs more than it gains."""
+    return 1.0 - auc < (1.0 - best) * (1.0 - margin) and auc > best + TIE
+
+
+def internal_cv(data: Tokenized, settings: Settings, totals: ClassCounts | None = None) -> Choice:
+    """The settings and decision rule `train` fits on the messages ``data`` (count rows).
+
+    Every message gets scores from a model of the other folds (stratified, ``folds`` of the
+    settings, fewer when a class has fewer messages, seed 42), or with ``totals`` (of all
+    the messages these are a sample of) from a model of all the messages but its fold.
+    With auto, the candidates are compared on those scores; a two-class model's Platt
+    calibration and cutoffs come from the scores of the chosen settings
+    (`calibration.rule_from_scores`). With fewer than two folds' worth of messages in each
+    class nothing is fitted: auto becomes `config.AUTO_FALLBACK`, and only given cutoffs are kept.
+    """
+    cfg = settings.training
+    counts = Counter(data.labels)
+    binary = len(totals.labels if totals is not None else counts) == 2
+    folds = min(cfg.folds, min(counts.values()))
+    auto = cfg.model == AUTO
+    if folds < 2 or len(counts) < 2:
+        training = dataclasses.replace(cfg, model=AUTO_FALLBACK) if auto else cfg
+        return Choice(
+            training, Rule(cfg.cutoffs, None) if binary else None, (), None, len(data.labels), 0
+        )
+    if not auto:
+        if not binary:
+            return Choice(cfg, None)
+        scores = cross_validate_matrix(data, settings, folds=folds, totals=totals)
+        return Choice(cfg, rule_from_scores(scores, cfg), scores=scores)
+    return choose(data, settings, totals, folds=folds, binary=binary)
+
+
+def choose(
+    data: Tokenized,
+    settings: Settings,
+    totals: ClassCounts | None,
+    *,
+    folds: int,
+    binary: bool,
+) -> Choice:
+    """auto's choice (`internal_cv`): each candidate cross-validated on the same folds; the
+    first round's event models, then the changes of the second round on its winner."""
+    cfg = settings.training
+    stop_words = cfg.stop_words or load_stop_words("english", settings.tokenizer)
+    base = dataclasses.replace(cfg, stop_words=())
+    tried: list[Tried] = []
+
+    def run(candidate: Candidate, start: TrainConfig) -> tuple[float, TrainConfig, Scores] | None:
+        training = dataclasses.replace(start, **candidate.changes)
+        trial = dataclasses.replace(settings, training=training)
+        try:
+            scores = cross_validate_matrix(data, trial, folds=folds, totals=totals)
+        except TrainingError as exc:  # a mask that leaves no term
+            tried.append(Tried(candidate.name, candidate.changes, None, str(exc)))
+            return None
+        auc = pooled_auc(scores)
+        tried.append(Tried(candidate.name, candidate.changes, auc))
+        return auc, training, scores
+
+    best: tuple[float, TrainConfig, Scores] | None = None
+    for candidate in first_round(binary):
+        result = run(candidate, base)
+        if result is not None and (best is None or better(result[0], best[0], MARGIN_MODEL)):
+            best, name = result, candidate.name
+    if best is None:
+        raise TrainingError("no candidate of --event-model auto could be trained")
+    winner, first = best[1], name
+    terms = len(totals.terms if totals is not None else data.terms)
+    pairs = settings.tokenizer.pairs > 0
+    for candidate in second_round(
+        winner, stop_words, terms, pairs=pairs
+    ):  # each on the winner alone
+        result = run(candidate, winner)
+        if result is not None and better(result[0], best[0], MARGIN_CHANGE):
+            best, name = result, f"{first} {candidate.name}"
+    _, training, scores = best
+    rule = rule_from_scores(scores, training) if binary else None
+    return Choice(training, rule, tuple(tried), name, len(data.labels), folds, scores)
+
+
+def pooled_auc(scores: Scores) -> float:
+    """The ROC AUC of the out-of-fold scores: of the log-odds for two classes, else the mean
+    over classes of the AUC of each class's log posterior against the rest."""
+    labels = np.array(scores.labels, dtype=object)
+    mask = scores.evaluated
+    if scores.log_odds is not None:
+        return metrics.roc_auc(scores.log_odds[mask], labels[mask] == scores.positive)
+    return float(
+        np.mean(
+            [
+                metrics.roc_auc(scores.log_posterior[mask, c], labels[mask] == label)
+                for c, label in enumerate(scores.classes)
+            ]
+        )
+    )
+
+
+def _plain(changes: dict[str, Any]) -> dict[str, Any]:
+    """The settings a candidate changes, as a model file keeps them (a stop-word list as the
+    number of words)."""
+    return {key: (len(value) if key == "stop_words" else value) for key, value in changes.items()}

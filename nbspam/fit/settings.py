@@ -1,0 +1,33 @@
+"""The settings of a run: the defaults, then a YAML file, then the options given, with the
+stop-word choice resolved to its words (`config` holds the setting types and their checks)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ..core.config import Settings, build_settings, load_yaml
+from ..text.tokenizer import load_stop_words
+
+
+def settings_from(config_file: str | None, options: dict[str, Any]) -> Settings:
+    """Settings from the YAML file (if any), overridden by the options given (None: not
+    given). ``old_event_model`` is --model, the old spelling of --event-model."""
+    values = load_yaml(config_file) if config_file else {}
+    flags = {k: v for k, v in options.items() if v is not None}
+    old_spelling = flags.pop("old_event_model", None)
+    if old_spelling is not None:
+        flags.setdefault("event_model", old_spelling)
+    return resolve_settings({**values, **flags}, source=config_file or "options")
+
+
+def resolve_settings(values: dict[str, Any], *, source: str) -> Settings:
+    """Settings from a flat mapping of setting -> value, with the stop-word choice resolved
+    to its word list, which the model masks (the tokenizer keeps stop words, so that the
+    same counts serve with and without them); ``source`` names where the values came from,
+    for errors."""
+    settings = build_settings(values, source=source)
+    words = load_stop_words(settings.stop_words, settings.tokenizer)
+    return dataclasses.replace(
+        settings, training=dataclasses.replace(settings.training, stop_words=words)
+    )

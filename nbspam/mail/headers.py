@@ -1,0 +1,126 @@
+"""Mail headers: where they end, the digest that identifies a message, where the verdict header
+`filter` adds goes, and the Date a chronological split orders by."""
+
+from __future__ import annotations
+
+import re
+from datetime import timezone
+
+STATUS_HEADER = b"X-Nbspam-Status"
+_STATUS_LINE = re.compile(rb"x-nbspam-status[ \t]*:", re.IGNORECASE)
+
+
+def message_digest(data: bytes | str) -> bytes:
+    """16-byte BLAKE2b digest identifying a message by its content.
+
+    Header lines nbspam adds itself (``X-Nbspam-*``) are left out, so a message that passed
+    through `nbspam filter` has the digest it had before.
+    """
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogateescape")
+    end = header_end(data)
+    head = data if end < 0 else data[: end + 1]
+    if b"x-nbspam-" in head.lower():
+        data = _OWN_HEADER.sub(b"", head) + data[len(head) :]
+    import hashlib  # here: loading it (and OpenSSL) costs 3-10 ms that scoring does not need
+
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def header_end(data: bytes) -> int:
+    """Where the header ends: the first blank line ("\\n\\n" or "\\r\\n\\r\\n"), or -1.
+
+    The CRLF form is looked for only before the first "\\n\\n", so a message with LF line
+    ends is not read to its end twice.
+    """
+    end = data.find(b"\n\n")
+    # a "\r\n\r\n" before ``end`` runs one byte into it at most, as in "\r\n\r\n\n"
+    crlf = data.find(b"\r\n\r\n", 0, len(data) if end < 0 else end + 1)
+    return end if crlf < 0 else crlf
+
+
+_OWN_HEADER = re.compile(rb"(?im)^x-nbspam-[^:\n]*:[^\n]*\n(?:[ \t][^\n]*\n)*")
+
+
+def add_status_header(data: bytes, value: str) -> bytes:
+    """``data`` with ``X-Nbspam-Status: value`` as its first header line, every other byte as
+    it was, except that an X-Nbspam-Status header already there is taken out.
+
+    The line goes after an mbox ``From `` line if the message starts with one, and ends as
+    the message's first line does (CRLF or LF).
+    """
+    start = _headers_start(data)
+    first = data.find(b"\n")
+    eol = b"\r\n" if first > 0 and data[first - 1 : first] == b"\r" else b"\n"
+    line = STATUS_HEADER + b": " + value.encode("utf-8") + eol
+    return data[:start] + line + _without_status_header(data[start:])
+
+
+def _headers_start(data: bytes) -> int:
+    """Where the header lines begin: after an mbox ``From `` line, else at 0."""
+    if data.startswith(b"From "):
+        end = data.find(b"\n")
+        if end >= 0:
+            return end + 1
+    return 0
+
+
+def _without_status_header(data: bytes) -> bytes:
+    """``data`` less every X-Nbspam-Status header (with its continuation lines) found before
+    the first blank line."""
+    kept: list[bytes] = []
+    pos, dropping = 0, False
+    while pos < len(data):
+        end = data.find(b"\n", pos)
+        end = len(data) if end < 0 else end + 1
+        line = data[pos:end]
+        if line in (b"\n", b"\r\n"):
+            break
+        if not (dropping and line[:1] in (b" ", b"\t")):
+            dropping = _STATUS_LINE.match(line) is not None
+        if not dropping:
+            kept.append(line)
+        pos = end
+    return b"".join(kept) + data[pos:]
+
+
+def one_line(text: str) -> str:
+    """The text with its line breaks made spaces: one header or record field."""
+    return " ".join(text.splitlines())
+
+
+def message_time(data: bytes | str, mail: str = "auto") -> float | None:
+    """Seconds since the epoch of a mail's Date header; None for text or a missing/bad Date.
+
+    ``mail`` is the tokenizer's setting, read as the tokenizer reads it: 'never' takes
+    nothing for mail, 'auto' only bytes that look like mail, 'always' everything. A Date
+    without a time zone is taken as UTC.
+    """
+    if isinstance(data, str):
+        if mail != "always":
+            return None
+        data = data.encode("utf-8", "surrogateescape")
+    from .mailparse import looks_like_mail, skip_mbox_line
+
+    if mail == "never" or (mail == "auto" and not looks_like_mail(data)):
+        return None
+    from email.parser import BytesHeaderParser  # only chronological splits read dates
+    from email.policy import compat32
+    from email.utils import parsedate_to_datetime
+
+    data = skip_mbox_line(data)
+    end = header_end(data)
+    head = data if end < 0 else data[:end]
+    value = BytesHeaderParser(policy=compat32).parsebytes(head + b"\n\n").get("date")
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    try:
+        return moment.timestamp()
+    except (OverflowError, OSError, ValueError):
+        return None

@@ -1,0 +1,180 @@
+"""The event models: how a model's counts become its scoring form, one small class each.
+
+As scikit-learn's discrete naive Bayes classes share one skeleton and differ only in a few
+pieces, a naive Bayes event model here supplies just two: whether a message's terms count
+by presence, and the linear form J_c(x) = intercept_c + sum_a f(x_a) coef_ca of its joint
+log-likelihood (`naive_bayes`, docs/math.md, "The linear form: weights and bias"); the shared `EventModel.form` makes the rest
+(the log-odds of two classes). Robinson–Fisher combining is not linear, and supplies its
+own form (`Fisher`). The vocabulary filters, the prior, cutoffs, calibration, learn and
+forget are shared by all. A new event model is a new class here and its name in
+`config.EVENT_MODELS`; nothing else changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar, Protocol
+
+if TYPE_CHECKING:  # numpy is imported by the maths, not here: the one-message path reads this
+    import numpy as np
+
+    from ..core.config import TrainConfig
+    from ..text.counts import ClassCounts
+    from .forms import FisherForm, LinearForm
+
+
+class Counted(Protocol):
+    """What an event model makes its scoring form from: a model's counts and settings
+    (`model.Model` is one)."""
+
+    labels: tuple[str, ...]
+    terms: Sequence[str]
+    class_count: np.ndarray
+    term_count: np.ndarray
+    doc_count: np.ndarray
+    training: TrainConfig
+
+    @property
+    def is_binary(self) -> bool: ...
+
+    @property
+    def positive_index(self) -> int: ...
+
+
+class EventModel:
+    """How one event model scores: ``name`` is the value of --event-model."""
+
+    name: ClassVar[str]
+
+    def presence(self, cfg: TrainConfig) -> bool:
+        """Whether a term counts once per message (f(x) = [x > 0]) or every time (f(x) = x)."""
+        raise NotImplementedError
+
+    def linear(
+        self, counts: ClassCounts, log_prior: np.ndarray, cfg: TrainConfig
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(coef (C, k), intercept (C,)) from the counts over the kept terms (k of them)."""
+        raise NotImplementedError
+
+    def form(self, model: Counted, kept: np.ndarray) -> LinearForm | FisherForm:
+        """The scoring form of ``model`` over its kept terms (columns ``kept`` of its
+        vocabulary): here, a naive Bayes model's linear form, with the class prior, and for
+        two classes the log-odds weights and bias."""
+        from ..text.counts import ClassCounts
+        from . import naive_bayes as nb
+        from .forms import LinearForm
+
+        cfg = model.training
+        log_prior = nb.class_log_prior(model.class_count, nb.prior_weights(cfg.prior, model.labels))
+        # the counts of the kept columns; the linear forms read only the numbers, so the
+        # kept terms are not named here (an online evaluation derives forms many times)
+        counts = ClassCounts(
+            model.labels, (), model.class_count, model.term_count[:, kept], model.doc_count[:, kept]
+        )
+        coef, intercept = self.linear(counts, log_prior, cfg)
+        positive = model.positive_index if model.is_binary else None
+        weights = bias = None
+        if positive is not None:
+            weights, bias = nb.pair_weights(coef, intercept, positive, 1 - positive)
+        presence = self.presence(cfg)
+        return LinearForm(kept, model.terms, coef, intercept, presence, weights, bias, positive)
+
+
+class Multinomial(EventModel):
+    """Words drawn from a class's distribution over the vocabulary, theta_ac smoothed by
+    alpha; with ``binary`` each word counts once per message (docs/math.md, "Multinomial event model")."""
+
+    name = "multinomial"
+
+    def presence(self, cfg: TrainConfig) -> bool:
+        return cfg.binary
+
+    def linear(
+        self, counts: ClassCounts, log_prior: np.ndarray, cfg: TrainConfig
+    ) -> tuple[np.ndarray, np.ndarray]:
+        from . import naive_bayes as nb
+
+        return nb.multinomial_linear(self.occurrences(counts, cfg), log_prior, cfg.alpha)
+
+    @staticmethod
+    def occurrences(counts: ClassCounts, cfg: TrainConfig) -> np.ndarray:
+        """(C, k): the messages holding each word (``binary``), else its occurrences."""
+        return counts.doc_count if cfg.binary else counts.term_count
+
+
+class Bernoulli(EventModel):
+    """Each vocabulary word present or absent in a message, absent words counting too
+    (through the intercept); theta_ac the smoothed share of class c's messages holding a."""
+
+    name = "bernoulli"
+
+    def presence(self, cfg: TrainConfig) -> bool:
+        return True
+
+    def linear(
+        self, counts: ClassCounts, log_prior: np.ndarray, cfg: TrainConfig
+    ) -> tuple[np.ndarray, np.ndarray]:
+        from . import naive_bayes as nb
+
+        return nb.bernoulli_linear(counts.doc_count, counts.class_count, log_prior, cfg.alpha)
+
+
+class Complement(Multinomial):
+    """Complement naive Bayes (Rennie et al. 2003): each class's weights estimated from the
+    messages of all the other classes, from the multinomial model's counts (``binary``: each
+    word once per message), with no prior; ``complement_norm`` divides each class's weights
+    by the sum of their sizes (docs/math.md, "Complement naive Bayes"). Rennie's transforms of the counts (tf, idf, length)
+    are left out, so that learn, forget and merge stay exact."""
+
+    name = "complement"
+
+    def linear(
+        self, counts: ClassCounts, log_prior: np.ndarray, cfg: TrainConfig
+    ) -> tuple[np.ndarray, np.ndarray]:
+        from . import naive_bayes as nb
+
+        occurrences = self.occurrences(counts, cfg)
+        return nb.complement_linear(occurrences, cfg.alpha, norm=cfg.complement_norm)
+
+
+class Fisher(EventModel):
+    """Robinson's smoothed spam probability f(w) of each word from the document counts, and
+    Fisher's chi-square combining of a message's clues (the words with |f - 1/2| >=
+    min_dev), as bogofilter scores mail; two classes, presence only (docs/math.md, "Robinson–Fisher combining")."""
+
+    name = "fisher"
+
+    def presence(self, cfg: TrainConfig) -> bool:
+        return True
+
+    def form(self, model: Counted, kept: np.ndarray) -> FisherForm:
+        """The clues among the kept terms, with ln f and ln(1 - f) of each; no prior."""
+        import numpy as np
+
+        from ..errors import TrainingError
+        from .fisher import word_probabilities
+        from .forms import FisherForm
+
+        if not model.is_binary:
+            raise TrainingError(f"the fisher event model needs two labels, not {len(model.labels)}")
+        cfg = model.training
+        f = word_probabilities(
+            model.doc_count[:, kept],
+            model.class_count,
+            positive=model.positive_index,
+            strength=cfg.strength,
+            background=cfg.background,
+        )
+        clues = np.abs(f - 0.5) >= cfg.min_dev
+        f = f[clues]
+        return FisherForm(kept[clues], model.terms, np.log(f), np.log1p(-f), model.positive_index)
+
+
+_BY_NAME: dict[str, EventModel] = {
+    m.name: m for m in (Multinomial(), Bernoulli(), Fisher(), Complement())
+}
+
+
+def event_model(name: str) -> EventModel:
+    """The event model of --event-model ``name`` (one of `config.EVENT_MODELS`)."""
+    return _BY_NAME[name]

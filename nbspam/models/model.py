@@ -1,0 +1,490 @@
+"""The Model: raw counts plus settings; training, scoring and explanation derive from them."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from ..core.config import (
+    AUTO,
+    AUTO_FALLBACK,
+    MAX_LABEL_CHARS,
+    MAX_LABELS,
+    Settings,
+    TokenizerConfig,
+    TrainConfig,
+)
+from ..core.parallel import CHUNK, chunks
+from ..core.sparse import sp
+from ..errors import TrainingError
+from ..mail.message import Message
+from ..text.counting import Counts, LabelledCounts, count_chunk, count_chunks
+from ..text.counts import ClassCounts
+from ..text.vocabulary import (
+    TermIndex,
+    count_rows,
+    mutual_information,
+    pair_terms,
+    renumber,
+    select_terms,
+    sorted_order,
+    stack_in_order,
+    stop_terms,
+)
+from . import naive_bayes as nb
+from .decision import UNSURE, Prediction, prediction  # noqa: F401  (UNSURE: re-exported)
+from .event_models import event_model
+from .forms import FisherForm, LinearForm
+
+
+@dataclass(frozen=True, eq=False)
+class Model:
+    """A trained naive Bayes model, stored as counts over the full vocabulary.
+
+    labels (C,) sorted; terms (d,) sorted by code point, every term seen in training;
+    class_count (C,) documents per class; term_count (C, d) occurrences per class;
+    doc_count (C, d) documents per class containing the term; seen_digests (n, 16) the
+    sorted digests of the n messages learned (`messages.message_digest`) and seen_labels
+    (n,) the label index each was learned as. Two-class models may carry cutoffs
+    (ham_cutoff, spam_cutoff) on the log-odds, for the verdicts negative / unsure / positive,
+    and a Platt calibration (a, b): P(positive | x) = 1 / (1 + exp(-(a * log_odds + b))).
+    The vocabulary filters
+    (min_count, max_df, max_features) are applied when the scoring parameters are derived,
+    so adding or removing documents only adds or subtracts counts.
+
+    seen_times (n,) is when each message was learned, in seconds since 1970 (UTC), or
+    `UNKNOWN_TIME` for messages learned before nbspam recorded it (a model built without
+    them gets that for every message); `update.prune` expires digests by it.
+    """
+
+    def __post_init__(self) -> None:
+        n = len(self.seen_digests)
+        if len(self.seen_times) != n:
+            if len(self.seen_times):
+                raise ValueError("seen_times must have one entry per digest")
+            object.__setattr__(self, "seen_times", np.full(n, UNKNOWN_TIME, np.int64))
+
+    labels: tuple[str, ...]
+    terms: tuple[str, ...]
+    class_count: np.ndarray
+    term_count: np.ndarray
+    doc_count: np.ndarray
+    tokenizer: TokenizerConfig
+    training: TrainConfig
+    seen_digests: np.ndarray = field(default_factory=lambda: np.zeros((0, 16), np.uint8))
+    seen_labels: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    seen_times: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    cutoffs: tuple[float, float] | None = None
+    calibration: tuple[float, float] | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def counts(self) -> ClassCounts:
+        """The model's counts as one value, to add to and subtract from."""
+        return ClassCounts(
+            self.labels, self.terms, self.class_count, self.term_count, self.doc_count
+        )
+
+    @property
+    def is_binary(self) -> bool:
+        """True for two-class models, which have a positive class and log-odds."""
+        return len(self.labels) == 2
+
+    @property
+    def positive_index(self) -> int:
+        return self.labels.index(self.training.positive)
+
+    @property
+    def negative_index(self) -> int:
+        return 1 - self.positive_index
+
+    @cached_property
+    def form(self) -> LinearForm | FisherForm:
+        """The model's scoring form (`forms`), derived from the counts on first use."""
+        return make_form(self)
+
+
+UNKNOWN_TIME = -1
+"""The learn time of a message learned before models recorded learn times."""
+
+
+def make_form(model: Model) -> LinearForm | FisherForm:
+    """Apply the vocabulary filters (with --max-features, the terms of most documents or of
+    most mutual information with the label), then the event model's scoring form."""
+    return event_model(model.training.model).form(model, kept_columns(model))
+
+
+def kept_columns(model: Model) -> np.ndarray:
+    """The columns of the model's vocabulary that its vocabulary filters keep, in order."""
+    cfg = model.training
+    n_docs = int(model.class_count.sum())
+    doc_freq = model.doc_count.sum(axis=0)
+    if cfg.stop_words:
+        doc_freq = np.where(stop_terms(model.terms, cfg.stop_words), 0, doc_freq)
+    if not cfg.word_pairs and model.tokenizer.pairs:
+        doc_freq = np.where(pair_terms(model.terms), 0, doc_freq)
+    rank = None  # --select frequency: the terms in most messages
+    if cfg.select == "mi":
+        rank = mutual_information(model.doc_count, model.class_count)
+    keep = select_terms(
+        doc_freq,
+        n_docs,
+        min_count=cfg.min_count,
+        max_df=cfg.max_df,
+        max_features=cfg.max_features,
+        rank=rank,
+    )
+    return np.flatnonzero(keep)
+
+
+def from_counts(
+    counts: ClassCounts,
+    settings: Settings,
+    info: dict[str, Any] | None = None,
+    seen: dict[bytes, str] | None = None,
+    *,
+    sorted_terms: bool = False,
+    times: dict[bytes, int] | None = None,
+    default_time: int = UNKNOWN_TIME,
+) -> Model:
+    """Build a Model from counts in any label and term order (they are sorted here; the
+    terms not if ``sorted_terms`` says they already are).
+
+    ``seen`` maps the digest of every message counted to its label, ``times`` some of
+    them to when they were learned (seconds since 1970); the others get ``default_time``.
+
+    With --event-model auto the model is `config.AUTO_FALLBACK`'s: there is no
+    cross-validation here to choose by (`training.train` runs one).
+
+    Checks that there are two or more classes with documents (and not more than a model
+    file holds, each named), resolves the positive class
+    of a two-class model (``train.positive``, else the label 'spam', else the label that
+    sorts last) and that the prior fits the labels.
+    """
+    label_order = sorted(range(len(counts.labels)), key=counts.labels.__getitem__)
+    counts = counts.in_order(label_order, None if sorted_terms else sorted_order(counts.terms))
+    labels = counts.labels
+    if len(labels) < 2:
+        raise TrainingError(
+            f"need messages of at least two labels to train, found only {list(labels)}"
+        )
+    if len(labels) > MAX_LABELS:
+        raise TrainingError(f"found {len(labels):,} labels; a model holds at most {MAX_LABELS:,}")
+    for label in labels:
+        if not 0 < len(label) <= MAX_LABEL_CHARS:
+            raise TrainingError(f"a label must have 1 to {MAX_LABEL_CHARS:,} characters: {label!r}")
+    train_cfg = settings.training
+    positive = train_cfg.positive
+    if positive is not None and positive not in labels:
+        raise TrainingError(f"--positive {positive!r} is not one of the labels {list(labels)}")
+    if len(labels) == 2 and positive is None:
+        positive = "spam" if "spam" in labels else labels[-1]
+    train_cfg = dataclasses.replace(train_cfg, positive=positive)
+    if train_cfg.model == AUTO:
+        train_cfg = dataclasses.replace(train_cfg, model=AUTO_FALLBACK)
+    nb.prior_weights(train_cfg.prior, labels)
+    digests = sorted((seen or {}).items())
+    model = Model(
+        labels=labels,
+        terms=counts.terms,
+        class_count=counts.class_count,
+        term_count=counts.term_count,
+        doc_count=counts.doc_count,
+        tokenizer=settings.tokenizer,
+        training=train_cfg,
+        seen_digests=np.frombuffer(b"".join(d for d, _ in digests), np.uint8).reshape(-1, 16),
+        seen_labels=np.array([labels.index(label) for _, label in digests], np.int64),
+        seen_times=np.array([(times or {}).get(d, default_time) for d, _ in digests], np.int64),
+        info=dict(info or {}),
+    )
+    if not model.form.kept.size:
+        raise TrainingError(
+            f"no terms survive --min-count {train_cfg.min_count} and --max-df "
+            f"{train_cfg.max_df:g}; try a lower --min-count or a higher --max-df"
+        )
+    return model
+
+
+CV_ROWS = 10_000
+"""The most messages whose count rows training keeps for its internal cross-validation."""
+
+
+@dataclass
+class Rows:
+    """Count rows kept while training, for the internal cross-validation: of every message
+    while there are at most ``limit``, then a systematic sample (every ``stride``-th message
+    of the stream, the stride doubling whenever the sample outgrows the limit), so that
+    memory does not grow with the number of messages. One matrix per chunk, columns
+    numbered in order of first appearance, and the label of each row; the sample is the
+    same for any number of jobs.
+
+    ``totals`` are the counts of all the messages: the cross-validation fits each fold's
+    model on all the messages but that fold's.
+    """
+
+    limit: int = CV_ROWS
+    chunks: list[tuple[sp.csr_matrix, list[str], np.ndarray]] = field(default_factory=list)
+    """(rows, their labels, their numbers in the stream) of each chunk."""
+    seen: int = 0
+    stride: int = 1
+    terms: tuple[str, ...] = ()
+    """The terms sorted by code point, once known."""
+    order: np.ndarray | None = None
+    """The permutation that sorts the terms of the columns into ``terms``, once known."""
+    totals: ClassCounts | None = None
+    """The counts of all the messages, over the sorted terms, once known."""
+
+    @property
+    def labels(self) -> list[str]:
+        return [label for _, labels, _ in self.chunks for label in labels]
+
+    def add(self, X: sp.csr_matrix, labels: Sequence[str]) -> None:
+        """Keep the rows of a chunk that the sample takes (as int32: half the memory)."""
+        numbers = np.arange(self.seen, self.seen + X.shape[0])
+        self.seen += X.shape[0]
+        X = sp.csr_matrix(
+            (X.data.astype(np.int32), X.indices.astype(np.int32), X.indptr.astype(np.int32)),
+            shape=X.shape,
+        )
+        self.chunks.append(self._taken(X, list(labels), numbers))
+        while sum(len(labels) for _, labels, _ in self.chunks) > self.limit:
+            self.stride *= 2
+            self.chunks = [self._taken(*chunk) for chunk in self.chunks]
+        self.chunks = [chunk for chunk in self.chunks if chunk[1]]  # none left empty
+
+    def _taken(
+        self, X: sp.csr_matrix, labels: list[str], numbers: np.ndarray
+    ) -> tuple[sp.csr_matrix, list[str], np.ndarray]:
+        keep = numbers % self.stride == 0
+        if keep.all():
+            return X, labels, numbers
+        return X[keep], [label for label, k in zip(labels, keep.tolist()) if k], numbers[keep]
+
+    def matrix(self) -> tuple[sp.csr_matrix, list[str]]:
+        """(X (n, d) over the sorted terms, the sorted terms)."""
+        return stack_in_order([X for X, _, _ in self.chunks], self.order), list(self.terms)
+
+
+def fit_messages(
+    messages: Iterable[Message],
+    settings: Settings,
+    *,
+    progress: Callable[[int], None] | None = None,
+    rows: Rows | None = None,
+    jobs: int = 1,
+) -> Model:
+    """Fit a model on labelled messages, streaming: only the counts are kept in memory. No
+    decision rule is fitted (`training.train` fits one).
+
+    Messages are tokenized and counted a chunk at a time by ``jobs`` worker processes
+    (`counting.LabelledCounts`: a message whose bytes were already counted is counted once,
+    as `learn` would do), then `fit_counted`. The model is the same for any number of jobs.
+    """
+    counted = LabelledCounts(messages, settings.tokenizer, progress=progress, jobs=jobs)
+    return fit_counted(counted, settings, rows=rows)
+
+
+def fit_counted(counted: LabelledCounts, settings: Settings, *, rows: Rows | None = None) -> Model:
+    """Train a model on the counts of labelled messages.
+
+    Each chunk's counts are folded into per-class totals (`naive_bayes.class_counts`) and
+    dropped, unless ``rows`` is given, which then keeps them (or its sample of them) and the
+    totals.
+    """
+    counts = CountTable()
+    for labels, chunk in counted:
+        X = counts.add_counts(chunk, labels)
+        if rows is not None:
+            rows.add(X, labels)
+    if not counts.labels:
+        raise TrainingError("no messages to train on")
+    total = counts.totals()
+    order = sorted_order(total.terms)
+    info = {
+        "created": utc_timestamp(),
+        "seconds": round(time.perf_counter() - counted.started, 3),
+        "duplicates": counted.duplicates,
+    }
+    total = total.in_order(terms=order)
+    if rows is not None:
+        rows.terms, rows.order, rows.totals = total.terms, order, total
+    return from_counts(
+        total, settings, info, counted.seen, sorted_terms=True, default_time=int(time.time())
+    )
+
+
+class CountTable:
+    """Per-class counts of messages added in chunks, with labels and terms in order of arrival."""
+
+    def __init__(self) -> None:
+        self.index = TermIndex()
+        self.labels: dict[str, int] = {}
+        self._totals = [
+            np.zeros(0, np.int64),
+            np.zeros((0, 0), np.int64),
+            np.zeros((0, 0), np.int64),
+        ]
+
+    def add(self, messages: Sequence[Message], tokenizer: TokenizerConfig) -> sp.csr_matrix:
+        """Count a chunk of labelled messages; returns its count rows (over ``index``)."""
+        counted = count_chunk(tokenizer, [m.data for m in messages])
+        return self.add_counts(counted, [m.label for m in messages])
+
+    def add_counts(self, counted: Counts, labels: Sequence[str]) -> sp.csr_matrix:
+        """Add a counted chunk with the label of each row; returns its rows over ``index``."""
+        X = renumber(counted, self.index, grow=True)
+        y = np.array(
+            [self.labels.setdefault(label, len(self.labels)) for label in labels], np.int64
+        )
+        part = nb.class_counts(X, y, len(self.labels))
+        self._totals = [_grow(total, p.shape) + p for total, p in zip(self._totals, part)]
+        return X
+
+    def totals(self) -> ClassCounts:
+        """The counts of all the chunks, labels and terms in order of arrival."""
+        shape_c, shape_cd = (len(self.labels),), (len(self.labels), len(self.index))
+        cc, tc, dc = (_grow(t, s) for t, s in zip(self._totals, (shape_c, shape_cd, shape_cd)))
+        return ClassCounts(tuple(self.labels), tuple(self.index.terms), cc, tc, dc)
+
+
+def utc_timestamp() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _grow(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``array`` padded with zeros at the end of each axis to ``shape``."""
+    return np.pad(array, [(0, s - a) for a, s in zip(array.shape, shape)])
+
+
+def fit(
+    X: sp.csr_matrix,
+    y: Sequence[str],
+    terms: Sequence[str],
+    settings: Settings,
+    *,
+    sorted_terms: bool = False,
+) -> Model:
+    """Train on a count matrix X (n, d) whose columns are ``terms`` and labels y (n,).
+
+    ``sorted_terms`` says the terms are already in code-point order (as `vocabulary`
+    and `evaluate.tokenize_all` give them), which saves sorting them again.
+    """
+    labels = sorted(set(y))
+    y_idx = np.searchsorted(np.array(labels, dtype=object), np.array(y, dtype=object))
+    counts = nb.class_counts(X, y_idx.astype(np.int64), len(labels))
+    return from_counts(
+        ClassCounts(tuple(labels), tuple(terms), *counts), settings, sorted_terms=sorted_terms
+    )
+
+
+def transform(model: Model, token_lists: Iterable[Sequence[str]]) -> sp.csr_matrix:
+    """Count matrix (n, k) of documents over the model's kept terms (unknown terms ignored)."""
+    return count_rows(token_lists, model.form.index, grow=False)
+
+
+def predict_matrix(model: Model, X: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray | None]:
+    """(log posteriors (n, C), log-odds (n,) or None) for a matrix from `transform`, by the
+    model's scoring form (`forms`): the log-odds never saturates, a message at log-odds 800
+    scores 800."""
+    form = model.form
+    F = X
+    if form.binary:  # f(x) = [x > 0]: presence
+        F = X.copy()
+        F.data = np.ones_like(F.data)
+    return form.predict(F)
+
+
+def score(
+    model: Model, messages: Iterable[Message], *, chunk: int = CHUNK, jobs: int = 1
+) -> Iterator[Prediction]:
+    """Predictions for a stream of messages, scored a chunk at a time (by ``jobs`` workers)."""
+    parts = ((part, [m.data for m in part]) for part in chunks(messages, chunk))
+    for part, counted in count_chunks(parts, model.tokenizer, jobs):
+        # a row's indices in the order its terms first appear: the scoring table sums in it
+        X = renumber(counted, model.form.index, grow=False)
+        log_post, log_odds = predict_matrix(model, X)
+        for i, message in enumerate(part):
+            yield prediction(
+                message.id,
+                model.labels,
+                log_post[i].tolist(),
+                None if log_odds is None else float(log_odds[i]),
+                positive=model.training.positive,
+                cutoffs=model.cutoffs,
+                calibration=model.calibration,
+            )
+
+
+# -- exact learning: a model's counts plus and minus counts ---------------------------------------
+
+
+def seen_map(model: Model) -> dict[bytes, str]:
+    """The record of learned messages as digest -> label."""
+    return {bytes(d): model.labels[k] for d, k in zip(model.seen_digests, model.seen_labels)}
+
+
+def times_map(model: Model) -> dict[bytes, int]:
+    """When each learned message was learned, digest -> seconds since 1970 (or
+    `model.UNKNOWN_TIME`)."""
+    return dict(zip(map(bytes, model.seen_digests), model.seen_times.tolist()))
+
+
+def apply_counts(
+    model: Model,
+    plus: ClassCounts | None,
+    minus: ClassCounts | None,
+    seen: dict[bytes, str],
+    times: dict[bytes, int],
+    *,
+    clip: bool = False,
+) -> Model:
+    """The model with the counts ``plus`` added and ``minus`` subtracted; with ``clip`` (or
+    for a pruned model) term counts that would go below zero stop at zero."""
+    if plus is None and minus is None:
+        return model
+    total = model.counts
+    pruned = "pruned" in model.info
+    if plus is not None:
+        total = total.plus(plus)
+    if minus is not None:
+        if pruned:  # the terms prune dropped are not there to subtract
+            minus = _within(minus, model.terms)
+        total = total.minus(minus)
+    if pruned or clip:
+        total = _clipped(total)
+    if total.is_negative():
+        raise TrainingError(
+            "forgetting these messages would make counts negative: they were learned by a "
+            "version of nbspam that tokenized them differently; retrain the model"
+        )
+    settings = Settings(tokenizer=model.tokenizer, training=model.training)
+    info = {**model.info, "updated": utc_timestamp()}
+    updated = from_counts(total.pruned(), settings, info, seen, times=times)
+    # the cutoffs and calibration were fitted when the model was trained; they stay
+    return dataclasses.replace(updated, cutoffs=model.cutoffs, calibration=model.calibration)
+
+
+def _within(counts: ClassCounts, terms: Sequence[str]) -> ClassCounts:
+    """``counts`` over only those of its terms that are among ``terms``."""
+    import numpy as np
+
+    known = set(terms)
+    cols = [j for j, term in enumerate(counts.terms) if term in known]
+    return counts.in_order(terms=np.array(cols, np.int64))
+
+
+def _clipped(counts: ClassCounts) -> ClassCounts:
+    """A pruned model's term counts after forgetting, never below zero: a term dropped and
+    learned again may be subtracted by a message that held it before (inexact, as
+    `PRUNE_NOTE` says)."""
+    import numpy as np
+
+    term_count = np.maximum(counts.term_count, 0)
+    doc_count = np.minimum(np.maximum(counts.doc_count, 0), term_count)
+    return dataclasses.replace(counts, term_count=term_count, doc_count=doc_count)

@@ -1,0 +1,845 @@
+"""The `TableModel`: naive Bayes over the columns of a table, whose joint log-likelihood adds
+the log prior and every column's log P(x_a | c) (`columns`); its exact statistics, learning
+and forgetting rows, explaining them, merging, and its model file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import math
+import os
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..core.config import TokenizerConfig
+from ..errors import ConfigError, InputError, ModelFileError, TrainingError
+from ..store.schema import number_pair
+from ..text.tables import (
+    DEFAULT_BINS,
+    KINDS,
+    TABLE_KIND,
+    Table,
+    detect_kind,
+    parse_number,
+    parse_numbers,
+)
+from . import columns as col
+from . import naive_bayes as nb
+from .decision import read_cutoffs, stored_cutoffs
+
+# --------------------------------------------------------------------------------------------
+# Columns
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TextStats:
+    """A text column: per class the rows with text (C,) and, for each term, the rows of each
+    class holding it (C,)."""
+
+    rows: list[int]
+    terms: dict[str, list[int]]
+
+    def add(self, c: int, tokens: Iterable[str], sign: int = 1) -> None:
+        self.rows[c] += sign
+        for term in set(tokens):
+            counts = self.terms.setdefault(term, [0] * len(self.rows))
+            counts[c] += sign
+            if sign < 0 and not any(counts):
+                del self.terms[term]
+
+
+@dataclass
+class Column:
+    """One column of a TableModel: its name, kind, statistics, and for a binned column the
+    bin edges (``zero_bin``: exact zero is a bin of its own, the others cut the rest)."""
+
+    name: str
+    kind: str
+    stats: Any = None
+    edges: list[float] | None = None
+    zero_bin: bool = False
+
+    def value(self, cell: str, where: str, analyzer: Any = None) -> Any:
+        """A cell as this column scores it: a float (NaN missing), a category ('' missing)
+        or a list of tokens."""
+        if self.kind == "gaussian":
+            return parse_number(cell, where, self.name)
+        if self.kind == "bernoulli":
+            x = parse_number(cell, where, self.name)
+            return "" if math.isnan(x) else ("1" if x > 0 else "0")
+        if self.kind == "text":
+            return analyzer.tokens(cell) if cell else []
+        if self.edges is not None:
+            x = parse_number(cell, where, self.name)
+            return "" if math.isnan(x) else bin_of(x, self.edges, self.zero_bin)
+        return cell
+
+    def bin_range(self, category: str) -> str:
+        """The values a bin holds, as text."""
+        if self.edges is None:
+            return category
+        if category == "z":
+            return "= 0"
+        k, e = int(category), self.edges
+        lo = "-inf" if k == 0 else f"{e[k - 1]:.6g}"
+        hi = "inf" if k == len(e) else f"{e[k]:.6g}"
+        return f"[{lo}, {hi})"
+
+
+def bin_of(x: float, edges: Sequence[float], zero_bin: bool) -> str:
+    """The bin of x: 'z' for zero with a zero bin, else the number of edges at or below x."""
+    if zero_bin and x == 0:
+        return "z"
+    lo, hi = 0, len(edges)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if edges[mid] <= x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return str(lo)
+
+
+def bin_edges(values: np.ndarray, bins: int, binning: str) -> tuple[list[float], bool]:
+    """(edges, zero_bin) cutting ``values`` (missing dropped) into ``bins`` bins.
+
+    uniform: bins - 1 equally spaced edges between the smallest and the largest value.
+    quantile: where the column holds zeros (as counts and frequencies do), zero is a bin of
+    its own and the other values are cut at their quantiles into ``bins`` bins (Spambase's
+    "zero plus quartiles" with 4); edges that coincide are merged."""
+    values = values[~np.isnan(values)]
+    if binning == "uniform":
+        if not values.size:
+            return [], False
+        lo, hi, t = values.min(), values.max(), np.arange(1, bins) / bins
+        edges = lo * (1 - t) + hi * t  # not lo + (hi - lo) t: hi - lo may overflow
+        return sorted(set(edges.tolist())), False
+    zero_bin = bool((values == 0).any())
+    rest = values[values != 0] if zero_bin else values
+    if not rest.size:
+        return [], zero_bin
+    with np.errstate(invalid="ignore", over="ignore"):  # between ±1.7e308: inf or NaN
+        edges = np.quantile(rest, np.arange(1, bins) / bins)
+    return sorted(set(edges[np.isfinite(edges)].tolist())), zero_bin
+
+
+# --------------------------------------------------------------------------------------------
+# The model
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TableModel:
+    """Naive Bayes over the columns of a table.
+
+    labels (C,) sorted; class_count (C,) rows per class; columns in table order (kind
+    'ignore' kept, so that a table is read by name). J_c = log pi_c + sum_a log P(x_a | c)
+    with the fitted prior pi_c = N_c / N."""
+
+    labels: tuple[str, ...]
+    class_count: list[int]
+    columns: list[Column]
+    label_column: str
+    alpha: float = 1.0
+    positive: str | None = None
+    tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    info: dict[str, Any] = field(default_factory=dict)
+    cutoffs: tuple[float, float] | None = None
+    """Two classes: the (negative, positive) cutoffs on the log-odds, as a Model's."""
+    calibration: tuple[float, float] | None = None
+    """Two classes: the Platt calibration (a, b), as a Model's."""
+    notes: list[str] = field(default_factory=list, repr=False, compare=False)
+    """What training has to say of the table (not kept in the model file)."""
+
+    @property
+    def is_binary(self) -> bool:
+        return len(self.labels) == 2
+
+    @property
+    def positive_index(self) -> int:
+        return self.labels.index(self.positive) if self.positive else len(self.labels) - 1
+
+    def analyzer(self) -> Any:
+        from ..text.features import Analyzer
+
+        return Analyzer(self.tokenizer)
+
+    def epsilon(self) -> float:
+        """The variance floor: `columns.VAR_SMOOTHING` times the largest total variance of
+        a Gaussian column (0 without one)."""
+        variances = [c.stats.total_var() for c in self.columns if c.kind == "gaussian"]
+        return col.VAR_SMOOTHING * max(variances, default=0.0)
+
+    def gaussian_params(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Per Gaussian column (mu (C,), sigma2 + epsilon (C,))."""
+        eps = self.epsilon()
+        out = {}
+        for c in self.columns:
+            if c.kind == "gaussian":
+                mu, var = c.stats.mean_var()
+                out[c.name] = (mu, var + eps)
+        return out
+
+    def log_prior(self) -> np.ndarray:
+        counts = np.array(self.class_count, dtype=np.float64)
+        return np.log(counts) - np.log(counts.sum())
+
+    def column_log_likelihoods(
+        self, table: Table, unseen: Counter | None = None
+    ) -> tuple[list[str], list[np.ndarray]]:
+        """(names, log P(x_a | c) (n, C) for each scored column) of a table's rows. Values
+        of a categorical column never seen in training add nothing (counted in ``unseen``
+        per column)."""
+        missing = [c.name for c in self.columns if c.kind != "ignore" and not table.has(c.name)]
+        if missing:
+            raise InputError(f"the table lacks the model's column {missing[0]!r}")
+        analyzer = self.analyzer() if any(c.kind == "text" for c in self.columns) else None
+        gauss = self.gaussian_params()
+        names, parts = [], []
+        for column in self.columns:
+            if column.kind == "ignore":
+                continue
+            if column.kind == "gaussian":
+                mu, var = gauss[column.name]
+                part = col.gaussian_log_likelihood(column_numbers(column, table), mu, var)
+            elif column.kind == "text":
+                values = [
+                    analyzer.tokens(cell) if cell else [] for cell in table.column(column.name)
+                ]
+                part = _text_log_likelihood(column.stats, values, self.alpha)
+            else:
+                part = _categorical_log_likelihood(column, table, self.alpha, unseen)
+            names.append(column.name)
+            parts.append(part)
+        return names, parts
+
+    def joint_log_likelihood(self, table: Table, unseen: Counter | None = None) -> np.ndarray:
+        """J (n, C): the log prior plus every column's log-likelihood."""
+        _, parts = self.column_log_likelihoods(table, unseen)
+        return self.log_prior()[None, :] + sum(parts, np.zeros((len(table.rows), len(self.labels))))
+
+    def predict(self, table: Table, unseen: Counter | None = None) -> Iterator[Any]:
+        """A `decision.Prediction` per row, as `predict` prints them."""
+        from .decision import prediction
+
+        jll = self.joint_log_likelihood(table, unseen)
+        log_post, log_odds = posteriors(jll, self.positive_index if self.is_binary else None)
+        for i, row_id in enumerate(table.ids):
+            yield prediction(
+                row_id,
+                self.labels,
+                log_post[i].tolist(),
+                None if log_odds is None else float(log_odds[i]),
+                positive=self.positive if self.is_binary else None,
+                cutoffs=self.cutoffs,
+                calibration=self.calibration,
+            )
+
+
+def posteriors(jll: np.ndarray, positive: int | None) -> tuple[np.ndarray, np.ndarray | None]:
+    """(log posteriors (n, C) (`naive_bayes.log_posterior`), log-odds J_pos - J_neg (n,) or
+    None)."""
+    log_post = nb.log_posterior(jll)
+    if positive is None:
+        return log_post, None
+    return log_post, jll[:, positive] - jll[:, 1 - positive]
+
+
+def _categorical_log_likelihood(
+    column: Column, table: Table, alpha: float, unseen: Counter | None
+) -> np.ndarray:
+    stats = column.stats
+    logp = col.categorical_log_prob(stats.matrix(), alpha)  # (C, K)
+    names, codes = column_categories(column, table)
+    where = np.array([stats.index.get(name, -1) for name in names] + [-1], dtype=np.int64)
+    j = where[codes]  # codes -1 (missing) take the last: -1
+    if unseen is not None and (where[:-1] < 0).any():
+        seen = np.bincount(codes[codes >= 0], minlength=len(names)).tolist()
+        for name, k, n in zip(names, where.tolist(), seen):
+            if k < 0 and n:
+                unseen[(column.name, name)] += n
+    logp = np.concatenate([logp, np.zeros((logp.shape[0], 1))], axis=1)  # -1: adds nothing
+    return logp[:, j].T
+
+
+def text_log_prob(stats: TextStats, alpha: float) -> tuple[list[str], np.ndarray]:
+    """(terms, log theta (C, V)): theta_tc = (df_tc + alpha) / (sum_t df_tc + alpha V)."""
+    terms = sorted(stats.terms)
+    df = np.array([stats.terms[t] for t in terms], dtype=np.float64).T.reshape(len(stats.rows), -1)
+    alpha = max(alpha, 1e-10)
+    return terms, np.log(df + alpha) - np.log(df.sum(axis=1, keepdims=True) + alpha * len(terms))
+
+
+def _text_log_likelihood(stats: TextStats, values: list[list[str]], alpha: float) -> np.ndarray:
+    terms, logp = text_log_prob(stats, alpha)
+    where = {t: k for k, t in enumerate(terms)}
+    out = np.zeros((len(values), len(stats.rows)))
+    for i, tokens in enumerate(values):
+        ks = [where[t] for t in set(tokens) if t in where]
+        if ks:
+            out[i] = logp[:, ks].sum(axis=1)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Training, learning and forgetting
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TableSettings:
+    """How a table is modelled: the label column, kinds given by --column, --bins and
+    --binning for the continuous columns, --alpha, --positive and the tokenizer."""
+
+    label_column: str = "label"
+    kinds: dict[str, str] = field(default_factory=dict)
+    bins: int | None = None
+    binning: str = "quantile"
+    alpha: float = 1.0
+    positive: str | None = None
+    tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+
+
+def given_kinds(patterns: dict[str, str], names: Iterable[str]) -> dict[str, str]:
+    """The kind --column gives each of ``names`` that it names: that of the last NAME (or
+    pattern) matching it. Linear in the names: a NAME without *, ? or [ is looked up, and
+    only the patterns are matched against every name."""
+    order = {pattern: i for i, pattern in enumerate(patterns)}
+    globs = [p for p in patterns if any(ch in p for ch in "*?[")]
+    kinds = list(patterns.values())
+    out = {}
+    for name in names:
+        last = max(
+            [order.get(name, -1), *(order[g] for g in globs if fnmatch.fnmatchcase(name, g))]
+        )
+        if last >= 0:
+            out[name] = kinds[last]
+    return out
+
+
+def choose_kinds(table: Table, settings: TableSettings, path: str) -> dict[str, str]:
+    """The kind of each column but the label's: --column where given, else detected; a
+    column named 'id' is ignored."""
+    for pattern in settings.kinds:
+        if not (table.has(pattern) or fnmatch.filter(table.names, pattern)):
+            raise ConfigError(f"--column {pattern}: the table has no such column")
+    given = given_kinds(settings.kinds, table.names)
+    kinds = {}
+    for name in table.names:
+        if name == settings.label_column:
+            continue
+        if name in given:
+            kinds[name] = given[name]
+        elif name.lower() == "id":
+            kinds[name] = "ignore"
+        else:
+            kinds[name] = detect_kind(table.column(name), path, name)
+    return kinds
+
+
+def fit_table(table: Table, settings: TableSettings, path: str = "the table") -> TableModel:
+    """Train a TableModel on a table: its columns (`empty_model`), then every row added
+    (`add_rows`)."""
+    model = empty_model(table, settings, path)
+    add_rows(model, table, +1)
+    return model
+
+
+def empty_model(table: Table, settings: TableSettings, path: str = "the table") -> TableModel:
+    """The TableModel of a table with no row counted yet: its labels, the kinds of its
+    columns (`choose_kinds`) and the bin edges of the continuous columns with --bins."""
+    if not table.has(settings.label_column):
+        raise InputError(
+            f"{path}: no label column {settings.label_column!r} (columns: "
+            f"{', '.join(table.names[:8])}{' ...' if len(table.names) > 8 else ''}); "
+            "name it with --label-column"
+        )
+    if settings.bins is not None and settings.bins < 1:
+        raise ConfigError("--bins must be at least 1")
+    y_cells = table.column(settings.label_column)
+    labels = tuple(sorted({v for v in y_cells if v}))
+    if len(labels) < 2:
+        raise TrainingError(f"need rows of at least two labels to train, found {list(labels)}")
+    positive = settings.positive
+    if positive is not None and positive not in labels:
+        raise TrainingError(f"--positive {positive!r} is not one of the labels {list(labels)}")
+    if len(labels) == 2 and positive is None:
+        positive = "spam" if "spam" in labels else ("1" if "1" in labels else labels[-1])
+    kinds = choose_kinds(table, settings, path)
+    columns = []
+    for name, kind in kinds.items():
+        column = Column(name, kind)
+        if kind == "binned" or (kind == "gaussian" and settings.bins is not None):
+            x = parse_numbers(table.column(name), table.ids, name)
+            column.kind = "categorical"
+            bins = settings.bins or DEFAULT_BINS
+            edges, zero_bin = bin_edges(x, bins, settings.binning)
+            column.edges, column.zero_bin = edges, zero_bin
+        columns.append(column)
+    C = len(labels)
+    for column in columns:
+        column.stats = empty_stats(column.kind, C)
+    model = TableModel(
+        labels=labels,
+        class_count=[0] * C,
+        columns=columns,
+        label_column=settings.label_column,
+        alpha=settings.alpha,
+        positive=positive,
+        tokenizer=settings.tokenizer,
+    )
+    return model
+
+
+def add_rows(model: TableModel, table: Table, sign: int) -> int:
+    """Learn (sign 1) or forget (sign -1) every labelled row of a table, in place; returns
+    the rows counted. Exact: forgetting rows learned gives back the same statistics. Each
+    column is counted in bulk (`column_counts`)."""
+    if not table.has(model.label_column):
+        raise InputError(f"the table has no label column {model.label_column!r}")
+    missing = [c.name for c in model.columns if c.kind != "ignore" and not table.has(c.name)]
+    if missing:
+        raise InputError(f"the table lacks the model's column {missing[0]!r}")
+    ys = classes_of(model, table)
+    if not (ys >= 0).all():
+        table = subset(table, np.flatnonzero(ys >= 0))
+        ys = ys[ys >= 0]
+    for column in model.columns:
+        if column.kind != "ignore":
+            column.stats = column_counts(model, column, table, ys, sign)
+    for c, n in enumerate(np.bincount(ys, minlength=len(model.labels)).tolist()):
+        model.class_count[c] += sign * n
+    if sign < 0 and not _non_negative(model):
+        raise InputError("these rows were not all learned by the model: nothing forgotten")
+    return len(ys)
+
+
+def classes_of(model: TableModel, table: Table) -> np.ndarray:
+    """Each row's class as its place among the model's labels (n,), -1 where it has none."""
+    names, codes = table_categories(table, model.label_column)
+    present = np.bincount(codes[codes >= 0], minlength=len(names)).tolist()
+    for label, n in zip(names, present):
+        if n and label not in model.labels:
+            raise InputError(f"label {label!r} is not one of the model's {list(model.labels)}")
+    where = {label: c for c, label in enumerate(model.labels)}
+    index = np.array([where.get(v, -1) for v in names] + [-1], dtype=np.int64)
+    return index[codes]
+
+
+def column_counts(
+    model: TableModel, column: Column, table: Table, ys: np.ndarray, sign: int
+) -> Any:
+    """A column's statistics with the rows of ``table`` (every one labelled, of classes
+    ``ys``) added (sign 1) or taken away (-1), in bulk: Gaussian sums by `columns.exact_sums`,
+    counts of categories by one bincount."""
+    C, stats = len(model.labels), column.stats
+    if column.kind == "text":
+        analyzer = model.analyzer()
+        for c, cell in zip(ys.tolist(), table.column(column.name)):
+            stats.add(c, analyzer.tokens(cell) if cell else [], sign)
+        return stats
+    if column.kind == "gaussian":
+        x = column_numbers(column, table)
+        big = np.flatnonzero(np.abs(x) > col.MAX_VALUE)
+        if big.size:
+            i = int(big[0])
+            raise InputError(
+                f"{table.ids[i]}, column {column.name!r}: {table.rows[i][table.where[column.name]][:40]} "
+                "is beyond ±1e150, the range of a gaussian column; rescale the column (its "
+                f"logarithm, say) or give --column {column.name}=binned"
+            )
+        ok = ~np.isnan(x)
+        return stats.combine(col.Gaussian.of(x[ok], ys[ok], C), sign)
+    names, codes = column_categories(column, table)
+    present = np.bincount(codes[codes >= 0], minlength=len(names)).tolist()
+    for j, name in enumerate(names):
+        if present[j] and name not in stats.index and (sign < 0 or stats.fixed):
+            i = int(np.flatnonzero(codes == j)[0])
+            raise InputError(f"{table.ids[i]}: {column.name}={name!r} was never learned")
+    return stats.combine(category_counts(names, codes, ys, C), sign)
+
+
+def category_counts(names: list[str], codes: np.ndarray, ys: np.ndarray, C: int) -> Any:
+    """The `columns.Categorical` of rows of categories ``codes`` (places in ``names``, -1
+    missing) and classes ``ys``."""
+    ok = codes >= 0
+    K = len(names)
+    counts = np.bincount(ys[ok] * K + codes[ok], minlength=C * K).reshape(C, K)
+    return col.Categorical(names, counts.tolist())
+
+
+def empty_stats(kind: str, classes: int) -> Any:
+    """The statistics of a column of this kind with no row counted."""
+    if kind == "gaussian":
+        return col.Gaussian.empty(classes)
+    if kind == "bernoulli":
+        return col.Categorical.empty(classes, ["0", "1"])
+    if kind == "categorical":
+        return col.Categorical.empty(classes)
+    if kind == "text":
+        return TextStats([0] * classes, {})
+    return None
+
+
+def column_numbers(column: Column, table: Table) -> np.ndarray:
+    """A numeric column's cells as floats (NaN missing), each read as `parse_number` does."""
+    name = column.name
+    return table.cached(
+        ("numbers", name), lambda: parse_numbers(table.column(name), table.ids, name)
+    )
+
+
+def column_categories(column: Column, table: Table) -> tuple[list[str], np.ndarray]:
+    """(the categories of a column's cells in order of first appearance, each row's category
+    as its place among them (-1 missing)), the categories as `Column.value` gives them:
+    the cells of a categorical column, '0'/'1' of a Bernoulli one, the bins of a binned one."""
+    if column.kind == "categorical" and column.edges is None:
+        return table_categories(table, column.name)
+    return number_categories(column, column_numbers(column, table))
+
+
+def table_categories(table: Table, name: str) -> tuple[list[str], np.ndarray]:
+    """The distinct cells of a column but '' in order of first appearance, and each row's
+    place among them (-1 where empty). Cached on the table, so that a part of the table
+    keeps the categories of the whole (some perhaps in none of its rows)."""
+    if ("codes", name) in table.cache:
+        return table.cache[("categories", name)], table.cache[("codes", name)]
+    seen: dict[str, int] = {}
+    codes = np.array([seen.setdefault(v, len(seen)) for v in table.column(name)], dtype=np.int64)
+    names = list(seen)
+    if "" in seen:
+        j = seen[""]
+        del names[j]
+        codes = np.where(codes == j, -1, codes - (codes > j))
+    table.cache[("categories", name)], table.cache[("codes", name)] = names, codes
+    return names, codes
+
+
+def number_categories(column: Column, x: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """`column_categories` of a Bernoulli or binned column from its numbers x (NaN missing)."""
+    if column.kind == "bernoulli":
+        value = (x > 0).astype(np.int64)
+    else:
+        value = np.searchsorted(np.array(column.edges, dtype=np.float64), x, side="right")
+        if column.zero_bin:
+            value[x == 0] = -1  # the bin 'z'
+    present = ~np.isnan(x)
+    if len(x) <= col.SMALL:  # fewer values than numpy's calls cost
+        seen: dict[int, int] = {}
+        codes = [
+            seen.setdefault(v, len(seen)) if ok else -1
+            for v, ok in zip(value.tolist(), present.tolist())
+        ]
+        return ["z" if v < 0 else str(v) for v in seen], np.array(codes, dtype=np.int64)
+    distinct, first, inverse = np.unique(value[present], return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    codes = np.full(len(x), -1, dtype=np.int64)
+    codes[present] = rank[inverse.reshape(-1)]
+    names = ["z" if v < 0 else str(v) for v in distinct[order].tolist()]
+    return names, codes
+
+
+def _non_negative(model: TableModel) -> bool:
+    """Whether every count of the model is >= 0 (after forgetting rows)."""
+    if min(model.class_count) < 0:
+        return False
+    for c in model.columns:
+        if c.kind == "gaussian" and not c.stats.consistent():
+            return False
+        if c.kind in ("categorical", "bernoulli") and min(map(min, c.stats.counts), default=0) < 0:
+            return False
+        if c.kind == "text" and (
+            min(c.stats.rows) < 0 or any(min(v) < 0 for v in c.stats.terms.values())
+        ):
+            return False
+    return True
+
+
+def update_table_file(path: str, table: Table, sign: int, label: str | None = None) -> int:
+    """Learn (sign 1, every row as ``label``) or forget (sign -1, each row as its label
+    column says) the rows of a table in the table model at ``path``, under the model's lock;
+    the file is replaced only when every row was counted. Returns the rows counted."""
+    from ..store.container import remove_leftovers
+    from ..store.lock import model_lock
+
+    with model_lock(path):
+        remove_leftovers(path)
+        model = load_table_model(path)
+        if label is not None:
+            if label not in model.labels:
+                raise InputError(
+                    f"{path} has no label {label!r} (its labels: {', '.join(model.labels)})"
+                )
+            names = [n for n in table.names if n != model.label_column] + [model.label_column]
+            rows = [
+                [cell for name, cell in zip(table.names, row) if name != model.label_column]
+                + [label]
+                for row in table.rows
+            ]
+            table = Table(names, rows, table.ids)
+        n = add_rows(model, table, sign)
+        save_table_model(model, path)
+    return n
+
+
+def subset(table: Table, rows: Iterable[int]) -> Table:
+    return table.subset(list(rows))
+
+
+# --------------------------------------------------------------------------------------------
+# Explaining
+# --------------------------------------------------------------------------------------------
+
+
+def explain_rows(model: TableModel, table: Table) -> Iterator[dict[str, Any]]:
+    """Per row of a two-class model: the bias (log prior ratio) and each column's
+    contribution log P(x_a | +) - log P(x_a | -); they add up to the log-odds."""
+    if not model.is_binary:
+        raise InputError("explaining a row needs a two-class model")
+    p = model.positive_index
+    names, parts = model.column_log_likelihoods(table)
+    prior = model.log_prior()
+    bias = float(prior[p] - prior[1 - p])
+    for i, row_id in enumerate(table.ids):
+        contrib = [(name, float(part[i, p] - part[i, 1 - p])) for name, part in zip(names, parts)]
+        contrib.sort(key=lambda t: -abs(t[1]))
+        yield {
+            "path": row_id,
+            "log_odds": bias + math.fsum(v for _, v in contrib),
+            "bias": bias,
+            "contributions": contrib,
+        }
+
+
+def describe(model: TableModel) -> dict[str, Any]:
+    """The model's columns: per Gaussian column the mean and variance per class (and for two
+    classes whether its boundary is linear, equal variances, or quadratic); per categorical
+    or Bernoulli column each category's log-odds weight (two classes) or log theta."""
+    gauss = model.gaussian_params()
+    p = model.positive_index
+    out = []
+    for column in model.columns:
+        entry: dict[str, Any] = {"column": column.name, "kind": column.kind}
+        if column.kind == "gaussian":
+            mu, var = gauss[column.name]
+            entry["mean"] = dict(zip(model.labels, mu.tolist()))
+            entry["variance"] = dict(zip(model.labels, var.tolist()))
+            if model.is_binary:
+                entry["boundary"] = "linear" if var[0] == var[1] else "quadratic"
+        elif column.kind in ("categorical", "bernoulli"):
+            logp = col.categorical_log_prob(column.stats.matrix(), model.alpha)
+            cats = column.stats.categories
+            if column.edges is not None:  # bins in the order of their values
+                order = sorted(
+                    range(len(cats)), key=lambda j: -1 if cats[j] == "z" else int(cats[j])
+                )
+                logp, cats = logp[:, order], [cats[j] for j in order]
+            if model.is_binary:
+                w = logp[p] - logp[1 - p]
+                entry["weights"] = {column.bin_range(c): float(w[j]) for j, c in enumerate(cats)}
+            else:
+                entry["log_theta"] = {
+                    column.bin_range(c): dict(zip(model.labels, logp[:, j].tolist()))
+                    for j, c in enumerate(cats)
+                }
+        elif column.kind == "text":
+            entry["terms"] = len(column.stats.terms)
+        out.append(entry)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# The model file
+# --------------------------------------------------------------------------------------------
+
+
+def to_header(model: TableModel) -> dict[str, Any]:
+    """The model as the JSON header of a model file: exact sums as hexadecimal text."""
+    cols = []
+    for c in model.columns:
+        entry: dict[str, Any] = {"name": c.name, "kind": c.kind}
+        if c.kind == "gaussian":
+            entry["n"] = c.stats.n
+            entry["s1"] = [hex(v) for v in c.stats.s1]
+            entry["s2"] = [hex(v) for v in c.stats.s2]
+        elif c.kind in ("categorical", "bernoulli"):
+            entry["categories"] = c.stats.categories
+            entry["counts"] = c.stats.counts
+            if c.edges is not None:
+                entry["edges"] = c.edges
+                entry["zero_bin"] = c.zero_bin
+        elif c.kind == "text":
+            entry["rows"] = c.stats.rows
+            entry["terms"] = c.stats.terms
+        cols.append(entry)
+    return {
+        "table": {
+            "kind": TABLE_KIND,
+            "labels": list(model.labels),
+            "class_count": model.class_count,
+            "label_column": model.label_column,
+            "alpha": model.alpha,
+            "positive": model.positive,
+            "tokenizer": dataclasses.asdict(model.tokenizer),
+            "columns": cols,
+            "info": model.info,
+            "cutoffs": stored_cutoffs(model.cutoffs),
+            "calibration": None if model.calibration is None else list(model.calibration),
+        }
+    }
+
+
+def from_header(path: str | os.PathLike[str], header: dict[str, Any]) -> TableModel:
+    """A TableModel from a model file's header, every field checked (ModelFileError)."""
+    try:
+        return _from_header(header["table"])
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ModelFileError(f"{path} is not a valid nbspam table model: {exc!r}") from None
+
+
+def _counts(values: Any, size: int) -> list[int]:
+    if not isinstance(values, list) or len(values) != size:
+        raise ValueError("a count list of the wrong size")
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values):
+        raise ValueError("a count that is not a whole number >= 0")
+    return list(values)
+
+
+def _from_header(t: dict[str, Any]) -> TableModel:
+    from ..core.config import config_from_dict
+
+    if t["kind"] != TABLE_KIND:
+        raise ValueError("not a table model")
+    labels = tuple(t["labels"])
+    if len(labels) < 2 or not all(isinstance(v, str) and v for v in labels):
+        raise ValueError("labels")
+    if list(labels) != sorted(set(labels)):
+        raise ValueError("labels not sorted and unique")
+    C = len(labels)
+    alpha = float(t["alpha"])
+    if not math.isfinite(alpha) or alpha < 0:
+        raise ValueError("alpha")
+    positive = t["positive"]
+    if positive is not None and positive not in labels:
+        raise ValueError("positive")
+    columns = []
+    for entry in t["columns"]:
+        name, kind = entry["name"], entry["kind"]
+        if not isinstance(name, str) or kind not in KINDS:
+            raise ValueError(f"column {name!r}")
+        column = Column(name, kind)
+        if kind == "gaussian":
+            n = _counts(entry["n"], C)
+            s1 = [int(v, 16) for v in entry["s1"]]
+            s2 = [int(v, 16) for v in entry["s2"]]
+            column.stats = col.Gaussian(n, s1, s2)
+            if len(s1) != C or len(s2) != C or not column.stats.consistent():
+                raise ValueError(f"column {name!r}: sums that no values within ±1e150 give")
+        elif kind in ("categorical", "bernoulli"):
+            cats = entry["categories"]
+            if not all(isinstance(v, str) for v in cats) or len(set(cats)) != len(cats):
+                raise ValueError(f"column {name!r}: categories")
+            counts = [_counts(row, len(cats)) for row in entry["counts"]]
+            if len(counts) != C:
+                raise ValueError(f"column {name!r}: counts")
+            column.stats = col.Categorical(list(cats), counts, fixed=kind == "bernoulli")
+            if "edges" in entry:
+                edges = [float(e) for e in entry["edges"]]
+                if not all(math.isfinite(e) for e in edges) or edges != sorted(set(edges)):
+                    raise ValueError(f"column {name!r}: edges")
+                column.edges, column.zero_bin = edges, bool(entry["zero_bin"])
+        elif kind == "text":
+            rows = _counts(entry["rows"], C)
+            terms = {str(k): _counts(v, C) for k, v in entry["terms"].items()}
+            column.stats = TextStats(rows, terms)
+        columns.append(column)
+    return TableModel(
+        labels=labels,
+        class_count=_counts(t["class_count"], C),
+        columns=columns,
+        label_column=str(t["label_column"]),
+        alpha=alpha,
+        positive=positive,
+        tokenizer=config_from_dict(TokenizerConfig, t["tokenizer"]),
+        info=dict(t.get("info") or {}),
+        cutoffs=_cutoffs(number_pair(t.get("cutoffs"), "cutoffs"), C),
+        calibration=number_pair(t.get("calibration"), "calibration"),
+    )
+
+
+def _cutoffs(pair: tuple[float, float] | None, classes: int) -> tuple[float, float] | None:
+    if pair is None:
+        return None
+    if classes != 2 or pair[0] > pair[1]:
+        raise ValueError("cutoffs")
+    return read_cutoffs(pair)
+
+
+def save_table_model(model: TableModel, path: str | os.PathLike[str]) -> None:
+    """Write the model as a model file (`container`) whose header holds it all; no arrays."""
+    from ..store import container
+
+    container.write(path, to_header(model), {})
+
+
+def load_table_model(path: str | os.PathLike[str]) -> TableModel:
+    from ..store import container
+
+    box = container.read(path)
+    if "table" not in box.header:
+        raise ModelFileError(f"{path} is a model of messages, not of a table")
+    return from_header(path, box.header)
+
+
+def merge_table_models(models: Sequence[TableModel]) -> TableModel:
+    """Add table models trained on disjoint rows with the same columns (names, kinds, bin
+    edges), labels and settings: the result equals training on all the rows, with no
+    decision rule (it was fitted on the parts)."""
+    first = models[0]
+
+    def layout(m: TableModel) -> Any:
+        return (
+            m.labels,
+            m.label_column,
+            m.alpha,
+            m.positive,
+            m.tokenizer,
+            [(c.name, c.kind, c.edges, c.zero_bin) for c in m.columns],
+        )
+
+    for other in models[1:]:
+        if layout(other) != layout(first):
+            raise TrainingError(
+                "cannot merge table models with other labels, settings or columns (kinds and "
+                "bin edges must be the same: train the parts with the same --column and no auto)"
+            )
+    columns = []
+    for j, column in enumerate(first.columns):
+        stats = column.stats
+        for other in models[1:]:
+            o = other.columns[j].stats
+            if column.kind == "text":
+                terms = {t: list(v) for t, v in stats.terms.items()}
+                for t, v in o.terms.items():
+                    terms[t] = [a + b for a, b in zip(terms.get(t, [0] * len(v)), v)]
+                stats = TextStats([a + b for a, b in zip(stats.rows, o.rows)], terms)
+            elif stats is not None:
+                stats = stats.combine(o)
+        columns.append(dataclasses.replace(column, stats=stats))
+    counts = [sum(m.class_count[c] for m in models) for c in range(len(first.labels))]
+    return dataclasses.replace(
+        first,
+        class_count=counts,
+        columns=columns,
+        info={"merged": len(models)},
+        cutoffs=None,
+        calibration=None,
+    )

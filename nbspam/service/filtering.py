@@ -1,0 +1,535 @@
+"""Filtering mail unattended: a verdict header on one message, or mail folders sorted by verdict.
+
+One message (`filter_single`): the message comes out byte for byte as it went in, with one
+header line ``X-Nbspam-Status: <verdict>; log_odds=<+n.nnn>; calibrated=<p>; version=<v>``
+added as its first header (after an mbox ``From `` line). The header is left out of the
+message's digest (`messages.message_digest`), so a filtered message is still the message
+`learn` and `forget` know. This path is scored by `quick` where the model file allows, so a
+filter started per delivery imports neither numpy nor scipy.
+
+Folders (`filter_folders`): every message file of Maildirs (``cur/`` and ``new/``) and plain
+folders is scored once and, if its verdict has a destination, moved there. A state file
+(`FilterState`) records the digest of each message handled, so the next run handles only
+new mail and leaves alone a message the user moved back. Moves never lose a message
+(`move_message`): within a file system a hard link, then an unlink of the old name; across
+file systems a copy flushed to disk and renamed into place, then the unlink. A run killed at
+any point leaves each message in its folder, at its destination, or (for a moment) in both;
+the next run recognises the copy by its digest and finishes the move.
+
+Autolearn (`Autolearn`), as SpamAssassin's bayes_auto_learn: a message the model is very
+sure of, by its calibrated probability of spam (at least 0.999: spam; at most 0.001: ham,
+by default), is learned under that verdict, at the end of the run, through `update` under
+the model's lock. A message the model learned before, under either label, is left alone:
+autolearn never overrides what a person taught. What it does to accuracy is measured by
+`nbspam evaluate --online --learn autolearn` (docs/evaluation.md).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .. import __version__
+from ..core.jsonl import json_line
+from ..errors import EXIT_SKIPPED, FilterError, InputError, NbspamError, os_reason
+from ..mail.headers import add_status_header, message_digest, one_line
+from ..mail.message import BINARY, EMPTY, MAX_MESSAGE_BYTES, Message, Problems, is_binary, is_empty
+from ..mail.messages import folder_files, maildir_part, read_file, read_messages
+from ..models.decision import UNSURE, Prediction
+from ..store.lock import DEFAULT_TIMEOUT, model_lock
+from .mailstore import (
+    Destination,
+    FilterState,
+    find_copy,
+    finish_move,
+    holds,
+    move_message,
+    open_destination,
+    remove_leftovers,
+)
+
+if TYPE_CHECKING:  # the one-message path must not import numpy
+    from .quick import ModelScorer, TableScorer
+
+SPAM, HAM = "spam", "ham"
+KINDS = (SPAM, UNSURE, HAM)
+# -- verdicts ---------------------------------------------------------------------------------
+
+
+def status_value(prediction: Prediction) -> str:
+    """The value of the X-Nbspam-Status header: verdict, log-odds, calibrated probability
+    (left out when the model has no calibration) and the nbspam version."""
+    parts = [one_line(prediction.verdict or ""), f"log_odds={prediction.log_odds:+.3f}"]
+    if prediction.calibrated is not None:
+        calibrated = f"{prediction.calibrated:.4f}"
+        # probability= is the old name of calibrated=, kept for one release
+        parts += [f"calibrated={calibrated}", f"probability={calibrated}"]
+    parts.append(f"version={__version__}")
+    return "; ".join(parts)
+
+
+def require_two_classes(labels: tuple[str, ...]) -> None:
+    """Refuse a model that has no spam/ham verdicts (more than two classes)."""
+    if len(labels) != 2:
+        raise FilterError(
+            f"filter needs a two-class model (spam and ham); this one has "
+            f"{len(labels)} labels: {', '.join(labels)}"
+        )
+
+
+def verdict_kind(verdict: str | None, positive: str | None) -> str:
+    """'spam' for the positive label, 'unsure' for unsure, 'ham' for the negative label."""
+    if verdict == positive:
+        return SPAM
+    return UNSURE if verdict == UNSURE else HAM
+
+
+#: Exit statuses of ``filter --exit-status`` (bogofilter's convention).
+FILTER_EXIT = {"spam": 0, "ham": 1, "unsure": 2, "error": 3}
+
+AUTOLEARN_SPAM = 0.999
+AUTOLEARN_HAM = 0.001
+
+
+@dataclass(frozen=True)
+class Autolearn:
+    """Learn a message whose calibrated probability of spam is at least ``spam`` as the
+    positive label, one at most ``ham`` as the negative label."""
+
+    spam: float = AUTOLEARN_SPAM
+    ham: float = AUTOLEARN_HAM
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.ham < 0.5 < self.spam <= 1.0:
+            raise FilterError(
+                "the autolearn thresholds need 0 <= ham threshold < 0.5 < spam threshold "
+                f"<= 1, not {self.ham!r} and {self.spam!r}"
+            )
+
+    def label(self, prediction: Prediction, labels: tuple[str, ...], positive: str) -> str | None:
+        """The label to learn a scored message as, or None (not sure enough)."""
+        p = prediction.calibrated
+        if p is None:
+            raise FilterError(
+                "autolearn needs a calibrated model: train it with calibration (the default)"
+            )
+        if p >= self.spam:
+            return positive
+        if p <= self.ham:
+            return next(label for label in labels if label != positive)
+        return None
+
+
+def learn_confident(model_path: str, confident: list[Message], layer: str | None = None) -> int:
+    """Learn the labelled ``confident`` messages into the model file (through its journal,
+    under its lock), or into the user ``layer`` over it, each unless it was learned before
+    (under either label); the number learned."""
+    from ..service.journalled import learn
+
+    return sum(
+        learn(model_path, [m], m.label, layer=layer, new_label=True, only_new=True).learned
+        for m in confident
+    )
+
+
+def filter_stdin(
+    model_path: str,
+    *,
+    exit_status: bool,
+    misuse: str | None = None,
+    autolearn: Autolearn | None = None,
+    layer: str | None = None,
+) -> int:
+    """Pass the message on stdin to stdout with its verdict header; return the exit status.
+
+    Whatever fails (a bad model, a bug, a broken installation, binary data), the original
+    bytes still go to stdout unchanged and the reason to stderr as one line ``Error: ...``.
+    ``misuse`` is such a reason found before (an option that needs folders).
+
+    Only the first `MAX_MESSAGE_BYTES` are read before the verdict, and scored (a note says
+    so); the rest of a longer message is passed on after them a piece at a time. Empty
+    input (`messages.is_empty`) is no message: passed on as it came, reported as skipped
+    (``-: empty, not a message``), with status 3, which --exit-status gives errors too.
+
+    With ``autolearn`` a message scored with enough confidence is then learned into the
+    model (`Autolearn`, `learn_confident`); if that fails the message has still come out,
+    and the error is reported as any other. With ``layer`` it is scored with that user
+    layer over the model (`layers`), and learned into the layer.
+    """
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    data = stdin.read(MAX_MESSAGE_BYTES + 1)
+    if misuse is None and is_empty(data):
+        stdout.write(data)
+        stdout.flush()
+        print(f"-: {EMPTY}", file=sys.stderr)
+        return EXIT_SKIPPED
+    output, kind, error, learned = data, None, misuse, None
+    if error is None:
+        try:
+            output, kind, prediction, labels, positive = _filter_one(model_path, data, layer)
+            if autolearn is not None and positive is not None:
+                label = autolearn.label(prediction, labels, positive)
+                if label is not None:
+                    learned = Message("-", data[:MAX_MESSAGE_BYTES], label)
+        except Exception as exc:  # whatever it is, the message must come out
+            output, error = data, _one_line_error(exc)
+    stdout.write(output)
+    if len(data) > MAX_MESSAGE_BYTES:
+        shutil.copyfileobj(stdin, stdout, 1 << 16)
+        if error is None:
+            print(f"note: -: scored the first {MAX_MESSAGE_BYTES >> 20} MiB", file=sys.stderr)
+    stdout.flush()
+    if learned is not None:
+        try:
+            learn_confident(model_path, [learned], layer)
+        except Exception as exc:
+            error = f"autolearn: {_one_line_error(exc)}"
+    if error is not None:
+        print(f"Error: {error}", file=sys.stderr)
+        return FILTER_EXIT["error"] if exit_status else NbspamError.exit_code
+    return FILTER_EXIT[kind] if exit_status else 0
+
+
+def _one_line_error(exc: Exception) -> str:
+    text = str(exc) if isinstance(exc, NbspamError) else f"internal error: {exc!r}"
+    return " ".join(text.split("\n"))
+
+
+def filter_single(model_path: str, data: bytes) -> tuple[bytes, str]:
+    """(the message with its verdict header, 'spam' / 'ham' / 'unsure') for one message.
+
+    Scored from the model file's scoring table without numpy where the file has one, else
+    by the batch scorer: the same verdict either way; on its first `MAX_MESSAGE_BYTES`.
+    Raises on any failure (binary data too); the caller then passes ``data`` on unchanged.
+    """
+    return _filter_one(model_path, data)[:2]
+
+
+def _filter_one(
+    model_path: str, data: bytes, layer: str | None = None
+) -> tuple[bytes, str, Prediction, tuple[str, ...], str | None]:
+    """`filter_single`'s (message, kind), then the prediction, the model's labels and its
+    positive label."""
+    if is_binary(data):
+        raise InputError(f"{BINARY}: passed on unscored")
+    from .quick import load_scorer
+
+    scorer = load_scorer(model_path, layer)
+    output, kind, prediction = filter_with(scorer, data)
+    return output, kind, prediction, tuple(scorer.labels), scorer.positive
+
+
+def filter_with(
+    scorer: TableScorer | ModelScorer, data: bytes, message_id: str = "-"
+) -> tuple[bytes, str, Prediction]:
+    """(the message with its verdict header, 'spam' / 'ham' / 'unsure', the prediction) for
+    one message scored by a loaded ``scorer`` on its first `MAX_MESSAGE_BYTES`: what
+    `filter_single` does, for a caller that keeps the scorer (`nbspam serve`). Raises
+    on binary data and on a model that is not two-class."""
+    if is_binary(data):
+        raise InputError(f"{BINARY}: passed on unscored")
+    require_two_classes(scorer.labels)
+    prediction = scorer.predict(message_id, data[:MAX_MESSAGE_BYTES])
+    kind = verdict_kind(prediction.verdict, scorer.positive)
+    output = add_status_header(data, status_value(prediction))
+    return output, kind, prediction
+
+
+# -- finding the messages ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MessageFile:
+    """A message file to filter; ``sub`` is 'new' or 'cur' inside a Maildir, else None."""
+
+    path: str
+    sub: str | None
+
+
+def message_files(
+    paths: Iterable[str], problems: Problems, *, skip: Iterable[str] = ()
+) -> Iterator[MessageFile]:
+    """The message files of each path: a Maildir's ``cur/`` and ``new/``, every file below a
+    folder (hidden names and Maildir ``tmp/`` left out, and the folders ``skip`` below a
+    path; a symbolic link only where it stays in the path, as `folder_files` says), or a
+    single message file (the file its link leads to, where it is one). An mbox is refused:
+    its messages cannot be moved one by one safely."""
+    for path in paths:
+        if os.path.isdir(path):
+            for found, part in folder_files(path, problems, skip=skip):
+                yield MessageFile(found, part)
+        elif os.path.isfile(path):
+            if _holds_several(path):
+                raise FilterError(
+                    f"{path} holds several messages (an mbox or a table): filter moves whole "
+                    f"message files, so give Maildirs or folders of message files"
+                )
+            path = os.path.realpath(path) if os.path.islink(path) else path
+            yield MessageFile(path, maildir_part(os.path.dirname(path)))
+        else:
+            problems.skip(path, "no such file or directory")
+
+
+def _holds_several(path: str) -> bool:
+    """True if the file ``path`` is read as several messages (an mbox or a table)."""
+    first = next(iter(read_messages([path], Problems())), None)
+    return first is not None and first.id != path
+
+
+def _read_message(path: str, problems: Problems) -> Message | None:
+    """The message in the file ``path``; None (reported) if it cannot be read, holds
+    several messages or is a symbolic link now (put there since it was listed)."""
+    found = read_file(path, problems)
+    message = next(found, None)
+    found.close()
+    if message is not None and message.id != path:
+        problems.skip(path, "holds several messages (an mbox?): not filtered, left where it is")
+        return None
+    return message
+
+
+# -- a run over folders -----------------------------------------------------------------------
+
+
+@dataclass
+class Summary:
+    """What a run did: messages new to it, skipped as filtered before, moved, kept, failed."""
+
+    new: int = 0
+    skipped: int = 0
+    moved: int = 0
+    kept: int = 0
+    errors: int = 0
+    autolearned: list[Message] = field(default_factory=list)
+    """With autolearn: the messages sure enough to learn, each with the label to learn."""
+
+    def line(self, *, dry_run: bool = False) -> str:
+        moved = "would be moved" if dry_run else "moved"
+        return (
+            f"filter: {self.new:,} new, {self.skipped:,} skipped (filtered before), "
+            f"{self.moved:,} {moved}, {self.kept:,} kept, {self.errors:,} error(s)"
+        )
+
+
+Report = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How to filter: a destination per verdict kind (spam / unsure / ham), dry run or not."""
+
+    destinations: Mapping[str, Destination]
+    dry_run: bool = False
+
+
+def filter_folders(
+    scorer: TableScorer | ModelScorer,
+    paths: Iterable[str],
+    moves: Mapping[str, str | None],
+    *,
+    state_path: str,
+    dry_run: bool = False,
+    problems: Problems | None = None,
+    report: Report | None = None,
+    progress: Callable[[int], None] | None = None,
+    lock_timeout: float = DEFAULT_TIMEOUT,
+    jobs: int = 1,
+    autolearn: Autolearn | None = None,
+    model_path: str | None = None,
+) -> Summary:
+    """Filter the message files of Maildirs and folders; see the module docstring.
+
+    ``moves`` maps 'spam', 'unsure' and 'ham' to a destination folder (or None: keep).
+    Messages whose digest the state file lists are skipped. Each new message is scored,
+    moved if its verdict has a destination, and recorded in the state file; ``report`` gets
+    one record per new message (path, verdict, log_odds, probability, action, destination).
+    Unreadable or unmovable messages are reported through ``problems`` and left where they
+    are. A dry run moves nothing and writes no state. The state file's lock is held for the
+    whole run, so two runs never handle the same message. With ``autolearn`` the new
+    messages sure enough to learn are listed in the summary's ``autolearned`` (the caller
+    learns them: `learn_confident`; a dry run lists them too). The state file and its lock
+    are made with the permissions of the file at ``model_path`` (`safefiles`).
+    """
+    require_two_classes(scorer.labels)
+    unknown = set(moves) - set(KINDS)
+    if unknown:
+        raise FilterError(f"unknown verdict {sorted(unknown)[0]!r}: use one of {KINDS}")
+    destinations = {
+        kind: open_destination(path, create=not dry_run) for kind, path in moves.items() if path
+    }
+    run = _Run(scorer, Plan(destinations, dry_run), problems or Problems(), report, progress)
+    run.autolearn = autolearn
+    beside = model_path or state_path
+    locked = model_lock(state_path, timeout=lock_timeout, beside=beside)
+    with nullcontext() if dry_run else locked:
+        state = FilterState(state_path, write=not dry_run, beside=beside)
+        try:
+            if not dry_run:
+                for destination in destinations.values():
+                    remove_leftovers(destination)
+            skip = [d.root for d in destinations.values()]
+            run.filter(message_files(paths, run.problems, skip=skip), state, jobs)
+        finally:
+            state.close()
+    return run.summary
+
+
+class _Run:
+    """One pass over the message files: read, skip what the state knows, score, act, record."""
+
+    def __init__(
+        self,
+        scorer: TableScorer | ModelScorer,
+        plan: Plan,
+        problems: Problems,
+        report: Report | None,
+        progress: Callable[[int], None] | None,
+    ) -> None:
+        self.scorer = scorer
+        self.plan = plan
+        self.report = report or (lambda record: None)
+        self.progress = progress or (lambda n: None)
+        self.summary = Summary()
+        self.problems = _ReportedProblems(problems, self._failed)
+        self.pending: deque[tuple[MessageFile, bytes]] = deque()  # read, not yet scored
+        self.queued: set[bytes] = set()  # their digests
+        self.autolearn: Autolearn | None = None
+        self.data: dict[bytes, bytes] = {}  # with autolearn: the bytes of the pending ones
+
+    def filter(self, files: Iterable[MessageFile], state: FilterState, jobs: int = 1) -> None:
+        """Score the new messages a chunk at a time (by ``jobs`` workers, in order) and act
+        on each as soon as it is scored."""
+        new = self._new_messages(files, state)
+        for prediction in self.scorer.predict_messages(new, jobs=jobs):
+            file, digest = self.pending.popleft()
+            self.queued.discard(digest)
+            self._act(file, digest, prediction, state)
+            if self.autolearn is not None:
+                data = self.data.pop(digest)
+                positive = self.scorer.positive
+                label = self.autolearn.label(prediction, tuple(self.scorer.labels), positive)
+                if label is not None:
+                    self.summary.autolearned.append(Message(file.path, data, label))
+            self.progress(1)
+
+    def _new_messages(self, files: Iterable[MessageFile], state: FilterState) -> Iterator[Message]:
+        """The messages not filtered before (nor waiting in this run's chunk), each noted in
+        ``pending`` with its file and digest."""
+        for file in files:
+            message = _read_message(file.path, self.problems)
+            if message is None:
+                continue
+            digest = message_digest(message.data)
+            if digest in state or digest in self.queued:
+                self.summary.skipped += 1
+                continue
+            self.summary.new += 1
+            self.pending.append((file, digest))
+            self.queued.add(digest)
+            if self.autolearn is not None:
+                self.data[digest] = message.data
+            yield message
+
+    def _act(
+        self, file: MessageFile, digest: bytes, prediction: Prediction, state: FilterState
+    ) -> None:
+        kind = verdict_kind(prediction.verdict, self.scorer.positive)
+        destination = self.plan.destinations.get(kind)
+        try:
+            action, where = self._move(file, digest, destination)
+        except OSError as exc:  # left where it is, not recorded: the next run tries again
+            self.summary.errors += 1
+            to = f" to {destination.root}" if destination else ""
+            self.problems.parent.skip(file.path, f"not moved{to}: {os_reason(exc)}")
+            self._record(file.path, prediction, "error", None)
+            return
+        if action == "kept":
+            self.summary.kept += 1
+        else:
+            self.summary.moved += 1
+        state.record(digest, prediction.verdict)
+        self._record(file.path, prediction, action, where)
+
+    def _move(
+        self, file: MessageFile, digest: bytes, destination: Destination | None
+    ) -> tuple[str, str | None]:
+        """(action, where the message is or would be) for one scored message."""
+        copy = find_copy(file.path, file.sub, digest, self.plan.destinations.values())
+        if copy is not None:  # an interrupted run got this far: finish its move
+            if not self.plan.dry_run:
+                finish_move(file.path)
+            return ("would move" if self.plan.dry_run else "moved"), copy
+        if destination is None or holds(destination, file.path, file.sub):
+            return "kept", None
+        if self.plan.dry_run:
+            return "would move", destination.folder_for(file.sub)
+        return "moved", move_message(file.path, file.sub, destination, digest)
+
+    def _record(
+        self, path: str, prediction: Prediction | None, action: str, where: str | None
+    ) -> None:
+        self.report(
+            {
+                "path": path,
+                "verdict": prediction.verdict if prediction else None,
+                "log_odds": prediction.log_odds if prediction else None,
+                "calibrated": prediction.calibrated if prediction else None,
+                # the old name of "calibrated", kept for one release
+                "probability": prediction.calibrated if prediction else None,
+                "action": action,
+                "destination": where,
+            }
+        )
+
+    def _failed(self, where: str) -> None:
+        """A file could not be read: count it and give it a report line."""
+        self.summary.errors += 1
+        self._record(where, None, "error", None)
+
+
+class _ReportedProblems(Problems):
+    """Problems passed on to the caller's, each skipped input also counted as an error."""
+
+    def __init__(self, parent: Problems, failed: Callable[[str], None]) -> None:
+        super().__init__()
+        self.parent = parent
+        self._failed = failed
+
+    def skip(self, where: str, reason: str) -> None:
+        self.parent.skip(where, reason)
+        self._failed(where)
+
+    def note(self, text: str) -> None:
+        self.parent.note(text)
+
+
+@contextmanager
+def report_writer(path: str | None, *, stdout: Callable[[str], None]) -> Iterator[Report | None]:
+    """A `Report` writing each record as a JSON line: appended to the file ``path`` (flushed
+    line by line, so a killed run keeps what it reported), or passed to ``stdout`` for
+    '-'; None without a path."""
+    if path is None:
+        yield None
+        return
+    if path == "-":
+        yield lambda record: stdout(json_line(record))
+        return
+    try:
+        out = open(path, "ab", buffering=0)  # a line a write: nothing is left to flush
+    except OSError as exc:
+        raise FilterError(f"cannot write report {path}: {os_reason(exc)}") from None
+
+    def write(record: dict[str, Any]) -> None:
+        try:
+            out.write(json_line(record).encode() + b"\n")
+        except OSError as exc:
+            raise FilterError(f"cannot write report {path}: {os_reason(exc)}") from None
+
+    with out:
+        yield write

@@ -1,0 +1,355 @@
+"""Mail folders written durably: moves that never lose a message, and the record of the
+messages `filter` has handled.
+
+A move (`move_message`) is, within a file system, a hard link then an unlink of the old
+name; across file systems, a copy flushed to disk and renamed into place, then the unlink.
+A run killed at any point leaves each message in its folder, at its destination, or (for a
+moment) in both; the next run recognises the copy by its digest (`find_copy`) and finishes
+the move. The state record (`FilterState`) is a file of one line per message, appended and
+flushed as each is handled.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from ..errors import FilterError, os_reason
+from ..mail.headers import message_digest, one_line
+from ..mail.messages import is_maildir
+from ..store.container import fsync_folder
+from ..store.safefiles import open_side_file
+
+TMP_PREFIX = ".nbspam-tmp."
+STATE_SUFFIX = ".state"
+# hard links are not supported here: fall back to a rename after checking the name is free
+_NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EMLINK}
+
+
+def default_state_path(model_path: str) -> str:
+    """The state file used when none is given: ``MODEL.state`` beside the model."""
+    return model_path + STATE_SUFFIX
+
+
+class FilterState:
+    """The messages filtered before, as lines ``<hex digest>\\t<verdict>\\t<time>``.
+
+    A line is appended and flushed to disk as each message is handled, so a run killed at
+    any point loses at most the line of the message it was handling. Lines that cannot be
+    read (a line cut short by a crash) are ignored: their message is handled again.
+    """
+
+    def __init__(self, path: str, *, write: bool, beside: str | None = None) -> None:
+        self.path = path
+        self.digests = self._load(path)
+        self._fd = self._open(path, beside) if write else None
+
+    @staticmethod
+    def _load(path: str) -> set[bytes]:
+        try:
+            # never through a link, not blocking on a FIFO, refusing a device (/dev/zero)
+            fd = open_side_file(path, os.O_RDONLY, what="state file")
+        except FileNotFoundError:
+            return set()
+        except OSError as exc:
+            raise FilterError(f"cannot read state file {path}: {os_reason(exc)}") from None
+        try:
+            with os.fdopen(fd, "rb") as f:
+                lines = f.read().split(b"\n")
+        except OSError as exc:
+            raise FilterError(f"cannot read state file {path}: {os_reason(exc)}") from None
+        digests = set()
+        for line in lines:
+            field = line.split(b"\t", 1)[0]
+            if len(field) == 32:
+                try:
+                    digests.add(bytes.fromhex(field.decode("ascii")))
+                except (UnicodeDecodeError, ValueError):
+                    continue
+        return digests
+
+    @staticmethod
+    def _open(path: str, beside: str | None) -> int:
+        """The state open to append to, made (with the model's permissions, see
+        `safefiles`) if missing; never through a link."""
+        try:
+            new = not os.path.lexists(path)
+            flags = os.O_RDWR | os.O_APPEND | os.O_CREAT
+            fd = open_side_file(path, flags, what="state file", like=beside)
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                os.write(fd, b"\n")  # end a line a crash cut short
+        except OSError as exc:
+            raise FilterError(f"cannot write state file {path}: {os_reason(exc)}") from None
+        if new:
+            fsync_folder(os.path.dirname(path) or ".")
+        return fd
+
+    def __contains__(self, digest: bytes) -> bool:
+        return digest in self.digests
+
+    def record(self, digest: bytes, verdict: str) -> None:
+        """Note a message as handled: in memory, and in the file if writing."""
+        self.digests.add(digest)
+        if self._fd is None:
+            return
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        line = f"{digest.hex()}\t{one_line(verdict)}\t{stamp}\n".encode()
+        try:
+            os.write(self._fd, line)
+            os.fsync(self._fd)
+        except OSError as exc:
+            raise FilterError(f"cannot write state file {self.path}: {os_reason(exc)}") from None
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+# -- destinations and moves -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Destination:
+    """Where messages of one verdict go: a Maildir, or a plain folder."""
+
+    root: str
+    maildir: bool
+
+    def folder_for(self, sub: str | None) -> str:
+        """The folder a message goes to: a Maildir's ``new/`` or ``cur/`` as it came from
+        (``new/`` for a plain file), or the plain folder itself."""
+        return os.path.join(self.root, sub or "new") if self.maildir else self.root
+
+    @property
+    def tmp(self) -> str:
+        """Where copies are written before they are renamed into place."""
+        return os.path.join(self.root, "tmp") if self.maildir else self.root
+
+
+def open_destination(path: str, *, create: bool) -> Destination:
+    """The destination at ``path``: an existing folder that is not a Maildir is used as it
+    is; otherwise a Maildir, whose ``cur/ new/ tmp/`` are created if ``create``."""
+    if os.path.isdir(path) and not is_maildir(path):
+        return Destination(path, maildir=False)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise FilterError(f"{path} is not a folder: cannot move messages there")
+    if create:
+        try:
+            for sub in ("cur", "new", "tmp"):
+                os.makedirs(os.path.join(path, sub), mode=0o700, exist_ok=True)
+        except OSError as exc:
+            raise FilterError(f"cannot create Maildir {path}: {os_reason(exc)}") from None
+    return Destination(path, maildir=True)
+
+
+def move_message(source: str, sub: str | None, destination: Destination, digest: bytes) -> str:
+    """Move the message file ``source`` into ``destination``; return its new path.
+
+    ``sub`` is 'new' or 'cur' for a file of a Maildir, None for a plain file. The file keeps
+    its name (with a Maildir's ``:2,`` flags); a name taken by another message gets a tag from
+    the digest, and a name holding this very message (by digest) is where it already is, so
+    the source is only unlinked. Nothing is ever overwritten.
+    """
+    folder = destination.folder_for(sub)
+    for target in _target_names(folder, os.path.basename(source), digest, sub is None):
+        if _place(source, target, destination.tmp, digest):
+            return target
+    raise AssertionError("unreachable: there are always more names")
+
+
+def find_copy(
+    source: str, sub: str | None, digest: bytes, destinations: Iterable[Destination]
+) -> str | None:
+    """A copy of the message ``source`` that an interrupted run already put in one of the
+    destinations (under its own name, or its tagged name), or None."""
+    name = os.path.basename(source)
+    for destination in destinations:
+        folder = destination.folder_for(sub)
+        for target in _target_names(folder, name, digest, sub is None, limit=2):
+            if os.path.lexists(target) and not _same_path(source, target):
+                if _same_message(source, target, digest):
+                    return target
+    return None
+
+
+def finish_move(source: str) -> None:
+    """Unlink ``source`` now that its copy is safely at the destination."""
+    _unlink_durably(source)
+
+
+def holds(destination: Destination, source: str, sub: str | None) -> bool:
+    """True if ``source`` already lies in the folder it would be moved to."""
+    try:
+        return os.path.samefile(os.path.dirname(source), destination.folder_for(sub))
+    except OSError:
+        return False
+
+
+def remove_leftovers(destination: Destination) -> None:
+    """Delete partial copies that a killed run left in the destination's temporary folder."""
+    try:
+        names = os.listdir(destination.tmp)
+    except OSError:
+        return
+    for name in names:
+        if name.startswith(TMP_PREFIX) and not _alive(name[len(TMP_PREFIX) :].split(".")[0]):
+            try:
+                os.unlink(os.path.join(destination.tmp, name))
+            except OSError:
+                pass
+
+
+def _alive(pid_text: str) -> bool:
+    """True if the process that wrote a temporary file may still be running."""
+    if not pid_text.isdigit() or int(pid_text) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _target_names(
+    folder: str, name: str, digest: bytes, plain: bool, limit: int | None = None
+) -> Iterator[str]:
+    """Names to try in turn: the name itself, then with a tag from the digest before a
+    Maildir's ``:2,`` info (or a plain file's extension), then numbered."""
+    if ":" in name:
+        base, rest = name.split(":", 1)
+        rest = ":" + rest
+    elif plain:
+        base, rest = os.path.splitext(name)
+    else:
+        base, rest = name, ""
+    tag = digest.hex()[:12]
+    yield os.path.join(folder, name)
+    n = 1
+    while limit is None or n < limit:
+        suffix = tag if n == 1 else f"{tag}-{n}"
+        yield os.path.join(folder, f"{base}.{suffix}{rest}")
+        n += 1
+
+
+def _place(source: str, target: str, tmp_folder: str, digest: bytes) -> bool:
+    """Put the message at ``target`` and unlink ``source``; False if ``target`` is taken by
+    another message."""
+    if os.path.lexists(target):
+        return _drop_duplicate(source, target, digest)
+    try:
+        _put(source, target)
+    except FileExistsError:
+        return _drop_duplicate(source, target, digest)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+        return _copy_across(source, target, tmp_folder, digest)
+    return True
+
+
+def _put(source: str, target: str) -> None:
+    """Give the file ``source`` the name ``target`` (same file system), never overwriting
+    (FileExistsError), each folder flushed to disk once its change is made."""
+    try:
+        os.link(source, target)
+    except OSError as exc:
+        if exc.errno not in _NO_LINKS:
+            raise
+        if os.path.lexists(target):
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), target) from None
+        os.rename(source, target)
+        fsync_folder(os.path.dirname(target))
+        fsync_folder(os.path.dirname(source))
+        return
+    fsync_folder(os.path.dirname(target))
+    _unlink_or_undo(source, target)
+
+
+def _unlink_or_undo(source: str, target: str) -> None:
+    """Unlink ``source`` now that ``target`` holds the message. If another program renamed
+    or deleted ``source`` meanwhile (a mail server moving it from new/ to cur/), take
+    ``target`` away again, so the message is not in two places, and fail."""
+    try:
+        _unlink_durably(source)
+    except FileNotFoundError:
+        _unlink_durably(target)
+        raise
+
+
+def _copy_across(source: str, target: str, tmp_folder: str, digest: bytes) -> bool:
+    """Move to another file system: copy into ``tmp_folder``, flush, rename into place, then
+    unlink the source."""
+    tmp = _durable_copy(source, tmp_folder)
+    try:
+        _put(tmp, target)
+    except FileExistsError:
+        os.unlink(tmp)
+        return _drop_duplicate(source, target, digest)
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+    _unlink_or_undo(source, target)
+    return True
+
+
+def _durable_copy(source: str, folder: str) -> str:
+    """A copy of ``source`` (bytes, mode and times) under a temporary name in ``folder``,
+    flushed to disk."""
+    fd, tmp = tempfile.mkstemp(prefix=f"{TMP_PREFIX}{os.getpid()}.", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as out, open(source, "rb") as src:
+            shutil.copyfileobj(src, out)
+            out.flush()
+            shutil.copystat(source, tmp)  # Maildir readers take the arrival time from mtime
+            os.fsync(out.fileno())
+        fsync_folder(folder)
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+    return tmp
+
+
+def _drop_duplicate(source: str, target: str, digest: bytes) -> bool:
+    """If ``target`` holds this message already, unlink ``source`` (unless it is ``target``
+    itself) and say True; otherwise False."""
+    if _same_path(source, target):
+        return True
+    if not _same_message(source, target, digest):
+        return False
+    _unlink_durably(source)
+    return True
+
+
+def _same_message(source: str, target: str, digest: bytes) -> bool:
+    try:
+        if os.path.samefile(source, target):
+            return True
+        with open(target, "rb") as f:
+            return message_digest(f.read()) == digest
+    except OSError:
+        return False
+
+
+def _same_path(a: str, b: str) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _unlink_durably(path: str) -> None:
+    os.unlink(path)
+    fsync_folder(os.path.dirname(path))
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

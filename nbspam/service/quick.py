@@ -1,0 +1,254 @@
+"""Scoring messages without numpy or scipy, from the scoring table in the model file.
+
+A process that scores messages pays for every import, and scoring needs no matrices: each
+message is a short sum of weights. This path reads the file's scoring table as memory
+views and sums the same weights in the same order as `model.score` (the order in which the
+message's terms first appear), so the log-odds are the same to the last bit. One message
+(a mail filter started per delivery) looks its terms up by binary search in the sorted
+UTF-8 vocabulary; a batch first builds a dictionary term -> weight and is scored by forked
+worker processes that share it.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import operator
+import os
+import sys
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import repeat
+from typing import TYPE_CHECKING
+
+from ..models.decision import Prediction, log_posterior_two, prediction
+from ..models.fisher import fisher_log_odds
+from ..store import schema
+from ..text.features import Analyzer
+
+if TYPE_CHECKING:  # the one-message path imports neither: a filter started per delivery
+    from ..mail.message import Message
+    from ..models.model import Model
+
+SCORE_CHUNK = 64  # messages scored as one piece of work: small, so that workers finish together
+
+
+class TableScorer:
+    """The scoring table of a model file: enough to score messages, nothing to train."""
+
+    def __init__(self, box: schema.ModelFile, path: str | os.PathLike[str]) -> None:
+        header = box.header
+        self.path = path
+        self.labels: tuple[str, ...] = box.labels
+        self.positive: str | None = box.training.positive if len(self.labels) == 2 else None
+        self.cutoffs = box.cutoffs
+        self.calibration = box.calibration
+        self.tokenizer = box.tokenizer
+        self.binary: bool = header["score"]["binary"]
+        self.bias: float | None = header["score"]["bias"]
+        # Robinson–Fisher: the rows of coef are ln f and ln(1 - f); the score is not linear
+        self.fisher = header["score"].get("combine") == "fisher"
+        self._box = box
+        self._terms = bytes(box.view("terms"))
+        self._offsets = box.values("term_offsets")
+        self._size = len(self._offsets) - 1
+        coef = box.values("score_coef")
+        # the rows of coef (C, d), the intercept (C,) and the log-odds weights (d,)
+        self._rows: list[Sequence[float]] = [
+            coef[c * self._size : (c + 1) * self._size] for c in range(len(self.labels))
+        ]
+        self._intercept = box.values("score_intercept")
+        self._weights: Sequence[float] | None = (
+            box.values("score_weights") if self.positive and not self.fisher else None
+        )
+        self._analyzer = Analyzer(self.tokenizer)
+        self._tables: list[dict[str, float]] | None = None
+        # Fisher: the column of each clue (a word that is no clue is left out): one lookup
+        # a term, and an int as small as the linear tables' floats
+        self._clue_table: dict[str, int] | None = None
+
+    def _vectors(self) -> list[Sequence[float]]:
+        """The weight vectors a score sums: the log-odds weights of a two-class model, else
+        each class's row of coef."""
+        return self._rows if self._weights is None else [self._weights]
+
+    def build_index(self) -> None:
+        """Build, for each weight vector a score sums, a dictionary term -> weight, for
+        scoring many messages: one lookup a term, no column in between."""
+        if self._tables is None:
+            terms = schema.terms(self.path, self._box)
+            if self.fisher:
+                log_f = self._fisher_rows()[0]
+                self._clue_table = {term: col for col, term in enumerate(terms) if log_f[col]}
+                self._tables = []
+            else:
+                self._tables = [dict(zip(terms, vector)) for vector in self._vectors()]
+
+    def _fisher_rows(self) -> tuple[Sequence[float], Sequence[float]]:
+        """(ln f, ln(1 - f)) of every term of a Fisher model: the rows of the positive and
+        the other class; 0.0 for a term that is no clue."""
+        positive = self.labels.index(self.positive)
+        return self._rows[positive], self._rows[1 - positive]
+
+    def column(self, term: str) -> int | None:
+        """The column of ``term`` in the sorted vocabulary, None if absent, by binary search:
+        UTF-8 byte order is code-point order, the order the vocabulary is sorted in. A lone
+        surrogate, which UTF-8 has no code for, is encoded as if it had one: in no term."""
+        key = term.encode("utf-8", "surrogatepass")
+        terms, offsets = self._terms, self._offsets
+        low, high = 0, self._size
+        while low < high:
+            mid = (low + high) // 2
+            found = terms[offsets[mid] : offsets[mid + 1] - 1]
+            if found < key:
+                low = mid + 1
+            elif found > key:
+                high = mid
+            else:
+                return mid
+        return None
+
+    def predict_messages(
+        self, messages: Iterable[Message], *, jobs: int = 1
+    ) -> Iterator[Prediction]:
+        """The predictions `model.score` gives for a stream of messages, by ``jobs`` workers
+        (log-odds, verdicts and labels exactly; probabilities to about 1e-12)."""
+        from ..core.parallel import chunks, imap_ordered
+
+        self.build_index()  # before the workers are forked, so that they share it
+        parts = ((None, [(m.id, m.data) for m in part]) for part in chunks(messages, SCORE_CHUNK))
+        for _, predictions in imap_ordered(_predict_chunk, self, parts, jobs):
+            yield from predictions
+
+    def predict(self, message_id: str, data: bytes | str) -> Prediction:
+        """The prediction `model.score` gives for this message: the same log-odds, verdict
+        and label; probabilities computed with math instead of numpy, equal to ~1e-12."""
+        tokens = self._analyzer.tokens(data)
+        # the distinct terms in order of first appearance, with their counts (or presence)
+        terms = dict.fromkeys(tokens, 1) if self.binary else Counter(tokens)
+        log_odds = None
+        if self.fisher:  # logit(I) from the sums of ln f and ln(1 - f) over the clues
+            clues = self._clues(terms)
+            sum_f, sum_not_f = _dot((f for f, _ in clues), None), _dot((n for _, n in clues), None)
+            log_odds = fisher_log_odds(sum_f, sum_not_f, len(clues))
+            log_posterior = log_posterior_two(log_odds, self.labels.index(self.positive))
+        elif self._weights is not None:  # two classes: the posteriors follow from the log-odds
+            log_odds = self._sums(terms)[0] + self.bias
+            log_posterior = log_posterior_two(log_odds, self.labels.index(self.positive))
+        else:
+            jll = [
+                total + intercept for total, intercept in zip(self._sums(terms), self._intercept)
+            ]
+            top = max(jll)
+            log_norm = top + math.log(sum(math.exp(j - top) for j in jll))
+            log_posterior = [j - log_norm for j in jll]
+        return prediction(
+            message_id,
+            self.labels,
+            log_posterior,
+            log_odds,
+            positive=self.positive,
+            cutoffs=self.cutoffs,
+            calibration=self.calibration,
+        )
+
+    def _clues(self, terms: dict[str, int]) -> list[tuple[float, float]]:
+        """(ln f, ln(1 - f)) of each term of a Fisher model that is a clue, in the order of
+        ``terms``: summed in that order they give the batch scorer's sums to the bit (the
+        other terms add 0.0 there)."""
+        if len(terms) * self._size.bit_length() > self._size:
+            self.build_index()
+        log_f, log_not_f = self._fisher_rows()
+        if self._clue_table is not None:
+            cols = [col for col in map(self._clue_table.get, terms) if col is not None]
+        else:
+            cols = [col for col in map(self.column, terms) if col is not None and log_f[col]]
+        return [(log_f[col], log_not_f[col]) for col in cols]
+
+    def _sums(self, terms: dict[str, int]) -> list[float]:
+        """For each weight vector, the sum over the terms of count x weight (presence:
+        weight), added in the order of ``terms``. A term the model lacks adds 0.0, which
+        changes no sum (a sum that starts at +0.0 never becomes -0.0).
+
+        A message with more distinct terms than the vocabulary has terms per step of a binary
+        search (hundreds of thousands of header names) looks them up in the dictionary of
+        `build_index`: building it reads each term once, fewer steps than the searches."""
+        if len(terms) * self._size.bit_length() > self._size:
+            self.build_index()
+        factors = None if self.binary else terms.values()
+        if self._tables is not None:
+            return [_dot(map(table.get, terms, repeat(0.0)), factors) for table in self._tables]
+        cols = list(map(self.column, terms))
+        return [
+            _dot((0.0 if col is None else vector[col] for col in cols), factors)
+            for vector in self._vectors()
+        ]
+
+
+def _dot(weights: Iterable[float], factors: Iterable[int] | None) -> float:
+    """sum over k of factors[k] * weights[k] (factors 1 when None), added one by one in the
+    order given, as the batch scorer's sparse product adds them: the same float to the last
+    bit (sum() of floats is compensated in newer Pythons, so it is not used)."""
+    if factors is not None:
+        weights = map(operator.mul, factors, weights)
+    return functools.reduce(operator.add, weights, 0.0)
+
+
+def _predict_chunk(quick: TableScorer, work: list[tuple[str, bytes | str]]) -> list[Prediction]:
+    return [quick.predict(message_id, data) for message_id, data in work]
+
+
+class ModelScorer:
+    """A full Model behind the interface of `TableScorer`, for a model file without a
+    scoring table (written before it existed, or read on a big-endian machine)."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.labels = model.labels
+        self.positive = model.training.positive if model.is_binary else None
+
+    def predict(self, message_id: str, data: bytes | str) -> Prediction:
+        from ..mail.message import Message
+
+        return next(self.predict_messages([Message(message_id, data)]))
+
+    def predict_messages(
+        self, messages: Iterable[Message], *, jobs: int = 1
+    ) -> Iterator[Prediction]:
+        from ..models.model import score
+
+        return score(self.model, messages, jobs=jobs)
+
+
+def load_scorer(
+    path: str | os.PathLike[str], layer: str | os.PathLike[str] | None = None
+) -> TableScorer | ModelScorer:
+    """What scores messages with the model file at ``path``: its scoring table where it has
+    one and no `journal` records (no numpy or scipy), else the full model, with the user
+    layer file ``layer`` over it if given (`layers`). Refuses a bad file as `schema.read`
+    does."""
+    if layer is not None:
+        from ..store.layers import load_layered
+
+        return ModelScorer(load_layered(path, layer))
+    quick = load_quick(path)
+    if quick is not None:
+        return quick
+    from ..store.modelfile import load_model
+
+    return ModelScorer(load_model(path))
+
+
+def load_quick(path: str | os.PathLike[str]) -> TableScorer | None:
+    """The scoring table of a model file, or None where this path cannot be used (a file
+    without a table, with `journal` records not folded into it yet, a model of a typed
+    table, or a big-endian machine); refuses a bad file
+    as `schema.read` does."""
+    from ..store.journal import has_records
+
+    box = schema.read(path, table_model=True)
+    if box is None or sys.byteorder != "little" or not box.has_scoring_table:
+        return None
+    if has_records(path, box.fingerprint):  # the table is of the file, not its journal
+        return None
+    return TableScorer(box, path)

@@ -1,0 +1,404 @@
+"""The binary container of a model file: versioned, checksummed, written atomically.
+
+Layout (all integers little-endian)::
+
+    magic      8 bytes   b"\\x89NBSPAM\\n"
+    version    uint32    FORMAT_VERSION
+    length     uint32    byte length of the JSON header
+    header     JSON      anything, plus "arrays": where each named blob lies
+    padding    to a multiple of 8 bytes
+    blobs      raw little-endian arrays, each starting at a multiple of 8 bytes
+    checksum   4 bytes   CRC-32 of everything before it (uint32)
+
+Standard library only, so that scoring one message needs neither numpy nor scipy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import struct
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..errors import ModelFileError
+from .safefiles import (
+    apply_permissions,
+    check_side_path,
+    create_temporary,
+    file_kind,
+    permissions_of,
+)
+
+MAGIC = b"\x89NBSPAM\n"
+FORMAT_VERSION = 1
+FORMAT_NAME = "nbspam-model"
+_PREFIX = struct.Struct("<8sII")
+_DIGEST = 4  # a CRC-32: it catches corruption; truncation is caught by the sizes too
+MAX_HEADER = 16 * 2**20  # bytes of JSON: settings, labels and history need far less
+
+
+@dataclass(frozen=True)
+class Blob:
+    """One array to store: its raw bytes, its dtype string (e.g. '<f8') and shape."""
+
+    data: bytes
+    dtype: str
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Container:
+    """A checked model file: its JSON header and its blobs' bytes by name (zero-copy views)."""
+
+    header: dict[str, Any]
+    views: dict[str, tuple[memoryview, str, tuple[int, ...]]]
+    fingerprint: tuple[int, int] = (0, 0)
+    """(size, stored CRC-32) of the file: what a `journal` beside it is bound to."""
+
+    def view(self, name: str) -> memoryview:
+        """The bytes of blob ``name``."""
+        return self.views[name][0]
+
+
+def write(path: str | os.PathLike[str], header: dict[str, Any], blobs: dict[str, Blob]) -> None:
+    """Write a container atomically: a temporary file in the folder of the `target`, flushed
+    to disk, then renamed over it. A reader sees the old file or the new, never half; a
+    symbolic link stays a link to the new file."""
+    table, offset = {}, 0
+    for name, blob in blobs.items():
+        table[name] = {"dtype": blob.dtype, "shape": list(blob.shape), "offset": offset}
+        offset += _aligned(len(blob.data))
+    header = {
+        **header,
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "nbspam_version": __version__,
+        "arrays": table,
+    }
+    head = json.dumps(header, sort_keys=True, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    parts = [_PREFIX.pack(MAGIC, FORMAT_VERSION, len(head)), head]
+    parts.append(b"\0" * (_aligned(_PREFIX.size + len(head)) - _PREFIX.size - len(head)))
+    for blob in blobs.values():
+        parts += [blob.data, b"\0" * (_aligned(len(blob.data)) - len(blob.data))]
+    crc = 0
+    for part in parts:
+        crc = zlib.crc32(part, crc)
+    parts.append(struct.pack("<I", crc))
+    write_file(path, parts)
+    # a journal beside the file it replaces belongs to that file: its records are in this
+    # one (a fold), or this one replaces them (train -o, restore)
+    real = target(path)
+    real.with_name(real.name + ".journal").unlink(missing_ok=True)
+
+
+def read(path: str | os.PathLike[str]) -> Container:
+    """Read and check a container, refusing (ModelFileError) a missing, special, truncated,
+    corrupt, foreign or newer-format file with a one-line reason.
+
+    Never reads more than the header promises: the file must be a regular file (a FIFO or
+    a device would block or never end) whose size is exactly what its array table adds up to.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise ModelFileError(f"cannot read model file {path}: {exc.strerror or exc}") from None
+    try:
+        stats = os.fstat(fd)
+        if not stat.S_ISREG(stats.st_mode):
+            os.close(fd)
+            kind = file_kind(stats.st_mode)
+            raise ModelFileError(f"cannot read model file {path}: {kind}, not a regular file")
+        with os.fdopen(fd, "rb", buffering=0) as f:
+            return _read(path, f, stats.st_size)
+    except OSError as exc:
+        raise ModelFileError(f"cannot read model file {path}: {exc.strerror or exc}") from None
+
+
+def is_table_model(path: str | os.PathLike[str]) -> bool:
+    """Whether the file at ``path`` is a model of a typed table (`table_model`): its header has a
+    "table" field. Reads the header only, and only of a regular file; False for anything
+    else, which `read` then refuses or reads. Standard library only, as all of this module:
+    `predict` asks before it scores one message without numpy."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or a device: never read here
+            return False
+        with os.fdopen(fd, "rb", buffering=0, closefd=False) as f:
+            prefix = f.read(_PREFIX.size)
+            if len(prefix) < _PREFIX.size or not prefix.startswith(MAGIC):
+                return False
+            _, _, head_len = _PREFIX.unpack(prefix)
+            if head_len > MAX_HEADER:
+                return False
+            header = json.loads(f.read(head_len))
+    except (OSError, ValueError, RecursionError):  # the usual reader then says what is wrong
+        return False
+    finally:
+        os.close(fd)
+    return isinstance(header, dict) and "table" in header
+
+
+def invalid(path: str | os.PathLike[str], what: str) -> ModelFileError:
+    """The error for a model file that passed the checksum but breaks the format."""
+    return ModelFileError(f"{path} is not a valid nbspam model: {what}")
+
+
+def _read(path: str | os.PathLike[str], f: Any, size: int) -> Container:
+    prefix = f.read(_PREFIX.size)
+    if len(prefix) < _PREFIX.size or not prefix.startswith(MAGIC):
+        raise ModelFileError(f"{path} is not an nbspam model file")
+    _, version, head_len = _PREFIX.unpack(prefix)
+    if version > FORMAT_VERSION:
+        raise ModelFileError(
+            f"{path} is a model of format {version}, newer than this nbspam {__version__} "
+            f"reads ({FORMAT_VERSION}); upgrade nbspam"
+        )
+    if size < _PREFIX.size + head_len + _DIGEST:
+        raise ModelFileError(f"{path} is truncated")
+    if head_len > MAX_HEADER:
+        raise invalid(path, f"a header of {head_len:,} bytes (at most {MAX_HEADER:,})")
+    head = f.read(head_len)
+    if len(head) < head_len:
+        raise ModelFileError(f"{path} is truncated")
+    try:
+        header = json.loads(head, parse_constant=_no_constant)
+    except (ValueError, RecursionError):  # RecursionError: nested too deep
+        raise invalid(path, "the header is not JSON") from None
+    if not isinstance(header, dict):
+        raise invalid(path, "the header is not a JSON object")
+    if header.get("format") != FORMAT_NAME:
+        raise ModelFileError(f"{path} is not an nbspam model file")
+    start = _aligned(_PREFIX.size + head_len)
+    try:
+        table, length = _layout(header.get("arrays"))
+    except ValueError as exc:
+        raise invalid(path, str(exc)) from None
+    expected = start + length + _DIGEST
+    if size < expected:
+        raise ModelFileError(f"{path} is truncated")
+    if size > expected:
+        raise invalid(path, f"{size - expected:,} bytes more than its header describes")
+    f.seek(0)
+    parts, left = [], expected
+    while left:  # one read, but where the system gives less (2 GB at most on Linux)
+        part = f.read(left)
+        if not part:
+            raise ModelFileError(f"{path} is truncated")
+        parts.append(part)
+        left -= len(part)
+    whole = memoryview(parts[0] if len(parts) == 1 else b"".join(parts))
+    if zlib.crc32(whole[:-_DIGEST]) != struct.unpack("<I", whole[-_DIGEST:])[0]:
+        raise ModelFileError(f"{path} is corrupt (checksum mismatch)")
+    views = {
+        name: (whole[start + offset : start + offset + nbytes], dtype, shape)
+        for name, (dtype, shape, offset, nbytes) in table.items()
+    }
+    return Container(header, views, (expected, struct.unpack("<I", whole[-_DIGEST:])[0]))
+
+
+def open_mapped(path: str | os.PathLike[str]) -> Container:
+    """The container at ``path`` memory-mapped, its checksum NOT verified: what a writer
+    that appends to the model's `journal` reads, in time that does not grow with the model
+    (its header, and a binary search of its digests). Sizes and layout are checked as by
+    `read`; the file's readers verify the checksum."""
+    import mmap
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise ModelFileError(f"cannot read model file {path}: {exc.strerror or exc}") from None
+    try:
+        size = os.fstat(fd).st_size
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ModelFileError(f"cannot read model file {path}: not a regular file")
+        prefix = os.pread(fd, _PREFIX.size, 0)
+        if len(prefix) < _PREFIX.size or not prefix.startswith(MAGIC):
+            raise ModelFileError(f"{path} is not an nbspam model file")
+        _, version, head_len = _PREFIX.unpack(prefix)
+        if version > FORMAT_VERSION or head_len > MAX_HEADER:
+            raise ModelFileError(f"{path} is not a model this nbspam {__version__} reads")
+        try:
+            header = json.loads(os.pread(fd, head_len, _PREFIX.size), parse_constant=_no_constant)
+            table, length = _layout(header.get("arrays"))
+        except (ValueError, RecursionError, AttributeError):
+            raise invalid(path, "the header is not a valid JSON object") from None
+        start = _aligned(_PREFIX.size + head_len)
+        if size != start + length + _DIGEST:
+            raise ModelFileError(f"{path} is truncated or corrupt (its size)")
+        whole = memoryview(mmap.mmap(fd, size, prot=mmap.PROT_READ))
+    except OSError as exc:
+        raise ModelFileError(f"cannot read model file {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    views = {
+        name: (whole[start + offset : start + offset + nbytes], dtype, shape)
+        for name, (dtype, shape, offset, nbytes) in table.items()
+    }
+    crc = struct.unpack("<I", whole[-_DIGEST:])[0]
+    return Container(header, views, (size, crc))
+
+
+def fingerprint(path: str | os.PathLike[str]) -> tuple[int, int] | None:
+    """(size, stored CRC-32) of the model file at ``path`` now, or None if it cannot be
+    read: two reads of the end of the file, whatever its size."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        tail = os.pread(fd, _DIGEST, size - _DIGEST) if size >= _DIGEST else b""
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return (size, struct.unpack("<I", tail)[0]) if len(tail) == _DIGEST else None
+
+
+def _layout(arrays: Any) -> tuple[dict[str, tuple[str, tuple[int, ...], int, int]], int]:
+    """(name -> (dtype, shape, offset, bytes), the length of all blobs) from the header's
+    array table, whose blobs must follow each other as `write` lays them out."""
+    if not isinstance(arrays, dict):
+        raise ValueError("'arrays' is not a table of arrays")
+    table = {}
+    for name, spec in arrays.items():
+        if not isinstance(spec, dict) or set(spec) != {"dtype", "shape", "offset"}:
+            raise ValueError(f"array {name} is not described by dtype, shape and offset")
+        dtype, shape, offset = spec["dtype"], spec["shape"], spec["offset"]
+        if not isinstance(dtype, str) or not isinstance(shape, list) or not _count(offset):
+            raise ValueError(f"array {name} has a bad dtype, shape or offset")
+        if not all(map(_count, shape)):
+            raise ValueError(f"array {name} has a bad shape {shape}")
+        table[name] = (dtype, tuple(shape), offset, _itemsize(name, dtype) * _product(shape))
+    length = 0
+    for name, (_, _, offset, nbytes) in sorted(table.items(), key=lambda item: item[1][2:]):
+        if offset != length:
+            raise ValueError(f"array {name} does not start where the one before it ends")
+        length += _aligned(nbytes)
+    return table, length
+
+
+def _count(value: Any) -> bool:
+    """True for a whole number >= 0 (JSON true and false are not numbers here)."""
+    return type(value) is int and value >= 0
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a number")
+
+
+def target(path: str | os.PathLike[str]) -> Path:
+    """Where writing ``path`` (a model, or a file updated under its `lock`) goes: through
+    symbolic links to the final target, which must be a regular file if it exists (a
+    device, a FIFO or a folder is never replaced)."""
+    real = Path(os.path.realpath(path))
+    try:
+        mode = real.stat().st_mode
+    except FileNotFoundError:
+        return real
+    except OSError as exc:
+        raise ModelFileError(f"cannot write {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        raise ModelFileError(f"cannot write {path}: {file_kind(mode)}, not a regular file")
+    return real
+
+
+def remove_leftovers(path: str | os.PathLike[str]) -> None:
+    """Delete temporary files a killed writer of ``path`` left behind (call under the lock).
+
+    Only names `write` gives this very file match: ``.NAME.<8 random>.tmp``, not those of
+    another model whose name merely starts with NAME.
+    """
+    real = Path(os.path.realpath(path))  # where `write` puts them: beside the target
+    own = re.compile(re.escape(f".{real.name}.") + r"[a-z0-9_]{8}\.tmp")
+    for leftover in real.parent.iterdir():
+        if own.fullmatch(leftover.name):
+            leftover.unlink(missing_ok=True)
+
+
+#: The array types a container holds: bytes, little-endian integers and doubles.
+_ITEMSIZE = {"|u1": 1, "<i4": 4, "<u4": 4, "<i8": 8, "<u8": 8, "<f8": 8}
+
+
+def _itemsize(name: str, dtype: str) -> int:
+    if dtype not in _ITEMSIZE:
+        raise ValueError(f"array {name} has the unsupported type {dtype!r}")
+    return _ITEMSIZE[dtype]
+
+
+def _product(shape: tuple[int, ...]) -> int:
+    n = 1
+    for size in shape:
+        n *= size
+    return n
+
+
+def _aligned(n: int) -> int:
+    return (n + 7) // 8 * 8
+
+
+def write_file(
+    path: str | os.PathLike[str],
+    parts: Iterable[bytes],
+    *,
+    what: str = "model file",
+    beside: str | os.PathLike[str] | None = None,
+) -> None:
+    """Write ``parts`` to ``path`` atomically: a temporary file beside its `target`,
+    flushed to disk, then renamed over it, so a reader sees the old file or the new and a
+    failure leaves the old one; ``what`` names the file in the one-line error.
+
+    The new file keeps the mode and group of the file it replaces (`safefiles`). A file
+    kept ``beside`` a model (a sync state) is written at ``path`` itself, never through a
+    link, with the model's mode and group.
+    """
+    if beside is None:
+        real = target(path)
+        permissions = permissions_of(real)
+    else:
+        real = check_side_path(path, what)
+        permissions = permissions_of(beside)
+    folder = real.parent
+    try:
+        fd, tmp = create_temporary(folder, real.name)
+    except OSError as exc:
+        raise ModelFileError(f"cannot write {what} {path}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            for part in parts:
+                f.write(part)
+            f.flush()
+            apply_permissions(f.fileno(), permissions)
+            os.fsync(f.fileno())
+        os.replace(tmp, real)
+    except BaseException as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise ModelFileError(f"cannot write {what} {path}: {exc.strerror or exc}") from None
+        raise
+    fsync_folder(folder)
+
+
+def fsync_folder(folder: str | os.PathLike[str]) -> None:
+    """Make the renames and new names in ``folder`` durable (where the platform allows
+    opening folders); '' is the current folder."""
+    try:
+        dir_fd = os.open(folder or ".", os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    except OSError:
+        pass
+    finally:
+        os.close(dir_fd)

@@ -1,0 +1,173 @@
+"""A Model to and from its file (`container`): counts, settings, and a scoring table.
+
+Arrays: ``terms`` (uint8, the sorted vocabulary as UTF-8 joined by line breaks),
+``term_offsets`` (d + 1,) where each term starts in ``terms``, ``class_count`` (C,),
+``term_count`` (C, d) and ``doc_count`` (C, d); ``seen_digests`` (n, 16) uint8 and
+``seen_labels`` (n,), the messages learned, and ``seen_times`` (n,) int64, when each was
+learned (seconds since 1970, -1 unknown; files written before it are read as all unknown). Integers are 32-bit where the values fit, else
+64-bit. The model is rebuilt from these counts (as int64).
+
+The scoring table lets one message be scored without numpy (`quick`): ``score_coef``
+(C, d) and ``score_intercept`` (C,) float64, the linear form of the scorer over the whole
+vocabulary (zero for terms the filters drop), and for two-class models ``score_weights``
+(d,) float64, the log-odds weights, with the bias in the header. A Fisher model's
+``score_coef`` holds ln f in the positive class's row and ln(1 - f) in the other (zero
+for words that are no clue), with ``"combine": "fisher"`` in the header and no weights. It
+is derived from the counts when the file is written, never read back into a Model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any
+
+import numpy as np
+
+from ..models.decision import stored_cutoffs
+from ..models.forms import LinearForm
+from ..models.model import Model
+from . import container, schema
+from .container import Blob
+
+_COUNTS = ("class_count", "term_count", "doc_count", "seen_labels")
+
+
+def save_model(model: Model, path: str | os.PathLike[str]) -> None:
+    """Write ``model`` to ``path`` atomically (see `container.write`)."""
+    # the terms as UTF-8 lines (no term holds a line break), encoded in one call; term i
+    # is blob[offsets[i] : offsets[i + 1] - 1]
+    blob = np.frombuffer("\n".join(model.terms).encode("utf-8"), np.uint8)
+    offsets = np.zeros(len(model.terms) + 1, np.uint64)
+    if model.terms:
+        offsets[1:-1] = np.flatnonzero(blob == ord("\n")) + 1
+        offsets[-1] = blob.size + 1
+    arrays = {
+        "terms": blob,
+        "term_offsets": offsets.astype("<u4" if offsets[-1] < 2**32 else "<u8"),
+    }
+    # counts as 32-bit integers when they fit: a smaller file is quicker to read and check
+    arrays.update({name: _compact(getattr(model, name)) for name in _COUNTS})
+    arrays["seen_digests"] = np.ascontiguousarray(model.seen_digests, np.uint8)
+    arrays["seen_times"] = np.ascontiguousarray(model.seen_times, "<i8")
+    sc = model.form
+    coef = np.zeros((len(model.labels), len(model.terms)), "<f8")
+    coef[:, sc.kept] = sc.coef
+    arrays["score_coef"] = coef
+    arrays["score_intercept"] = np.asarray(sc.intercept, "<f8")
+    linear = isinstance(sc, LinearForm)
+    if linear and sc.weights is not None:
+        weights = np.zeros(len(model.terms), "<f8")
+        weights[sc.kept] = sc.weights
+        arrays["score_weights"] = weights
+    header = {
+        "labels": list(model.labels),
+        "tokenizer": dataclasses.asdict(model.tokenizer),
+        "train": dataclasses.asdict(model.training),
+        "info": model.info,
+        "cutoffs": stored_cutoffs(model.cutoffs),
+        "calibration": None if model.calibration is None else list(model.calibration),
+        "score": {"binary": sc.binary, "bias": sc.bias}
+        if linear
+        else {"binary": True, "bias": None, "combine": "fisher"},
+    }
+    blobs = {
+        name: Blob(np.ascontiguousarray(a).tobytes(), a.dtype.str, a.shape)
+        for name, a in arrays.items()
+    }
+    container.write(path, header, blobs)
+
+
+def write_model(model: Model, path: str | os.PathLike[str]) -> None:
+    """Write ``model`` to ``path`` under the model's lock (`lock.model_lock`): a writer that
+    updates the same file waits, and readers see the old file or the new."""
+    from .lock import model_lock
+
+    with model_lock(path):
+        save_model(model, path)
+
+
+def load_model(path: str | os.PathLike[str]) -> Model:
+    """Read a model file with its `journal` applied, refusing a bad one as `schema.read`
+    and `schema.check_counts` do. Never unpickles."""
+    return load_journalled(path)[0]
+
+
+def load_journalled(path: str | os.PathLike[str]) -> tuple[Model, tuple[int, int], int]:
+    """(the model of the file with its `journal` applied, the fingerprint of the file the
+    journal is bound to, the number of records applied). A file replaced while it is read
+    (its journal then belongs to the new one) is read again."""
+    from . import journal
+
+    for _ in range(5):
+        box = schema.read(path)
+        contents = journal.pending(path, box.fingerprint)
+        if contents is not None or container.fingerprint(path) == box.fingerprint:
+            break
+    records = contents.records if contents is not None else []
+    return journal.apply(_model(path, box), records), box.fingerprint, len(records)
+
+
+def _model(path: str | os.PathLike[str], box: schema.ModelFile) -> Model:
+    """The Model of a checked model file (without its journal)."""
+    schema.check_counts(path, box)
+    _none = np.zeros(0, np.int64)  # a file written before learn times: all unknown
+    arrays = {
+        name: np.frombuffer(view, np.dtype(dtype)).reshape(shape)
+        for name, (view, dtype, shape) in box.views.items()
+    }
+    return Model(
+        labels=box.labels,
+        terms=tuple(schema.terms(path, box)),
+        class_count=arrays["class_count"].astype(np.int64),
+        term_count=arrays["term_count"].astype(np.int64),
+        doc_count=arrays["doc_count"].astype(np.int64),
+        seen_digests=arrays["seen_digests"],
+        seen_labels=arrays["seen_labels"].astype(np.int64),
+        seen_times=arrays["seen_times"].astype(np.int64) if "seen_times" in arrays else _none,
+        tokenizer=box.tokenizer,
+        training=box.training,
+        cutoffs=box.cutoffs,
+        calibration=box.calibration,
+        info=box.info,
+    )
+
+
+def part_sizes(path: str | os.PathLike[str]) -> dict[str, int]:
+    """The bytes each part of a model file takes: terms (the vocabulary and its offsets),
+    counts (class, term and document counts), digests (the messages learned: digests, labels
+    and learn times) and scoring (the scoring table); and the whole file."""
+    views = schema.read(path).views
+    sizes = dict.fromkeys(("terms", "counts", "digests", "scoring"), 0)
+    for name, (view, _, _) in views.items():
+        sizes[_PARTS[name]] += view.nbytes
+    sizes["file"] = os.path.getsize(path)
+    return sizes
+
+
+_PARTS = {
+    "terms": "terms",
+    "term_offsets": "terms",
+    "class_count": "counts",
+    "term_count": "counts",
+    "doc_count": "counts",
+    "seen_digests": "digests",
+    "seen_labels": "digests",
+    "seen_times": "digests",
+    "score_coef": "scoring",
+    "score_intercept": "scoring",
+    "score_weights": "scoring",
+}
+
+
+def read_header(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The checked JSON header of a model file (format and nbspam versions, settings, info)."""
+    return schema.read(path).header
+
+
+remove_leftovers = container.remove_leftovers
+
+
+def _compact(counts: np.ndarray) -> np.ndarray:
+    fits = counts.size == 0 or (counts.min() >= -(2**31) and counts.max() < 2**31)
+    return counts.astype("<i4" if fits else "<i8")
