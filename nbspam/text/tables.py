@@ -223,12 +223,10 @@ def detect_kind(cells: Sequence[str], path: str, name: str) -> str:
 
 def _not_numbers(cells: Sequence[str]) -> tuple[list[int], set[float]]:
     """(the places of the cells that are not finite numbers, the numbers), empty cells
-    apart."""
-    bad = []
+    apart. Each distinct cell is read once (a column of categories has few)."""
     numbers = set()
-    for i, cell in enumerate(cells):
-        if cell == "":
-            continue
+    wrong = set()
+    for cell in set(cells) - {""}:
         try:
             x = float(cell)
         except ValueError:
@@ -236,7 +234,8 @@ def _not_numbers(cells: Sequence[str]) -> tuple[list[int], set[float]]:
         if math.isfinite(x):
             numbers.add(x)
         else:
-            bad.append(i)
+            wrong.add(cell)
+    bad = [i for i, cell in enumerate(cells) if cell in wrong] if wrong else []
     return bad, numbers
 
 
