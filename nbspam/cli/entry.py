@@ -105,8 +105,14 @@ def _one_message(args: list[str]) -> int | None:
     if not args or args[0] not in ("predict", "filter"):
         return None
     options = _options(args[1:], flags={"--exit-status"} if args[0] == "filter" else {"-"})
-    if options is None or "model" not in options:
+    if options is None:
         return None
+    if "model" not in options:  # the default model, if there is one (else click says why)
+        from ..store.home import default_model_path
+
+        options["model"] = default_model_path()
+        if not os.path.isfile(options["model"]):
+            return None
     if args[0] == "filter":
         from ..service.filtering import filter_stdin
 

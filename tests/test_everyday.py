@@ -1,0 +1,123 @@
+"""Everyday use: the cron line as /bin/sh runs it, -q, the default model, names that mean
+one thing, messages a user understands."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.helpers import ROOT, SAMPLE, cli_run
+from tests.test_sync import mailbox
+
+
+def cron(home: Path, command: str) -> subprocess.CompletedProcess:
+    """``command`` (after ``nbspam``) as cron runs it: /bin/sh -c, a bare environment."""
+    nbspam = f"{shlex.quote(sys.executable)} -m nbspam"
+    return subprocess.run(
+        ["env", "-i", f"HOME={home}", "PATH=/usr/bin:/bin", f"PYTHONPATH={ROOT}",
+         "/bin/sh", "-c", f"{nbspam} {command}"],
+        capture_output=True,
+        check=False,
+    )
+
+
+def test_cron_sync_line_expands_tilde_after_equals_and_is_quiet(tmp_path):
+    model, inbox, junk = mailbox(tmp_path)
+    os.rename(model, tmp_path / "t.nbm")
+    done = cron(tmp_path, "sync -q -m ~/t.nbm spam=~/Maildir/.Junk ham=~/Maildir")
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert done.stdout == b""
+    again = cron(tmp_path, "sync -m ~/t.nbm spam=~/Maildir/.Junk ham=~/Maildir")
+    assert again.returncode == 0
+    assert again.stderr.startswith(b"synced ")
+
+
+def test_train_expands_tilde_in_label_spec(tmp_path):
+    home = tmp_path / "home"
+    (home / "mail").mkdir(parents=True)
+    for label in ("spam", "ham"):
+        os.symlink(SAMPLE / "train" / label, home / "mail" / label)
+    done = cron(home, "train -q spam=~/mail/spam/ ham=~/mail/ham/ -o ~/m.nbm")
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert (home / "m.nbm").is_file()
+
+
+def test_quiet_leaves_stderr_empty(tmp_path, sample_model):
+    new = SAMPLE / "new" / "001.eml"
+    commands = (
+        ("learn", "-q", "-m", sample_model, "-l", "spam", new),
+        ("forget", "-q", "-m", sample_model, new),
+        ("prune", "-q", "-m", sample_model, "--min-docs", "2"),
+        ("dump", "-q", "-m", sample_model, "-o", tmp_path / "m.dump"),
+        ("restore", "-q", tmp_path / "m.dump", "-o", tmp_path / "r.nbm"),
+        ("train", "-q", SAMPLE / "train", "-o", tmp_path / "t.nbm"),
+        ("predict", "-q", "-m", sample_model, SAMPLE / "new"),
+    )
+    for args in commands:
+        result = cli_run(*args)
+        assert (result.exit_code, result.stderr) == (0, ""), args
+    for args in commands[:-1]:
+        loud = cli_run(*[a for a in args if a != "-q"])
+        assert loud.exit_code == 0 and loud.stderr, args
+
+
+def test_default_model_home(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    missing = cron(home, "info")
+    assert missing.returncode == 1
+    assert missing.stderr.decode() == (
+        f"Error: no model at {home}/.nbspam/spam.nbm ($NBSPAM_MODEL, else "
+        "$NBSPAM_DIR/spam.nbm, else ~/.nbspam/spam.nbm): give -m MODEL, or train one there "
+        "with 'nbspam train DATA'\n"
+    )
+    trained = cron(home, f"train -q {SAMPLE / 'train'}")
+    assert (trained.returncode, trained.stderr) == (0, b"")
+    folder = home / ".nbspam"
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert (folder / "spam.nbm").is_file()
+    message = (SAMPLE / "new" / "002.eml").read_bytes()
+    scored = subprocess.run(
+        ["env", "-i", f"HOME={home}", f"PYTHONPATH={ROOT}", sys.executable, "-m", "nbspam",
+         "predict"],
+        input=message, capture_output=True, check=False,
+    )
+    assert scored.returncode == 0 and scored.stdout.startswith(b"-: spam ")
+    assert cron(home, "info").stdout.startswith(b"model: ")
+
+
+def test_default_model_by_environment(tmp_path, sample_model_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NBSPAM_MODEL": str(sample_model_path)}
+    info = subprocess.run(
+        [sys.executable, "-m", "nbspam", "info"], env=env, capture_output=True, check=False
+    )
+    assert info.returncode == 0 and str(sample_model_path).encode() in info.stdout
+    del env["NBSPAM_MODEL"]
+    env["NBSPAM_DIR"] = str(tmp_path / "models")
+    trained = subprocess.run(
+        [sys.executable, "-m", "nbspam", "train", "-q", str(SAMPLE / "train")],
+        env=env, capture_output=True, check=False,
+    )
+    assert (trained.returncode, trained.stderr) == (0, b"")
+    assert (tmp_path / "models" / "spam.nbm").is_file()
+
+
+def test_default_folder_planted_link_refused(tmp_path):
+    from nbspam.errors import ModelFileError
+    from nbspam.store.home import make_default_folder
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    link = tmp_path / ".nbspam"
+    link.symlink_to(elsewhere)
+    os.lchown(link, 12345, 12345)
+    try:
+        make_default_folder({"HOME": str(tmp_path)})
+    except ModelFileError as error:
+        assert "symbolic link of another user" in str(error)
+    else:
+        raise AssertionError("a planted link was followed")
