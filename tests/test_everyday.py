@@ -18,8 +18,16 @@ def cron(home: Path, command: str) -> subprocess.CompletedProcess:
     """``command`` (after ``nbspam``) as cron runs it: /bin/sh -c, a bare environment."""
     nbspam = f"{shlex.quote(sys.executable)} -m nbspam"
     return subprocess.run(
-        ["env", "-i", f"HOME={home}", "PATH=/usr/bin:/bin", f"PYTHONPATH={ROOT}",
-         "/bin/sh", "-c", f"{nbspam} {command}"],
+        [
+            "env",
+            "-i",
+            f"HOME={home}",
+            "PATH=/usr/bin:/bin",
+            f"PYTHONPATH={ROOT}",
+            "/bin/sh",
+            "-c",
+            f"{nbspam} {command}",
+        ],
         capture_output=True,
         check=False,
     )
@@ -82,9 +90,19 @@ def test_default_model_home(tmp_path):
     assert (folder / "spam.nbm").is_file()
     message = (SAMPLE / "new" / "002.eml").read_bytes()
     scored = subprocess.run(
-        ["env", "-i", f"HOME={home}", f"PYTHONPATH={ROOT}", sys.executable, "-m", "nbspam",
-         "predict"],
-        input=message, capture_output=True, check=False,
+        [
+            "env",
+            "-i",
+            f"HOME={home}",
+            f"PYTHONPATH={ROOT}",
+            sys.executable,
+            "-m",
+            "nbspam",
+            "predict",
+        ],
+        input=message,
+        capture_output=True,
+        check=False,
     )
     assert scored.returncode == 0 and scored.stdout.startswith(b"-: spam ")
     assert cron(home, "info").stdout.startswith(b"model: ")
@@ -100,7 +118,9 @@ def test_default_model_by_environment(tmp_path, sample_model_path):
     env["NBSPAM_DIR"] = str(tmp_path / "models")
     trained = subprocess.run(
         [sys.executable, "-m", "nbspam", "train", "-q", str(SAMPLE / "train")],
-        env=env, capture_output=True, check=False,
+        env=env,
+        capture_output=True,
+        check=False,
     )
     assert (trained.returncode, trained.stderr) == (0, b"")
     assert (tmp_path / "models" / "spam.nbm").is_file()
@@ -121,3 +141,83 @@ def test_default_folder_planted_link_refused(tmp_path):
         assert "symbolic link of another user" in str(error)
     else:
         raise AssertionError("a planted link was followed")
+
+
+SIEVE_RULES = {
+    "spamassassin": 'if anyof (header :is "X-Spam-Flag" "YES", '
+    'header :matches "X-Spam-Status" "Yes,*") { fileinto "Junk"; }',
+    "bogofilter": 'if header :matches "X-Bogosity" "Spam,*" { fileinto "Junk"; }',
+    "nbspam": 'if header :matches "X-Nbspam-Status" "spam*" { fileinto "Junk"; }',
+}
+
+
+def sieve_folder(script: str, message: bytes) -> str:
+    """The folder Dovecot's sieve-test files ``message`` into by ``script``."""
+    import shutil
+    import tempfile
+
+    if shutil.which("sieve-test") is None:
+        from tests.helpers import missing
+
+        missing("sieve-test (dovecot-sieve) is not installed")
+    with tempfile.TemporaryDirectory() as folder:
+        os.chmod(folder, 0o777)  # sieve-test runs as nobody
+        root = Path(folder)
+        (root / "dovecot.conf").write_text(
+            f"mail_uid = nobody\nmail_gid = nogroup\nmail_location = maildir:{root}/mail\n"
+        )
+        (root / "s.sieve").write_text(f'require ["fileinto"];\n{script}\n')
+        (root / "m.eml").write_bytes(message)
+        for name in ("s.sieve", "m.eml", "dovecot.conf"):
+            os.chmod(root / name, 0o644)
+        done = subprocess.run(
+            ["sieve-test", "-c", root / "dovecot.conf", root / "s.sieve", root / "m.eml"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    return "Junk" if "store message in folder: Junk" in done.stdout else "INBOX"
+
+
+def test_header_styles_work_with_existing_sieve_rules(sample_model_path):
+    spam = (SAMPLE / "new" / "002.eml").read_bytes()
+    ham = (SAMPLE / "new" / "001.eml").read_bytes()
+    for style, rule in SIEVE_RULES.items():
+        for message, folder in ((spam, "Junk"), (ham, "INBOX")):
+            result = cli_run(
+                "filter", "-m", sample_model_path, "--header-style", style, input=message
+            )
+            assert result.exit_code == 0, result.stderr
+            filtered = result.stdout_bytes
+            assert filtered.endswith(message)
+            assert sieve_folder(rule, filtered) == folder, (style, folder)
+
+
+def test_header_style_lines_and_refiltering(sample_model_path):
+    from nbspam.mail.headers import message_digest
+
+    spam = b"X-Spam-Status: No, from upstream\n" + (SAMPLE / "new" / "002.eml").read_bytes()
+    once = cli_run("filter", "-m", sample_model_path, "--header-style", "spamassassin", input=spam)
+    lines = once.stdout_bytes.split(b"\n")
+    assert lines[0] == b"X-Spam-Flag: YES"
+    assert lines[1].startswith(b"X-Spam-Status: Yes, score=") and b"tests=NBSPAM_SPAM" in lines[1]
+    assert lines[2].startswith(b"X-Nbspam-Status: spam; ")
+    assert lines[3] == b"X-Spam-Status: No, from upstream"  # not nbspam's: left as it came
+    twice = cli_run(
+        "filter", "-m", sample_model_path, "--header-style", "bogofilter", input=once.stdout_bytes
+    )
+    lines = twice.stdout_bytes.split(b"\n")
+    assert lines[0].startswith(b"X-Bogosity: Spam, tests=nbspam, spamicity=0.")
+    assert lines[1].startswith(b"X-Nbspam-Status: spam; ")
+    assert lines[2] == b"X-Spam-Status: No, from upstream"
+    assert message_digest(twice.stdout_bytes) == message_digest(spam)
+
+
+def test_header_style_on_the_one_message_path(sample_model_path):
+    from tests.helpers import nbspam_process
+
+    spam = (SAMPLE / "new" / "002.eml").read_bytes()
+    done = nbspam_process(
+        "filter", "-m", sample_model_path, "--header-style", "bogofilter", stdin=spam
+    )
+    assert done.returncode == 0 and done.stdout.startswith(b"X-Bogosity: Spam, tests=nbspam, ")

@@ -1334,6 +1334,15 @@ def _move_option(kind: str, what: str):
     is_flag=True,
     help="Learn the messages scored with very high confidence, under their verdict (into MODEL).",
 )
+@click.option(
+    "--header-style",
+    type=click.Choice(["nbspam", "spamassassin", "bogofilter"]),
+    default="nbspam",
+    show_default=True,
+    help="One message: the verdict headers to add, so that existing rules work: nbspam "
+    "(X-Nbspam-Status), spamassassin (X-Spam-Flag: YES, X-Spam-Status: Yes, score=...) or "
+    "bogofilter (X-Bogosity: Spam, ...); X-Nbspam-Status is always added too.",
+)
 @autolearn_options("--autolearn")
 @jobs_option
 @user_options
@@ -1343,6 +1352,7 @@ def filter_mail(
     user_models: str | None,
     paths: tuple[str, ...],
     exit_status: bool,
+    header_style: str,
     move_spam: str | None,
     move_unsure: str | None,
     move_ham: str | None,
@@ -1408,6 +1418,7 @@ def filter_mail(
                 misuse=misuse,
                 autolearn=learner,
                 layer=layer,
+                style=header_style,
             )
         )
     if exit_status:

@@ -116,7 +116,10 @@ def _one_message(args: list[str]) -> int | None:
     if args[0] == "filter":
         from ..service.filtering import filter_stdin
 
-        return filter_stdin(options["model"], exit_status="--exit-status" in options)
+        style = options.get("header_style", "nbspam")
+        if style not in ("nbspam", "spamassassin", "bogofilter"):
+            return None  # click says why
+        return filter_stdin(options["model"], exit_status="--exit-status" in options, style=style)
     if options.get("format", "text") not in ("text", "jsonl", "tsv"):
         return None
     from .stdin import predict_stdin
@@ -128,6 +131,8 @@ def _options(args: list[str], *, flags: set[str]) -> dict[str, str] | None:
     """-m/--model and -f/--format with their values, and the given bare flags; None for
     anything else (which the full parser then handles, errors included)."""
     names = {"-m": "model", "--model": "model", "-f": "format", "--format": "format"}
+    if flags == {"--exit-status"}:  # filter
+        names = {"-m": "model", "--model": "model", "--header-style": "header_style"}
     found: dict[str, str] = {}
     i = 0
     while i < len(args):
