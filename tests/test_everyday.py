@@ -221,3 +221,15 @@ def test_header_style_on_the_one_message_path(sample_model_path):
         "filter", "-m", sample_model_path, "--header-style", "bogofilter", stdin=spam
     )
     assert done.returncode == 0 and done.stdout.startswith(b"X-Bogosity: Spam, tests=nbspam, ")
+
+
+def test_one_name_for_one_thing(sample_model, sample_model_path):
+    new = SAMPLE / "new" / "001.eml"
+    as_json = cli_run("predict", "-m", sample_model_path, "-f", "json", new)
+    as_jsonl = cli_run("predict", "-m", sample_model_path, "-f", "jsonl", new)
+    assert as_json.exit_code == 0 and as_json.stdout == as_jsonl.stdout
+    info = cli_run("info", "-m", sample_model_path, "-f", "jsonl")
+    assert info.exit_code == 0 and info.stdout.startswith("{")
+    pruned = cli_run("prune", "-m", sample_model, "--min-count", "2", "--max-features", "50")
+    assert pruned.exit_code == 0, pruned.stderr
+    assert pruned.stderr.startswith(f"pruned {sample_model}: kept 50 terms")

@@ -310,7 +310,9 @@ def format_option(choices: list[str], help: str, *, aliases: dict[str, str] | No
 
 
 MESSAGE_FORMATS = format_option(
-    ["text", "jsonl", "tsv"], "Output format: text for people, jsonl or tsv for programs."
+    ["text", "jsonl", "tsv"],
+    "Output format: text for people, jsonl (json is the same) or tsv for programs.",
+    aliases={"json": "jsonl"},
 )
 
 
@@ -1056,8 +1058,9 @@ def explain(
 )
 @format_option(
     ["text", "json", "markdown"],
-    "Report format: text for people, json for programs, markdown for documents.",
-    aliases={"table": "text"},
+    "Report format: text for people, json (or jsonl, the same) for programs, markdown for "
+    "documents.",
+    aliases={"table": "text", "jsonl": "json"},
 )
 @click.option(
     "--scores",
@@ -1636,16 +1639,22 @@ def _date(value: str | None) -> int | None:
     help="Write the pruned model here (replaced atomically) instead of in place.",
 )
 @click.option(
+    "--min-count",
     "--min-docs",
+    "min_docs",
     type=click.IntRange(min=1),
     metavar="K",
-    help="Drop the terms found in fewer than K messages.",
+    help="Drop the terms found in fewer than K messages (train's --min-count; "
+    "--min-docs is the same).",
 )
 @click.option(
+    "--max-features",
     "--max-terms",
+    "max_terms",
     type=click.IntRange(min=1),
     metavar="N",
-    help="Keep only the N terms found in most messages (ties: in term order).",
+    help="Keep only the N terms found in most messages (ties: in term order; train's "
+    "--max-features; --max-terms is the same).",
 )
 @click.option(
     "--expire-before",
@@ -1686,7 +1695,7 @@ def prune(
 
     if (min_docs, max_terms, expire_before, keep_digests) == (None, None, None, None):
         raise click.UsageError(
-            "give what to prune: --min-docs, --max-terms, --expire-before or --keep-digests"
+            "give what to prune: --min-count, --max-features, --expire-before or --keep-digests"
         )
     before = _date(expire_before)
 
@@ -1910,7 +1919,11 @@ def restore(source: str, output: str) -> None:
 
 @cli.command()
 @model_option
-@format_option(["text", "json"], "Output format: text for people, json for programs.")
+@format_option(
+    ["text", "json"],
+    "Output format: text for people, json (or jsonl, the same) for programs.",
+    aliases={"jsonl": "json"},
+)
 def info(model_path: str, fmt: str) -> None:
     """Show what is in a model: labels, counts, vocabulary, settings, history.
 
