@@ -19,27 +19,38 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from nbspam.core.config import Settings  # noqa: E402
 from nbspam.fit.metrics import roc_auc  # noqa: E402
-from nbspam.fit.table_training import auto_fit  # noqa: E402
-from nbspam.models.table_model import TableSettings, fit_table, subset  # noqa: E402
+from nbspam.fit.table_training import fit_with_rule, table_rule  # noqa: E402
+from nbspam.models.table_model import TableSettings, subset  # noqa: E402
 from nbspam.text.tables import read_table  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cv import folds  # noqa: E402
 
 
-def pooled(table, labels, splits, fit) -> tuple[np.ndarray, list[str]]:
-    """Pooled out-of-fold log-odds, and what auto chose in each fold."""
+def pooled(table, labels, splits, fit) -> tuple[np.ndarray, np.ndarray, list[str], list]:
+    """Pooled out-of-fold log-odds, the verdicts of each fold's model (by its own cutoffs:
+    1 positive, 0 negative, -1 unsure), what auto chose in each fold, and the cutoffs."""
     scores = np.zeros(len(labels))
-    chosen = []
+    verdicts = np.zeros(len(labels), dtype=np.int64)
+    chosen, cutoffs = [], []
     for train, test in splits:
-        model, info = fit(subset(table, train))
+        model = fit(subset(table, train))
+        info = model.info.get("auto", {})
         jll = model.joint_log_likelihood(subset(table, test), Counter())
         p = model.positive_index
         scores[test] = jll[:, p] - jll[:, 1 - p]
+        low, high = model.cutoffs or (0.0, 0.0)
+        cutoffs.append((low, high))
+        verdicts[test] = (
+            np.where(scores[test] >= high, 1, np.where(scores[test] < low, 0, -1))
+            if model.cutoffs
+            else (scores[test] > 0).astype(np.int64)
+        )
         changed = len(info.get("columns", {}))
         chosen.append(f"{info['chose']} + {changed} columns otherwise" if info else "")
-    return scores, chosen
+    return scores, verdicts, chosen, cutoffs
 
 
 def main() -> None:
@@ -53,26 +64,35 @@ def main() -> None:
     labels = table.column(args.label_column)
     is_pos = np.array(labels) == "1"
     splits = folds(labels)
+    cfg = table_rule(Settings())  # train's defaults for a table: its own decision rule
     gaussian = dataclasses.replace(base, kinds={"*": "gaussian"})
     candidates = {
-        "gaussian": lambda t: (fit_table(t, gaussian), {}),
-        "quantile bins: zero + quartiles": lambda t: (
-            fit_table(t, dataclasses.replace(base, bins=4)),
-            {},
-        ),
-        "bernoulli on x > 0": lambda t: (
-            fit_table(t, dataclasses.replace(base, kinds={"*": "bernoulli"})),
-            {},
-        ),
-        "auto (nested internal 5-fold CV)": lambda t: auto_fit(t, base),
+        "gaussian": (gaussian, False),
+        "quantile bins: zero + quartiles": (dataclasses.replace(base, bins=4), False),
+        "bernoulli on x > 0": (dataclasses.replace(base, kinds={"*": "bernoulli"}), False),
+        "auto (nested internal 5-fold CV)": (base, True),
     }
-    print(f"{len(labels):,} rows; 5-fold stratified CV (random_state 42), pooled log-odds")
-    for name, fit in candidates.items():
+    print(f"{len(labels):,} rows; 5-fold stratified CV (random_state 42), pooled log-odds;")
+    print("verdicts by each fold's own cutoffs (train's defaults), accuracy of the sure ones")
+    for name, (settings, auto) in candidates.items():
         started = time.perf_counter()
-        scores, chosen = pooled(table, labels, splits, fit)
+        scores, verdicts, chosen, cutoffs = pooled(
+            table,
+            labels,
+            splits,
+            lambda t, s=settings, a=auto: fit_with_rule(t, s, auto=a, cfg=cfg),
+        )
         took = time.perf_counter() - started
+        sure = verdicts >= 0
+        accuracy = float((verdicts[sure] == is_pos[sure]).mean())
+        bayes = float(((scores > 0) == is_pos).mean())
+        spam_cut = max(c[1] for c in cutoffs)
         note = f"  chose: {dict(Counter(chosen))}" if any(chosen) else ""
-        print(f"nbspam {name:<36} ROC AUC {roc_auc(scores, is_pos):.4f}  {took:5.1f} s{note}")
+        print(
+            f"nbspam {name:<36} ROC AUC {roc_auc(scores, is_pos):.4f}  accuracy {accuracy:.3f}  "
+            f"unsure {1 - sure.mean():.1%}  (Bayes {bayes:.3f}; highest spam cutoff "
+            f"{spam_cut:+,.1f})  {took:5.1f} s{note}"
+        )
     if args.sklearn:
         from sklearn.naive_bayes import CategoricalNB, GaussianNB
 

@@ -86,11 +86,12 @@ def train(
     )
     resolved = settings_from(_path(config), settings)
     if table_path is not None:
-        from .fit.table_training import train_table
+        from .fit.table_training import table_rule, train_table
 
         table_settings = dataclasses.replace(table_settings, tokenizer=resolved.tokenizer)
         cfg = resolved.training
-        return TableClassifier(train_table(table_path, table_settings, cfg.model == "auto", cfg))
+        rule = table_rule(resolved)
+        return TableClassifier(train_table(table_path, table_settings, cfg.model == "auto", rule))
     messages = _labelled(items, _problems())
     return Classifier(train_model(messages, resolved, jobs=jobs))
 
@@ -136,6 +137,7 @@ def evaluate(
         if test is not None or chronological is not None:
             raise NbspamError("a typed table is evaluated by cross-validation only (--folds)")
         from .evaluation.table_evaluation import cross_validate_table
+        from .fit.table_training import table_rule
 
         scores = cross_validate_table(
             table_path,
@@ -143,7 +145,7 @@ def evaluate(
             auto=resolved.training.model == "auto",
             folds=folds,
             seed=seed,
-            cfg=resolved.training,
+            cfg=table_rule(resolved),
         )
     elif test is not None:
         tests = _labelled(_items(test), problems)

@@ -409,3 +409,26 @@ def test_select_mi_needs_max_features_and_select_a_known_name(data, tmp_path):
     result = cli_run("train", data, "-o", out, "--select", "chi2", "--max-features", "5")
     assert result.exit_code == 2 and "'chi2' is not one of 'frequency', 'mi'" in result.stderr
     assert not out.exists()
+
+
+def test_merge_of_models_trained_with_the_defaults(tmp_path):
+    """The README's merge example: two shards trained with the defaults merge, whatever
+    event model auto chose for each."""
+    import shutil
+    from pathlib import Path
+
+    sample = Path(__file__).resolve().parents[1] / "sample_data" / "train"
+    for label in ("ham", "spam"):
+        for i, path in enumerate(sorted((sample / label).iterdir())):
+            part = tmp_path / ("a" if i % 3 else "b") / label
+            part.mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, part / path.name)
+    for part in ("a", "b"):
+        assert cli_run("train", tmp_path / part, "-o", tmp_path / f"{part}.nbm").exit_code == 0
+    result = cli_run("merge", tmp_path / "a.nbm", tmp_path / "b.nbm", "-o", tmp_path / "all.nbm")
+    assert result.exit_code == 0, result.stderr
+    lines = result.stderr.splitlines()
+    assert lines[0] == f"merged 2 models into {tmp_path / 'all.nbm'}"
+    assert lines[1].startswith("note: the 2 parts had ")
+    assert "the largest part (" in lines[1] and " of the 48 messages)" in lines[1]
+    assert len(lines) == 2

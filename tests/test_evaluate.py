@@ -204,7 +204,7 @@ def test_training_keeps_rows_of_a_sample_and_scores_it_with_models_of_all_the_re
     assert scores.evaluated.sum() == 11
     cfg = SETTINGS.training
     expected = choose_cutoffs(
-        scores, cost_fp=cfg.cost_fp, cost_fn=cfg.cost_fn, cost_unsure=cfg.cost_unsure
+        scores, cost_fp=15.0, cost_fn=cfg.cost_fn, cost_unsure=0.2
     )
     assert model.cutoffs == expected and model.calibration == calibrate(scores)
     # the model itself is fitted on every message

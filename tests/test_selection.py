@@ -316,3 +316,56 @@ def test_auto_chooses_bernoulli_on_sms(sms):
     choice = selection.internal_cv(tokenized(messages, settings), settings)
     assert choice.training.model == "bernoulli"
     assert 100 * (1 - max(row.auc for row in choice.tried if row.auc)) < 0.5
+
+
+def test_word_pairs_are_hashed_into_a_fixed_number_of_buckets():
+    import zlib
+
+    def bucket(a, b, buckets):
+        return (zlib.crc32(a.encode()) * 0x9E3779B1 ^ zlib.crc32(b.encode())) % buckets
+
+    analyzer = Analyzer(build_settings({"mail": "never", "pairs": 16}).tokenizer)
+    assert analyzer.tokens("Buy cheap pills") == [
+        "buy",
+        "cheap",
+        "pills",
+        f"pair:{bucket('buy', 'cheap', 16)}",
+        f"pair:{bucket('cheap', 'pills', 16)}",
+    ]
+    mail = Analyzer(build_settings({"pairs": 16}).tokenizer).tokens(b"Subject: Hi there\n\nyes")
+    assert f"subject:pair:{bucket('hi', 'there', 16)}" in mail
+    # however many words, at most 16 pair terms
+    rng = np.random.default_rng(0)
+    text = " ".join(f"w{n}" for n in rng.integers(0, 10**6, 2000))
+    pairs = {t for t in analyzer.tokens(text) if t.startswith("pair:")}
+    assert 1 < len(pairs) <= 16
+    assert not any(
+        t.startswith("pair:") for t in Analyzer(build_settings({}).tokenizer).tokens(text)
+    )
+
+
+def test_the_model_without_its_word_pairs_is_the_model_that_never_counted_them():
+    from nbspam.mail.messages import Message
+
+    texts = [
+        ("spam", "win a free prize now"),
+        ("spam", "free prize for you now"),
+        ("ham", "the meeting is at noon"),
+        ("ham", "notes of the meeting"),
+    ]
+    messages = [Message(str(i), text, label) for i, (label, text) in enumerate(texts)]
+    base = {"event_model": "multinomial", "mail": "never"}
+    counted = fit_messages(messages, build_settings({**base, "pairs": 64, "word_pairs": False}))
+    never = fit_messages(messages, build_settings(base))
+    assert any(t.startswith("pair:") for t in counted.terms)
+    assert counted.form.terms == never.form.terms
+    np.testing.assert_allclose(counted.form.weights, never.form.weights, rtol=1e-12)
+    assert counted.form.bias == pytest.approx(never.form.bias, rel=1e-12)
+
+
+def test_auto_tries_the_model_without_word_pairs_where_they_are_counted(sample_messages):
+    for pairs, tried in ((0, False), (1024, True)):
+        settings = resolve_settings({"pairs": pairs}, source="test")
+        choice = selection.internal_cv(tokenized(sample_messages, settings), settings)
+        names = [row.name for row in choice.tried]
+        assert ("+ without word pairs" in names) is tried

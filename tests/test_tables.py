@@ -662,3 +662,42 @@ def test_bins_of_values_near_the_largest_float_are_finite(binning, tmp_path):
     r = cli_run("train", data, "-o", model, "--bins", "4", "--binning", binning)
     assert r.exit_code == 0, r.stderr
     assert cli_run("predict", "-m", model, data).exit_code == 0
+
+
+def test_a_table_weighs_its_errors_alike_unless_told():
+    """A target false-positive rate and 15 per false positive are mail settings: a table's
+    default rule is the cutoffs of least cost, 1 for either error and 1/3 for an unsure
+    verdict; the settings that are given are used."""
+    from nbspam.core.config import build_settings
+    from nbspam.fit.table_training import table_rule
+
+    X, y = random_gaussian(seed=1, n=400)
+    table = table_of(X, y)
+
+    def cutoffs(**given):
+        cfg = table_rule(build_settings(given))
+        return fit_with_rule(table, TableSettings(), auto=False, cfg=cfg).cutoffs
+
+    default = cutoffs()
+    assert default == cutoffs(target_fpr=None, cost_fp=1.0, cost_unsure=1 / 3)
+    assert default != cutoffs(target_fpr=None, cost_fp=15.0, cost_unsure=0.2)
+    assert cutoffs(cost_fp=15.0) == cutoffs(target_fpr=None, cost_fp=15.0, cost_unsure=1 / 3)
+    given = TrainConfig(target_fpr=0.001, cost_fp=1.0, cost_unsure=1 / 3)
+    assert cutoffs(target_fpr=0.001) == fit_with_rule(
+        table, TableSettings(), auto=False, cfg=given
+    ).cutoffs
+
+
+def test_auto_chooses_by_log_loss_for_any_number_of_labels():
+    rng = np.random.default_rng(5)
+    y = rng.choice(["a", "b", "c"], 300)
+    shift = {"a": 0.0, "b": 2.0, "c": 4.0}
+    X = np.array([[rng.exponential(1 + shift[v]), rng.normal(shift[v])] for v in y])
+    table = table_of(X, y)
+    model, chosen = auto_fit(table, TableSettings())
+    assert chosen["criterion"] == "pooled out-of-fold log-loss"
+    losses = chosen["log_loss"]
+    assert len(losses) == 3 and chosen["chose"] == min(losses, key=losses.get)
+    assert all(0 < loss < math.log(3) for loss in losses.values())  # better than a guess
+    assert "roc_auc" not in chosen  # one log-odds is for two labels
+    assert model.labels == ("a", "b", "c")

@@ -108,3 +108,36 @@ def test_learn_forget_and_merge_of_complement_models_are_exact(messages, values)
     same_model(back, base)
     merged = merge([base, fit_messages(b, settings)])
     same_model(merged, fit_messages(messages, settings))
+
+
+def test_merge_of_parts_trained_with_the_defaults_takes_the_largest_parts_choice(messages):
+    """auto may choose another event model for each part: the counts still add up, and the
+    merged model is the union's model with the settings and decision rule of the largest
+    part."""
+    import dataclasses
+
+    from nbspam.fit.training import train
+
+    large, small = [m for i, m in enumerate(messages) if i % 3], messages[::3]
+    a, b = train(large, SETTINGS), train(small, SETTINGS)
+    assert "auto" in a.info and a.cutoffs is not None
+    # what auto may choose on another part (the defaults gave 'complement' on one shard and
+    # 'multinomial' on another)
+    other = "complement" if a.training.model != "complement" else "multinomial"
+    b = dataclasses.replace(b, training=dataclasses.replace(b.training, model=other))
+    for parts in ([a, b], [b, a]):
+        merged = merge(parts)
+        assert merged.training == a.training
+        assert (merged.cutoffs, merged.calibration) == (a.cutoffs, a.calibration)
+        assert "the merged model takes the settings" in merged.info["auto"]["merged"]
+        union = fit_messages(messages, dataclasses.replace(SETTINGS, training=a.training))
+        same_model(merged, union)
+
+
+def test_merge_refuses_a_part_whose_event_model_was_given(messages):
+    from nbspam.fit.training import train
+
+    a, b = split(messages)
+    given = build_settings({"event_model": "bernoulli"})
+    with pytest.raises(NbspamError, match="different settings: model is"):
+        merge([train(a, SETTINGS), fit_messages(b, given)])

@@ -500,6 +500,18 @@ _TRAIN_OPTIONS = [
         help="Also count word n-grams up to this length (2 adds word pairs). [default: 1]",
     ),
     click.option(
+        "--pairs",
+        type=int,
+        metavar="BUCKETS",
+        help="Also count each two adjacent words, hashed into this many buckets (e.g. 1048576): the vocabulary grows by at most BUCKETS terms, where --ngrams 2 grows it fivefold; auto then also tries the model without them. They take tokenizing about twice as long. [default: 0, none]",
+    ),
+    click.option(
+        "--word-pairs/--no-word-pairs",
+        "word_pairs",
+        default=None,
+        help="With --pairs: whether the model scores with the pairs counted (they stay counted, so auto can try without). [default: --word-pairs]",
+    ),
+    click.option(
         "--binary/--counts",
         "binary",
         default=None,
@@ -522,15 +534,19 @@ _TRAIN_OPTIONS = [
     click.option(
         "--target-fpr",
         metavar="RATE|none",
-        help="The ham false-positive rate the spam cutoff holds out of sample: its upper bound at 80% confidence, plus a margin for drift; the ham cutoff by --cost-fn and --cost-unsure below it. 'none': the cutoffs of least cost. [default: 0.001]",
+        help="The ham false-positive rate the spam cutoff holds out of sample: its upper bound at 80% confidence, plus a margin for drift; the ham cutoff by --cost-fn and --cost-unsure below it. 'none': the cutoffs of least cost. [default: 0.001; a typed table: none]",
     ),
     click.option(
         "--cost-fp",
         type=float,
-        help="Cost of a false positive when choosing cutoffs by cost (--target-fpr none). [default: 15]",
+        help="Cost of a false positive when choosing cutoffs by cost (--target-fpr none). [default: 15, a lost ham being worse than a spam let through; a typed table: 1]",
     ),
     click.option("--cost-fn", type=float, help="Cost of a false negative. [default: 1]"),
-    click.option("--cost-unsure", type=float, help="Cost of an unsure verdict. [default: 0.5]"),
+    click.option(
+        "--cost-unsure",
+        type=float,
+        help="Cost of an unsure verdict. [default: 0.5; a typed table: 1/3, unsure only where the odds are below 2 to 1]",
+    ),
     click.option(
         "--cutoffs",
         metavar="HAM,SPAM",
@@ -701,13 +717,13 @@ def train(
 def _train_table(path: str, table_settings: Any, settings: Any, output: str) -> None:
     import dataclasses
 
-    from ..fit.table_training import train_table
+    from ..fit.table_training import table_rule, train_table
     from ..models.table_model import save_table_model
     from .render import table_train_summary
 
     table_settings = dataclasses.replace(table_settings, tokenizer=settings.tokenizer)
     cfg = settings.training
-    model = train_table(path, table_settings, auto=cfg.model == AUTO, cfg=cfg)
+    model = train_table(path, table_settings, auto=cfg.model == AUTO, cfg=table_rule(settings))
     save_table_model(model, output)
     for line in table_train_summary(model, output, os.path.getsize(output)):
         say(line)
@@ -1217,6 +1233,7 @@ def evaluate(
         if engine == "dask":
             raise NbspamError("--engine dask evaluates messages, not a typed table")
         from ..evaluation.table_evaluation import cross_validate_table
+        from ..fit.table_training import table_rule
 
         scores = cross_validate_table(
             table_path,
@@ -1224,7 +1241,7 @@ def evaluate(
             auto=settings.training.model == AUTO,
             folds=cv_folds,
             seed=seed,
-            cfg=settings.training,
+            cfg=table_rule(settings),
         )
     else:
         with _counter(engine, scheduler, jobs, tls) as counter:
@@ -1789,8 +1806,12 @@ def sync(
 def merge(models: tuple[str, ...], output: str) -> None:
     """Merge models trained with the same settings on disjoint sets of messages.
 
-    The result equals the model trained on all their messages at once. Models with other
-    settings, or that learned a message in common, are refused.
+    The counts add up to those of the model trained on all their messages at once. Parts
+    trained with --event-model auto (the default) may have chosen different event models
+    and settings: the merged model takes those of the part that learned most messages, and
+    its cutoffs and calibration (fitted on that part alone; train on all the messages to
+    fit them on everything). Models with other settings, or that learned a message in
+    common, are refused.
 
     \b
     Example:
@@ -1798,6 +1819,7 @@ def merge(models: tuple[str, ...], output: str) -> None:
       nbspam merge a.nbm b.nbm -o all.nbm
     """
     from ..service.update import merge as merge_models
+    from ..service.update import merged_note
     from ..store.modelfile import load_model, write_model
 
     if len(models) < 2:
@@ -1806,14 +1828,11 @@ def merge(models: tuple[str, ...], output: str) -> None:
     _check_output(output)
     if _merge_tables(models, output):
         return
-    merged = merge_models([load_model(path) for path in models])
+    parts = [load_model(path) for path in models]
+    merged = merge_models(parts)
     write_model(merged, output)
     say(f"merged {len(models)} models into {output}")
-    if merged.is_binary:
-        say(
-            "note: the merged model has no cutoffs or calibration (they were fitted on the "
-            "parts); it decides by log-odds > 0 until trained on all the data",
-        )
+    say(f"note: {merged_note(parts)}")
 
 
 @cli.command()

@@ -742,10 +742,14 @@ def table_train_summary(model: Any, output: str, size: int) -> list[str]:
         lines.append(f"columns {kind}: {len(names)}: {shown}")
     auto = model.info.get("auto")
     if auto:
-        tried = ", ".join(f"{name} {auc:.4f}" for name, auc in auto["roc_auc"].items())
+        tried = ", ".join(
+            f"{name} {loss:.4f}"
+            + (f" (ROC AUC {auto['roc_auc'][name]:.4f})" if "roc_auc" in auto else "")
+            for name, loss in auto["log_loss"].items()
+        )
         lines.append(
             f"auto chose {auto['chose']} for the continuous columns "
-            f"(internal {auto['folds']}-fold ROC AUC: {tried})"
+            f"(internal {auto['folds']}-fold log-loss: {tried})"
         )
         if auto.get("columns"):
             changed: dict[str, list[str]] = {}
@@ -754,7 +758,7 @@ def table_train_summary(model: Any, output: str, size: int) -> list[str]:
             parts = "; ".join(f"{how}: {', '.join(names)}" for how, names in changed.items())
             lines.append(
                 f"auto then modelled {len(auto['columns'])} column(s) otherwise, "
-                f"internal ROC AUC {auto['roc_auc_mixed']:.4f} ({parts})"
+                f"internal log-loss {auto['log_loss_mixed']:.4f} ({parts})"
             )
     if model.is_binary:
         lines.append(f"positive class: {model.positive} (log-odds > 0 point to it)")

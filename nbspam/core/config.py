@@ -19,6 +19,13 @@ AUTO = "auto"
 #: The event model of auto where nothing is cross-validated to choose by: too few messages,
 #: or a model fitted from counts alone (`model.fit`).
 AUTO_FALLBACK = "multinomial"
+#: A typed table's decision rule where the settings do not say (`table_training.table_rule`):
+#: the cutoffs of least cost, a false positive costing as much as a false negative, and an
+#: unsure verdict a third of either, so that a row is unsure only where its odds are below
+#: 2 to 1 either way (Chow's rule). A target false-positive rate and 15 per false positive
+#: are mail settings, where a lost ham is worse than a spam let through; a table's two
+#: labels are nothing of the kind.
+TABLE_RULE: dict[str, float | None] = {"target_fpr": None, "cost_fp": 1.0, "cost_unsure": 1 / 3}
 MAIL_MODES: tuple[str, ...] = ("auto", "always", "never")
 #: How --max-features picks its terms: most documents, or most mutual information.
 SELECTIONS: tuple[str, ...] = ("frequency", "mi")
@@ -89,6 +96,8 @@ class TokenizerConfig:
     long_words: Literal["skip", "drop"] = "skip"
     stop_words: tuple[str, ...] = ()
     ngrams: int = 1
+    # adjacent word pairs of the body, hashed into this many buckets (0: none): `features.pair_tokens`
+    pairs: int = 0
     mail: Literal["auto", "always", "never"] = "auto"
     subject_tokens: bool = True
     address_tokens: bool = True
@@ -134,6 +143,8 @@ class TrainConfig:
     background: float = 0.52
     min_dev: float = 0.375
     stop_words: tuple[str, ...] = ()
+    # whether the model scores with the word pairs the tokenizer counts (``pair:`` terms)
+    word_pairs: bool = True
 
 
 @dataclass(frozen=True)
@@ -143,6 +154,8 @@ class Settings:
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
     training: TrainConfig = field(default_factory=TrainConfig)
     stop_words: str = "none"
+    # the settings the user gave (a file or options), where a typed table's defaults differ
+    given: frozenset[str] = field(default=frozenset(), compare=False)
 
 
 #: Upper bounds of settings whose cost grows with their value (n-grams of length n make
@@ -152,6 +165,7 @@ MAX_TOKEN_LENGTH = 10_000
 MAX_FOLDS = 100
 MAX_LABELS = 1000  # the most labels a model holds
 MAX_LABEL_CHARS = 1000  # the longest label
+MAX_PAIRS = 1 << 24
 
 _TOKENIZER_KEYS = {f.name for f in fields(TokenizerConfig)} - {"stop_words"}
 _TRAIN_KEYS = {f.name for f in fields(TrainConfig)} - {"stop_words"}
@@ -197,7 +211,9 @@ def build_settings(values: dict[str, Any], *, source: str = "settings") -> Setti
     checked = {key: _check(key, value) for key, value in values.items()}
     tok = {k: v for k, v in checked.items() if k in _TOKENIZER_KEYS}
     trn = {k: v for k, v in checked.items() if k in _TRAIN_KEYS}
-    settings = Settings(tokenizer=TokenizerConfig(**tok), training=TrainConfig(**trn))
+    settings = Settings(
+        tokenizer=TokenizerConfig(**tok), training=TrainConfig(**trn), given=frozenset(checked)
+    )
     if "stop_words" in checked:
         settings = dataclasses.replace(settings, stop_words=checked["stop_words"])
     if settings.tokenizer.max_length < settings.tokenizer.min_length:
@@ -218,6 +234,7 @@ def _check(key: str, value: Any) -> Any:
         "min_length": (1, MAX_TOKEN_LENGTH),
         "max_length": (1, MAX_TOKEN_LENGTH),
         "ngrams": (1, MAX_NGRAMS),
+        "pairs": (0, MAX_PAIRS),
         "min_count": (1, None),
         "max_body_chars": (1, None),
         "folds": (2, MAX_FOLDS),
@@ -235,6 +252,7 @@ def _check(key: str, value: Any) -> Any:
         "binary",
         "calibrate",
         "complement_norm",
+        "word_pairs",
     }
     choices = {
         "model": (AUTO, *EVENT_MODELS),

@@ -5,7 +5,8 @@ and calibration (`calibration`).
 Every message is scored by a model of the other folds (`crossval`). With auto this is done
 for each candidate of a small grid, all on the same count rows: first the event models,
 then, on the best of them, one change at a time: another smoothing, stop words left out,
-rare words left out, half the words kept by mutual information. Each change is a mask over
+rare words left out, half the words kept by mutual information, word pairs left out (where
+the tokenizer counts them). Each change is a mask over
 the columns or a setting of the maths, never a second tokenization. The judge is the pooled
 out-of-fold ROC AUC (for more than two classes, the mean of each class's
 one-against-the-rest AUC), and a candidate replaces the best only where it removes a clear
@@ -113,10 +114,13 @@ def first_round(binary: bool) -> list[Candidate]:
     return grid
 
 
-def second_round(winner: TrainConfig, stop_words: tuple[str, ...], terms: int) -> list[Candidate]:
+def second_round(
+    winner: TrainConfig, stop_words: tuple[str, ...], terms: int, *, pairs: bool = False
+) -> list[Candidate]:
     """What is tried on the winner of the first round, one change at a time: its smoothing
     (alpha, or Fisher's strength s), stop words left out, words of one message left out,
-    and only the most informative half of the words (``terms`` of them in all) kept."""
+    only the most informative half of the words (``terms`` of them in all) kept, and where
+    the tokenizer counts word pairs (``pairs``), the model without them."""
     if winner.model == "fisher":
         grid = [
             Candidate(f"+ strength {s:g}", {"strength": s})
@@ -129,6 +133,8 @@ def second_round(winner: TrainConfig, stop_words: tuple[str, ...], terms: int) -
         Candidate("+ stop words", {"stop_words": stop_words}),
         Candidate("+ min-count 2", {"min_count": 2}),
     ]
+    if pairs:
+        grid.append(Candidate("+ without word pairs", {"word_pairs": False}))
     if terms >= 2:
         grid.append(
             Candidate(
@@ -212,7 +218,10 @@ def choose(
         raise TrainingError("no candidate of --event-model auto could be trained")
     winner, first = best[1], name
     terms = len(totals.terms if totals is not None else data.terms)
-    for candidate in second_round(winner, stop_words, terms):  # each on the winner alone
+    pairs = settings.tokenizer.pairs > 0
+    for candidate in second_round(
+        winner, stop_words, terms, pairs=pairs
+    ):  # each on the winner alone
         result = run(candidate, winner)
         if result is not None and better(result[0], best[0], MARGIN_CHANGE):
             best, name = result, f"{first} {candidate.name}"

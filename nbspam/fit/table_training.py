@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,27 +60,42 @@ def resolved(model: TableModel, settings: TableSettings) -> TableSettings:
 
 def fold_contributions(
     table: Table, settings: TableSettings, fold: np.ndarray, path: str
-) -> tuple[np.ndarray, np.ndarray, list[str], str]:
-    """Out-of-fold log-odds of a two-class model, split: (bias (n,), the contribution of each
-    scored column (n, k), the k column names, the positive label); each row scored by the
-    model of the other folds (rows of fold -1 are left at 0)."""
+) -> tuple[np.ndarray, np.ndarray, list[str], str | None]:
+    """Out-of-fold joint log-likelihoods, split: (log prior (n, C), the log-likelihood of
+    each scored column (n, k, C), the k column names, the positive label or None for more
+    than two classes); each row scored by the model of the other folds (rows of fold -1 are
+    left at 0)."""
     n = len(table.rows)
-    bias, contrib = np.zeros(n), None
+    bias, contrib = np.zeros((n, 0)), None
     names: list[str] = []
-    positive = ""
+    positive = None
     for k in np.unique(fold[fold >= 0]):
         model = fit_table(subset(table, np.flatnonzero(fold != k)), settings, path)
         test = np.flatnonzero(fold == k)
         names, parts = model.column_log_likelihoods(subset(table, test), Counter())
-        p, positive = model.positive_index, str(model.positive)
+        positive = str(model.positive) if model.is_binary else None
         if contrib is None:
-            contrib = np.zeros((n, len(parts)))
-        prior = model.log_prior()
-        bias[test] = prior[p] - prior[1 - p]
+            bias = np.zeros((n, len(model.labels)))
+            contrib = np.zeros((n, len(parts), len(model.labels)))
+        bias[test] = model.log_prior()
         for j, part in enumerate(parts):
-            contrib[test, j] = part[:, p] - part[:, 1 - p]
+            contrib[test, j] = part
     assert contrib is not None
     return bias, contrib, names, positive
+
+
+def log_odds_of(jll: np.ndarray, labels: Sequence[str], positive: str) -> np.ndarray:
+    """The log-odds (n,) of the positive label of joint log-likelihoods (n, 2)."""
+    p = list(labels).index(positive)
+    return jll[:, p] - jll[:, 1 - p]
+
+
+def log_loss(jll: np.ndarray, y: np.ndarray) -> float:
+    """The mean log-loss (natural log) of the posteriors of joint log-likelihoods (n, C)
+    for the true classes ``y`` (n,), column indices."""
+    from scipy.special import logsumexp
+
+    return float(np.mean(logsumexp(jll, axis=1) - jll[np.arange(len(y)), y]))
 
 
 _TREATMENT_KIND = {
@@ -89,7 +105,7 @@ _TREATMENT_KIND = {
 }
 
 MIN_GAIN = 1e-4
-"""The least gain in internal ROC AUC for which auto models one column otherwise."""
+"""The least fall in internal log-loss for which auto models one column otherwise."""
 
 
 def auto_fit(
@@ -105,7 +121,11 @@ def internal_odds(table: Table, settings: TableSettings, path: str) -> InternalO
     y = np.array(table.column(settings.label_column), dtype=object)
     fold = stratified_folds_of(y)
     bias, contrib, _, positive = fold_contributions(table, settings, fold, path)
-    return InternalOdds(bias + contrib.sum(axis=1), fold, y, positive)
+    labels = sorted(set(y[fold >= 0].tolist()))
+    assert positive is not None
+    return InternalOdds(
+        log_odds_of(bias + contrib.sum(axis=1), labels, positive), fold, y, positive
+    )
 
 
 @dataclass
@@ -131,50 +151,58 @@ def auto_choice(
     table: Table, settings: TableSettings, path: str = "the table"
 ) -> tuple[TableSettings, dict[str, Any], InternalOdds | None]:
     """Choose how to model the continuous columns by an internal stratified 5-fold
-    cross-validation of the table (pooled log-odds, ROC AUC), in two rounds:
+    cross-validation of the table, judged by the log-loss of the pooled out-of-fold
+    posteriors, in two rounds:
 
     1. each of `treatments` for all of them; the best is kept (ties: the earlier);
     2. one column at a time, in table order, each other treatment of that column alone; a
-       change is kept where it raises the AUC by at least `MIN_GAIN`.
+       change is kept where it lowers the log-loss by at least `MIN_GAIN`.
+
+    The log-loss, not the ROC AUC: it judges the posteriors the verdicts come from, so a
+    treatment whose scores rank well but are wildly overconfident (Gaussian columns of
+    counts, where one value far in a tail gives thousands of log-odds) loses, and it is the
+    same criterion for any number of labels. The ROC AUC of each is kept beside it for two.
 
     Naive Bayes adds up its columns, so the second round costs no fitting: a row's
-    out-of-fold log-odds under any mix is the bias plus each column's contribution under
-    its treatment. More than two labels, or no continuous column: no cross-validation.
+    out-of-fold joint log-likelihood under any mix is the log prior plus each column's
+    under its treatment. No continuous column, or a label of fewer rows than folds: no
+    cross-validation.
 
     Returns (the settings chosen, what auto tried, the out-of-fold log-odds of the choice
-    or None)."""
+    for two labels, else None)."""
     from .metrics import roc_auc
 
     model = fit_table(table, settings, path)  # checks the label column and the labels
     kinds = resolved(model, settings).kinds
     given = given_kinds(settings.kinds, kinds)
     candidates = treatments(kinds, settings, given)
-    if not model.is_binary or not candidates or min(model.class_count) < AUTO_FOLDS:
+    if not candidates or min(model.class_count) < AUTO_FOLDS:
         return settings, {}, None
     y = np.array(table.column(settings.label_column), dtype=object)
     fold = stratified_folds_of(y)
     scored = fold >= 0
+    target = np.array([model.labels.index(v) for v in y[scored]])
     parts = {name: fold_contributions(table, c, fold, path) for name, c in candidates.items()}
     first = next(iter(parts.values()))
-    names, is_pos = first[2], y[scored] == first[3]
+    names, positive = first[2], first[3]
 
-    def auc(odds: np.ndarray) -> float:
-        return float(roc_auc(odds[scored], is_pos))
+    def loss(jll: np.ndarray) -> float:
+        return log_loss(jll[scored], target)
 
-    aucs = {name: auc(bias + contrib.sum(axis=1)) for name, (bias, contrib, _, _) in parts.items()}
-    best = max(aucs, key=lambda n: (aucs[n], -list(aucs).index(n)))
+    jlls = {name: bias + contrib.sum(axis=1) for name, (bias, contrib, _, _) in parts.items()}
+    losses = {name: loss(jll) for name, jll in jlls.items()}
+    best = min(losses, key=lambda n: (losses[n], list(losses).index(n)))
     continuous = [j for j, n in enumerate(names) if kinds[n] == "gaussian" and n not in given]
     choice = dict.fromkeys(continuous, best)
-    odds = parts[best][0] + parts[best][1].sum(axis=1)
-    score, changed = aucs[best], {}
+    jll, score, changed = jlls[best], losses[best], {}
     for j in continuous:
         for other in candidates:
             if other == choice[j]:
                 continue
-            trial = odds - parts[choice[j]][1][:, j] + parts[other][1][:, j]
-            trial_auc = auc(trial)
-            if trial_auc >= score + MIN_GAIN:
-                odds, score, choice[j] = trial, trial_auc, other
+            trial = jll - parts[choice[j]][1][:, j] + parts[other][1][:, j]
+            trial_loss = loss(trial)
+            if trial_loss <= score - MIN_GAIN:
+                jll, score, choice[j] = trial, trial_loss, other
                 changed[names[j]] = other
     mixed = dict(kinds)
     for j, name in choice.items():
@@ -184,11 +212,31 @@ def auto_choice(
         if changed
         else candidates[best]
     )
-    info = {"chose": best, "roc_auc": aucs, "folds": AUTO_FOLDS}
+    info: dict[str, Any] = {
+        "chose": best,
+        "criterion": "pooled out-of-fold log-loss",
+        "log_loss": losses,
+        "folds": AUTO_FOLDS,
+    }
     if changed:
         info["columns"] = changed
-        info["roc_auc_mixed"] = score
-    return final, info, InternalOdds(odds, fold, y, first[3])
+        info["log_loss_mixed"] = score
+    if positive is None:
+        return final, info, None
+    odds = {name: log_odds_of(j, model.labels, positive) for name, j in jlls.items()}
+    is_pos = y[scored] == positive
+    info["roc_auc"] = {name: float(roc_auc(o[scored], is_pos)) for name, o in odds.items()}
+    return final, info, InternalOdds(log_odds_of(jll, model.labels, positive), fold, y, positive)
+
+
+def table_rule(settings: Any) -> Any:
+    """The training settings of a `config.Settings` with a typed table's decision rule
+    (`config.TABLE_RULE`: the cutoffs of least cost, errors alike, unsure a third of an
+    error) for each of its settings that the user did not give."""
+    from ..core.config import TABLE_RULE
+
+    kept = {key: value for key, value in TABLE_RULE.items() if key not in settings.given}
+    return dataclasses.replace(settings.training, **kept)
 
 
 def fit_with_rule(

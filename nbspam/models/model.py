@@ -30,6 +30,7 @@ from ..text.vocabulary import (
     TermIndex,
     count_rows,
     mutual_information,
+    pair_terms,
     renumber,
     select_terms,
     sorted_order,
@@ -126,6 +127,8 @@ def kept_columns(model: Model) -> np.ndarray:
     doc_freq = model.doc_count.sum(axis=0)
     if cfg.stop_words:
         doc_freq = np.where(stop_terms(model.terms, cfg.stop_words), 0, doc_freq)
+    if not cfg.word_pairs and model.tokenizer.pairs:
+        doc_freq = np.where(pair_terms(model.terms), 0, doc_freq)
     rank = None  # --select frequency: the terms in most messages
     if cfg.select == "mi":
         rank = mutual_information(model.doc_count, model.class_count)

@@ -6,6 +6,7 @@ import functools
 import re
 import string
 import unicodedata
+import zlib
 from itertools import filterfalse
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -186,7 +187,14 @@ class Tokenizer:
         """
         limit = self.config.max_body_chars
         text = normalize_text(text[:limit], self.config)[:limit]
-        if in_order or text.isascii() or self.config.ngrams > 1 or _ASCII_SEPARATORS.search(text):
+        cfg = self.config
+        if (
+            in_order
+            or text.isascii()
+            or cfg.ngrams > 1
+            or cfg.pairs
+            or _ASCII_SEPARATORS.search(text)
+        ):
             return self._split(text)
         chunks = text.split()
         out, addresses = self._split(" ".join(filter(str.isascii, chunks)))
@@ -204,7 +212,7 @@ class Tokenizer:
         low, high, stop = cfg.min_length, cfg.max_length, self._stop
         if text.isascii():
             tokens = _ASCII_WORD_RE.findall(text)
-            if cfg.ngrams == 1:  # the common case, where order does not matter
+            if cfg.ngrams == 1 and not cfg.pairs:  # the common case: order does not matter
                 long = bool(tokens) and max(map(len, tokens)) > high
                 if self._drop is not None and not long:  # a filter without a Python loop
                     return list(filterfalse(self._drop.__contains__, tokens)), addresses
@@ -221,9 +229,7 @@ class Tokenizer:
             if not _UNICODE.cjk.search(text) and max(map(len, tokens), default=0) <= high:
                 # what the loop below keeps of a text without Han, kana or long words
                 out = [t for t in tokens if len(t) >= low and t not in stop]
-                if cfg.ngrams > 1:
-                    out.extend(_ngrams(out, cfg.ngrams))
-                return out, addresses
+                return self._joined(out), addresses
         out = []
         for token in tokens:
             if low <= len(token) <= high and token.isascii():
@@ -231,9 +237,15 @@ class Tokenizer:
                     out.append(token)
             else:
                 self._special(token, out)
-        if cfg.ngrams > 1:
-            out.extend(_ngrams(out, cfg.ngrams))
-        return out, addresses
+        return self._joined(out), addresses
+
+    def _joined(self, words: list[str]) -> list[str]:
+        """``words`` with their word n-grams and hashed word pairs, as the config asks."""
+        if self.config.ngrams > 1:
+            words.extend(_ngrams(words, self.config.ngrams))
+        if self.config.pairs:
+            words.extend(pair_tokens(words, self.config.pairs))
+        return words
 
     def _special(self, token: str, out: list[str]) -> None:
         """The rare words: with Han or kana (cut up), short, long or non-ASCII."""
@@ -293,6 +305,21 @@ def _bigrams(run: str) -> list[str]:
     if len(run) == 1:
         return [run]
     return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def pair_tokens(words: list[str], buckets: int) -> list[str]:
+    """``pair:<n>`` for each two adjacent words (`skip:` tokens and n-grams left out), n a
+    hash of the pair into ``buckets`` buckets, as CRM114 and rspamd hash their features:
+    the vocabulary grows by at most ``buckets`` terms (per tag: ``subject:pair:<n>``),
+    where pairs kept whole grew it fivefold. The hash (CRC-32 of each word, combined) is
+    the same in every process and on every machine."""
+    codes = [_word_code(w) for w in words if not w.startswith("skip:") and " " not in w]
+    return [f"pair:{(a * 0x9E3779B1 ^ b) % buckets}" for a, b in zip(codes, codes[1:])]
+
+
+@functools.lru_cache(maxsize=65536)  # words repeat: most of a text's words are known ones
+def _word_code(word: str) -> int:
+    return zlib.crc32(word.encode("utf-8", "surrogatepass"))
 
 
 def _ngrams(tokens: list[str], n: int) -> list[str]:

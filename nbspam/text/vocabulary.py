@@ -143,7 +143,7 @@ def sorted_order(terms: Sequence[str]) -> np.ndarray:
 
 #: Tokens that name a structure, not words: a header's name, an attachment's type, a host,
 #: a note of nbspam's. A stop word there ('header:to') is no stop word.
-_NOT_WORDS = ("header:", "attachment:", "url:", "nbspam:", "skip:", "digits:")
+_NOT_WORDS = ("header:", "attachment:", "url:", "nbspam:", "skip:", "digits:", "pair:")
 
 
 @functools.lru_cache(maxsize=2)  # the folds of a cross-validation share their terms
@@ -162,6 +162,15 @@ def stop_terms(terms: tuple[str, ...], stop_words: tuple[str, ...]) -> np.ndarra
         words = term.rpartition(":")[2]
         if words in stop or (" " in words and not stop.isdisjoint(words.split(" "))):
             mask[i] = True
+    mask.flags.writeable = False
+    return mask
+
+
+@functools.lru_cache(maxsize=2)
+def pair_terms(terms: tuple[str, ...]) -> np.ndarray:
+    """Boolean mask (d,) of the hashed word pairs (``pair:<n>``, `features.pair_tokens`):
+    the model without them (``word_pairs`` off) leaves them out of the same counts."""
+    mask = np.fromiter((t.startswith("pair:") for t in terms), dtype=bool, count=len(terms))
     mask.flags.writeable = False
     return mask
 
