@@ -131,3 +131,83 @@ def test_a_program_that_calls_main_keeps_its_own_exit():
     assert result.returncode == 5
     assert result.stdout.decode().splitlines()[-1] == "nbspam ended with 0"
     assert result.stderr == b"the host's exit function\n"
+
+
+def test_a_defect_on_the_one_message_path_is_one_line_as_in_the_commands(monkeypatch, capsys):
+    """Both front ends end in one boundary: an unexpected failure of the one-message path
+    is the commands' one 'internal error' line, not a traceback."""
+    from nbspam.cli import entry
+
+    def defect(args):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(entry, "_one_message", defect)
+    monkeypatch.setattr(sys, "argv", ["nbspam", "predict", "-m", "m.nbm"])
+    monkeypatch.delenv("NBSPAM_TRACEBACK", raising=False)
+    with pytest.raises(SystemExit) as stop:
+        entry.main()
+    assert stop.value.code == 1
+    line = "Error: internal error: RuntimeError('boom') (set NBSPAM_TRACEBACK=1 to see where)\n"
+    assert capsys.readouterr().err == line
+
+
+@pytest.mark.parametrize("fast", [[], ["--jobs", "1"]])  # --jobs: the click command
+def test_both_paths_say_a_failure_in_the_same_line(tmp_path, fast):
+    message = (SAMPLE / "new" / "001.eml").read_bytes()
+    result = run("predict", "-m", str(tmp_path / "none.nbm"), *fast, stdin=message)
+    assert result.returncode == 1
+    missing = tmp_path / "none.nbm"
+    assert (
+        result.stderr
+        == f"Error: cannot read model file {missing}: No such file or directory\n".encode()
+    )
+
+
+@pytest.mark.parametrize("command", ["predict", "filter"])
+def test_the_one_message_options_are_the_click_commands(command):
+    """Each option the one-message path accepts is the click command's option of the
+    same names and meaning, and predict's formats are the click command's choices."""
+    import click
+
+    from nbspam.cli.commands import cli
+    from nbspam.cli.entry import FORMATS, ONE_MESSAGE_OPTIONS
+
+    params = {p.name: p for p in cli.commands[command].params}
+    for name, (param, flag) in ONE_MESSAGE_OPTIONS[command].items():
+        if name == "-":  # the PATH of stdin
+            assert isinstance(params[param], click.Argument)
+            continue
+        assert name in params[param].opts, (name, param)
+        assert params[param].is_flag == flag if isinstance(params[param], click.Option) else True
+    if command == "predict":
+        assert tuple(params["fmt"].type.choices) == FORMATS
+
+
+def test_filter_with_an_option_it_lacks_is_the_click_usage_error(model_path):
+    """`filter -f` is no option of filter: refused as the click command refuses it, the
+    message still passed through, never filtered as if -f were not there."""
+    message = (SAMPLE / "new" / "001.eml").read_bytes()
+    result = run("filter", "-m", model_path, "-f", "text", stdin=message)
+    assert result.returncode == 2
+    assert b"Error: No such option '-f'." in result.stderr
+    assert result.stdout == message
+
+
+@pytest.mark.parametrize("fmt", ["text", "jsonl", "tsv"])
+def test_the_one_message_path_prints_what_the_full_scorer_prints(model_path, monkeypatch, fmt):
+    """Byte for byte, for every --format: the numpy-free path of a process against the
+    click command scoring with the model itself."""
+    from click.testing import CliRunner
+
+    from nbspam.cli import stdin
+    from nbspam.cli.commands import cli
+    from nbspam.cli.entry import FORMATS
+
+    assert fmt in FORMATS
+    message = (SAMPLE / "new" / "002.eml").read_bytes()
+    fast = run("predict", "-m", model_path, "-f", fmt, stdin=message)
+    assert fast.returncode == 0, fast.stderr
+    monkeypatch.setattr(stdin, "predict_stdin", lambda *args: False)  # the full scorer
+    full = CliRunner().invoke(cli, ["predict", "-m", model_path, "-f", fmt], input=message)
+    assert full.exit_code == 0, full.output
+    assert fast.stdout == full.stdout_bytes

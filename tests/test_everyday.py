@@ -233,3 +233,12 @@ def test_one_name_for_one_thing(sample_model, sample_model_path):
     pruned = cli_run("prune", "-m", sample_model, "--min-count", "2", "--max-features", "50")
     assert pruned.exit_code == 0, pruned.stderr
     assert pruned.stderr.startswith(f"pruned {sample_model}: kept 50 terms")
+
+
+def test_header_styles_named_alike_everywhere():
+    from nbspam.cli import entry
+    from nbspam.cli.commands import cli
+    from nbspam.service.filtering import HEADER_STYLES
+
+    param = next(p for p in cli.commands["filter"].params if p.name == "header_style")
+    assert tuple(param.type.choices) == entry.HEADER_STYLES == HEADER_STYLES

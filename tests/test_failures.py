@@ -255,16 +255,6 @@ def test_a_name_that_is_not_utf8_is_written_as_its_bytes_in_text(model, odd_name
 # -- one name per meaning ----------------------------------------------------------------------
 
 
-def test_evaluate_text_format_and_its_old_name():
-    text = cli_run("evaluate", SAMPLE / "train", "--folds", "2", "-f", "text")
-    old = cli_run("evaluate", SAMPLE / "train", "--folds", "2", "-f", "table")
-    assert text.exit_code == old.exit_code == 0
-    same = [line for line in text.stdout.splitlines() if not line.endswith(" s")]  # times
-    assert same == [line for line in old.stdout.splitlines() if not line.endswith(" s")]
-    help_text = cli_run("evaluate", "--help").stdout
-    assert "[text|json|markdown]" in help_text and "table|" not in help_text
-
-
 @pytest.mark.parametrize("name", ["missing/m.nbm", "folder"])
 def test_train_refuses_an_output_it_could_not_write_before_the_work(tmp_path, monkeypatch, name):
     import nbspam.fit.training

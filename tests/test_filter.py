@@ -150,7 +150,7 @@ def test_the_status_value():
         "-", "ham", (0.9, 0.1), log_odds=-2.0, verdict="unsure", calibrated=0.25
     )
     assert status_value(calibrated) == (
-        f"unsure; log_odds=-2.000; calibrated=0.2500; probability=0.2500; version={__version__}"
+        f"unsure; log_odds=-2.000; calibrated=0.2500; version={__version__}"
     )
 
 

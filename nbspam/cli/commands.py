@@ -17,7 +17,8 @@ import click
 
 from .. import __version__
 from ..core.config import AUTO, EVENT_MODELS, MAIL_MODES, SELECTIONS, TrainConfig
-from ..errors import EXIT_INTERRUPTED, EXIT_SKIPPED, NbspamError
+from ..errors import EXIT_SKIPPED, NbspamError
+from .boundary import failure
 from .output import output_error
 
 EXIT_STATUS_HELP = """\b
@@ -27,41 +28,22 @@ be read, held no message or were binary data, and were skipped (each
 reported as "PATH: reason" on stderr); 130 interrupted (Ctrl-C)."""
 
 
-class CommandError(click.ClickException):
-    """An NbspamError on its way out: printed as 'Error: ...' with the error's exit status."""
-
-    def __init__(self, error: NbspamError) -> None:
-        super().__init__(str(error))
-        self.exit_code = error.exit_code
-
-
 class Group(click.Group):
-    """The one boundary where failures become one line on stderr and an exit status: the
-    library's errors, failed system calls (a full disk, say), Ctrl-C (status 130) and, as
-    'internal error', anything unexpected. A reader of the output that went away (EPIPE)
-    is left to click, which stops quietly."""
+    """Every command's failures go through `boundary.failure`: one line on stderr and an
+    exit status. Click's own (usage errors, --help, an exit) stay click's."""
 
     def invoke(self, ctx: click.Context) -> Any:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
             try:
                 return super().invoke(ctx)
-            except NbspamError as error:
-                raise CommandError(error) from None
-            except KeyboardInterrupt:
-                _interrupted()
-            except OSError as error:
-                if error.errno == errno.EPIPE:
-                    raise
-                raise CommandError(NbspamError(output_error(error))) from None
             except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit):
                 raise
-            except Exception as error:  # a defect: still one line, the details on request
-                if os.environ.get("NBSPAM_TRACEBACK"):
+            except BaseException as error:
+                status = failure(error)
+                if status is None:
                     raise
-                raise CommandError(
-                    NbspamError(f"internal error: {error!r} (set NBSPAM_TRACEBACK=1 to see where)")
-                ) from None
+                sys.exit(status)
 
 
 def emit(line: str) -> None:
@@ -73,12 +55,6 @@ def emit(line: str) -> None:
         if error.errno == errno.EPIPE:
             raise
         raise NbspamError(output_error(error, stdout=True)) from None
-
-
-def _interrupted() -> None:
-    """Ctrl-C: one line and status 130, as Unix tools end; files are never half-written."""
-    click.echo("Error: interrupted", err=True)
-    sys.exit(EXIT_INTERRUPTED)
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
@@ -284,25 +260,24 @@ def output_model_option(what: str = "the model file", *, default: bool = True):
 
 
 class FormatChoice(click.Choice):
-    """The --format of a command: names shared by all commands (text for people; json,
-    jsonl, tsv and markdown for programs and documents), and old names still accepted for
-    one release, unlisted."""
+    """A --format whose ``aliases`` name the same format another way: json and jsonl are one
+    format where a command has only one of them."""
 
-    def __init__(self, choices: list[str], *, aliases: dict[str, str] | None = None) -> None:
+    def __init__(self, choices: list[str], aliases: dict[str, str]) -> None:
         super().__init__(choices)
-        self.aliases = aliases or {}
+        self.aliases = aliases
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         return super().convert(self.aliases.get(value, value), param, ctx)
 
 
 def format_option(choices: list[str], help: str, *, aliases: dict[str, str] | None = None):
-    """-f/--format with these choices, text the default."""
+    """-f/--format with these choices (and ``aliases``), text the default."""
     return click.option(
         "-f",
         "--format",
         "fmt",
-        type=FormatChoice(choices, aliases=aliases),
+        type=FormatChoice(choices, aliases or {}),
         default="text",
         show_default=True,
         help=help,
@@ -310,7 +285,7 @@ def format_option(choices: list[str], help: str, *, aliases: dict[str, str] | No
 
 
 MESSAGE_FORMATS = format_option(
-    ["text", "jsonl", "tsv"],
+    ["text", "jsonl", "tsv"],  # as entry.FORMATS, which serves one message without click
     "Output format: text for people, jsonl (json is the same) or tsv for programs.",
     aliases={"json": "jsonl"},
 )
@@ -430,14 +405,6 @@ _TRAIN_OPTIONS = [
         "event_model",
         type=click.Choice((AUTO, *EVENT_MODELS)),
         help=f"Event model: auto tries the others (with a few alphas, then with stop words left out and with rare words left out) by internal cross-validation of the training messages and keeps the one of best ROC AUC, which train prints and info shows; multinomial counts words, bernoulli their presence and absence, fisher combines each word's spam probability by Fisher's method (two labels), complement weighs each label by the words of all the other labels, with no prior (try it where the labels are many or unbalanced). [default: {_DEFAULT_TRAIN.model}]",
-    ),
-    # the old spelling, kept unlisted: --model names the model file on every other command
-    click.option(
-        "--model",
-        "old_event_model",
-        type=click.Choice((AUTO, *EVENT_MODELS)),
-        hidden=True,
-        help="The old spelling of --event-model.",
     ),
     click.option(
         "--strength",
@@ -1076,7 +1043,7 @@ def explain(
     ["text", "json", "markdown"],
     "Report format: text for people, json (or jsonl, the same) for programs, markdown for "
     "documents.",
-    aliases={"table": "text", "jsonl": "json"},
+    aliases={"jsonl": "json"},
 )
 @click.option(
     "--scores",

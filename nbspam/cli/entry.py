@@ -12,8 +12,8 @@ import atexit
 import os
 import sys
 
-from ..errors import EXIT_INTERRUPTED, NbspamError
-from .output import ClosedOutput, flush_output, output_error, quiet_stdout
+from .boundary import failure
+from .output import ClosedOutput, flush_output, output_error
 
 _STATUS: list[int] = []  # the exit status that the command ended with
 
@@ -67,8 +67,7 @@ def _exit_status(code: object) -> int:
 def main() -> None:
     """The nbspam command on ``sys.argv``; ends with SystemExit, as click commands do.
 
-    For the one-message forms this is the boundary where failures become one line and a
-    status, as `cli.Group` is for the click commands.
+    The one-message forms end in `boundary.failure`, as the click commands do.
     """
     args = sys.argv[1:]
     if sys.stdout is None:  # started with its standard output closed
@@ -79,18 +78,11 @@ def main() -> None:
         status = _one_message(args)
         if status is not None:
             sys.stdout.flush()
-    except BrokenPipeError:  # the reader went away (``nbspam predict ... | head``)
-        quiet_stdout()
-        sys.exit(failed)
-    except NbspamError as error:  # filter passes its message through and says it itself
-        print(f"Error: {error}", file=sys.stderr)
-        sys.exit(error.exit_code)
-    except KeyboardInterrupt:
-        print("Error: interrupted", file=sys.stderr)
-        sys.exit(EXIT_INTERRUPTED)
-    except OSError as exc:  # one message read, scored and printed: it can only be stdout
-        print(f"Error: {output_error(exc, stdout=exc.filename is None)}", file=sys.stderr)
-        sys.exit(failed)
+    except BaseException as error:  # filter passes its message through and says it itself
+        status = failure(error, failed=failed, stdout=True)
+        if status is None:
+            raise
+        sys.exit(status)
     if status is None:
         from .commands import main as cli_main
 
@@ -99,51 +91,76 @@ def main() -> None:
         sys.exit(status)
 
 
+# What the one-message path accepts, by command: each option (by every name the click
+# command gives it) and the click parameter it sets, True for a flag; a bare "-" is the
+# PATH of stdin. tests/test_entry.py checks that the click commands define each alike.
+ONE_MESSAGE_OPTIONS: dict[str, dict[str, tuple[str, bool]]] = {
+    "predict": {
+        "-m": ("model_path", False),
+        "--model": ("model_path", False),
+        "-f": ("fmt", False),
+        "--format": ("fmt", False),
+        "-": ("paths", True),
+    },
+    "filter": {
+        "-m": ("model_path", False),
+        "--model": ("model_path", False),
+        "--exit-status": ("exit_status", True),
+        "--header-style": ("header_style", False),
+    },
+}
+# filter's --header-style choices (filtering.HEADER_STYLES; the click command's too)
+HEADER_STYLES = ("nbspam", "spamassassin", "bogofilter")
+# predict's -f choices (the click command's too, which tests/test_entry.py checks)
+FORMATS = ("text", "jsonl", "tsv")
+
+
 def _one_message(args: list[str]) -> int | None:
     """The exit status of ``predict -m MODEL [-f FORMAT] [-]`` or ``filter -m MODEL
     [--exit-status]`` on stdin, or None when ``args`` are anything else."""
-    if not args or args[0] not in ("predict", "filter"):
+    if not args or args[0] not in ONE_MESSAGE_OPTIONS:
         return None
-    options = _options(args[1:], flags={"--exit-status"} if args[0] == "filter" else {"-"})
+    options = _options(args[1:], ONE_MESSAGE_OPTIONS[args[0]])
     if options is None:
         return None
-    if "model" not in options:  # the default model, if there is one (else click says why)
+    if "model_path" not in options:  # the default model, if there is one (else click says why)
         from ..store.home import default_model_path
 
-        options["model"] = default_model_path()
-        if not os.path.isfile(options["model"]):
+        options["model_path"] = default_model_path()
+        if not os.path.isfile(options["model_path"]):
             return None
     if args[0] == "filter":
         from ..service.filtering import filter_stdin
 
         style = options.get("header_style", "nbspam")
-        if style not in ("nbspam", "spamassassin", "bogofilter"):
+        if style not in HEADER_STYLES:
             return None  # click says why
-        return filter_stdin(options["model"], exit_status="--exit-status" in options, style=style)
-    if options.get("format", "text") not in ("text", "jsonl", "tsv"):
+        return filter_stdin(
+            options["model_path"], exit_status="exit_status" in options, style=style
+        )
+    fmt = options.get("fmt", "text")
+    if fmt not in FORMATS:
         return None
     from .stdin import predict_stdin
 
-    return 0 if predict_stdin(options["model"], options.get("format", "text")) else None
+    return 0 if predict_stdin(options["model_path"], fmt) else None
 
 
-def _options(args: list[str], *, flags: set[str]) -> dict[str, str] | None:
-    """-m/--model and -f/--format with their values, and the given bare flags; None for
-    anything else (which the full parser then handles, errors included)."""
-    names = {"-m": "model", "--model": "model", "-f": "format", "--format": "format"}
-    if flags == {"--exit-status"}:  # filter
-        names = {"-m": "model", "--model": "model", "--header-style": "header_style"}
+def _options(args: list[str], accepted: dict[str, tuple[str, bool]]) -> dict[str, str] | None:
+    """The ``accepted`` options in ``args``, by parameter, with their values ("" for a
+    flag); None for anything else (which the full parser then handles, errors included)."""
     found: dict[str, str] = {}
     i = 0
     while i < len(args):
         arg = args[i]
         name, eq, value = arg.partition("=")
-        if arg in flags:
-            found[arg] = ""
-        elif eq and name.startswith("--") and name in names:
-            found[names[name]] = value
-        elif arg in names and i + 1 < len(args):
-            found[names[arg]] = args[i + 1]
+        param, flag = accepted.get(name, ("", False))
+        if param and flag and not eq:
+            found[param] = ""
+        elif param and not flag and eq and name.startswith("--"):
+            found[param] = value
+        elif param and not flag and not eq and i + 1 < len(args):
+            found[param] = args[i + 1]
             i += 1
         else:
             return None

@@ -56,10 +56,12 @@ def _stdout_failed() -> bool:
 
 def quiet_stdout() -> None:
     """Point stdout at /dev/null, so that flushing at exit raises nothing more."""
-    if isinstance(sys.stdout, ClosedOutput):
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # closed at start, or not a file at all
         return
     devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
+    os.dup2(devnull, fd)
     try:
         sys.stdout.flush()  # what was buffered goes to /dev/null now
     except OSError:

@@ -12,12 +12,9 @@ from ..text.tokenizer import load_stop_words
 
 def settings_from(config_file: str | None, options: dict[str, Any]) -> Settings:
     """Settings from the YAML file (if any), overridden by the options given (None: not
-    given). ``old_event_model`` is --model, the old spelling of --event-model."""
+    given)."""
     values = load_yaml(config_file) if config_file else {}
     flags = {k: v for k, v in options.items() if v is not None}
-    old_spelling = flags.pop("old_event_model", None)
-    if old_spelling is not None:
-        flags.setdefault("event_model", old_spelling)
     return resolve_settings({**values, **flags}, source=config_file or "options")
 
 

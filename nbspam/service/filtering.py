@@ -67,9 +67,7 @@ def status_value(prediction: Prediction) -> str:
     (left out when the model has no calibration) and the nbspam version."""
     parts = [one_line(prediction.verdict or ""), f"log_odds={prediction.log_odds:+.3f}"]
     if prediction.calibrated is not None:
-        calibrated = f"{prediction.calibrated:.4f}"
-        # probability= is the old name of calibrated=, kept for one release
-        parts += [f"calibrated={calibrated}", f"probability={calibrated}"]
+        parts.append(f"calibrated={prediction.calibrated:.4f}")
     parts.append(f"version={__version__}")
     return "; ".join(parts)
 
