@@ -16,6 +16,13 @@ CORPORA = ROOT.parent / "shared" / "corpora"
 SAMPLE_OPTIONS = ("--cutoffs=-5,5",)
 
 
+@pytest.fixture(autouse=True)
+def default_model_folder(tmp_path, monkeypatch):
+    """The default model (no -m, no -o) of a test in its own folder, never the user's."""
+    monkeypatch.delenv("NBSPAM_MODEL", raising=False)
+    monkeypatch.setenv("NBSPAM_DIR", str(tmp_path / "nbspam-home"))
+
+
 @pytest.fixture(scope="session")
 def sample_models(tmp_path_factory):
     """``train(*options)``: the path of the model `nbspam train sample_data/train -o PATH

@@ -282,7 +282,7 @@ def test_forget_of_a_message_never_learned_without_expiry_is_skipped(sample_mode
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ((), "give what to prune: --min-docs, --max-terms, --expire-before or --keep-digests"),
+        ((), "give what to prune: --min-count, --max-features, --expire-before or --keep-digests"),
         (("--expire-before", "2024-13-01"), "'2024-13-01' is not a date YYYY-MM-DD"),
         (("--min-docs", "0"), "0 is not in the range x>=1"),
     ],

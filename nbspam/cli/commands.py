@@ -85,13 +85,15 @@ class Reporter:
     def __init__(self, verb: str) -> None:
         self.verb = verb
         self.done = 0
-        self.live = sys.stderr.isatty()
+        self.live = sys.stderr.isatty() and not quiet()
         self._last = 0.0
         from ..mail.message import Problems
 
         self.problems = Problems(self.line)
 
     def line(self, text: str) -> None:
+        if text.startswith("note: ") and quiet():
+            return
         self._clear()
         click.echo(text, err=True)
 
@@ -115,14 +117,64 @@ class Reporter:
         return EXIT_SKIPPED if skipped else 0
 
 
+QUIET = "nbspam.quiet"
+
+
+def _set_quiet(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    ctx.meta[QUIET] = value
+
+
+def quiet_option(f):
+    """-q/--quiet: nothing on stderr but errors and skipped inputs."""
+    return click.option(
+        "-q",
+        "--quiet",
+        is_flag=True,
+        expose_value=False,
+        is_eager=True,
+        callback=_set_quiet,
+        help="Print nothing on stderr but errors and skipped inputs: no progress, no summary "
+        "(cron mails whatever a job prints).",
+    )(f)
+
+
+def quiet() -> bool:
+    """Whether the command runs with -q."""
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and ctx.meta.get(QUIET))
+
+
+def say(line: str) -> None:
+    """A line for people on stderr (a summary, a note), unless -q."""
+    if not quiet():
+        click.echo(line, err=True)
+
+
+def _model_path(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
+    """-m as given, else the default model, which must exist."""
+    if value is not None:
+        return value
+    from ..store.home import DEFAULT_MODEL_HELP, default_model_path
+
+    path = default_model_path()
+    if not os.path.lexists(path):
+        raise NbspamError(
+            f"no model at {path} ({DEFAULT_MODEL_HELP}): give -m MODEL, or train one there "
+            "with 'nbspam train DATA'"
+        )
+    return path
+
+
 def model_option(f):
+    from ..store.home import DEFAULT_MODEL_HELP
+
     return click.option(
         "-m",
         "--model",
         "model_path",
-        required=True,
+        callback=_model_path,
         type=click.Path(),  # a folder, like any special file, is refused in one line
-        help="Model file written by 'nbspam train'.",
+        help=f"Model file written by 'nbspam train'. [default: {DEFAULT_MODEL_HELP}]",
     )(f)
 
 
@@ -181,24 +233,51 @@ def autolearn_options(when: str):
     return decorate
 
 
-def output_model_option(what: str = "the model file"):
-    """-o/--output: where a command that makes a model writes it."""
+def _output_model_path(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
+    """-o as given, else the default model, its folder made if missing."""
+    if value is not None:
+        return value
+    from ..store.home import default_model_path, make_default_folder
+
+    make_default_folder()
+    return default_model_path()
+
+
+def output_model_option(what: str = "the model file", *, default: bool = True):
+    """-o/--output: where a command that makes a model writes it; by default (``default``)
+    the default model."""
+    from ..store.home import DEFAULT_MODEL_HELP
+
+    more = f" [default: {DEFAULT_MODEL_HELP}]" if default else ""
     return click.option(
         "-o",
         "--output",
-        required=True,
+        required=not default,
+        callback=_output_model_path if default else None,
         type=click.Path(),
-        help=f"Where to write {what} (replaced atomically).",
+        help=f"Where to write {what} (replaced atomically).{more}",
     )
 
 
-def format_option(choices: list[str], help: str):
-    """-f/--format with these choices, text the default."""
+class FormatChoice(click.Choice):
+    """A --format whose ``aliases`` name the same format another way: json and jsonl are one
+    format where a command has only one of them."""
+
+    def __init__(self, choices: list[str], aliases: dict[str, str]) -> None:
+        super().__init__(choices)
+        self.aliases = aliases
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        return super().convert(self.aliases.get(value, value), param, ctx)
+
+
+def format_option(choices: list[str], help: str, *, aliases: dict[str, str] | None = None):
+    """-f/--format with these choices (and ``aliases``), text the default."""
     return click.option(
         "-f",
         "--format",
         "fmt",
-        type=click.Choice(choices),
+        type=FormatChoice(choices, aliases or {}),
         default="text",
         show_default=True,
         help=help,
@@ -207,7 +286,8 @@ def format_option(choices: list[str], help: str):
 
 MESSAGE_FORMATS = format_option(
     ["text", "jsonl", "tsv"],  # as entry.FORMATS, which serves one message without click
-    "Output format: text for people, jsonl or tsv for programs.",
+    "Output format: text for people, jsonl (json is the same) or tsv for programs.",
+    aliases={"json": "jsonl"},
 )
 
 
@@ -513,6 +593,7 @@ def _counter(
 
 
 @cli.command()
+@quiet_option
 @click.argument("data", nargs=-1)
 @output_model_option()
 @files_from_options
@@ -596,7 +677,7 @@ def train(
     from .render import train_summary
 
     for line in train_summary(model, output, os.path.getsize(output)):
-        click.echo(line, err=True)
+        say(line)
     sys.exit(status)
 
 
@@ -612,7 +693,7 @@ def _train_table(path: str, table_settings: Any, settings: Any, output: str) -> 
     model = train_table(path, table_settings, auto=cfg.model == AUTO, cfg=table_rule(settings))
     save_table_model(model, output)
     for line in table_train_summary(model, output, os.path.getsize(output)):
-        click.echo(line, err=True)
+        say(line)
 
 
 def _check_output(path: str) -> None:
@@ -645,11 +726,13 @@ def check_outputs(outputs, inputs) -> None:
 def _data_inputs(specs: Iterable[str]) -> list[tuple[str, str]]:
     """(path, what) of each DATA spec: a LABEL=PATH spec names PATH (as `read_labelled`
     reads it)."""
+    from ..mail.messages import label_spec
+
     out = []
     for spec in specs:
-        label, sep, path = spec.partition("=")
-        if sep and label and not os.path.exists(spec):
-            spec = path
+        labelled = label_spec(spec)
+        if labelled is not None:
+            spec = labelled[1]
         out.append((spec, f"the input {spec}"))
     return out
 
@@ -712,6 +795,7 @@ def _listed(files_from, null: bool) -> Iterator[str]:
 
 
 @cli.command()
+@quiet_option
 @model_option
 @click.argument("paths", nargs=-1, metavar="[PATH]...")
 @files_from_options
@@ -812,7 +896,7 @@ def _predict_table(model_path: str, paths: Iterable[str], fmt: str) -> None:
             emit(line)
     note = render.unseen_note(unseen)
     if note:
-        click.echo(f"note: {note}", err=True)
+        say(f"note: {note}")
 
 
 def _update_table(model_path: str, paths: list[str], sign: int, label: str | None) -> None:
@@ -825,7 +909,7 @@ def _update_table(model_path: str, paths: list[str], sign: int, label: str | Non
         raise click.UsageError("a table model learns and forgets the rows of a table: give PATH")
     n = sum(update_table_file(model_path, read_table(path), sign, label) for path in paths)
     verb = "learned" if sign > 0 else "forgot"
-    click.echo(f"{verb} {n:,} row(s)" + (f" as {label}" if label else ""), err=True)
+    say(f"{verb} {n:,} row(s)" + (f" as {label}" if label else ""))
 
 
 def _merge_tables(models: tuple[str, ...], output: str) -> bool:
@@ -837,7 +921,7 @@ def _merge_tables(models: tuple[str, ...], output: str) -> bool:
         return False
     merged = merge_table_models([load_table_model(path) for path in models])
     save_table_model(merged, output)
-    click.echo(f"merged {len(models)} table models into {output}", err=True)
+    say(f"merged {len(models)} table models into {output}")
     return True
 
 
@@ -859,6 +943,7 @@ def _explain_table(model_path: str, paths: list[str], top: int | None, fmt: str)
 
 
 @cli.command()
+@quiet_option
 @model_option
 @click.argument("paths", nargs=-1, metavar="[PATH]...")
 @click.option(
@@ -928,6 +1013,7 @@ def explain(
 
 
 @cli.command()
+@quiet_option
 @click.argument("data", nargs=-1, required=True)
 @click.option(
     "--folds",
@@ -955,7 +1041,9 @@ def explain(
 )
 @format_option(
     ["text", "json", "markdown"],
-    "Report format: text for people, json for programs, markdown for documents.",
+    "Report format: text for people, json (or jsonl, the same) for programs, markdown for "
+    "documents.",
+    aliases={"jsonl": "json"},
 )
 @click.option(
     "--scores",
@@ -1104,7 +1192,7 @@ def evaluate(
             from ..evaluation.plot import plot_online
 
             plot_online(result.scores, result.curve, plot)
-            click.echo(f"wrote {plot}", err=True)
+            say(f"wrote {plot}")
         sys.exit(status)
     if table_path is not None:
         if test_data or chronological or online:
@@ -1159,7 +1247,7 @@ def evaluate(
         from ..evaluation.plot import plot_evaluation
 
         plot_evaluation(scores, plot, cutoffs=ev.typical_cutoffs(scores))
-        click.echo(f"wrote {plot}", err=True)
+        say(f"wrote {plot}")
     sys.exit(status)
 
 
@@ -1200,6 +1288,7 @@ def _move_option(kind: str, what: str):
 
 
 @cli.command("filter", cls=FilterCommand)
+@quiet_option
 @model_option
 @click.argument("paths", nargs=-1, metavar="[PATH]...")
 @click.option(
@@ -1232,6 +1321,15 @@ def _move_option(kind: str, what: str):
     is_flag=True,
     help="Learn the messages scored with very high confidence, under their verdict (into MODEL).",
 )
+@click.option(
+    "--header-style",
+    type=click.Choice(["nbspam", "spamassassin", "bogofilter"]),
+    default="nbspam",
+    show_default=True,
+    help="One message: the verdict headers to add, so that existing rules work: nbspam "
+    "(X-Nbspam-Status), spamassassin (X-Spam-Flag: YES, X-Spam-Status: Yes, score=...) or "
+    "bogofilter (X-Bogosity: Spam, ...); X-Nbspam-Status is always added too.",
+)
 @autolearn_options("--autolearn")
 @jobs_option
 @user_options
@@ -1241,6 +1339,7 @@ def filter_mail(
     user_models: str | None,
     paths: tuple[str, ...],
     exit_status: bool,
+    header_style: str,
     move_spam: str | None,
     move_unsure: str | None,
     move_ham: str | None,
@@ -1306,6 +1405,7 @@ def filter_mail(
                 misuse=misuse,
                 autolearn=learner,
                 layer=layer,
+                style=header_style,
             )
         )
     if exit_status:
@@ -1343,25 +1443,25 @@ def filter_mail(
             model_path=model_path,
         )
     status = report.finish()
-    click.echo(summary.line(dry_run=dry_run), err=True)
+    say(summary.line(dry_run=dry_run))
     if learner is not None:
         from ..service.filtering import learn_confident
 
         sure = summary.autolearned
         spam = sum(m.label == scorer.positive for m in sure)
         if dry_run:
-            click.echo(f"autolearn: {len(sure):,} sure enough to learn, none learned", err=True)
+            say(f"autolearn: {len(sure):,} sure enough to learn, none learned")
         else:
             learned = learn_confident(model_path, sure)
-            click.echo(
+            say(
                 f"autolearn: {learned:,} learned of {len(sure):,} sure enough "
                 f"({spam:,} spam, {len(sure) - spam:,} ham; the rest learned before)",
-                err=True,
             )
     sys.exit(status)
 
 
 @cli.command()
+@quiet_option
 @model_option
 @click.option("-l", "--label", required=True, help="The label the messages are learned as.")
 @click.option(
@@ -1418,15 +1518,15 @@ def learn(
     messages = read_inputs(listed, report.problems, follow_links=follow_links)
     change = learn_messages(model_path, messages, label, layer=layer, new_label=new_label)
     status = report.finish()
-    click.echo(
+    say(
         f"learned {change.learned + change.relabelled:,} message(s) as {label} "
         f"({change.relabelled:,} moved from another label, {change.unchanged:,} already known)",
-        err=True,
     )
     sys.exit(status)
 
 
 @cli.command()
+@quiet_option
 @model_option
 @click.argument("paths", nargs=-1, metavar="[PATH]...")
 @files_from_options
@@ -1474,11 +1574,12 @@ def forget(
     for name in change.unknown:
         report.problems.skip(name, "not learned by this model, nothing to forget")
     status = report.finish()
-    click.echo(f"forgot {change.forgotten:,} message(s)", err=True)
+    say(f"forgot {change.forgotten:,} message(s)")
     sys.exit(status)
 
 
 @cli.command()
+@quiet_option
 @model_option
 def compact(model_path: str) -> None:
     """Fold the model's journal (MODEL.journal) into the model file.
@@ -1496,7 +1597,7 @@ def compact(model_path: str) -> None:
     from ..service.journalled import compact as compact_model
 
     folded = compact_model(model_path)
-    click.echo(f"folded {folded:,} journal record(s) into {model_path}", err=True)
+    say(f"folded {folded:,} journal record(s) into {model_path}")
 
 
 def _date(value: str | None) -> int | None:
@@ -1513,6 +1614,7 @@ def _date(value: str | None) -> int | None:
 
 
 @cli.command()
+@quiet_option
 @model_option
 @click.option(
     "-o",
@@ -1521,16 +1623,22 @@ def _date(value: str | None) -> int | None:
     help="Write the pruned model here (replaced atomically) instead of in place.",
 )
 @click.option(
+    "--min-count",
     "--min-docs",
+    "min_docs",
     type=click.IntRange(min=1),
     metavar="K",
-    help="Drop the terms found in fewer than K messages.",
+    help="Drop the terms found in fewer than K messages (train's --min-count; "
+    "--min-docs is the same).",
 )
 @click.option(
+    "--max-features",
     "--max-terms",
+    "max_terms",
     type=click.IntRange(min=1),
     metavar="N",
-    help="Keep only the N terms found in most messages (ties: in term order).",
+    help="Keep only the N terms found in most messages (ties: in term order; train's "
+    "--max-features; --max-terms is the same).",
 )
 @click.option(
     "--expire-before",
@@ -1571,7 +1679,7 @@ def prune(
 
     if (min_docs, max_terms, expire_before, keep_digests) == (None, None, None, None):
         raise click.UsageError(
-            "give what to prune: --min-docs, --max-terms, --expire-before or --keep-digests"
+            "give what to prune: --min-count, --max-features, --expire-before or --keep-digests"
         )
     before = _date(expire_before)
 
@@ -1593,15 +1701,15 @@ def prune(
         )
         pruned, done = change(load_model(model_path))
         write_model(pruned, output)
-    click.echo(
+    say(
         f"pruned {output or model_path}: kept {done.terms_kept:,} terms "
         f"({done.terms_dropped:,} dropped), {done.digests_kept:,} digests "
         f"({done.digests_expired:,} expired)",
-        err=True,
     )
 
 
 @cli.command()
+@quiet_option
 @model_option
 @click.argument("folders", nargs=-1, required=True, metavar="LABEL=FOLDER...")
 @click.option(
@@ -1650,18 +1758,18 @@ def sync(
     learned = (
         ", ".join(f"{n:,} as {label}" for label, n in done.learned.items() if n) or "nothing new"
     )
-    click.echo(
+    say(
         f"synced {done.found:,} message(s), opened {done.opened:,}: learned {learned}, "
         f"{done.relabelled:,} moved from another label, {done.unchanged:,} already known"
         + (f"; {done.gone:,} no longer in the folders (still learned)" if done.gone else ""),
-        err=True,
     )
     sys.exit(status)
 
 
 @cli.command()
+@quiet_option
 @click.argument("models", nargs=-1, required=True, type=click.Path())
-@output_model_option("the merged model")
+@output_model_option("the merged model", default=False)
 def merge(models: tuple[str, ...], output: str) -> None:
     """Merge models trained with the same settings on disjoint sets of messages.
 
@@ -1690,11 +1798,12 @@ def merge(models: tuple[str, ...], output: str) -> None:
     parts = [load_model(path) for path in models]
     merged = merge_models(parts)
     write_model(merged, output)
-    click.echo(f"merged {len(models)} models into {output}", err=True)
-    click.echo(f"note: {merged_note(parts)}", err=True)
+    say(f"merged {len(models)} models into {output}")
+    say(f"note: {merged_note(parts)}")
 
 
 @cli.command()
+@quiet_option
 @model_option
 @click.option(
     "-o",
@@ -1751,12 +1860,13 @@ def dump(model_path: str, output: str | None) -> None:
     from ..store.container import write_file
 
     write_file(output, dump_chunks(model), what="dump")
-    click.echo(f"dumped {model_path} to {output}", err=True)
+    say(f"dumped {model_path} to {output}")
 
 
 @cli.command()
+@quiet_option
 @click.argument("source", default="-", metavar="[DUMP|-]")
-@output_model_option()
+@output_model_option(default=False)
 def restore(source: str, output: str) -> None:
     """Make a model file of a dump written by 'nbspam dump'.
 
@@ -1787,16 +1897,19 @@ def restore(source: str, output: str) -> None:
         with stream:
             model = restore_model(stream)
     write_model(model, output)
-    click.echo(
+    say(
         f"restored {output}: {len(model.labels)} classes, {len(model.terms):,} terms, "
         f"{len(model.seen_labels):,} messages learned",
-        err=True,
     )
 
 
 @cli.command()
 @model_option
-@format_option(["text", "json"], "Output format: text for people, json for programs.")
+@format_option(
+    ["text", "json"],
+    "Output format: text for people, json (or jsonl, the same) for programs.",
+    aliases={"jsonl": "json"},
+)
 def info(model_path: str, fmt: str) -> None:
     """Show what is in a model: labels, counts, vocabulary, settings, history.
 

@@ -106,8 +106,11 @@ ONE_MESSAGE_OPTIONS: dict[str, dict[str, tuple[str, bool]]] = {
         "-m": ("model_path", False),
         "--model": ("model_path", False),
         "--exit-status": ("exit_status", True),
+        "--header-style": ("header_style", False),
     },
 }
+# filter's --header-style choices (filtering.HEADER_STYLES; the click command's too)
+HEADER_STYLES = ("nbspam", "spamassassin", "bogofilter")
 # predict's -f choices (the click command's too, which tests/test_entry.py checks)
 FORMATS = ("text", "jsonl", "tsv")
 
@@ -118,12 +121,23 @@ def _one_message(args: list[str]) -> int | None:
     if not args or args[0] not in ONE_MESSAGE_OPTIONS:
         return None
     options = _options(args[1:], ONE_MESSAGE_OPTIONS[args[0]])
-    if options is None or "model_path" not in options:
+    if options is None:
         return None
+    if "model_path" not in options:  # the default model, if there is one (else click says why)
+        from ..store.home import default_model_path
+
+        options["model_path"] = default_model_path()
+        if not os.path.isfile(options["model_path"]):
+            return None
     if args[0] == "filter":
         from ..service.filtering import filter_stdin
 
-        return filter_stdin(options["model_path"], exit_status="exit_status" in options)
+        style = options.get("header_style", "nbspam")
+        if style not in HEADER_STYLES:
+            return None  # click says why
+        return filter_stdin(
+            options["model_path"], exit_status="exit_status" in options, style=style
+        )
     fmt = options.get("fmt", "text")
     if fmt not in FORMATS:
         return None

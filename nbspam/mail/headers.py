@@ -39,21 +39,33 @@ def header_end(data: bytes) -> int:
     return end if crlf < 0 else crlf
 
 
-_OWN_HEADER = re.compile(rb"(?im)^x-nbspam-[^:\n]*:[^\n]*\n(?:[ \t][^\n]*\n)*")
+#: Headers of other filters' styles (`--header-style`) that nbspam writes just before its own
+#: X-Nbspam-Status: only those directly before it are nbspam's.
+STYLE_HEADERS = (b"x-spam-flag", b"x-spam-status", b"x-bogosity")
+_STYLE = rb"(?:" + b"|".join(STYLE_HEADERS) + rb")[ \t]*:[^\n]*\n(?:[ \t][^\n]*\n)*"
+_OWN_HEADER = re.compile(rb"(?im)^(?:" + _STYLE + rb")*x-nbspam-[^:\n]*:[^\n]*\n(?:[ \t][^\n]*\n)*")
+_STYLE_LINE = re.compile(rb"(?:" + b"|".join(STYLE_HEADERS) + rb")[ \t]*:", re.IGNORECASE)
 
 
 def add_status_header(data: bytes, value: str) -> bytes:
-    """``data`` with ``X-Nbspam-Status: value`` as its first header line, every other byte as
-    it was, except that an X-Nbspam-Status header already there is taken out.
+    """``data`` with ``X-Nbspam-Status: value`` as its first header line (`add_headers`)."""
+    return add_headers(data, [(STATUS_HEADER.decode(), value)])
 
-    The line goes after an mbox ``From `` line if the message starts with one, and ends as
+
+def add_headers(data: bytes, fields: list[tuple[str, str]]) -> bytes:
+    """``data`` with these (name, value) header fields as its first header lines, every
+    other byte as it was, except that the fields nbspam added before are taken out: every
+    X-Nbspam-Status header, with the style headers (`STYLE_HEADERS`) just before it.
+    The last field must be X-Nbspam-Status, which marks the others as nbspam's.
+
+    The lines go after an mbox ``From `` line if the message starts with one, and end as
     the message's first line does (CRLF or LF).
     """
     start = _headers_start(data)
     first = data.find(b"\n")
     eol = b"\r\n" if first > 0 and data[first - 1 : first] == b"\r" else b"\n"
-    line = STATUS_HEADER + b": " + value.encode("utf-8") + eol
-    return data[:start] + line + _without_status_header(data[start:])
+    lines = b"".join(f"{name}: {value}".encode() + eol for name, value in fields)
+    return data[:start] + lines + _without_status_header(data[start:])
 
 
 def _headers_start(data: bytes) -> int:
@@ -67,21 +79,31 @@ def _headers_start(data: bytes) -> int:
 
 def _without_status_header(data: bytes) -> bytes:
     """``data`` less every X-Nbspam-Status header (with its continuation lines) found before
-    the first blank line."""
+    the first blank line, and the style headers (`STYLE_HEADERS`) right before each."""
     kept: list[bytes] = []
-    pos, dropping = 0, False
+    style: list[bytes] = []  # style header lines not yet known to be nbspam's
+    pos, field = 0, b""
     while pos < len(data):
         end = data.find(b"\n", pos)
         end = len(data) if end < 0 else end + 1
         line = data[pos:end]
         if line in (b"\n", b"\r\n"):
             break
-        if not (dropping and line[:1] in (b" ", b"\t")):
-            dropping = _STATUS_LINE.match(line) is not None
-        if not dropping:
+        if line[:1] not in (b" ", b"\t"):
+            field = (
+                b"own" if _STATUS_LINE.match(line) else b"style" if _STYLE_LINE.match(line) else b""
+            )
+            if field == b"own":
+                style = []
+            elif not field:
+                kept += style
+                style = []
+        if field == b"style":
+            style.append(line)
+        elif not field:
             kept.append(line)
         pos = end
-    return b"".join(kept) + data[pos:]
+    return b"".join(kept + style) + data[pos:]
 
 
 def one_line(text: str) -> str:

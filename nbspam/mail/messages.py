@@ -81,6 +81,16 @@ def read_stdin(problems: Problems, stdin: BinaryIO | None = None) -> Message | N
     return checked_message("-", stream.read(MAX_MESSAGE_BYTES + 1), problems)
 
 
+def label_spec(spec: str) -> tuple[str, str] | None:
+    """(LABEL, PATH) of a ``LABEL=PATH`` spec, or None for a spec that is not one (no
+    ``=``, or an existing file whose name holds one). A ``~`` that starts PATH is the home
+    folder, as a shell makes it: /bin/sh (cron's shell) leaves ``spam=~/Maildir`` as it is."""
+    label, sep, path = spec.partition("=")
+    if not sep or not label or os.path.exists(spec):
+        return None
+    return label, os.path.expanduser(path) if path.startswith("~") else path
+
+
 def read_labelled(
     specs: Iterable[str], problems: Problems, *, follow_links: bool = False, literal: bool = False
 ) -> Iterator[Message]:
@@ -93,8 +103,9 @@ def read_labelled(
     links in folders are followed, and ``literal`` PATHs read, as `read_messages` says.
     """
     for spec in specs:
-        label, sep, path = spec.partition("=")
-        if sep and label and not os.path.exists(spec):
+        labelled = label_spec(spec)
+        if labelled is not None:
+            label, path = labelled
             found = read_messages([path], problems, follow_links=follow_links, literal=literal)
             for message in found:
                 yield Message(message.id, message.data, label)

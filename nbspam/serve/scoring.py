@@ -56,7 +56,7 @@ class Outcome:
     @property
     def output(self) -> bytes:
         """The message with nbspam's header, made when asked (CHECK does not ask)."""
-        return with_header(self.data, self.prediction)
+        return with_header(self.data, self.prediction, self.kind)
 
     @property
     def is_spam(self) -> bool:

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from .. import __version__
 from ..core.jsonl import json_line
 from ..errors import EXIT_SKIPPED, FilterError, InputError, NbspamError, os_reason
-from ..mail.headers import add_status_header, message_digest, one_line
+from ..mail.headers import add_headers, message_digest, one_line
 from ..mail.message import BINARY, EMPTY, MAX_MESSAGE_BYTES, Message, Problems, is_binary, is_empty
 from ..mail.messages import folder_files, maildir_part, read_file, read_messages
 from ..models.decision import UNSURE, Prediction
@@ -70,6 +70,47 @@ def status_value(prediction: Prediction) -> str:
         parts.append(f"calibrated={prediction.calibrated:.4f}")
     parts.append(f"version={__version__}")
     return "; ".join(parts)
+
+
+#: The header styles of `status_headers`: nbspam's own, SpamAssassin's, bogofilter's.
+HEADER_STYLES = ("nbspam", "spamassassin", "bogofilter")
+
+
+def status_headers(
+    prediction: Prediction, kind: str, style: str = "nbspam"
+) -> list[tuple[str, str]]:
+    """The header fields a verdict adds to a message in a ``style`` of `HEADER_STYLES`, so
+    that rules written for SpamAssassin or bogofilter work unchanged; ``kind`` is 'spam',
+    'unsure' or 'ham' (`verdict_kind`). X-Nbspam-Status always comes last:
+
+    - nbspam: ``X-Nbspam-Status`` (`status_value`) alone;
+    - spamassassin: ``X-Spam-Flag: YES`` (spam only) and ``X-Spam-Status: Yes, score=S
+      tests=NBSPAM_SPAM version=nbspam-V`` (``No`` for ham and unsure; S is the log-odds);
+    - bogofilter: ``X-Bogosity: Spam, tests=nbspam, spamicity=P, version=nbspam-V``
+      (``Ham``, ``Unsure``; P the calibrated probability of spam, else the logistic of the
+      log-odds).
+    """
+    own = ("X-Nbspam-Status", status_value(prediction))
+    version = f"nbspam-{__version__}"
+    if style == "spamassassin":
+        flag = [("X-Spam-Flag", "YES")] if kind == SPAM else []
+        answer = "Yes" if kind == SPAM else "No"
+        status = (
+            f"{answer}, score={prediction.log_odds:.1f} tests=NBSPAM_{kind.upper()} "
+            f"version={version}"
+        )
+        return [*flag, ("X-Spam-Status", status), own]
+    if style == "bogofilter":
+        p = prediction.calibrated
+        if p is None:
+            import math
+
+            p = 1.0 / (1.0 + math.exp(-max(-700.0, min(700.0, prediction.log_odds))))
+        bogosity = f"{kind.capitalize()}, tests=nbspam, spamicity={p:.6f}, version={version}"
+        return [("X-Bogosity", bogosity), own]
+    if style != "nbspam":
+        raise FilterError(f"unknown header style {style!r}: one of {', '.join(HEADER_STYLES)}")
+    return [own]
 
 
 def require_two_classes(labels: tuple[str, ...]) -> None:
@@ -143,8 +184,10 @@ def filter_stdin(
     misuse: str | None = None,
     autolearn: Autolearn | None = None,
     layer: str | None = None,
+    style: str = "nbspam",
 ) -> int:
-    """Pass the message on stdin to stdout with its verdict header; return the exit status.
+    """Pass the message on stdin to stdout with its verdict headers in ``style``
+    (`status_headers`); return the exit status.
 
     Whatever fails (a bad model, a bug, a broken installation, binary data), the original
     bytes still go to stdout unchanged and the reason to stderr as one line ``Error: ...``.
@@ -170,7 +213,7 @@ def filter_stdin(
     output, kind, error, learned = data, None, misuse, None
     if error is None:
         try:
-            output, kind, prediction, labels, positive = _filter_one(model_path, data, layer)
+            output, kind, prediction, labels, positive = _filter_one(model_path, data, layer, style)
             if autolearn is not None and positive is not None:
                 label = autolearn.label(prediction, labels, positive)
                 if label is not None:
@@ -210,7 +253,7 @@ def filter_single(model_path: str, data: bytes) -> tuple[bytes, str]:
 
 
 def _filter_one(
-    model_path: str, data: bytes, layer: str | None = None
+    model_path: str, data: bytes, layer: str | None = None, style: str = "nbspam"
 ) -> tuple[bytes, str, Prediction, tuple[str, ...], str | None]:
     """`filter_single`'s (message, kind), then the prediction, the model's labels and its
     positive label."""
@@ -219,19 +262,19 @@ def _filter_one(
     from .quick import load_scorer
 
     scorer = load_scorer(model_path, layer)
-    output, kind, prediction = filter_with(scorer, data)
+    output, kind, prediction = filter_with(scorer, data, style=style)
     return output, kind, prediction, tuple(scorer.labels), scorer.positive
 
 
 def filter_with(
-    scorer: TableScorer | ModelScorer, data: bytes, message_id: str = "-"
+    scorer: TableScorer | ModelScorer, data: bytes, message_id: str = "-", style: str = "nbspam"
 ) -> tuple[bytes, str, Prediction]:
     """(the message with its verdict header, 'spam' / 'ham' / 'unsure', the prediction) for
     one message scored by a loaded ``scorer`` on its first `MAX_MESSAGE_BYTES`: what
     `filter_single` does, for a caller that keeps the scorer (`nbspam serve`). Raises
     on binary data and on a model that is not two-class."""
     kind, prediction = verdict_with(scorer, data, message_id)
-    return with_header(data, prediction), kind, prediction
+    return with_header(data, prediction, kind, style), kind, prediction
 
 
 def verdict_with(
@@ -246,9 +289,10 @@ def verdict_with(
     return verdict_kind(prediction.verdict, scorer.positive), prediction
 
 
-def with_header(data: bytes, prediction: Prediction) -> bytes:
-    """The message with nbspam's verdict header for ``prediction``, as `filter` writes it."""
-    return add_status_header(data, status_value(prediction))
+def with_header(data: bytes, prediction: Prediction, kind: str, style: str = "nbspam") -> bytes:
+    """The message with the verdict headers of ``style`` for ``prediction`` (of verdict
+    ``kind``), as `filter` writes it."""
+    return add_headers(data, status_headers(prediction, kind, style))
 
 
 # -- finding the messages ---------------------------------------------------------------------

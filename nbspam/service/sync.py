@@ -98,7 +98,8 @@ def default_state_path(model_path: str) -> str:
 
 
 def parse_folders(specs: Sequence[str], labels: Sequence[str]) -> list[tuple[str, str]]:
-    """(label, folder) of each ``LABEL=FOLDER``; the labels must be the model's."""
+    """(label, folder) of each ``LABEL=FOLDER``; the labels must be the model's. A ``~``
+    that starts FOLDER is the home folder, as `messages.label_spec` says."""
     out = []
     for spec in specs:
         label, sep, folder = spec.partition("=")
@@ -110,7 +111,7 @@ def parse_folders(specs: Sequence[str], labels: Sequence[str]) -> list[tuple[str
             raise ConfigError(
                 f"{spec}: the model has no label {label!r} (its labels: {', '.join(labels)})"
             )
-        out.append((label, folder))
+        out.append((label, os.path.expanduser(folder) if folder.startswith("~") else folder))
     if not out:
         raise ConfigError("give the folders to follow as LABEL=FOLDER, e.g. spam=~/Maildir/.Junk")
     return out

@@ -1,0 +1,244 @@
+"""Everyday use: the cron line as /bin/sh runs it, -q, the default model, names that mean
+one thing, messages a user understands."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.helpers import ROOT, SAMPLE, cli_run
+from tests.test_sync import mailbox
+
+
+def cron(home: Path, command: str) -> subprocess.CompletedProcess:
+    """``command`` (after ``nbspam``) as cron runs it: /bin/sh -c, a bare environment."""
+    nbspam = f"{shlex.quote(sys.executable)} -m nbspam"
+    return subprocess.run(
+        [
+            "env",
+            "-i",
+            f"HOME={home}",
+            "PATH=/usr/bin:/bin",
+            f"PYTHONPATH={ROOT}",
+            "/bin/sh",
+            "-c",
+            f"{nbspam} {command}",
+        ],
+        capture_output=True,
+        check=False,
+    )
+
+
+def test_cron_sync_line_expands_tilde_after_equals_and_is_quiet(tmp_path):
+    model, inbox, junk = mailbox(tmp_path)
+    os.rename(model, tmp_path / "t.nbm")
+    done = cron(tmp_path, "sync -q -m ~/t.nbm spam=~/Maildir/.Junk ham=~/Maildir")
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert done.stdout == b""
+    again = cron(tmp_path, "sync -m ~/t.nbm spam=~/Maildir/.Junk ham=~/Maildir")
+    assert again.returncode == 0
+    assert again.stderr.startswith(b"synced ")
+
+
+def test_train_expands_tilde_in_label_spec(tmp_path):
+    home = tmp_path / "home"
+    (home / "mail").mkdir(parents=True)
+    for label in ("spam", "ham"):
+        os.symlink(SAMPLE / "train" / label, home / "mail" / label)
+    done = cron(home, "train -q spam=~/mail/spam/ ham=~/mail/ham/ -o ~/m.nbm")
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert (home / "m.nbm").is_file()
+
+
+def test_quiet_leaves_stderr_empty(tmp_path, sample_model):
+    new = SAMPLE / "new" / "001.eml"
+    commands = (
+        ("learn", "-q", "-m", sample_model, "-l", "spam", new),
+        ("forget", "-q", "-m", sample_model, new),
+        ("prune", "-q", "-m", sample_model, "--min-docs", "2"),
+        ("dump", "-q", "-m", sample_model, "-o", tmp_path / "m.dump"),
+        ("restore", "-q", tmp_path / "m.dump", "-o", tmp_path / "r.nbm"),
+        ("train", "-q", SAMPLE / "train", "-o", tmp_path / "t.nbm"),
+        ("predict", "-q", "-m", sample_model, SAMPLE / "new"),
+    )
+    for args in commands:
+        result = cli_run(*args)
+        assert (result.exit_code, result.stderr) == (0, ""), args
+    for args in commands[:-1]:
+        loud = cli_run(*[a for a in args if a != "-q"])
+        assert loud.exit_code == 0 and loud.stderr, args
+
+
+def test_default_model_home(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    missing = cron(home, "info")
+    assert missing.returncode == 1
+    assert missing.stderr.decode() == (
+        f"Error: no model at {home}/.nbspam/spam.nbm ($NBSPAM_MODEL, else "
+        "$NBSPAM_DIR/spam.nbm, else ~/.nbspam/spam.nbm): give -m MODEL, or train one there "
+        "with 'nbspam train DATA'\n"
+    )
+    trained = cron(home, f"train -q {SAMPLE / 'train'}")
+    assert (trained.returncode, trained.stderr) == (0, b"")
+    folder = home / ".nbspam"
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert (folder / "spam.nbm").is_file()
+    message = (SAMPLE / "new" / "002.eml").read_bytes()
+    scored = subprocess.run(
+        [
+            "env",
+            "-i",
+            f"HOME={home}",
+            f"PYTHONPATH={ROOT}",
+            sys.executable,
+            "-m",
+            "nbspam",
+            "predict",
+        ],
+        input=message,
+        capture_output=True,
+        check=False,
+    )
+    assert scored.returncode == 0 and scored.stdout.startswith(b"-: spam ")
+    assert cron(home, "info").stdout.startswith(b"model: ")
+
+
+def test_default_model_by_environment(tmp_path, sample_model_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NBSPAM_MODEL": str(sample_model_path)}
+    info = subprocess.run(
+        [sys.executable, "-m", "nbspam", "info"], env=env, capture_output=True, check=False
+    )
+    assert info.returncode == 0 and str(sample_model_path).encode() in info.stdout
+    del env["NBSPAM_MODEL"]
+    env["NBSPAM_DIR"] = str(tmp_path / "models")
+    trained = subprocess.run(
+        [sys.executable, "-m", "nbspam", "train", "-q", str(SAMPLE / "train")],
+        env=env,
+        capture_output=True,
+        check=False,
+    )
+    assert (trained.returncode, trained.stderr) == (0, b"")
+    assert (tmp_path / "models" / "spam.nbm").is_file()
+
+
+def test_default_folder_planted_link_refused(tmp_path):
+    from nbspam.errors import ModelFileError
+    from nbspam.store.home import make_default_folder
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    link = tmp_path / ".nbspam"
+    link.symlink_to(elsewhere)
+    os.lchown(link, 12345, 12345)
+    try:
+        make_default_folder({"HOME": str(tmp_path)})
+    except ModelFileError as error:
+        assert "symbolic link of another user" in str(error)
+    else:
+        raise AssertionError("a planted link was followed")
+
+
+SIEVE_RULES = {
+    "spamassassin": 'if anyof (header :is "X-Spam-Flag" "YES", '
+    'header :matches "X-Spam-Status" "Yes,*") { fileinto "Junk"; }',
+    "bogofilter": 'if header :matches "X-Bogosity" "Spam,*" { fileinto "Junk"; }',
+    "nbspam": 'if header :matches "X-Nbspam-Status" "spam*" { fileinto "Junk"; }',
+}
+
+
+def sieve_folder(script: str, message: bytes) -> str:
+    """The folder Dovecot's sieve-test files ``message`` into by ``script``."""
+    import shutil
+    import tempfile
+
+    if shutil.which("sieve-test") is None:
+        from tests.helpers import missing
+
+        missing("sieve-test (dovecot-sieve) is not installed")
+    with tempfile.TemporaryDirectory() as folder:
+        os.chmod(folder, 0o777)  # sieve-test runs as nobody
+        root = Path(folder)
+        (root / "dovecot.conf").write_text(
+            f"mail_uid = nobody\nmail_gid = nogroup\nmail_location = maildir:{root}/mail\n"
+        )
+        (root / "s.sieve").write_text(f'require ["fileinto"];\n{script}\n')
+        (root / "m.eml").write_bytes(message)
+        for name in ("s.sieve", "m.eml", "dovecot.conf"):
+            os.chmod(root / name, 0o644)
+        done = subprocess.run(
+            ["sieve-test", "-c", root / "dovecot.conf", root / "s.sieve", root / "m.eml"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    return "Junk" if "store message in folder: Junk" in done.stdout else "INBOX"
+
+
+def test_header_styles_work_with_existing_sieve_rules(sample_model_path):
+    spam = (SAMPLE / "new" / "002.eml").read_bytes()
+    ham = (SAMPLE / "new" / "001.eml").read_bytes()
+    for style, rule in SIEVE_RULES.items():
+        for message, folder in ((spam, "Junk"), (ham, "INBOX")):
+            result = cli_run(
+                "filter", "-m", sample_model_path, "--header-style", style, input=message
+            )
+            assert result.exit_code == 0, result.stderr
+            filtered = result.stdout_bytes
+            assert filtered.endswith(message)
+            assert sieve_folder(rule, filtered) == folder, (style, folder)
+
+
+def test_header_style_lines_and_refiltering(sample_model_path):
+    from nbspam.mail.headers import message_digest
+
+    spam = b"X-Spam-Status: No, from upstream\n" + (SAMPLE / "new" / "002.eml").read_bytes()
+    once = cli_run("filter", "-m", sample_model_path, "--header-style", "spamassassin", input=spam)
+    lines = once.stdout_bytes.split(b"\n")
+    assert lines[0] == b"X-Spam-Flag: YES"
+    assert lines[1].startswith(b"X-Spam-Status: Yes, score=") and b"tests=NBSPAM_SPAM" in lines[1]
+    assert lines[2].startswith(b"X-Nbspam-Status: spam; ")
+    assert lines[3] == b"X-Spam-Status: No, from upstream"  # not nbspam's: left as it came
+    twice = cli_run(
+        "filter", "-m", sample_model_path, "--header-style", "bogofilter", input=once.stdout_bytes
+    )
+    lines = twice.stdout_bytes.split(b"\n")
+    assert lines[0].startswith(b"X-Bogosity: Spam, tests=nbspam, spamicity=0.")
+    assert lines[1].startswith(b"X-Nbspam-Status: spam; ")
+    assert lines[2] == b"X-Spam-Status: No, from upstream"
+    assert message_digest(twice.stdout_bytes) == message_digest(spam)
+
+
+def test_header_style_on_the_one_message_path(sample_model_path):
+    from tests.helpers import nbspam_process
+
+    spam = (SAMPLE / "new" / "002.eml").read_bytes()
+    done = nbspam_process(
+        "filter", "-m", sample_model_path, "--header-style", "bogofilter", stdin=spam
+    )
+    assert done.returncode == 0 and done.stdout.startswith(b"X-Bogosity: Spam, tests=nbspam, ")
+
+
+def test_one_name_for_one_thing(sample_model, sample_model_path):
+    new = SAMPLE / "new" / "001.eml"
+    as_json = cli_run("predict", "-m", sample_model_path, "-f", "json", new)
+    as_jsonl = cli_run("predict", "-m", sample_model_path, "-f", "jsonl", new)
+    assert as_json.exit_code == 0 and as_json.stdout == as_jsonl.stdout
+    info = cli_run("info", "-m", sample_model_path, "-f", "jsonl")
+    assert info.exit_code == 0 and info.stdout.startswith("{")
+    pruned = cli_run("prune", "-m", sample_model, "--min-count", "2", "--max-features", "50")
+    assert pruned.exit_code == 0, pruned.stderr
+    assert pruned.stderr.startswith(f"pruned {sample_model}: kept 50 terms")
+
+
+def test_header_styles_named_alike_everywhere():
+    from nbspam.cli import entry
+    from nbspam.cli.commands import cli
+    from nbspam.service.filtering import HEADER_STYLES
+
+    param = next(p for p in cli.commands["filter"].params if p.name == "header_style")
+    assert tuple(param.type.choices) == entry.HEADER_STYLES == HEADER_STYLES
