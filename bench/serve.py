@@ -35,10 +35,10 @@ import speed  # noqa: E402  (the same split as the speed benchmark)
 TARGETS = {"median_ms": 3.0, "p99_ms": 20.0, "messages_s": 1500.0, "rss_mb": 60.0}
 
 
-def request(path: str, data: bytes) -> bytes:
+def request(path: str, data: bytes, head: bytes = b"CHECK SPAMC/1.5\r\n") -> bytes:
     with socket.socket(socket.AF_UNIX) as s:
         s.connect(path)
-        s.sendall(b"CHECK SPAMC/1.5\r\nContent-length: %d\r\n\r\n" % len(data) + data)
+        s.sendall(head + b"Content-length: %d\r\n\r\n" % len(data) + data)
         parts = []
         while part := s.recv(65536):
             parts.append(part)
@@ -50,6 +50,16 @@ def rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+def python_pass_ms(runs: int = 20) -> float:
+    """The median time of `python -c pass`: how loaded the machine is, beside the numbers."""
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-S", "-c", "pass"], check=True)
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
 
 
 def per_process(command: list[str], datas: list[bytes]) -> float:
@@ -64,7 +74,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", default=str(HERE.parent.parent / "shared/corpora/spamassassin"))
     parser.add_argument("--messages", type=int, default=1000, help="messages of the test fold used")
-    parser.add_argument("--per-process", type=int, default=100, help="messages run one process each")
+    parser.add_argument(
+        "--per-process", type=int, default=100, help="messages run one process each"
+    )
     args = parser.parse_args()
     files = speed.corpus_files(Path(args.corpus))
     fold = speed.split(sys.executable, [label for _, label in files], None)
@@ -77,14 +89,26 @@ def main() -> None:
         folder = Path(tmp) / "train"
         speed.link_tree(folder, train, by_label=True)
         model = Path(tmp) / "spam.nbm"
-        subprocess.run([*nbspam, "train", str(folder), "-o", str(model)], check=True, capture_output=True)
+        subprocess.run(
+            [*nbspam, "train", "--follow-links", str(folder), "-o", str(model)],
+            check=True,
+            capture_output=True,
+        )
         sock = str(Path(tmp) / "spamd.sock")
+        taught = Path(tmp) / "taught.nbm"  # TELL changes a copy (its journal)
+        shutil.copyfile(model, taught)
+        tell_sock = str(Path(tmp) / "tell.sock")
         server = subprocess.Popen(
             [*nbspam, "serve", "-m", str(model), "--listen", f"spamd:unix:{sock}"],
             stderr=subprocess.DEVNULL,
         )
+        teller = subprocess.Popen(
+            [*nbspam, "serve", "-m", str(taught), "--allow-tell"]
+            + ["--listen", f"spamd:unix:{tell_sock}"],
+            stderr=subprocess.DEVNULL,
+        )
         try:
-            while not os.path.exists(sock):
+            while not (os.path.exists(sock) and os.path.exists(tell_sock)):
                 time.sleep(0.05)
             for data in datas[:50]:
                 request(sock, data)  # warm up
@@ -119,6 +143,15 @@ def main() -> None:
                 t.join()
             results["8 clients messages/s"] = len(work) / (time.perf_counter() - start)
             results["server RSS less model MB"] = rss_mb(server.pid) - model.stat().st_size / 2**20
+            tells = []
+            for i, data in enumerate(datas[:200]):
+                kind = b"spam" if i % 2 else b"ham"
+                head = b"TELL SPAMC/1.5\r\nMessage-class: %s\r\nSet: local\r\n" % kind
+                start = time.perf_counter()
+                request(tell_sock, data, head)
+                tells.append((time.perf_counter() - start) * 1000)
+            results["TELL median ms (raw socket)"] = statistics.median(tells)
+            results["python -c pass ms (load indicator)"] = python_pass_ms()
             few = datas[: args.per_process]
             results["nbspam filter, a process a message: messages/s"] = per_process(
                 [*nbspam, "filter", "-m", str(model)], few
@@ -129,13 +162,16 @@ def main() -> None:
                 bogo.mkdir()
                 for path, label in train:
                     flag = "-s" if label == "spam" else "-n"
-                    subprocess.run([bogofilter, "-d", str(bogo), flag, "-I", str(path)], check=False)
+                    subprocess.run(
+                        [bogofilter, "-d", str(bogo), flag, "-I", str(path)], check=False
+                    )
                 results["bogofilter, a process a message: messages/s"] = per_process(
                     [bogofilter, "-d", str(bogo), "-p"], few
                 )
         finally:
-            server.send_signal(signal.SIGTERM)
-            server.wait()
+            for process in (server, teller):
+                process.send_signal(signal.SIGTERM)
+                process.wait()
     print(f"nbspam serve on {len(datas)} test messages of {Path(args.corpus).name}:")
     for name, value in results.items():
         print(f"  {name}: {value:,.2f}")

@@ -214,3 +214,23 @@ def test_the_journal_version_changes_with_each_learn(half):
     assert first is not None and journal.version(path) not in (None, first)
     journalled.compact(path)
     assert journal.version(path) is None
+
+
+def test_a_process_learning_one_message_at_a_time_decodes_only_the_new_records(half, monkeypatch):
+    """A server's TELL costs the message, not the journal: the records already read are
+    not decoded again, while a journal replaced meanwhile is read whole."""
+    path, messages = half
+    unseen = messages[1::2][:21]
+    for message in unseen[:20]:
+        journalled.learn(path, [message], "spam")
+    decoded = []
+    real = journal._decode
+    monkeypatch.setattr(journal, "_decode", lambda payload: decoded.append(1) or real(payload))
+    journalled.learn(path, [unseen[20]], "spam")
+    assert len(decoded) == 1  # the last learn's record; the 19 before it were known
+    assert len(journal.read(journal.journal_path(path)).records) == 21 and len(decoded) == 2
+    journal.discard(path)  # emptied (as compaction does), then one other lesson
+    journalled.learn(path, [unseen[0]], "ham")
+    records = journal.read(journal.journal_path(path)).records
+    assert [(r.old, r.new) for r in records] == [(None, "ham")]
+    assert load_model(path).seen_digests.shape[0] == len(messages[::2]) + 1

@@ -14,7 +14,7 @@ from nbspam.mail.message import Message, Problems
 from nbspam.mail.messages import read_messages
 from nbspam.models.explain import explain_message
 from nbspam.models.model import fit_messages, score
-from nbspam.service.quick import load_quick
+from nbspam.service.quick import TableScorer, load_quick
 from nbspam.store.modelfile import load_model, save_model
 from nbspam.text.features import Analyzer
 
@@ -66,6 +66,22 @@ def test_quick_equals_batch(saved):
         assert (one.calibrated is None) == (batch.calibrated is None)
         assert one.calibrated == batch.calibrated
         _assert_same_probabilities(one, batch)
+
+
+def test_the_scorer_of_an_in_memory_model_equals_the_files_table(saved):
+    """`TableScorer.of_model` (serve's scorer of a model with journal or layer records)
+    gives the log-odds of the file's scoring table, bit for bit, for every event model."""
+    model, path = saved
+    from_file, in_memory = load_quick(path), TableScorer.of_model(model)
+    messages = list(read_messages([str(SAMPLE)], Problems()))
+    for message in messages:
+        one, other = (
+            from_file.predict(message.id, message.data),
+            in_memory.predict(message.id, message.data),
+        )
+        assert other.log_odds == one.log_odds and other.label == one.label
+        assert other.verdict == one.verdict and other.calibrated == one.calibrated
+        assert other.probabilities == one.probabilities
 
 
 def test_explain_gives_the_log_odds_predict_gives(saved):

@@ -25,6 +25,7 @@ import pytest
 from nbspam.errors import ServeError
 from nbspam.serve.models import check_template, check_user
 from nbspam.serve.server import Listener, unix_socket
+from nbspam.store import journal
 from tests.helpers import ENV, SAMPLE, cli_run, missing
 
 MESSAGES = sorted((SAMPLE / "new").iterdir())
@@ -206,25 +207,121 @@ def test_spamc_tell_learns_and_forgets_only_when_allowed(served, sample_model, t
         server.stop()
 
 
-def test_spamc_users_get_their_own_model_and_bad_names_are_refused(
-    served, sample_model, sample_models, tmp_path
+def test_tell_appends_to_the_journal_and_leaves_the_model_file_alone(served, sample_model):
+    """A TELL costs the message, not the model: the model file keeps its bytes and inode,
+    the lesson is a record in its journal, and `nbspam predict` (model + journal) gives
+    the log-odds the server now answers."""
+    server = served("--allow-tell")
+    inode, original = sample_model.stat().st_ino, sample_model.read_bytes()
+    data = MESSAGES[0].read_bytes()
+    headers = {"Message-class": "spam", "Set": "local"}
+    assert spamd(server.socket, "TELL", data, headers)[1] == {"DidSet": "local"}
+    assert sample_model.stat().st_ino == inode and sample_model.read_bytes() == original
+    assert journal.read(journal.journal_path(sample_model)).records[0].new == "spam"
+    score = float(spamd(server.socket, "CHECK", data)[1]["Spam"].split(";")[1].split("/")[0])
+    assert score == round(predicted(sample_model, [MESSAGES[0]])[str(MESSAGES[0])]["log_odds"], 3)
+
+
+def test_a_learn_from_the_command_line_is_seen_at_the_next_message(served, sample_model):
+    """`nbspam learn` appends to the journal and leaves the model file as it was: the server
+    notices by the journal's version and scores with the lesson."""
+    server = served()
+    path = MESSAGES[1]
+    before = spamd(server.socket, "CHECK", path.read_bytes())[1]["Spam"]
+    assert cli_run("learn", "-m", sample_model, "--label", "spam", path).exit_code == 0
+    time.sleep(0.1)  # the server looks at the files at most every CHECK_EVERY seconds
+    after = spamd(server.socket, "CHECK", path.read_bytes())[1]["Spam"]
+    expected = predicted(sample_model, [path])[str(path)]["log_odds"]
+    assert after != before and after.split(";")[1].split("/")[0].strip() == f"{expected:.3f}"
+
+
+def _spamc_score(server: Served, user: str, data: bytes) -> str:
+    return spamc(server, "-c", "-u", user, data=data).stdout.decode().strip()
+
+
+def test_spamc_users_score_with_their_layer_and_tell_moves_only_theirs(
+    served, sample_model, tmp_path
 ):
+    """--user-models is the commands' layer template (%u): after alice's TELL, alice's
+    score moves, equal to `nbspam predict --user alice`; bob's and the site's do not."""
     need_spamc()
     users = tmp_path / "users"
     users.mkdir()
-    other = sample_models("--cutoffs=-1,1")  # another model: spam from log-odds 1
-    shutil.copyfile(other, users / "alice.nbm")
-    server = served("--user-models", str(users / "{user}.nbm"))
-    data = MESSAGES[0].read_bytes()
-    alice = spamc(server, "-c", "-u", "alice", data=data).stdout.decode().strip()
-    bob = spamc(server, "-c", "-u", "bob", data=data).stdout.decode().strip()
-    assert alice.endswith("/1.0") and bob.endswith("/5.0")
+    template = str(users / "%u.nbj")
+    server = served("--user-models", template, "--allow-tell")
+    path = MESSAGES[2]
+    data = path.read_bytes()
+    site = spamc(server, "-c", data=data).stdout.decode().strip()
+    assert _spamc_score(server, "alice", data) == site == _spamc_score(server, "bob", data)
+    told = spamc(server, "-u", "alice", "-L", "spam", data=data)
+    assert told.stdout.decode().strip() == "Message successfully un/learned"
+    assert (users / "alice.nbj").exists() and not (users / "bob.nbj").exists()
+    assert not journal.journal_path(sample_model).exists()
+    alice = _spamc_score(server, "alice", data)
+    out = subprocess.run(
+        [sys.executable, "-m", "nbspam", "predict", "-m", str(sample_model), "-f", "jsonl"]
+        + ["--user", "alice", "--user-models", template, str(path)],
+        env=ENV,
+        capture_output=True,
+        check=True,
+    ).stdout
+    expected = json.loads(out)["log_odds"]
+    assert alice == f"{expected:.1f}/5.0" and float(alice.split("/")[0]) > float(site.split("/")[0])
+    assert _spamc_score(server, "bob", data) == site
+    assert spamc(server, "-c", data=data).stdout.decode().strip() == site
     status = spamd(server.socket, "CHECK", data, {"User": "../alice"})[0]
     assert status == "SPAMD/1.1 67 EX_NOUSER"
-    os.symlink(users / "alice.nbm", users / "mallory.nbm")
+    os.symlink(users / "alice.nbj", users / "mallory.nbj")
     status = spamd(server.socket, "CHECK", data, {"User": "mallory"})[0]
     assert status == "SPAMD/1.1 75 EX_TEMPFAIL"
-    assert any("user=alice ham" in line or "user=alice spam" in line for line in server.lines())
+    assert any("user=alice learned spam" in line for line in server.lines())
+
+
+def _spam_digests(model) -> set[bytes]:
+    spam = model.labels.index("spam")
+    return {bytes(d) for d, label in zip(model.seen_digests, model.seen_labels) if label == spam}
+
+
+def test_sigkill_during_tells_keeps_every_acknowledged_lesson(served, sample_model):
+    """TELL answers after the journal's fsync: a server killed while eight clients teach
+    it leaves model + journal holding every lesson it acknowledged (and none it was not
+    sent), readable by the commands."""
+    from nbspam.mail.headers import message_digest
+    from nbspam.store.modelfile import load_model
+
+    before = _spam_digests(load_model(sample_model))
+    server = served("--allow-tell")
+    sent = [b"Subject: lesson %d\n\nzq%dx words of lesson %d\n" % (i, i, i) for i in range(400)]
+    acknowledged, stop = [], threading.Event()
+
+    def client(k: int) -> None:
+        for data in sent[k::8]:
+            if stop.is_set():
+                return
+            try:
+                answer = spamd(
+                    server.socket, "TELL", data, {"Message-class": "spam", "Set": "local"}
+                )
+            except OSError:
+                return
+            if answer[1].get("DidSet") == "local":
+                acknowledged.append(data)
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 30
+    while len(acknowledged) < 20 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    server.process.send_signal(signal.SIGKILL)
+    stop.set()
+    for t in threads:
+        t.join(timeout=30)
+    assert len(acknowledged) >= 20
+    learned = _spam_digests(load_model(sample_model)) - before
+    assert {message_digest(d) for d in acknowledged} <= learned
+    assert learned <= {message_digest(d) for d in sent}
+    assert cli_run("learn", "-m", sample_model, "--label", "ham", MESSAGES[0]).exit_code == 0
 
 
 # -- raw protocol, reloads, load and faults ---------------------------------------------------
@@ -246,13 +343,14 @@ def test_ping_symbols_and_a_model_replaced_on_disk_is_read_before_the_next_messa
     replacement = sample_model.with_name("new.nbm")
     shutil.copyfile(sample_models("--cutoffs=-1,1"), replacement)
     os.replace(replacement, sample_model)
+    time.sleep(0.1)  # the server looks at the files at most every CHECK_EVERY seconds
     assert spamd(server.socket, "CHECK", data)[1]["Spam"].endswith("/ 1.000")
 
 
 def test_load_50_connections_while_the_model_is_replaced_20_times(
     served, sample_model, sample_models, spamassassin, tmp_path
 ):
-    """5,000 messages (each of 500 SpamAssassin messages ten times) over 50 concurrent
+    """10,000 messages (each of 500 SpamAssassin messages 20 times) over 50 concurrent
     clients, one connection a message as spamc makes; two models swapped into place 20
     times meanwhile: every answer is predict's under one of the two, none torn."""
     files = (
@@ -277,7 +375,7 @@ def test_load_50_connections_while_the_model_is_replaced_20_times(
 
     def client(k: int) -> None:
         try:
-            for i in range(k, 10 * len(datas), 50):
+            for i in range(k, 20 * len(datas), 50):
                 data = datas[i % len(datas)]
                 status, headers, _ = spamd(server.socket, "CHECK", data)
                 assert status == "SPAMD/1.1 0 EX_OK", status
@@ -306,7 +404,7 @@ def test_load_50_connections_while_the_model_is_replaced_20_times(
     stop.set()
     swap.join()
     assert errors == []
-    assert len(done) == 10 * len(datas)
+    assert len(done) == 20 * len(datas)
 
 
 def test_a_message_over_the_limit_is_refused_before_it_is_read(served):
@@ -442,7 +540,7 @@ def test_check_prints_the_configuration(sample_model, tmp_path):
             "Error: bad listener 'smtp:unix:/x': use PROTOCOL:unix:PATH",
         ),
         (["--milter-action", "spam=bounce"], "Error: bad --milter-action spam=bounce"),
-        (["--user-models", "/var/{user}/m.nbm"], "Error: the user-model template"),
+        (["--user-models", "/var/%u/m.nbj"], "Error: --user-models '/var/%u/m.nbj' must hold"),
         (["--allow", "nonsense"], "Error: bad --allow"),
     ],
 )
@@ -483,7 +581,7 @@ def test_user_names_that_could_leave_the_folder_are_refused(name):
 
 def test_good_user_names_and_templates():
     assert check_user("alice.smith+tag@example.com") == "alice.smith+tag@example.com"
-    assert check_template("/var/lib/nbspam/{user}.nbm")
+    assert check_template("/tmp/%u.nbj")
     assert Listener.parse("milter:inet:[::1]:11332").host == "::1"
 
 
@@ -534,3 +632,46 @@ def test_systemd_socket_activation_and_readiness(sample_model, tmp_path):
         notify.close()
         log = process.stderr.read()
     assert b"spamd:systemd" in log, log
+
+
+def test_a_users_scorer_is_the_site_model_plus_the_layer_exactly_and_small(
+    sample_model, sample_messages, tmp_path
+):
+    """In memory: with records in the site's journal and in alice's layer, alice scores
+    with exactly the log-odds of `quick.load_scorer(site, layer)` (what `predict --user`
+    uses), bob with the site model's; alice's scorer shares the site's term index and
+    holds one weight vector more, 8 bytes a term."""
+    import gc
+    import tracemalloc
+
+    from nbspam.mail.message import Message
+    from nbspam.serve.models import Models
+    from nbspam.service import journalled
+    from nbspam.service.quick import load_scorer
+
+    (tmp_path / "users").mkdir()
+    template = str(tmp_path / "users" / "%u.nbj")
+    journalled.learn(
+        sample_model, [Message("a", b"Subject: cheap pills\n\nbuy cheap pills")], "spam"
+    )
+    models = Models(str(sample_model), template)
+    layer = models.layer_for("alice")
+    hams = [m for m in sample_messages if m.label == "ham"][:3]
+    assert journalled.learn(sample_model, hams, "spam", layer=layer).relabelled == 3
+    site = models.current()
+    tracemalloc.start()
+    gc.collect()
+    before = tracemalloc.get_traced_memory()[0]
+    alice = models.scorer_for("alice")
+    gc.collect()
+    grown = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert alice is not site and models.scorer_for("bob") is site
+    assert alice.scorer._index is site.index
+    # the vector and the layer's records; a term index of its own would be 200 kB more
+    assert grown < 8 * len(site.model.terms) + 100_000
+    expected, site_scorer = load_scorer(sample_model, layer), load_scorer(sample_model)
+    for message in MESSAGES:
+        data = message.read_bytes()
+        assert alice.scorer.predict("-", data).log_odds == expected.predict("-", data).log_odds
+        assert site.scorer.predict("-", data).log_odds == site_scorer.predict("-", data).log_odds

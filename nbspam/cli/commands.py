@@ -1948,9 +1948,11 @@ def info(model_path: str, fmt: str) -> None:
 @click.option(
     "--user-models",
     metavar="TEMPLATE",
-    help="Path of each user's own model, with {user} in the file name "
-    "(/var/lib/nbspam/users/{user}.nbm); the user is spamc's -u or the milter recipient's "
-    "local part; a user without a file gets the site model (-m).",
+    envvar="NBSPAM_USER_MODELS",
+    help="Where users' layers are, as for learn and predict --user: a path whose file name "
+    "holds %u (e.g. /var/lib/nbspam/users/%u.nbj; or $NBSPAM_USER_MODELS). The user is "
+    "spamc's -u or the milter recipient's local part; a user scores with the model plus "
+    "the user's layer, and TELL learns into it. Its folder must belong to root or to you.",
 )
 @click.option(
     "--socket-mode",
@@ -2003,7 +2005,8 @@ def info(model_path: str, fmt: str) -> None:
 @click.option(
     "--allow-tell",
     is_flag=True,
-    help="Take TELL requests (spamc -L spam|ham|forget): learn and forget in the model file.",
+    help="Take TELL requests (spamc -L spam|ham|forget): learn and forget through the "
+    "model's journal (or the user's layer), answered once it is on disk.",
 )
 @click.option(
     "--milter-action",
@@ -2039,8 +2042,8 @@ def serve(
     """Score mail as a resident server: spamd (spamc, Exim) and milter (Postfix, Sendmail).
 
     The model stays loaded, so a message costs a millisecond, not a process. Verdicts are
-    'predict's, the header is 'filter's, spamc -R shows 'explain'; a model replaced on disk
-    (train, learn, sync, restore, prune) is read again before the next message, and on
+    'predict's, the header is 'filter's, spamc -R shows 'explain'; a model changed on disk
+    (train, learn, sync, restore, prune, compact) is read again at the next message, and on
     SIGHUP; SIGTERM finishes the messages under way and exits. One line a message is
     logged: id, user, verdict, log-odds, milliseconds. See docs/serving.md.
 

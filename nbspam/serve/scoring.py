@@ -1,7 +1,7 @@
 """What a request asks of a model, done by the library functions the commands use: the
-verdict and header of `nbspam filter` (`filtering.filter_with`, the scorer of `quick`, so the
-verdict is `nbspam predict`'s), the report of `nbspam explain` (`explain`, `render`), and
-`nbspam learn` / `nbspam forget` (`update`). The protocols only translate."""
+verdict and header of `nbspam filter` (`filtering.verdict_with` and `with_header`, the
+scorer of `quick`, so the verdict is `nbspam predict`'s), the report of `nbspam explain` (`explain`, `render`), and
+`nbspam learn` / `nbspam forget` (`service.journalled`). The protocols only translate."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from ..errors import ServeError
 from ..mail.message import MAX_MESSAGE_BYTES, Message
 from ..models.decision import Prediction
-from ..service.filtering import SPAM, filter_with
+from ..service.filtering import SPAM, verdict_with, with_header
 from .models import Loaded, Models
 
 Log = Callable[[str], None]
@@ -46,12 +46,17 @@ class Service:
 @dataclass(frozen=True)
 class Outcome:
     """One scored message: the model that scored it, its prediction and verdict kind
-    ('spam', 'unsure' or 'ham'), and the message with nbspam's header."""
+    ('spam', 'unsure' or 'ham'), and (`output`) the message with nbspam's header."""
 
     loaded: Loaded
     prediction: Prediction
     kind: str
-    output: bytes
+    data: bytes
+
+    @property
+    def output(self) -> bytes:
+        """The message with nbspam's header, made when asked (CHECK does not ask)."""
+        return with_header(self.data, self.prediction, self.kind)
 
     @property
     def is_spam(self) -> bool:
@@ -73,10 +78,10 @@ class Outcome:
 
 
 def score(models: Models, user: str | None, data: bytes, message_id: str = "-") -> Outcome:
-    """Score one message with ``user``'s model (the site model without one)."""
-    loaded = models.get(models.model_for(user))
-    output, kind, prediction = filter_with(loaded.scorer, data, message_id)
-    return Outcome(loaded, prediction, kind, output)
+    """Score one message with the site model and ``user``'s layer over it, if any."""
+    loaded = models.scorer_for(user)
+    kind, prediction = verdict_with(loaded.scorer, data, message_id)
+    return Outcome(loaded, prediction, kind, data)
 
 
 def report(models: Models, outcome: Outcome, data: bytes, top: int | None = 20) -> str:
@@ -92,24 +97,28 @@ def report(models: Models, outcome: Outcome, data: bytes, top: int | None = 20) 
 
 
 def tell(models: Models, user: str | None, data: bytes, learn_as: str | None) -> bool:
-    """Learn the message as 'spam' or 'ham' (``learn_as``), or forget it (None), in the
-    model file of ``user`` (`nbspam learn` / `nbspam forget`, under the model's lock); True
-    if the model changed. The next message sees the new file."""
-    from ..service.update import forget, learn, update_model_file
+    """Learn the message as 'spam' or 'ham' (``learn_as``), or forget it (None): in
+    ``user``'s layer where the user has one by the template, else in the site model, by
+    records appended to the journal and fsynced before this returns (`nbspam learn` /
+    `nbspam forget`, under the model's lock), in time proportional to the message. True if
+    the model changed; the next message scores with the change."""
+    from ..service import journalled
 
-    path = models.model_for(user)
+    layer = models.layer_for(user)
     message = Message("-", data[:MAX_MESSAGE_BYTES])
-
-    def change(model):
+    try:
         if learn_as is None:
-            return forget(model, [message])
-        if len(model.labels) != 2:
-            raise ServeError(f"{path} is not a two-class model: it cannot learn spam or ham")
-        label = model.labels[model.positive_index if learn_as == SPAM else model.negative_index]
-        return learn(model, [message], label)
-
-    done = update_model_file(path, change)[1]
-    return (done.forgotten if learn_as is None else done.learned + done.relabelled) > 0
+            done = journalled.forget(models.site, [message], layer=layer)
+            return done.forgotten > 0
+        labels, positive = models.labels()
+        if len(labels) != 2:
+            raise ServeError(f"{models.site} is not a two-class model: it cannot learn {learn_as}")
+        at = labels.index(positive)
+        label = labels[at if learn_as == SPAM else 1 - at]
+        done = journalled.learn(models.site, [message], label, layer=layer)
+        return done.learned + done.relabelled > 0
+    finally:
+        models.changed()
 
 
 def shown(value: float) -> str:

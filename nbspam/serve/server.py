@@ -127,7 +127,9 @@ def check(config: Config) -> list[str]:
     labels = ", ".join(loaded.scorer.labels)
     lines = [f"model {config.model} ({labels})"]
     if config.user_models:
-        lines.append(f"user models {config.user_models} (the site model where a user has none)")
+        lines.append(
+            f"user layers {config.user_models} (over the site model, for -u or the recipient)"
+        )
     if activated:
         lines.append("listen on the sockets systemd passed (LISTEN_FDS)")
     else:

@@ -217,6 +217,18 @@ async def _tell(service: Service, request: Request, message_id: str, start: floa
     return response(EX_OK, done)
 
 
+_TIMEOUT = getattr(asyncio, "timeout", None)  # Python 3.11 on
+
+
+async def within(awaitable, seconds: float):
+    """``await awaitable``, TimeoutError after ``seconds``: by `asyncio.timeout` where there
+    is one (a timer, where `asyncio.wait_for` of Python 3.11 makes a task each call)."""
+    if _TIMEOUT is None:
+        return await asyncio.wait_for(awaitable, seconds)
+    async with _TIMEOUT(seconds):
+        return await awaitable
+
+
 def _code(error: NbspamError) -> int:
     """The sysexits code for a failure: bad data (binary), else a temporary failure (a
     model that cannot be read now), so that a mail server tries again."""
@@ -234,9 +246,7 @@ async def serve_connection(
     slowly or not at all is cut off), answered, closed."""
     try:
         try:
-            request = await asyncio.wait_for(
-                read_request(reader, service.max_size, connection), timeout
-            )
+            request = await within(read_request(reader, service.max_size, connection), timeout)
         except Refusal as error:
             if str(error):
                 service.log(f"refused: {error}")
@@ -251,6 +261,7 @@ async def serve_connection(
         except Refusal as error:
             service.log(f"refused: {error}")
             writer.write(refusal(error))
-        await asyncio.wait_for(writer.drain(), timeout)
+        if writer.transport.get_write_buffer_size():
+            await within(writer.drain(), timeout)
     except (ConnectionError, TimeoutError, asyncio.TimeoutError):
         pass

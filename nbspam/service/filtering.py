@@ -273,13 +273,26 @@ def filter_with(
     one message scored by a loaded ``scorer`` on its first `MAX_MESSAGE_BYTES`: what
     `filter_single` does, for a caller that keeps the scorer (`nbspam serve`). Raises
     on binary data and on a model that is not two-class."""
+    kind, prediction = verdict_with(scorer, data, message_id)
+    return with_header(data, prediction, kind, style), kind, prediction
+
+
+def verdict_with(
+    scorer: TableScorer | ModelScorer, data: bytes, message_id: str = "-"
+) -> tuple[str, Prediction]:
+    """('spam' / 'ham' / 'unsure', the prediction) of `filter_with`, without the message
+    (a verdict alone, as spamc -c asks, needs no copy of it)."""
     if is_binary(data):
         raise InputError(f"{BINARY}: passed on unscored")
     require_two_classes(scorer.labels)
     prediction = scorer.predict(message_id, data[:MAX_MESSAGE_BYTES])
-    kind = verdict_kind(prediction.verdict, scorer.positive)
-    output = add_headers(data, status_headers(prediction, kind, style))
-    return output, kind, prediction
+    return verdict_kind(prediction.verdict, scorer.positive), prediction
+
+
+def with_header(data: bytes, prediction: Prediction, kind: str, style: str = "nbspam") -> bytes:
+    """The message with the verdict headers of ``style`` for ``prediction`` (of verdict
+    ``kind``), as `filter` writes it."""
+    return add_headers(data, status_headers(prediction, kind, style))
 
 
 # -- finding the messages ---------------------------------------------------------------------

@@ -66,6 +66,46 @@ class TableScorer:
         # Fisher: the column of each clue (a word that is no clue is left out): one lookup
         # a term, and an int as small as the linear tables' floats
         self._clue_table: dict[str, int] | None = None
+        self._index: dict[str, int] | None = None  # term -> column, where `of_model` made one
+
+    @classmethod
+    def of_model(cls, model: Model, index: dict[str, int] | None = None) -> TableScorer:
+        """The scorer of an in-memory `model.Model` (one with `journal` or layer records
+        applied): the scoring table `modelfile.save_model` would write for it, in memory,
+        so the log-odds are the file's to the last bit. ``index`` maps each term of
+        ``model.terms`` to its column (`vocabulary_index`); pass it to share one among
+        models of the same vocabulary (a site model and its users' layers): each model then
+        keeps only its weight vectors, 8 bytes a term."""
+        import numpy as np
+
+        from ..models.forms import FisherForm
+
+        form = model.form
+        self = cls.__new__(cls)
+        self.path = None
+        self.labels = tuple(model.labels)
+        self.positive = model.training.positive if len(self.labels) == 2 else None
+        self.cutoffs, self.calibration = model.cutoffs, model.calibration
+        self.tokenizer = model.tokenizer
+        self.fisher = isinstance(form, FisherForm)
+        self.binary = form.binary
+        self.bias = None if self.fisher else form.bias
+        self._size = len(model.terms)
+        self._index = vocabulary_index(model.terms) if index is None else index
+
+        def whole(values) -> Sequence[float]:  # over the whole vocabulary, 0 where dropped
+            vector = np.zeros(self._size)
+            vector[form.kept] = values
+            return memoryview(vector)
+
+        linear_two = not self.fisher and self.positive is not None and form.weights is not None
+        self._weights = whole(form.weights) if linear_two else None
+        self._rows = [] if linear_two else [whole(row) for row in form.coef]
+        self._intercept = np.asarray(form.intercept, np.float64).tolist()
+        self._analyzer = Analyzer(self.tokenizer)
+        self._tables = None
+        self._clue_table = None
+        return self
 
     def _vectors(self) -> list[Sequence[float]]:
         """The weight vectors a score sums: the log-odds weights of a two-class model, else
@@ -75,7 +115,7 @@ class TableScorer:
     def build_index(self) -> None:
         """Build, for each weight vector a score sums, a dictionary term -> weight, for
         scoring many messages: one lookup a term, no column in between."""
-        if self._tables is None:
+        if self._tables is None and self._index is None:
             terms = schema.terms(self.path, self._box)
             if self.fisher:
                 log_f = self._fisher_rows()[0]
@@ -94,6 +134,8 @@ class TableScorer:
         """The column of ``term`` in the sorted vocabulary, None if absent, by binary search:
         UTF-8 byte order is code-point order, the order the vocabulary is sorted in. A lone
         surrogate, which UTF-8 has no code for, is encoded as if it had one: in no term."""
+        if self._index is not None:
+            return self._index.get(term)
         key = term.encode("utf-8", "surrogatepass")
         terms, offsets = self._terms, self._offsets
         low, high = 0, self._size
@@ -183,6 +225,11 @@ class TableScorer:
             _dot((0.0 if col is None else vector[col] for col in cols), factors)
             for vector in self._vectors()
         ]
+
+
+def vocabulary_index(terms: Sequence[str]) -> dict[str, int]:
+    """Each term of a vocabulary to its column, for `TableScorer.of_model`."""
+    return {term: col for col, term in enumerate(terms)}
 
 
 def _dot(weights: Iterable[float], factors: Iterable[int] | None) -> float:

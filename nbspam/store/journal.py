@@ -159,8 +159,39 @@ def journal_path(model_path: str | os.PathLike[str]) -> Path:
     return real.with_name(real.name + SUFFIX)
 
 
-def parse(data: bytes, path: str | os.PathLike[str]) -> Contents:
-    """The contents of a journal file's bytes (see the module's layout)."""
+_PARSED: dict[str, tuple[int, int, Contents]] = {}
+"""Per journal path, the last contents parsed by `parse_again`: (bytes up to the last
+commit, their CRC-32, the contents), so that a process that reads a journal again (a
+server's TELL, its reload) decodes only the records appended since."""
+PARSED_PATHS = 16
+
+
+def parse_again(data: bytes, path: str | os.PathLike[str]) -> Contents:
+    """`parse`, decoding only what follows the bytes parsed last time for ``path`` where
+    the file still starts with them (checked by their CRC-32: a journal emptied or
+    replaced is parsed whole)."""
+    key = os.fspath(path)
+    cached = _PARSED.pop(key, None)
+    contents = None
+    if cached is not None:
+        good, crc, known = cached
+        if len(data) >= good and zlib.crc32(memoryview(data)[:good]) == crc:
+            contents = parse(data, path, known)
+    if contents is None:
+        contents = parse(data, path)
+    if contents.base is not None:
+        _PARSED[key] = (contents.good, zlib.crc32(memoryview(data)[: contents.good]), contents)
+        while len(_PARSED) > PARSED_PATHS:
+            del _PARSED[next(iter(_PARSED))]
+    return contents
+
+
+def parse(data: bytes, path: str | os.PathLike[str], known: Contents | None = None) -> Contents:
+    """The contents of a journal file's bytes (see the module's layout); with ``known``,
+    the contents of the bytes up to ``known.good``, only the bytes after them."""
+    if known is not None:
+        contents = Contents(known.base, list(known.records), known.good, len(data))
+        return _records(data, path, contents, known.good)
     if len(data) < HEADER_BYTES:  # none, or a header torn when it was created
         if data and not MAGIC.startswith(data[:8]):
             raise ModelFileError(f"{path} is not an nbspam journal")
@@ -170,14 +201,19 @@ def parse(data: bytes, path: str | os.PathLike[str]) -> Contents:
     if magic != MAGIC or zlib.crc32(data[: _HEAD.size]) != check:
         raise ModelFileError(f"{path} is not an nbspam journal")
     contents = Contents((size, crc), [], HEADER_BYTES, len(data))
-    at, uncommitted = HEADER_BYTES, []
+    return _records(data, path, contents, HEADER_BYTES)
+
+
+def _records(data: bytes, path: str | os.PathLike[str], contents: Contents, at: int) -> Contents:
+    """``contents`` with the committed records of ``data`` from offset ``at`` added."""
+    uncommitted: list[Record] = []
     while at < len(data):
         if at + _RECORD.size > len(data):
             break  # a torn length
-        length, crc = _RECORD.unpack_from(data, at)
+        length, check = _RECORD.unpack_from(data, at)
         end = at + _RECORD.size + length
         payload = data[at + _RECORD.size : end]
-        if end > len(data) or zlib.crc32(payload) != crc:
+        if end > len(data) or zlib.crc32(payload) != check:
             if end >= len(data):
                 break  # a torn last record: never acknowledged
             raise ModelFileError(f"{path} is corrupt (a record's checksum does not match)")
@@ -203,7 +239,7 @@ def read(path: str | os.PathLike[str]) -> Contents:
     except OSError as exc:
         raise ModelFileError(f"cannot read journal {path}: {os_reason(exc)}") from None
     try:
-        return parse(_read_all(fd, path), path)
+        return parse_again(_read_all(fd, path), path)
     finally:
         os.close(fd)
 
@@ -461,7 +497,7 @@ class Writer:
         try:
             data = _read_all(self.fd, path)
             head = parse(data[:HEADER_BYTES], path)
-            self.contents = parse(data, path) if head.base == base else Contents()
+            self.contents = parse_again(data, path) if head.base == base else Contents()
             self.created = self.contents.base is None
             if self.created:
                 os.ftruncate(self.fd, 0)
