@@ -220,7 +220,7 @@ def test_training_errors(data, tmp_path):
     assert result.exit_code == 1
     assert (
         result.stderr
-        == "Error: need messages of at least two labels to train, found only ['ham']\n"
+        == "Error: need messages of at least two labels to train, found only ham\n"
     )
     result = cli_run("train", data, "-o", out, "--min-count", "50")
     assert result.exit_code == 1

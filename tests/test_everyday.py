@@ -320,3 +320,16 @@ def test_predict_on_a_terminal_says_it_reads_stdin(sample_model_path):
     assert (err, out.split()[:2]) == ("", [b"-:", b"spam"])
     err, out = on_a_terminal("predict", "-m", sample_model_path, "-")  # a PATH given: no hint
     assert err == ""
+
+
+def test_info_of_a_three_class_table_model_in_words(tmp_path):
+    table = tmp_path / "t.csv"
+    rows = [
+        f"{c + (i % 5) / 10},{2 * c - (i % 7) / 10},{'abc'[c]}" for i in range(60) for c in [i % 3]
+    ]
+    table.write_text("x,y,label\n" + "\n".join(rows) + "\n")
+    assert cli_run("train", table, "-o", tmp_path / "t.nbm").exit_code == 0
+    shown = cli_run("info", "-m", tmp_path / "t.nbm").stdout.splitlines()
+    assert shown[1] == "labels:     a 20, b 20, c 20 (label column label)"
+    assert shown[4].startswith("auto chose ") and "continuous columns (internal 5-fold" in shown[4]
+    assert not [line for line in shown if "None" in line or "{" in line]

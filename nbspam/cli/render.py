@@ -796,26 +796,8 @@ def table_train_summary(model: Any, output: str, size: int) -> list[str]:
     for kind, names in by_kind.items():
         shown = ", ".join(names[:6]) + (f", ... ({len(names) - 6} more)" if len(names) > 6 else "")
         lines.append(f"columns {kind}: {len(names)}: {shown}")
-    auto = model.info.get("auto")
-    if auto:
-        tried = ", ".join(
-            f"{name} {loss:.4f}"
-            + (f" (ROC AUC {auto['roc_auc'][name]:.4f})" if "roc_auc" in auto else "")
-            for name, loss in auto["log_loss"].items()
-        )
-        lines.append(
-            f"auto chose {auto['chose']} for the continuous columns "
-            f"(internal {auto['folds']}-fold log-loss: {tried})"
-        )
-        if auto.get("columns"):
-            changed: dict[str, list[str]] = {}
-            for name, how in auto["columns"].items():
-                changed.setdefault(how, []).append(name)
-            parts = "; ".join(f"{how}: {', '.join(names)}" for how, names in changed.items())
-            lines.append(
-                f"auto then modelled {len(auto['columns'])} column(s) otherwise, "
-                f"internal log-loss {auto['log_loss_mixed']:.4f} ({parts})"
-            )
+    if model.info.get("auto"):
+        lines += table_auto_lines(model.info["auto"])
     if model.is_binary:
         lines.append(f"positive class: {model.positive} (log-odds > 0 point to it)")
         if model.cutoffs is not None:
@@ -828,6 +810,30 @@ def table_train_summary(model: Any, output: str, size: int) -> list[str]:
         if model.calibration is not None:
             lines.append("calibration: Platt scaling fitted by internal cross-validation")
     lines.append(f"wrote {output} ({size / 1e6:.1f} MB)")
+    return lines
+
+
+def table_auto_lines(auto: dict[str, Any]) -> list[str]:
+    """auto's choice for a table model's continuous columns (``info["auto"]``) in words."""
+    lines = []
+    tried = ", ".join(
+        f"{name} {loss:.4f}"
+        + (f" (ROC AUC {auto['roc_auc'][name]:.4f})" if "roc_auc" in auto else "")
+        for name, loss in auto["log_loss"].items()
+    )
+    lines.append(
+        f"auto chose {auto['chose']} for the continuous columns "
+        f"(internal {auto['folds']}-fold log-loss: {tried})"
+    )
+    if auto.get("columns"):
+        changed: dict[str, list[str]] = {}
+        for name, how in auto["columns"].items():
+            changed.setdefault(how, []).append(name)
+        parts = "; ".join(f"{how}: {', '.join(names)}" for how, names in changed.items())
+        lines.append(
+            f"auto then modelled {len(auto['columns'])} column(s) otherwise, "
+            f"internal log-loss {auto['log_loss_mixed']:.4f} ({parts})"
+        )
     return lines
 
 
@@ -858,7 +864,11 @@ def table_model_info(model_path: str, model: Any, size: int, fmt: str) -> Iterat
     yield (
         "labels:     "
         + ", ".join(f"{k} {v:,}" for k, v in summary["labels"].items())
-        + (f" (positive: {model.positive}; label column {model.label_column})")
+        + (
+            f" (positive: {model.positive}; label column {model.label_column})"
+            if model.is_binary
+            else f" (label column {model.label_column})"
+        )
     )
     by_kind: dict[str, list[str]] = {}
     for c in model.columns:
@@ -873,7 +883,10 @@ def table_model_info(model_path: str, model: Any, size: int, fmt: str) -> Iterat
         a, b = model.calibration
         yield f"calibrated: P({model.positive}) = 1 / (1 + exp(-({a:.5g} log-odds {b:+.5g})))"
     for key, value in model.info.items():
-        yield f"{key + ':':<11} {value}"
+        if key == "auto" and isinstance(value, dict):
+            yield from table_auto_lines(value)
+        else:
+            yield f"{key + ':':<11} {value}"
 
 
 def unseen_note(unseen: Any) -> str | None:
