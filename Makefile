@@ -69,6 +69,7 @@ bench: $(VENV)/.test
 	    --variant "nbspam fisher:event-model=fisher" --sklearn --bogofilter || exit 1; \
 	done
 	$(BIN)/python bench/tables.py ../shared/corpora/spambase/spambase.csv --sklearn
+	$(BIN)/python bench/bigtable.py
 	$(BIN)/python bench/speed.py
 	$(BIN)/python bench/twins.py ../shared/corpora/spamassassin
 	@command -v spamc >/dev/null 2>&1 || { apt-get install -y -qq spamc || { apt-get update -qq && apt-get install -y -qq spamc; }; } >/dev/null 2>&1 || echo "spamc could not be installed: its latency is skipped"

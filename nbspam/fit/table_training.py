@@ -12,11 +12,22 @@ from typing import Any
 
 import numpy as np
 
+from ..models.columns import Categorical
 from ..models.table_model import (
+    Column,
     TableModel,
     TableSettings,
+    TextStats,
+    bin_edges,
+    category_counts,
+    classes_of,
+    column_counts,
+    column_numbers,
+    empty_model,
+    empty_stats,
     fit_table,
     given_kinds,
+    number_categories,
     subset,
 )
 from ..text.tables import DEFAULT_BINS, Table, mostly_numbers_note, read_table
@@ -58,21 +69,111 @@ def resolved(model: TableModel, settings: TableSettings) -> TableSettings:
     return dataclasses.replace(settings, kinds=kinds)
 
 
+class FoldStatistics:
+    """The statistics of each fold's rows of a table, per column and kind, each counted once
+    and shared by every model of all folds but one (auto's candidates, the internal
+    cross-validation): such a model is the whole table's statistics less its fold's, exact
+    sums and counts that equal fitting the model on the other folds. A binned column is the
+    exception: its edges are those of the other folds' values, so it is counted per fold."""
+
+    def __init__(self, table: Table, fold: np.ndarray) -> None:
+        self.table, self.fold = table, fold
+        self.folds = np.unique(fold[fold >= 0]).tolist()
+        self.parts = {k: subset(table, np.flatnonzero(fold == k)) for k in self.folds}
+        self.counted: dict[tuple[str, str], list[Any]] = {}
+        self.empty: dict[int, tuple[TableSettings, TableModel]] = {}
+        """Per settings (kept, so that its id stays its own), its model with no row counted."""
+
+    def model(self, settings: TableSettings, k: int, path: str) -> TableModel:
+        """The model of ``settings`` fitted on the rows of every fold but ``k``."""
+        if id(settings) not in self.empty:
+            self.empty[id(settings)] = (settings, empty_model(self.table, settings, path))
+        first = self.empty[id(settings)][1]
+        model = dataclasses.replace(
+            first, columns=[dataclasses.replace(c) for c in first.columns], class_count=[]
+        )
+        ys = {j: classes_of(model, part) for j, part in self.parts.items()}
+        C = len(model.labels)
+        counts = [np.bincount(y, minlength=C) for y in ys.values()]
+        whole = np.sum(counts, axis=0)
+        model.class_count = (whole - counts[self.folds.index(k)]).tolist()
+        for column in model.columns:
+            if column.kind == "ignore":
+                continue
+            if column.edges is not None:
+                column.edges, column.zero_bin, column.stats = self._binned(
+                    model, column, k, settings
+                )
+                continue
+            key = (column.name, column.kind)
+            if key not in self.counted:
+                self.counted[key] = [
+                    column_counts(model, column_like(column, C), part, ys[j], +1)
+                    for j, part in self.parts.items()
+                ]
+            parts = self.counted[key]
+            stats = parts[0]
+            for other in parts[1:]:
+                stats = _combine(stats, other, +1)
+            column.stats = _combine(stats, parts[self.folds.index(k)], -1)
+        return model
+
+    def _binned(
+        self, model: TableModel, column: Column, k: int, settings: TableSettings
+    ) -> tuple[list[float], bool, Any]:
+        x = column_numbers(column, self.table)
+        train = self.fold != k  # rows without a label too, as fitting on them would
+        edges, zero_bin = bin_edges(x[train], settings.bins or DEFAULT_BINS, settings.binning)
+        binned = Column(column.name, column.kind, edges=edges, zero_bin=zero_bin)
+        rows = np.flatnonzero(train & (self.fold >= 0))
+        ys = classes_of(model, self.table)[rows]
+        names, codes = number_categories(binned, x[rows])
+        return edges, zero_bin, category_counts(names, codes, ys, len(model.labels))
+
+
+def column_like(column: Column, classes: int) -> Column:
+    return Column(column.name, column.kind, empty_stats(column.kind, classes), column.edges)
+
+
+def _combine(a: Any, b: Any, sign: int) -> Any:
+    """Statistics a + sign * b, with the categories and terms no row holds any more left out
+    (as a model fitted without those rows never saw them)."""
+    if isinstance(a, TextStats):
+        terms = {t: list(v) for t, v in a.terms.items()}
+        for t, v in b.terms.items():
+            terms[t] = [x + sign * y for x, y in zip(terms.get(t, [0] * len(v)), v)]
+        rows = [x + sign * y for x, y in zip(a.rows, b.rows)]
+        return TextStats(rows, {t: v for t, v in terms.items() if any(v)})
+    out = a.combine(b, sign)
+    if isinstance(out, Categorical) and not out.fixed:
+        keep = [j for j in range(len(out.categories)) if any(row[j] for row in out.counts)]
+        if len(keep) < len(out.categories):
+            out = Categorical(
+                [out.categories[j] for j in keep], [[row[j] for j in keep] for row in out.counts]
+            )
+    return out
+
+
 def fold_contributions(
-    table: Table, settings: TableSettings, fold: np.ndarray, path: str
+    table: Table,
+    settings: TableSettings,
+    fold: np.ndarray,
+    path: str,
+    shared: FoldStatistics | None = None,
 ) -> tuple[np.ndarray, np.ndarray, list[str], str | None]:
     """Out-of-fold joint log-likelihoods, split: (log prior (n, C), the log-likelihood of
     each scored column (n, k, C), the k column names, the positive label or None for more
     than two classes); each row scored by the model of the other folds (rows of fold -1 are
-    left at 0)."""
+    left at 0). ``shared``: the statistics of the folds, counted once for several settings."""
+    shared = shared or FoldStatistics(table, fold)
     n = len(table.rows)
     bias, contrib = np.zeros((n, 0)), None
     names: list[str] = []
     positive = None
-    for k in np.unique(fold[fold >= 0]):
-        model = fit_table(subset(table, np.flatnonzero(fold != k)), settings, path)
+    for k in shared.folds:
+        model = shared.model(settings, k, path)
         test = np.flatnonzero(fold == k)
-        names, parts = model.column_log_likelihoods(subset(table, test), Counter())
+        names, parts = model.column_log_likelihoods(shared.parts[k], Counter())
         positive = str(model.positive) if model.is_binary else None
         if contrib is None:
             bias = np.zeros((n, len(model.labels)))
@@ -182,7 +283,10 @@ def auto_choice(
     fold = stratified_folds_of(y)
     scored = fold >= 0
     target = np.array([model.labels.index(v) for v in y[scored]])
-    parts = {name: fold_contributions(table, c, fold, path) for name, c in candidates.items()}
+    shared = FoldStatistics(table, fold)
+    parts = {
+        name: fold_contributions(table, c, fold, path, shared) for name, c in candidates.items()
+    }
     first = next(iter(parts.values()))
     names, positive = first[2], first[3]
 

@@ -9,8 +9,8 @@ merge) gives back the same statistic bit for bit:
 - Gaussian: per class the count n_c and the exact sums S1 = sum x * 2^1074 and
   S2 = sum x^2 * 2^2148 as Python integers. Every float64 is a whole multiple of 2^-1074, so
   both sums are whole numbers, and subtracting the rows added gives back the same sums. The
-  mean and variance are derived from them as fractions (`fractions.Fraction`) and rounded
-  once to float64.
+  sums of many values are computed in bulk (`exact_sums`), equal to adding them one by one;
+  the mean and variance are exact quotients of these integers, rounded once to float64.
 
 The functions are pure; shapes are given as (C,) per class, (C, K) per class and category.
 A missing cell (an empty one) adds to no statistic and counts for no class when scored.
@@ -19,7 +19,6 @@ A missing cell (an empty one) adds to no statistic and counts for no class when 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from fractions import Fraction
 
 import numpy as np
 
@@ -51,6 +50,72 @@ def exact(x: float) -> int:
     return num * ((1 << SCALE) // den)
 
 
+LIMB = 18
+"""The bits of each of the three limbs a 53-bit mantissa is cut into: a product of two limbs
+has at most 36 bits, so int64 sums of up to 2^25 such products (`CHUNK`) cannot overflow."""
+
+CHUNK = 1 << 24
+SMALL = 64
+"""Up to this many values, `exact_sums` adds them one by one."""
+
+
+def exact_sums(
+    x: np.ndarray, group: np.ndarray, groups: int
+) -> tuple[list[int], list[int], list[int]]:
+    """(n, S1, S2) per group (each a list of ``groups``): the count of the values x of each
+    group (a finite float64 each; ``group`` its group, 0 <= group < groups) and the exact sums
+    of x * 2^1074 and x^2 * 2^2148, equal to adding `exact` of each value one by one.
+
+    In bulk: each float is ±m * 2^e exactly, m its 53-bit integer mantissa and e >= 0 (its
+    exponent as a multiple of 2^-1074); m is cut into three 18-bit limbs, whose sums (and
+    those of their products, for m^2) are int64 sums per group and exponent that cannot
+    overflow; only these few sums become Python integers."""
+    n = np.bincount(group, minlength=groups).tolist()
+    s1, s2 = [0] * groups, [0] * groups
+    if len(x) <= SMALL:  # fewer values than numpy's calls cost
+        for v, g in zip(x.tolist(), group.tolist()):
+            m = exact(v)
+            s1[g] += m
+            s2[g] += m * m
+        return n, s1, s2
+    for start in range(0, len(x), CHUNK):
+        _add_sums(x[start : start + CHUNK], group[start : start + CHUNK], s1, s2)
+    return n, s1, s2
+
+
+def _add_sums(x: np.ndarray, group: np.ndarray, s1: list[int], s2: list[int]) -> None:
+    bits = np.ascontiguousarray(x, dtype=np.float64).view(np.uint64)
+    biased = ((bits >> np.uint64(52)) & np.uint64(0x7FF)).astype(np.int64)
+    mantissa = (bits & np.uint64((1 << 52) - 1)).astype(np.int64) | (
+        (biased > 0).astype(np.int64) << 52
+    )
+    shift = np.maximum(biased - 1, 0)  # |x| * 2^1074 = mantissa << shift
+    sign = np.where(bits >> np.uint64(63), -1, 1)
+    key = np.asarray(group, dtype=np.int64) * 2048 + shift
+    order = np.argsort(key, kind="stable")
+    key, mantissa, sign = key[order], mantissa[order], sign[order]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, int)
+    mask = (1 << LIMB) - 1
+    a, b, c = mantissa >> (2 * LIMB), (mantissa >> LIMB) & mask, mantissa & mask
+
+    def total(v: np.ndarray) -> list[int]:
+        return np.add.reduceat(v, starts).tolist() if len(starts) else []
+
+    # S1: the signed limbs; S2: m^2 = a^2 2^72 + 2ab 2^54 + (b^2 + 2ac) 2^36 + 2bc 2^18 + c^2
+    sa, sb, sc = total(sign * a), total(sign * b), total(sign * c)
+    d4, d3, d2, d1, d0 = (
+        total(a * a),
+        total(a * b),
+        total(b * b + 2 * a * c),
+        total(b * c),
+        total(c * c),
+    )
+    for i, k in enumerate(key[starts].tolist()):
+        g, e = divmod(k, 2048)
+        s1[g] += ((sa[i] << 36) + (sb[i] << 18) + sc[i]) << e
+        s2[g] += ((d4[i] << 72) + (d3[i] << 55) + (d2[i] << 36) + (d1[i] << 19) + d0[i]) << (2 * e)
+
+
 @dataclass
 class Gaussian:
     """A numeric column: per class the count n (C,) and the exact sums s1, s2 (C,) of
@@ -70,6 +135,11 @@ class Gaussian:
         self.n[c] += sign
         self.s1[c] += sign * m
         self.s2[c] += sign * m * m
+
+    @classmethod
+    def of(cls, x: np.ndarray, y: np.ndarray, classes: int) -> Gaussian:
+        """The statistics of values x (finite) of classes y (0 <= y < classes), in bulk."""
+        return cls(*exact_sums(x, y, classes))
 
     def combine(self, other: Gaussian, sign: int = 1) -> Gaussian:
         return Gaussian(
@@ -107,8 +177,8 @@ class Gaussian:
 def _mean_var(n: int, s1: int, s2: int) -> tuple[float, float]:
     if n <= 0:
         return 0.0, 0.0
-    mean = float(Fraction(s1, n << SCALE))
-    return mean, float(Fraction(n * s2 - s1 * s1, (n * n) << (2 * SCALE)))
+    # a quotient of Python integers is correctly rounded, as float(Fraction(a, b)) is
+    return s1 / (n << SCALE), (n * s2 - s1 * s1) / ((n * n) << (2 * SCALE))
 
 
 def gaussian_log_likelihood(x: np.ndarray, mu: np.ndarray, var: np.ndarray) -> np.ndarray:

@@ -19,7 +19,15 @@ import numpy as np
 from ..core.config import TokenizerConfig
 from ..errors import ConfigError, InputError, ModelFileError, TrainingError
 from ..store.schema import number_pair
-from ..text.tables import DEFAULT_BINS, KINDS, TABLE_KIND, Table, detect_kind, parse_number
+from ..text.tables import (
+    DEFAULT_BINS,
+    KINDS,
+    TABLE_KIND,
+    Table,
+    detect_kind,
+    parse_number,
+    parse_numbers,
+)
 from . import columns as col
 from . import naive_bayes as nb
 from .decision import read_cutoffs, stored_cutoffs
@@ -197,15 +205,16 @@ class TableModel:
         for column in self.columns:
             if column.kind == "ignore":
                 continue
-            cells = table.column(column.name)
-            values = [column.value(cell, w, analyzer) for cell, w in zip(cells, table.ids)]
             if column.kind == "gaussian":
                 mu, var = gauss[column.name]
-                part = col.gaussian_log_likelihood(np.array(values, dtype=np.float64), mu, var)
+                part = col.gaussian_log_likelihood(column_numbers(column, table), mu, var)
             elif column.kind == "text":
+                values = [
+                    analyzer.tokens(cell) if cell else [] for cell in table.column(column.name)
+                ]
                 part = _text_log_likelihood(column.stats, values, self.alpha)
             else:
-                part = _categorical_log_likelihood(column, values, self.alpha, unseen)
+                part = _categorical_log_likelihood(column, table, self.alpha, unseen)
             names.append(column.name)
             parts.append(part)
         return names, parts
@@ -243,21 +252,20 @@ def posteriors(jll: np.ndarray, positive: int | None) -> tuple[np.ndarray, np.nd
 
 
 def _categorical_log_likelihood(
-    column: Column, values: list[str], alpha: float, unseen: Counter | None
+    column: Column, table: Table, alpha: float, unseen: Counter | None
 ) -> np.ndarray:
     stats = column.stats
     logp = col.categorical_log_prob(stats.matrix(), alpha)  # (C, K)
-    out = np.zeros((len(values), logp.shape[0]))
-    for i, v in enumerate(values):
-        if v == "":
-            continue
-        j = stats.index.get(v)
-        if j is None:
-            if unseen is not None:
-                unseen[(column.name, v)] += 1
-            continue
-        out[i] = logp[:, j]
-    return out
+    names, codes = column_categories(column, table)
+    where = np.array([stats.index.get(name, -1) for name in names] + [-1], dtype=np.int64)
+    j = where[codes]  # codes -1 (missing) take the last: -1
+    if unseen is not None and (where[:-1] < 0).any():
+        seen = np.bincount(codes[codes >= 0], minlength=len(names)).tolist()
+        for name, k, n in zip(names, where.tolist(), seen):
+            if k < 0 and n:
+                unseen[(column.name, name)] += n
+    logp = np.concatenate([logp, np.zeros((logp.shape[0], 1))], axis=1)  # -1: adds nothing
+    return logp[:, j].T
 
 
 def text_log_prob(stats: TextStats, alpha: float) -> tuple[list[str], np.ndarray]:
@@ -336,8 +344,16 @@ def choose_kinds(table: Table, settings: TableSettings, path: str) -> dict[str, 
 
 
 def fit_table(table: Table, settings: TableSettings, path: str = "the table") -> TableModel:
-    """Train a TableModel on a table: kinds (`choose_kinds`), bin edges for the continuous
-    columns with --bins, then every row added (`add_rows`)."""
+    """Train a TableModel on a table: its columns (`empty_model`), then every row added
+    (`add_rows`)."""
+    model = empty_model(table, settings, path)
+    add_rows(model, table, +1)
+    return model
+
+
+def empty_model(table: Table, settings: TableSettings, path: str = "the table") -> TableModel:
+    """The TableModel of a table with no row counted yet: its labels, the kinds of its
+    columns (`choose_kinds`) and the bin edges of the continuous columns with --bins."""
     if not table.has(settings.label_column):
         raise InputError(
             f"{path}: no label column {settings.label_column!r} (columns: "
@@ -360,7 +376,7 @@ def fit_table(table: Table, settings: TableSettings, path: str = "the table") ->
     for name, kind in kinds.items():
         column = Column(name, kind)
         if kind == "binned" or (kind == "gaussian" and settings.bins is not None):
-            x = np.array([parse_number(c, w, name) for c, w in zip(table.column(name), table.ids)])
+            x = parse_numbers(table.column(name), table.ids, name)
             column.kind = "categorical"
             bins = settings.bins or DEFAULT_BINS
             edges, zero_bin = bin_edges(x, bins, settings.binning)
@@ -368,14 +384,7 @@ def fit_table(table: Table, settings: TableSettings, path: str = "the table") ->
         columns.append(column)
     C = len(labels)
     for column in columns:
-        if column.kind == "gaussian":
-            column.stats = col.Gaussian.empty(C)
-        elif column.kind == "bernoulli":
-            column.stats = col.Categorical.empty(C, ["0", "1"])
-        elif column.kind == "categorical":
-            column.stats = col.Categorical.empty(C)
-        elif column.kind == "text":
-            column.stats = TextStats([0] * C, {})
+        column.stats = empty_stats(column.kind, C)
     model = TableModel(
         labels=labels,
         class_count=[0] * C,
@@ -385,56 +394,157 @@ def fit_table(table: Table, settings: TableSettings, path: str = "the table") ->
         positive=positive,
         tokenizer=settings.tokenizer,
     )
-    add_rows(model, table, +1)
     return model
 
 
 def add_rows(model: TableModel, table: Table, sign: int) -> int:
     """Learn (sign 1) or forget (sign -1) every labelled row of a table, in place; returns
-    the rows counted. Exact: forgetting rows learned gives back the same statistics."""
+    the rows counted. Exact: forgetting rows learned gives back the same statistics. Each
+    column is counted in bulk (`column_counts`)."""
     if not table.has(model.label_column):
         raise InputError(f"the table has no label column {model.label_column!r}")
     missing = [c.name for c in model.columns if c.kind != "ignore" and not table.has(c.name)]
     if missing:
         raise InputError(f"the table lacks the model's column {missing[0]!r}")
-    analyzer = model.analyzer() if any(c.kind == "text" for c in model.columns) else None
-    y = table.column(model.label_column)
-    for label in {v for v in y if v}:
-        if label not in model.labels:
-            raise InputError(f"label {label!r} is not one of the model's {list(model.labels)}")
-    ys = [model.labels.index(v) if v else -1 for v in y]
+    ys = classes_of(model, table)
+    if not (ys >= 0).all():
+        table = subset(table, np.flatnonzero(ys >= 0))
+        ys = ys[ys >= 0]
     for column in model.columns:
-        if column.kind == "ignore":
-            continue
-        cells = table.column(column.name)
-        for c, cell, where in zip(ys, cells, table.ids):
-            if c < 0:
-                continue
-            v = column.value(cell, where, analyzer)
-            if column.kind == "gaussian":
-                if abs(v) > col.MAX_VALUE:
-                    raise InputError(
-                        f"{where}, column {column.name!r}: {cell[:40]} is beyond ±1e150, the "
-                        "range of a gaussian column; rescale the column (its logarithm, say) "
-                        f"or give --column {column.name}=binned"
-                    )
-                if not math.isnan(v):
-                    column.stats.add(c, v, sign)
-            elif column.kind == "text":
-                column.stats.add(c, v, sign)
-            elif v != "":
-                try:
-                    column.stats.add(c, v, sign)
-                except ValueError:
-                    raise InputError(f"{where}: {column.name}={v!r} was never learned") from None
-    n = 0
-    for c in ys:
-        if c >= 0:
-            model.class_count[c] += sign
-            n += 1
+        if column.kind != "ignore":
+            column.stats = column_counts(model, column, table, ys, sign)
+    for c, n in enumerate(np.bincount(ys, minlength=len(model.labels)).tolist()):
+        model.class_count[c] += sign * n
     if sign < 0 and not _non_negative(model):
         raise InputError("these rows were not all learned by the model: nothing forgotten")
-    return n
+    return len(ys)
+
+
+def classes_of(model: TableModel, table: Table) -> np.ndarray:
+    """Each row's class as its place among the model's labels (n,), -1 where it has none."""
+    names, codes = table_categories(table, model.label_column)
+    present = np.bincount(codes[codes >= 0], minlength=len(names)).tolist()
+    for label, n in zip(names, present):
+        if n and label not in model.labels:
+            raise InputError(f"label {label!r} is not one of the model's {list(model.labels)}")
+    where = {label: c for c, label in enumerate(model.labels)}
+    index = np.array([where.get(v, -1) for v in names] + [-1], dtype=np.int64)
+    return index[codes]
+
+
+def column_counts(
+    model: TableModel, column: Column, table: Table, ys: np.ndarray, sign: int
+) -> Any:
+    """A column's statistics with the rows of ``table`` (every one labelled, of classes
+    ``ys``) added (sign 1) or taken away (-1), in bulk: Gaussian sums by `columns.exact_sums`,
+    counts of categories by one bincount."""
+    C, stats = len(model.labels), column.stats
+    if column.kind == "text":
+        analyzer = model.analyzer()
+        for c, cell in zip(ys.tolist(), table.column(column.name)):
+            stats.add(c, analyzer.tokens(cell) if cell else [], sign)
+        return stats
+    if column.kind == "gaussian":
+        x = column_numbers(column, table)
+        big = np.flatnonzero(np.abs(x) > col.MAX_VALUE)
+        if big.size:
+            i = int(big[0])
+            raise InputError(
+                f"{table.ids[i]}, column {column.name!r}: {table.rows[i][table.where[column.name]][:40]} "
+                "is beyond ±1e150, the range of a gaussian column; rescale the column (its "
+                f"logarithm, say) or give --column {column.name}=binned"
+            )
+        ok = ~np.isnan(x)
+        return stats.combine(col.Gaussian.of(x[ok], ys[ok], C), sign)
+    names, codes = column_categories(column, table)
+    present = np.bincount(codes[codes >= 0], minlength=len(names)).tolist()
+    for j, name in enumerate(names):
+        if present[j] and name not in stats.index and (sign < 0 or stats.fixed):
+            i = int(np.flatnonzero(codes == j)[0])
+            raise InputError(f"{table.ids[i]}: {column.name}={name!r} was never learned")
+    return stats.combine(category_counts(names, codes, ys, C), sign)
+
+
+def category_counts(names: list[str], codes: np.ndarray, ys: np.ndarray, C: int) -> Any:
+    """The `columns.Categorical` of rows of categories ``codes`` (places in ``names``, -1
+    missing) and classes ``ys``."""
+    ok = codes >= 0
+    K = len(names)
+    counts = np.bincount(ys[ok] * K + codes[ok], minlength=C * K).reshape(C, K)
+    return col.Categorical(names, counts.tolist())
+
+
+def empty_stats(kind: str, classes: int) -> Any:
+    """The statistics of a column of this kind with no row counted."""
+    if kind == "gaussian":
+        return col.Gaussian.empty(classes)
+    if kind == "bernoulli":
+        return col.Categorical.empty(classes, ["0", "1"])
+    if kind == "categorical":
+        return col.Categorical.empty(classes)
+    if kind == "text":
+        return TextStats([0] * classes, {})
+    return None
+
+
+def column_numbers(column: Column, table: Table) -> np.ndarray:
+    """A numeric column's cells as floats (NaN missing), each read as `parse_number` does."""
+    name = column.name
+    return table.cached(
+        ("numbers", name), lambda: parse_numbers(table.column(name), table.ids, name)
+    )
+
+
+def column_categories(column: Column, table: Table) -> tuple[list[str], np.ndarray]:
+    """(the categories of a column's cells in order of first appearance, each row's category
+    as its place among them (-1 missing)), the categories as `Column.value` gives them:
+    the cells of a categorical column, '0'/'1' of a Bernoulli one, the bins of a binned one."""
+    if column.kind == "categorical" and column.edges is None:
+        return table_categories(table, column.name)
+    return number_categories(column, column_numbers(column, table))
+
+
+def table_categories(table: Table, name: str) -> tuple[list[str], np.ndarray]:
+    """The distinct cells of a column but '' in order of first appearance, and each row's
+    place among them (-1 where empty). Cached on the table, so that a part of the table
+    keeps the categories of the whole (some perhaps in none of its rows)."""
+    if ("codes", name) in table.cache:
+        return table.cache[("categories", name)], table.cache[("codes", name)]
+    seen: dict[str, int] = {}
+    codes = np.array([seen.setdefault(v, len(seen)) for v in table.column(name)], dtype=np.int64)
+    names = list(seen)
+    if "" in seen:
+        j = seen[""]
+        del names[j]
+        codes = np.where(codes == j, -1, codes - (codes > j))
+    table.cache[("categories", name)], table.cache[("codes", name)] = names, codes
+    return names, codes
+
+
+def number_categories(column: Column, x: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """`column_categories` of a Bernoulli or binned column from its numbers x (NaN missing)."""
+    if column.kind == "bernoulli":
+        value = (x > 0).astype(np.int64)
+    else:
+        value = np.searchsorted(np.array(column.edges, dtype=np.float64), x, side="right")
+        if column.zero_bin:
+            value[x == 0] = -1  # the bin 'z'
+    present = ~np.isnan(x)
+    if len(x) <= col.SMALL:  # fewer values than numpy's calls cost
+        seen: dict[int, int] = {}
+        codes = [
+            seen.setdefault(v, len(seen)) if ok else -1
+            for v, ok in zip(value.tolist(), present.tolist())
+        ]
+        return ["z" if v < 0 else str(v) for v in seen], np.array(codes, dtype=np.int64)
+    distinct, first, inverse = np.unique(value[present], return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    codes = np.full(len(x), -1, dtype=np.int64)
+    codes[present] = rank[inverse.reshape(-1)]
+    names = ["z" if v < 0 else str(v) for v in distinct[order].tolist()]
+    return names, codes
 
 
 def _non_negative(model: TableModel) -> bool:
@@ -481,8 +591,7 @@ def update_table_file(path: str, table: Table, sign: int, label: str | None = No
 
 
 def subset(table: Table, rows: Iterable[int]) -> Table:
-    rows = list(rows)
-    return Table(table.names, [table.rows[i] for i in rows], [table.ids[i] for i in rows])
+    return table.subset(list(rows))
 
 
 # --------------------------------------------------------------------------------------------

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ..errors import ConfigError, InputError
 from ..mail.messages import open_regular
 
@@ -43,16 +45,42 @@ class Table:
     ids: list[str]
     where: dict[str, int] = field(init=False, repr=False, compare=False)
     """Each name's place among the names (found in constant time, however many columns)."""
+    cache: dict[Any, Any] = field(init=False, repr=False, compare=False)
+    """Columns already taken out of the rows, and read as numbers (`cached`): each is read
+    once however many models are fitted on the table and its parts (`subset`)."""
 
     def __post_init__(self) -> None:
         self.where = {name: j for j, name in enumerate(self.names)}
+        self.cache = {}
 
     def has(self, name: str) -> bool:
         return name in self.where
 
     def column(self, name: str) -> list[str]:
-        j = self.where[name]
-        return [row[j] for row in self.rows]
+        def take() -> list[str]:
+            j = self.where[name]
+            return [row[j] for row in self.rows]
+
+        return self.cached(("column", name), take)
+
+    def cached(self, key: Any, make: Any) -> Any:
+        """``make()``, made once per key: a list or an array of one value per row."""
+        if key not in self.cache:
+            self.cache[key] = make()
+        return self.cache[key]
+
+    def subset(self, rows: Sequence[int]) -> Table:
+        """The table of these rows (places, in this order), with what was cached of them."""
+        part = Table(self.names, [self.rows[i] for i in rows], [self.ids[i] for i in rows])
+        index = np.asarray(rows, dtype=np.int64)
+        for key, values in self.cache.items():
+            if isinstance(values, np.ndarray):
+                part.cache[key] = values[index]
+            elif key[0] == "categories":  # of the whole table, not one per row
+                part.cache[key] = values
+            else:
+                part.cache[key] = [values[i] for i in rows]
+        return part
 
 
 def _open_table(path: str) -> int:
@@ -81,13 +109,14 @@ def read_table(path: str) -> Table:
             start = reader.line_num + 1
             for row in reader:
                 line, start = start, reader.line_num + 1
-                if not any(cell.strip() for cell in row):
+                cells = [cell.strip() for cell in row]
+                if not any(cells):
                     continue
                 if len(row) != len(names):
                     raise InputError(
                         f"{path}#{line}: {len(row)} cells, but the header names {len(names)}"
                     )
-                rows.append([cell.strip() for cell in row])
+                rows.append(cells)
                 ids.append(f"{path}#{line}")
             return Table(names, rows, ids)
     except OSError as exc:
@@ -158,6 +187,19 @@ def parse_number(cell: str, where: str, name: str) -> float:
     return x
 
 
+def parse_numbers(cells: Sequence[str], ids: Sequence[str], name: str) -> np.ndarray:
+    """The cells of a column as floats (n,), as `parse_number` reads each, in bulk: NaN where
+    a cell is empty; the first cell that is not a finite number is the InputError."""
+    try:
+        x = np.fromiter(map(float, [c or "nan" for c in cells]), np.float64, len(cells))
+    except ValueError:
+        x = None
+    if x is None or int(np.count_nonzero(~np.isfinite(x))) != cells.count(""):
+        # a cell that is not a number, or a literal nan or inf: found and named one by one
+        x = np.array([parse_number(c, w, name) for c, w in zip(cells, ids)], dtype=np.float64)
+    return x
+
+
 def detect_kind(cells: Sequence[str], path: str, name: str) -> str:
     """The kind of a column from its cells: numbers (all but none) are bernoulli where
     every value is 0 or 1, else gaussian; text where more than half of the values hold a
@@ -181,12 +223,10 @@ def detect_kind(cells: Sequence[str], path: str, name: str) -> str:
 
 def _not_numbers(cells: Sequence[str]) -> tuple[list[int], set[float]]:
     """(the places of the cells that are not finite numbers, the numbers), empty cells
-    apart."""
-    bad = []
+    apart. Each distinct cell is read once (a column of categories has few)."""
     numbers = set()
-    for i, cell in enumerate(cells):
-        if cell == "":
-            continue
+    wrong = set()
+    for cell in set(cells) - {""}:
         try:
             x = float(cell)
         except ValueError:
@@ -194,7 +234,8 @@ def _not_numbers(cells: Sequence[str]) -> tuple[list[int], set[float]]:
         if math.isfinite(x):
             numbers.add(x)
         else:
-            bad.append(i)
+            wrong.add(cell)
+    bad = [i for i, cell in enumerate(cells) if cell in wrong] if wrong else []
     return bad, numbers
 
 
