@@ -16,7 +16,6 @@ from ..mail.messages import read_stdin
 from ..service.quick import load_quick
 from .render import predictions
 
-
 #: What `predict` says when it would wait for a message typed on a terminal.
 TERMINAL_HINT = "reading a message from standard input (end with Ctrl-D)"
 
