@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 
@@ -46,20 +47,34 @@ def test_train_prints_a_summary(data, tmp_path):
     result = cli_run("train", data, "-o", out, "--min-count", "1", "--event-model", "multinomial")
     assert result.exit_code == 0
     lines = result.stderr.splitlines()
-    assert lines[0].startswith("trained a multinomial model on 8 messages (ham 4, spam 4) in ")
-    assert lines[1].startswith("vocabulary: ") and lines[1].endswith("seen (min-count 1)")
-    assert lines[2] == "positive class: spam (log-odds > 0 point to it)"
-    assert lines[3].startswith("cutoffs: ham below ") and lines[3].endswith(
-        " log-odds, unsure between"
-    )
+    assert re.fullmatch(r"read 8 messages \(ham 4, spam 4\) in \d+\.\d s", lines[0])
+    assert lines[1] == "model: the multinomial model (how often each word occurs)"
     # 0 of the 4 ham out of fold: at most 1 - 0.2^(1/4) = 33.13% with 80% confidence
-    assert lines[4] == (
+    assert lines[2] == (
         "expected false positives: 0.00% of ham (0 of 4 out of fold), at most 33.13% at 80% "
         "confidence; 0.0% unsure"
     )
-    assert lines[5] == "calibration: Platt scaling fitted by internal cross-validation"
-    assert lines[6].startswith(f"wrote {out} (")
+    assert re.fullmatch(rf"wrote {re.escape(str(out))} \(0\.\d MB\)", lines[3])
+    assert lines[4] == f"next: nbspam predict -m {out} MESSAGE"
+    assert len(lines) == 5
     assert result.stdout == ""
+
+
+def test_train_verbose_adds_the_details(data, tmp_path):
+    out = tmp_path / "m.nbm"
+    result = cli_run(
+        "train", data, "-o", out, "--min-count", "1", "--event-model", "multinomial", "-v"
+    )
+    assert result.exit_code == 0
+    lines = result.stderr.splitlines()
+    assert lines[2].startswith("vocabulary: ") and lines[2].endswith("seen (min-count 1)")
+    assert lines[3] == "positive class: spam (log-odds > 0 point to it)"
+    assert lines[4].startswith("cutoffs: ham below ") and lines[4].endswith(
+        " log-odds, unsure between"
+    )
+    assert lines[5].startswith("expected false positives: ")
+    assert lines[6] == "calibration: Platt scaling fitted by internal cross-validation"
+    assert lines[7].startswith(f"wrote {out} (")
 
 
 def test_predict_jsonl_keys_and_invariants(model, tmp_path):
@@ -165,7 +180,7 @@ def test_the_event_model_option(data, tmp_path):
     path = tmp_path / "m.nbm"
     result = cli_run("train", data, "-o", path, "--event-model", "bernoulli")
     assert result.exit_code == 0, result.stderr
-    assert result.stderr.startswith("trained a bernoulli model")
+    assert "\nmodel: the Bernoulli model (which words occur)\n" in result.stderr
     help_text = cli_run("train", "--help").stdout
     assert "--event-model" in help_text and "--model " not in help_text
 
@@ -175,7 +190,7 @@ def test_the_event_model_in_a_config_file(data, tmp_path):
     config.write_text("event-model: bernoulli\n")
     result = cli_run("train", data, "-o", tmp_path / "m.nbm", "-c", config)
     assert result.exit_code == 0, result.stderr
-    assert result.stderr.startswith("trained a bernoulli model")
+    assert "\nmodel: the Bernoulli model (which words occur)\n" in result.stderr
 
 
 def test_usage_errors_exit_2(data, tmp_path):
@@ -205,7 +220,7 @@ def test_training_errors(data, tmp_path):
     assert result.exit_code == 1
     assert (
         result.stderr
-        == "Error: need messages of at least two labels to train, found only ['ham']\n"
+        == "Error: need messages of at least two labels to train, found only ham\n"
     )
     result = cli_run("train", data, "-o", out, "--min-count", "50")
     assert result.exit_code == 1
@@ -225,6 +240,7 @@ def test_label_equals_path_and_positive(data, tmp_path):
         "1",
         "--positive",
         "bad",
+        "-v",
     )
     assert result.exit_code == 0, result.output
     assert "positive class: bad" in result.stderr
@@ -246,7 +262,7 @@ def test_files_from_for_train_predict_and_explain(data, tmp_path):
     out = tmp_path / "ff.nbm"
     result = cli_run("train", "-o", out, "--files-from", specs, "--min-count", "1")
     assert result.exit_code == 0, result.output
-    assert "on 8 messages (ham 4, spam 4)" in result.stderr
+    assert "read 8 messages (ham 4, spam 4)" in result.stderr
     listed = "\0".join(str(p) for p in sorted((data / "spam").iterdir())) + "\0"
     result = cli_run("predict", "-m", out, "--files-from", "-", "-0", "-f", "tsv", input=listed)
     assert result.exit_code == 0
@@ -304,7 +320,8 @@ def test_a_complement_model_is_the_multinomial_one_without_its_prior(data, tmp_p
     complement, multinomial = tmp_path / "c.nbm", tmp_path / "m.nbm"
     result = cli_run("train", data, "-o", complement, "--event-model", "complement", "--counts")
     assert result.exit_code == 0, result.stderr
-    assert result.stderr.startswith("trained a complement model on 8 messages (ham 4, spam 4) in ")
+    assert result.stderr.startswith("read 8 messages (ham 4, spam 4) in ")
+    assert "\nmodel: the complement model (word counts against the other classes)\n" in result.stderr
     result = cli_run("train", data, "-o", multinomial, "--prior", "uniform", "--counts")
     assert result.exit_code == 0, result.stderr
     messages = sorted((data / "spam").iterdir()) + sorted((data / "ham").iterdir())

@@ -867,3 +867,14 @@ def test_infinite_cutoffs_come_back(sample_model_path, tmp_path, cutoffs):
     assert restored.cutoffs == cutoffs
     save_model(restored, tmp_path / "r.nbm")
     assert (tmp_path / "r.nbm").read_bytes() == (tmp_path / "m.nbm").read_bytes()
+
+
+def test_a_dump_given_as_a_model_points_to_restore(tmp_path, sample_model_path):
+    dumped = tmp_path / "s.dump"
+    assert cli_run("dump", "-m", sample_model_path, "-o", dumped).exit_code == 0
+    result = cli_run("info", "-m", dumped)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: {dumped} is not an nbspam model file; a text dump is read back with "
+        "'nbspam restore'\n",
+    )

@@ -242,3 +242,94 @@ def test_header_styles_named_alike_everywhere():
 
     param = next(p for p in cli.commands["filter"].params if p.name == "header_style")
     assert tuple(param.type.choices) == entry.HEADER_STYLES == HEADER_STYLES
+
+
+def test_train_says_what_it_did_in_plain_words(tmp_path):
+    out = tmp_path / "s.nbm"
+    result = cli_run("train", SAMPLE / "train", "-o", out)
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.splitlines()
+    lines[0] = lines[0].rsplit(" in ", 1)[0]
+    lines[3] = lines[3].split(" (")[0]
+    assert lines == [
+        "read 48 messages (ham 24, spam 24)",
+        "chose the Bernoulli model (which words occur), the best of 9 settings tried on the "
+        "messages (-v shows them)",
+        # 0 of 24 ham: at most 1 - 0.2^(1/24) = 6.49% at 80% confidence
+        "expected false positives: 0.00% of ham (0 of 24 out of fold), at most 6.49% at 80% "
+        "confidence; 0.0% unsure",
+        f"wrote {out}",
+        f"next: nbspam predict -m {out} MESSAGE",
+    ]
+
+
+def test_verbose_table_says_why_a_better_setting_was_not_taken():
+    from nbspam.cli.render import auto_lines
+
+    auto = {
+        "chosen": "multinomial + alpha 1",
+        "folds": 5,
+        "messages": 100,
+        "candidates": [
+            {"name": "multinomial", "auc": 0.9},
+            {"name": "bernoulli", "auc": 0.8},
+            {"name": "+ alpha 1", "auc": 0.95},  # error 10% -> 5%: half of it removed
+            {"name": "+ min-count 2", "auc": 0.955},  # 5% -> 4.5%: a tenth of it
+            {"name": "+ stop words", "auc": 0.95},
+        ],
+    }
+    rows = [line[0] + line.rsplit("  ", 1)[1] for line in auto_lines(auto)[3:]]
+    assert rows == [
+        "*the first tried",
+        " worse",
+        "*better by 50%: kept",
+        " better by 10%, less than the 20% a change needs",
+        " as good, so not taken",
+    ]
+
+
+def on_a_terminal(*args: object) -> tuple[str, bytes]:
+    """``nbspam ARGS`` with a terminal on stdin, a message typed and ended with Ctrl-D:
+    (what it printed on stderr, stdout)."""
+    import pty
+
+    master, slave = pty.openpty()
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "nbspam", *map(str, args)],
+            stdin=slave,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        os.write(master, b"claim your free prize now\n\x04")
+        out, err = process.communicate(timeout=60)
+    finally:
+        os.close(slave)
+        os.close(master)
+    assert process.returncode == 0, err
+    return err.decode(), out
+
+
+def test_predict_on_a_terminal_says_it_reads_stdin(sample_model_path):
+    hint = "reading a message from standard input (end with Ctrl-D)\n"
+    err, out = on_a_terminal("predict", "-m", sample_model_path)  # the one-message path
+    assert (err, out.split()[:2]) == (hint, [b"-:", b"spam"])
+    err, out = on_a_terminal("predict", "--engine", "local", "-m", sample_model_path)  # click
+    assert (err, out.split()[:2]) == (hint, [b"-:", b"spam"])
+    err, out = on_a_terminal("predict", "-q", "-m", sample_model_path)
+    assert (err, out.split()[:2]) == ("", [b"-:", b"spam"])
+    err, out = on_a_terminal("predict", "-m", sample_model_path, "-")  # a PATH given: no hint
+    assert err == ""
+
+
+def test_info_of_a_three_class_table_model_in_words(tmp_path):
+    table = tmp_path / "t.csv"
+    rows = [
+        f"{c + (i % 5) / 10},{2 * c - (i % 7) / 10},{'abc'[c]}" for i in range(60) for c in [i % 3]
+    ]
+    table.write_text("x,y,label\n" + "\n".join(rows) + "\n")
+    assert cli_run("train", table, "-o", tmp_path / "t.nbm").exit_code == 0
+    shown = cli_run("info", "-m", tmp_path / "t.nbm").stdout.splitlines()
+    assert shown[1] == "labels:     a 20, b 20, c 20 (label column label)"
+    assert shown[4].startswith("auto chose ") and "continuous columns (internal 5-fold" in shown[4]
+    assert not [line for line in shown if "None" in line or "{" in line]

@@ -145,8 +145,8 @@ def test_too_few_messages_to_choose_fall_back_and_say_so(tmp_path):
     result = cli_run("train", tmp_path / "d", "-o", tmp_path / "m.nbm")
     assert result.exit_code == 0, result.stderr
     assert result.stderr.splitlines()[1] == (
-        "event model: multinomial, the fallback of auto: too few messages (2) to choose by "
-        "cross-validation"
+        "model: the multinomial model (how often each word occurs), as 2 messages are too few "
+        "to choose by cross-validation"
     )
     assert load_model(tmp_path / "m.nbm").training.model == "multinomial"
 
@@ -174,26 +174,24 @@ def test_auto_trains_the_model_of_the_settings_it_chose(tmp_path):
 
 
 def test_train_prints_the_candidates_and_info_shows_them(tmp_path):
-    result = cli_run("train", SAMPLE / "train", "-o", tmp_path / "m.nbm")
-    lines = result.stderr.splitlines()
+    result = cli_run("train", SAMPLE / "train", "-o", tmp_path / "m.nbm", "-v")
+    lines = result.stderr.splitlines()[1:]
     record = load_model(tmp_path / "m.nbm").info["auto"]
     n = len(record["candidates"])
     assert lines[1] == (
-        f"event model: {record['chosen']}, chosen by internal cross-validation (5 folds of 48 "
-        "messages; pooled out-of-fold ROC AUC, a change kept where it removes a clear share of "
-        "the error)"
+        f"event model: {record['chosen']}, chosen by cross-validation (5 folds of 48 messages)"
     )
-    assert lines[2].split() == ["candidate", "ROC", "AUC", "(1-ROCA)%"]
-    table = lines[3 : 3 + n]
+    assert lines[3].split() == ["candidate", "ROC", "AUC", "error", "%", "verdict"]
+    table = lines[4 : 4 + n]
     assert [line[2:].split("  ")[0].strip() for line in table] == [
         r["name"] for r in record["candidates"]
     ]
     for line, row in zip(table, record["candidates"]):
-        assert line.endswith(f"{row['auc']:>9.5f} {100 * (1 - row['auc']):>10.3f}")
+        assert f"{row['auc']:>9.5f} {100 * (1 - row['auc']):>8.3f}  " in line
     assert sum(line.startswith("*") for line in table) == len(record["chosen"].split(" + "))
     shown = cli_run("info", "-m", tmp_path / "m.nbm").stdout.splitlines()
     start = shown.index(lines[1])
-    assert shown[start : start + 2 + n] == lines[1 : 3 + n]
+    assert shown[start : start + 3 + n] == lines[1 : 4 + n]
     as_json = json.loads(cli_run("info", "-m", tmp_path / "m.nbm", "-f", "json").stdout)
     assert as_json["history"]["auto"] == record
 

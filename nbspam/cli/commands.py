@@ -602,9 +602,17 @@ def _counter(
 @table_options
 @jobs_option
 @engine_options
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="Also show the settings auto tried and why each was kept or not, the vocabulary, "
+    "the cutoffs and the calibration.",
+)
 def train(
     data: tuple[str, ...],
     output: str,
+    verbose: bool,
     files_from,
     null: bool,
     follow_links: bool,
@@ -676,7 +684,7 @@ def train(
     status = report.finish()
     from .render import train_summary
 
-    for line in train_summary(model, output, os.path.getsize(output)):
+    for line in train_summary(model, output, os.path.getsize(output), verbose=verbose):
         say(line)
     sys.exit(status)
 
@@ -839,6 +847,10 @@ def predict(
     from . import render
 
     layer = _layer(user, user_models)
+    if not paths and files_from is None and not quiet():
+        from .stdin import hint_on_terminal
+
+        hint_on_terminal()
     if is_table_model(model_path):
         if engine == "dask" or layer is not None:
             option = "--engine dask" if engine == "dask" else "--user"

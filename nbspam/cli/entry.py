@@ -141,8 +141,10 @@ def _one_message(args: list[str]) -> int | None:
     fmt = options.get("fmt", "text")
     if fmt not in FORMATS:
         return None
-    from .stdin import predict_stdin
+    from .stdin import hint_on_terminal, predict_stdin
 
+    if "paths" not in options:
+        hint_on_terminal()
     return 0 if predict_stdin(options["model_path"], fmt) else None
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -281,28 +282,51 @@ def _selection(cfg: dict[str, Any]) -> str:
 
 def auto_lines(auto: dict[str, Any]) -> list[str]:
     """The choice of --event-model auto (a model's ``info["auto"]``, `selection.Choice.info`)
-    as a table of the candidates tried, the chosen one marked."""
+    as a table of the candidates tried, the chosen one marked, each with why it was kept
+    or not."""
     if auto.get("chosen") is None:
         return [
             f"event model: {auto.get('event_model')}, the fallback of auto: too few messages "
             f"({auto.get('messages', 0):,}) to choose by cross-validation"
         ]
+    from ..fit.selection import MARGIN_CHANGE, MARGIN_MODEL, TIE
+
     lines = [
-        f"event model: {auto['chosen']}, chosen by internal cross-validation "
-        f"({auto['folds']} folds of {auto['messages']:,} messages; pooled out-of-fold ROC AUC, "
-        f"a change kept where it removes a clear share of the error)",
-        f"  {'candidate':<38} {'ROC AUC':>9} {'(1-ROCA)%':>10}",
+        f"event model: {auto['chosen']}, chosen by cross-validation ({auto['folds']} folds of "
+        f"{auto['messages']:,} messages)",
+        "  error: the share of message pairs ranked the wrong way round (1 - ROC AUC); another "
+        f"event model must remove {MARGIN_MODEL:.0%} of the best error, a change "
+        f"{MARGIN_CHANGE:.0%}",
+        f"  {'candidate':<38} {'ROC AUC':>9} {'error %':>8}  verdict",
     ]
     chosen = auto["chosen"].split(" + ")
+    best: float | None = None
     for row in auto.get("candidates", []):
         name, auc = row["name"], row["auc"]
         first_round = not name.startswith("+ ")
         mark = "*" if (name == chosen[0] if first_round else name[2:] in chosen[1:]) else " "
         if auc is None:
-            lines.append(f"{mark} {name:<38} {'-':>9} {'-':>10}  {row.get('note', '')}")
-        else:
-            lines.append(f"{mark} {name:<38} {auc:>9.5f} {100 * (1 - auc):>10.3f}")
+            lines.append(f"{mark} {name:<38} {'-':>9} {'-':>8}  {row.get('note', '')}")
+            continue
+        margin = MARGIN_MODEL if first_round else MARGIN_CHANGE
+        verdict, best = _verdict(auc, best, margin, TIE)
+        lines.append(f"{mark} {name:<38} {auc:>9.5f} {100 * (1 - auc):>8.3f}  {verdict}")
     return lines
+
+
+def _verdict(auc: float, best: float | None, margin: float, tie: float) -> tuple[str, float]:
+    """Why auto kept a candidate or not, against the best so far (as `selection.better`
+    judges), and the best after it."""
+    if best is None:
+        return "the first tried", auc
+    gain = (auc - best) / (1.0 - best) if best < 1.0 else 0.0
+    if 1.0 - auc < (1.0 - best) * (1.0 - margin) and auc > best + tie:
+        return f"better by {gain:.0%}: kept", auc
+    if auc > best + tie:
+        return f"better by {gain:.0%}, less than the {margin:.0%} a change needs", best
+    if auc >= best - tie:
+        return "as good, so not taken", best
+    return "worse", best
 
 
 def _positive(p: Prediction, labels: Sequence[str]) -> str:
@@ -338,36 +362,68 @@ def _tsv_escape(match: re.Match[str]) -> str:
 # -- train and info ---------------------------------------------------------------------------
 
 
-def train_summary(model: Model, output: str, size: int) -> list[str]:
-    """What `train` says when it is done: the counts, the vocabulary, the decision rule,
-    and the file written (``size`` bytes)."""
+def train_summary(model: Model, output: str, size: int, *, verbose: bool = False) -> list[str]:
+    """What `train` says when it is done: what was read, what was chosen, the expected
+    false positives, the file written (``size`` bytes) and the next command to try; with
+    ``verbose`` also the candidates of auto, the vocabulary, cutoffs and calibration."""
     counts = ", ".join(f"{label} {n:,}" for label, n in zip(model.labels, model.class_count))
     total = int(model.class_count.sum())
-    kept = model.form.kept.size
-    lines = [
-        f"trained a {model.training.model} model on {total:,} messages ({counts}) "
-        f"in {model.info['seconds']:.1f} s",
-        f"vocabulary: {kept:,} terms kept of {len(model.terms):,} seen "
-        f"(min-count {model.training.min_count}{_stop_words(model.training.stop_words)})",
-    ]
-    if "auto" in model.info:
-        lines[1:1] = auto_lines(model.info["auto"])
+    lines = [f"read {total:,} messages ({counts}) in {model.info['seconds']:.1f} s"]
     if model.info.get("duplicates"):
         lines.append(f"{model.info['duplicates']:,} repeated message(s) counted once")
+    auto = model.info.get("auto")
+    if auto is not None and auto.get("chosen") is not None:
+        lines.append(
+            f"chose {_plain_choice(auto['chosen'])}, the best of "
+            f"{len(auto.get('candidates', []))} settings tried on the messages"
+            + ("" if verbose else " (-v shows them)")
+        )
+    else:
+        fallback = (
+            f", as {auto.get('messages', 0):,} messages are too few to choose by cross-validation"
+            if auto is not None
+            else ""
+        )
+        lines.append(f"model: {_plain_choice(model.training.model)}{fallback}")
+    if verbose:
+        if auto is not None and auto.get("chosen") is not None:
+            lines += auto_lines(auto)
+        lines.append(
+            f"vocabulary: {model.form.kept.size:,} terms kept of {len(model.terms):,} seen "
+            f"(min-count {model.training.min_count}{_stop_words(model.training.stop_words)})"
+        )
     if model.is_binary:
-        lines.append(f"positive class: {model.training.positive} (log-odds > 0 point to it)")
-        if model.cutoffs is not None:
-            ham_cut, spam_cut = model.cutoffs
-            lines.append(
-                f"cutoffs: {model.labels[model.negative_index]} below {ham_cut:+.3f}, "
-                f"{model.training.positive} from {spam_cut:+.3f} log-odds, unsure between"
-            )
-            if "cutoffs" in model.info:
-                lines.append(f"expected false positives: {fpr_text(model.info['cutoffs'])}")
-        if model.calibration is not None:
+        if verbose:
+            lines.append(f"positive class: {model.training.positive} (log-odds > 0 point to it)")
+            if model.cutoffs is not None:
+                negative = model.labels[model.negative_index]
+                lines.append(
+                    f"cutoffs: {cutoff_text(negative, model.training.positive, model.cutoffs)} "
+                    "log-odds, unsure between"
+                )
+        if model.cutoffs is not None and "cutoffs" in model.info:
+            lines.append(f"expected false positives: {fpr_text(model.info['cutoffs'])}")
+        if verbose and model.calibration is not None:
             lines.append("calibration: Platt scaling fitted by internal cross-validation")
     lines.append(f"wrote {output} ({size / 1e6:.1f} MB)")
+    lines.append(f"next: nbspam predict -m {shlex.quote(output)} MESSAGE")
     return lines
+
+
+#: The event models in plain words.
+_PLAIN_MODELS = {
+    "multinomial": "the multinomial model (how often each word occurs)",
+    "bernoulli": "the Bernoulli model (which words occur)",
+    "complement": "the complement model (word counts against the other classes)",
+    "complement norm": "the complement model (word counts against the other classes)",
+    "fisher": "the Robinson-Fisher scorer (the strongest clues of each message)",
+}
+
+
+def _plain_choice(name: str) -> str:
+    """auto's choice ('bernoulli + min-count 2') or an event model in words."""
+    model, *changes = name.split(" + ")
+    return _PLAIN_MODELS.get(model, model) + "".join(f" with {c}" for c in changes)
 
 
 def model_info(
@@ -740,26 +796,8 @@ def table_train_summary(model: Any, output: str, size: int) -> list[str]:
     for kind, names in by_kind.items():
         shown = ", ".join(names[:6]) + (f", ... ({len(names) - 6} more)" if len(names) > 6 else "")
         lines.append(f"columns {kind}: {len(names)}: {shown}")
-    auto = model.info.get("auto")
-    if auto:
-        tried = ", ".join(
-            f"{name} {loss:.4f}"
-            + (f" (ROC AUC {auto['roc_auc'][name]:.4f})" if "roc_auc" in auto else "")
-            for name, loss in auto["log_loss"].items()
-        )
-        lines.append(
-            f"auto chose {auto['chose']} for the continuous columns "
-            f"(internal {auto['folds']}-fold log-loss: {tried})"
-        )
-        if auto.get("columns"):
-            changed: dict[str, list[str]] = {}
-            for name, how in auto["columns"].items():
-                changed.setdefault(how, []).append(name)
-            parts = "; ".join(f"{how}: {', '.join(names)}" for how, names in changed.items())
-            lines.append(
-                f"auto then modelled {len(auto['columns'])} column(s) otherwise, "
-                f"internal log-loss {auto['log_loss_mixed']:.4f} ({parts})"
-            )
+    if model.info.get("auto"):
+        lines += table_auto_lines(model.info["auto"])
     if model.is_binary:
         lines.append(f"positive class: {model.positive} (log-odds > 0 point to it)")
         if model.cutoffs is not None:
@@ -772,6 +810,30 @@ def table_train_summary(model: Any, output: str, size: int) -> list[str]:
         if model.calibration is not None:
             lines.append("calibration: Platt scaling fitted by internal cross-validation")
     lines.append(f"wrote {output} ({size / 1e6:.1f} MB)")
+    return lines
+
+
+def table_auto_lines(auto: dict[str, Any]) -> list[str]:
+    """auto's choice for a table model's continuous columns (``info["auto"]``) in words."""
+    lines = []
+    tried = ", ".join(
+        f"{name} {loss:.4f}"
+        + (f" (ROC AUC {auto['roc_auc'][name]:.4f})" if "roc_auc" in auto else "")
+        for name, loss in auto["log_loss"].items()
+    )
+    lines.append(
+        f"auto chose {auto['chose']} for the continuous columns "
+        f"(internal {auto['folds']}-fold log-loss: {tried})"
+    )
+    if auto.get("columns"):
+        changed: dict[str, list[str]] = {}
+        for name, how in auto["columns"].items():
+            changed.setdefault(how, []).append(name)
+        parts = "; ".join(f"{how}: {', '.join(names)}" for how, names in changed.items())
+        lines.append(
+            f"auto then modelled {len(auto['columns'])} column(s) otherwise, "
+            f"internal log-loss {auto['log_loss_mixed']:.4f} ({parts})"
+        )
     return lines
 
 
@@ -802,7 +864,11 @@ def table_model_info(model_path: str, model: Any, size: int, fmt: str) -> Iterat
     yield (
         "labels:     "
         + ", ".join(f"{k} {v:,}" for k, v in summary["labels"].items())
-        + (f" (positive: {model.positive}; label column {model.label_column})")
+        + (
+            f" (positive: {model.positive}; label column {model.label_column})"
+            if model.is_binary
+            else f" (label column {model.label_column})"
+        )
     )
     by_kind: dict[str, list[str]] = {}
     for c in model.columns:
@@ -817,7 +883,10 @@ def table_model_info(model_path: str, model: Any, size: int, fmt: str) -> Iterat
         a, b = model.calibration
         yield f"calibrated: P({model.positive}) = 1 / (1 + exp(-({a:.5g} log-odds {b:+.5g})))"
     for key, value in model.info.items():
-        yield f"{key + ':':<11} {value}"
+        if key == "auto" and isinstance(value, dict):
+            yield from table_auto_lines(value)
+        else:
+            yield f"{key + ':':<11} {value}"
 
 
 def unseen_note(unseen: Any) -> str | None:

@@ -16,6 +16,16 @@ from ..mail.messages import read_stdin
 from ..service.quick import load_quick
 from .render import predictions
 
+#: What `predict` says when it would wait for a message typed on a terminal.
+TERMINAL_HINT = "reading a message from standard input (end with Ctrl-D)"
+
+
+def hint_on_terminal() -> None:
+    """Say on stderr that the message is read from stdin, where stdin is a terminal: else
+    `predict` with no PATH would wait for it in silence."""
+    if sys.stdin is not None and sys.stdin.isatty():
+        print(TERMINAL_HINT, file=sys.stderr, flush=True)
+
 
 def predict_stdin(model_path: str, fmt: str) -> bool:
     """Score the one message on stdin and print it as `predict` does; False (nothing read,

@@ -127,7 +127,7 @@ def _check_labels(labels: Sequence[str], folds: int) -> None:
     counts = Counter(labels)
     if len(counts) < 2:
         raise InputError(
-            f"need messages of at least two labels to evaluate, found only {sorted(counts)}"
+            f"need messages of at least two labels to evaluate, found only {', '.join(sorted(counts)) or 'none'}"
         )
     for label, count in sorted(counts.items()):
         if count < folds:

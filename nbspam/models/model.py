@@ -172,7 +172,7 @@ def from_counts(
     labels = counts.labels
     if len(labels) < 2:
         raise TrainingError(
-            f"need messages of at least two labels to train, found only {list(labels)}"
+            f"need messages of at least two labels to train, found only {', '.join(labels) or 'none'}"
         )
     if len(labels) > MAX_LABELS:
         raise TrainingError(f"found {len(labels):,} labels; a model holds at most {MAX_LABELS:,}")

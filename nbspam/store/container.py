@@ -148,6 +148,17 @@ def is_table_model(path: str | os.PathLike[str]) -> bool:
     return isinstance(header, dict) and "table" in header
 
 
+def not_a_model(path: str | os.PathLike[str], prefix: bytes) -> ModelFileError:
+    """The error for a file that is no model file (its first bytes ``prefix``), pointing to
+    `restore` where it is a text dump of one."""
+    hint = (
+        "; a text dump is read back with 'nbspam restore'"
+        if prefix.startswith(b"# nbspam dump")
+        else ""
+    )
+    return ModelFileError(f"{path} is not an nbspam model file{hint}")
+
+
 def invalid(path: str | os.PathLike[str], what: str) -> ModelFileError:
     """The error for a model file that passed the checksum but breaks the format."""
     return ModelFileError(f"{path} is not a valid nbspam model: {what}")
@@ -156,7 +167,7 @@ def invalid(path: str | os.PathLike[str], what: str) -> ModelFileError:
 def _read(path: str | os.PathLike[str], f: Any, size: int) -> Container:
     prefix = f.read(_PREFIX.size)
     if len(prefix) < _PREFIX.size or not prefix.startswith(MAGIC):
-        raise ModelFileError(f"{path} is not an nbspam model file")
+        raise not_a_model(path, prefix)
     _, version, head_len = _PREFIX.unpack(prefix)
     if version > FORMAT_VERSION:
         raise ModelFileError(
@@ -223,7 +234,7 @@ def open_mapped(path: str | os.PathLike[str]) -> Container:
             raise ModelFileError(f"cannot read model file {path}: not a regular file")
         prefix = os.pread(fd, _PREFIX.size, 0)
         if len(prefix) < _PREFIX.size or not prefix.startswith(MAGIC):
-            raise ModelFileError(f"{path} is not an nbspam model file")
+            raise not_a_model(path, prefix)
         _, version, head_len = _PREFIX.unpack(prefix)
         if version > FORMAT_VERSION or head_len > MAX_HEADER:
             raise ModelFileError(f"{path} is not a model this nbspam {__version__} reads")

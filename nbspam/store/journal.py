@@ -610,7 +610,7 @@ def append_learned(
         done["learned" if old is None else "relabelled"] += 1
     if len(known.labels()) < 2:
         raise TrainingError(
-            f"need messages of at least two labels to train, found only {known.labels()}; "
+            f"need messages of at least two labels to train, found only {', '.join(known.labels()) or 'none'}; "
             "nothing was learned"
         )
     return Change(**done)
@@ -641,7 +641,7 @@ def append_forgotten(
         records.append(record)
     if len(known.labels()) < 2:
         raise TrainingError(
-            f"need messages of at least two labels to train, found only {known.labels()}; "
+            f"need messages of at least two labels to train, found only {', '.join(known.labels()) or 'none'}; "
             "nothing was forgotten"
         )
     for record in records:
