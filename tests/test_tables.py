@@ -30,7 +30,7 @@ from nbspam.models.table_model import (
     to_header,
 )
 from nbspam.text.tables import Table, read_table
-from tests.helpers import cli_run
+from tests.helpers import SAMPLE, cli_run
 
 SPAMBASE = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "spambase" / "spambase.csv"
 needs_spambase = pytest.mark.skipif(not SPAMBASE.exists(), reason="no Spambase corpus here")
@@ -403,6 +403,30 @@ def test_learn_and_forget_commands_are_exact(tmp_path):
     r = cli_run("forget", "-m", model, whole)  # rows it never learned
     assert r.exit_code == 1 and "not all learned" in r.stderr
     assert to_header(load_table_model(model)) == before
+
+
+def test_learn_of_a_table_takes_each_rows_label_column(tmp_path):
+    X, y = random_gaussian(n=100)
+    whole, part, extra = tmp_path / "whole.csv", tmp_path / "part.csv", tmp_path / "extra.csv"
+    write_csv(whole, X, y)
+    write_csv(part, X[:80], y[:80])
+    write_csv(extra, X[80:], y[80:])
+    model, everything = tmp_path / "m.nbm", tmp_path / "all.nbm"
+    for data, out in ((part, model), (whole, everything)):
+        assert cli_run("train", data, "-o", out, "--column", "*=gaussian").exit_code == 0
+    r = cli_run("learn", "-m", model, extra)  # no --label: each row under its own
+    assert r.exit_code == 0, r.stderr
+    assert r.stderr == "learned 20 row(s)\n"
+    learned, trained = load_table_model(model), load_table_model(everything)
+    assert np.array_equal(learned.class_count, trained.class_count)
+    rows = read_table(str(whole))
+    assert np.array_equal(learned.joint_log_likelihood(rows), trained.joint_log_likelihood(rows))
+
+
+def test_learn_of_messages_still_needs_a_label(sample_model):
+    r = cli_run("learn", "-m", sample_model, SAMPLE / "new" / "001.eml")
+    assert r.exit_code == 2
+    assert "Missing option '-l' / '--label'" in r.stderr
 
 
 def test_merge_equals_training_on_all_rows(tmp_path):

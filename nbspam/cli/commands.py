@@ -912,8 +912,8 @@ def _predict_table(model_path: str, paths: Iterable[str], fmt: str) -> None:
 
 
 def _update_table(model_path: str, paths: list[str], sign: int, label: str | None) -> None:
-    """`learn` (every row as ``label``) and `forget` (each row as its label column says)
-    with a table model: the rows of each table PATH."""
+    """`learn` and `forget` with a table model: the rows of each table PATH, each under its
+    label column (or, for `learn --label`, every row as that label)."""
     from ..models.table_model import update_table_file
     from ..text.tables import read_table
 
@@ -1475,7 +1475,12 @@ def filter_mail(
 @cli.command()
 @quiet_option
 @model_option
-@click.option("-l", "--label", required=True, help="The label the messages are learned as.")
+@click.option(
+    "-l",
+    "--label",
+    help="The label the messages are learned as (required for a model of messages; a table "
+    "model learns each row under its label column unless --label is given).",
+)
 @click.option(
     "--new-label",
     is_flag=True,
@@ -1487,7 +1492,7 @@ def filter_mail(
 @user_options
 def learn(
     model_path: str,
-    label: str,
+    label: str | None,
     new_label: bool,
     user: str | None,
     user_models: str | None,
@@ -1526,6 +1531,8 @@ def learn(
             raise NbspamError("--user is for models of messages, not of typed tables")
         _update_table(model_path, given, +1, label)
         return
+    if label is None:
+        raise click.UsageError("Missing option '-l' / '--label': the label the messages are learned as.")
     report = Reporter("learned")
     messages = read_inputs(listed, report.problems, follow_links=follow_links)
     change = learn_messages(model_path, messages, label, layer=layer, new_label=new_label)

@@ -564,8 +564,8 @@ def _non_negative(model: TableModel) -> bool:
 
 
 def update_table_file(path: str, table: Table, sign: int, label: str | None = None) -> int:
-    """Learn (sign 1, every row as ``label``) or forget (sign -1, each row as its label
-    column says) the rows of a table in the table model at ``path``, under the model's lock;
+    """Learn (sign 1) or forget (sign -1) the rows of a table, each under its label column
+    or, where ``label`` is given, every row as ``label``: the rows of a table in the table model at ``path``, under the model's lock;
     the file is replaced only when every row was counted. Returns the rows counted."""
     from ..store.container import remove_leftovers
     from ..store.lock import model_lock
