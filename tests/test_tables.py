@@ -269,8 +269,19 @@ def test_bins():
 def test_malformed_number_names_row_and_column():
     rows = [[repr(float(i)), "a" if i % 2 else "b"] for i in range(300)]
     rows[7][0] = "1.2.3"
-    with pytest.raises(InputError, match=r"row 8 of column 'x': '1.2.3' is not a number"):
-        fit_table(Table(["x", "label"], rows, [str(i) for i in range(300)]), TableSettings())
+    ids = [f"t.csv#{i + 2}" for i in range(300)]  # line 1 is the header
+    with pytest.raises(InputError, match=r"^t.csv#9, column 'x': '1.2.3' is not a number"):
+        fit_table(Table(["x", "label"], rows, ids), TableSettings())
+
+
+def test_train_and_predict_name_a_row_alike(tmp_path):
+    data = tmp_path / "t.csv"
+    lines = ["x,label"] + [f"{i}.5,{'ab'[i % 2]}" for i in range(300)]
+    lines[11] = "1.2.3,a"  # line 12 of the file
+    data.write_text("\n".join(lines) + "\n")
+    r = cli_run("train", data, "-o", tmp_path / "m.nbm")
+    assert r.exit_code == 1
+    assert r.stderr.startswith(f"Error: {data}#12, column 'x': '1.2.3' is not a number")
 
 
 def test_auto_and_cross_validation(tmp_path):

@@ -339,7 +339,7 @@ def choose_kinds(table: Table, settings: TableSettings, path: str) -> dict[str, 
         elif name.lower() == "id":
             kinds[name] = "ignore"
         else:
-            kinds[name] = detect_kind(table.column(name), path, name)
+            kinds[name] = detect_kind(table.column(name), table.ids, name)
     return kinds
 
 

@@ -200,11 +200,12 @@ def parse_numbers(cells: Sequence[str], ids: Sequence[str], name: str) -> np.nda
     return x
 
 
-def detect_kind(cells: Sequence[str], path: str, name: str) -> str:
+def detect_kind(cells: Sequence[str], ids: Sequence[str], name: str) -> str:
     """The kind of a column from its cells: numbers (all but none) are bernoulli where
     every value is 0 or 1, else gaussian; text where more than half of the values hold a
     space; else categorical. A column of numbers with a few (at most 1%) cells that are not
-    numbers is refused, naming the first: a malformed number is not a category."""
+    numbers is refused, naming the first by its row's id (``PATH#LINE``, as `predict` names
+    rows): a malformed number is not a category."""
     values = [c for c in cells if c != ""]
     if not values:
         return "ignore"
@@ -214,7 +215,7 @@ def detect_kind(cells: Sequence[str], path: str, name: str) -> str:
     if len(bad) <= max(1, len(values) // 100) and len(bad) < len(values):
         i = bad[0]
         raise InputError(
-            f"{path}, row {i + 1} of column {name!r}: {cells[i][:40]!r} is not a number "
+            f"{ids[i]}, column {name!r}: {cells[i][:40]!r} is not a number "
             f"(the column's other values are); fix it, or give --column {name}=categorical"
         )
     spaced = sum(1 for v in values if " " in v)
