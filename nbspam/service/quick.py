@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from ..errors import ModelFileError
 from ..models.decision import Prediction, log_posterior_two, prediction
 from ..models.fisher import fisher_log_odds
-from ..store import schema
+from ..store import container, schema
 from ..text.features import Analyzer
 
 if TYPE_CHECKING:  # the one-message path imports neither: a filter started per delivery
@@ -408,15 +408,23 @@ def load_quick(path: str | os.PathLike[str]) -> TableScorer | None:
     table, or a big-endian machine); refuses a bad file as `schema.read` does. A file with
     page checksums is read a page at a time (`schema.paged`): one message reads the pages
     its terms lead to, a batch (`TableScorer.build_index`) every page of the table."""
-    from ..store.journal import has_records
-
     box = schema.paged(path) if sys.byteorder == "little" else None
     if box is None:  # a file without page checksums, or a table model: read whole
         box = schema.read(path, table_model=True)
     if box is None or sys.byteorder != "little" or not box.has_scoring_table:
         return None
-    if has_records(path, box.fingerprint):  # the table is of the file, not its journal
+    if _has_journal(path, box.fingerprint):  # the table is of the file, not its journal
         if box.pages is not None:
             box.pages.close()
         return None
     return TableScorer(box, path)
+
+
+def _has_journal(path: str | os.PathLike[str], fingerprint: tuple[int, int]) -> bool:
+    """`journal.has_records`, where there is a journal file at all: most models have none,
+    and then the journal module is not even imported."""
+    if not os.path.lexists(os.path.realpath(path) + container.JOURNAL_SUFFIX):
+        return False
+    from ..store.journal import has_records
+
+    return has_records(path, fingerprint)

@@ -28,8 +28,7 @@ import stat
 import struct
 import zlib
 from collections.abc import Iterable
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..errors import ModelFileError
@@ -41,12 +40,16 @@ from .safefiles import (
     permissions_of,
 )
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
 MAGIC = b"\x89NBSPAM\n"
 FORMAT_VERSION = 1
 FORMAT_NAME = "nbspam-model"
 _PREFIX = struct.Struct("<8sII")
 _DIGEST = 4  # a CRC-32: it catches corruption; truncation is caught by the sizes too
 MAX_HEADER = 16 * 2**20  # bytes of JSON: settings, labels and history need far less
+JOURNAL_SUFFIX = ".journal"  # the name of a model's journal: the model's, and this
 PAGE = 4096  # bytes of blobs under one CRC-32 of `PAGES`
 PAGES = "page_crc"
 _CRC = struct.Struct("<I")
@@ -131,7 +134,7 @@ def write(
     # a journal beside the file it replaces belongs to that file: its records are in this
     # one (a fold), or this one replaces them (train -o, restore)
     real = target(path)
-    real.with_name(real.name + ".journal").unlink(missing_ok=True)
+    real.with_name(real.name + JOURNAL_SUFFIX).unlink(missing_ok=True)
 
 
 def read(path: str | os.PathLike[str]) -> Container:
@@ -479,6 +482,8 @@ def target(path: str | os.PathLike[str]) -> Path:
     """Where writing ``path`` (a model, or a file updated under its `lock`) goes: through
     symbolic links to the final target, which must be a regular file if it exists (a
     device, a FIFO or a folder is never replaced)."""
+    from pathlib import Path  # not at import: scoring one message never writes
+
     real = Path(os.path.realpath(path))
     try:
         mode = real.stat().st_mode
@@ -497,6 +502,8 @@ def remove_leftovers(path: str | os.PathLike[str]) -> None:
     Only names `write` gives this very file match: ``.NAME.<8 random>.tmp``, not those of
     another model whose name merely starts with NAME.
     """
+    from pathlib import Path
+
     real = Path(os.path.realpath(path))  # where `write` puts them: beside the target
     own = re.compile(re.escape(f".{real.name}.") + r"[a-z0-9_]{8}\.tmp")
     for leftover in real.parent.iterdir():
@@ -560,7 +567,10 @@ def write_file(
             os.fsync(f.fileno())
         os.replace(tmp, real)
     except BaseException as exc:
-        Path(tmp).unlink(missing_ok=True)
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
         if isinstance(exc, OSError):
             raise ModelFileError(f"cannot write {what} {path}: {exc.strerror or exc}") from None
         raise
