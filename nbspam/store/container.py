@@ -27,6 +27,7 @@ import re
 import stat
 import struct
 import zlib
+from collections import OrderedDict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -196,7 +197,7 @@ class Pages:
         dtype, shape, self._end, _ = table[PAGES]  # the pages cover the blobs before it
         if dtype != "<u4" or shape != (_page_count(self._end),):
             raise invalid(path, f"array {PAGES} does not fit the arrays before it")
-        self._pages: dict[int, bytes] = {}
+        self._pages: OrderedDict[int, bytes] = OrderedDict()
         self.reads = 0  # pages read (and checked) so far
         self._crcs: dict[int, tuple[int, ...]] = {}  # a page of checksums, by its number
         if zlib.crc32(self.pread(start, 0)) != self._crc(0):
@@ -233,11 +234,8 @@ class Pages:
             page = self.pread(min(PAGE, self._end - at), self._start + at)
             if zlib.crc32(page) != self._crc(number + 1):
                 raise ModelFileError(f"{self.path} is corrupt (checksum mismatch)")
-            if len(self._pages) >= self.KEPT:  # the oldest goes (threads may race here)
-                try:
-                    self._pages.pop(next(iter(self._pages)), None)
-                except (RuntimeError, StopIteration):
-                    pass
+            if len(self._pages) >= self.KEPT:
+                self._pages.popitem(last=False)  # the oldest
             self._pages[number] = page
             self.reads += 1
         return page
