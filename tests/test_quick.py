@@ -275,7 +275,9 @@ def test_paged_lookup_finds_every_term_and_no_other_across_many_groups(tmp_path)
     between = [t + "\x01" for t in model.terms[:: GROUP // 4]] + ["", "\uffff", "0"]
     assert [quick.column(t) for t in between] == [None] * len(between)
     message = "w3x1 w77x39 shared w119x0 nothing"
-    assert quick.predict("m", message).log_odds == next(score(model, [Message("m", message)])).log_odds
+    assert (
+        quick.predict("m", message).log_odds == next(score(model, [Message("m", message)])).log_odds
+    )
 
 
 def test_one_message_reads_pages_that_do_not_grow_with_the_model(tmp_path):
@@ -288,7 +290,9 @@ def test_one_message_reads_pages_that_do_not_grow_with_the_model(tmp_path):
     message = " ".join(f"w{i}x{i % 40}" for i in range(0, 1000, 67)) + " shared unknown words"
     model, path = _wide_model(tmp_path, 1000)
     quick = load_quick(path)
-    assert quick.predict("m", message).log_odds == next(score(model, [Message("m", message)])).log_odds
+    assert (
+        quick.predict("m", message).log_odds == next(score(model, [Message("m", message)])).log_odds
+    )
     terms, levels = 18, (len(model.terms) // GROUP).bit_length()
     read, pages = quick._box.pages.reads, path.stat().st_size // PAGE
     assert read <= 6 * terms + 2 * levels and read < pages / 4, (read, pages)

@@ -294,7 +294,9 @@ class PagedTable:
         """The first term of ``group``."""
         term = self._first.get(group)
         if term is None:
-            term = self._first[group] = self._terms(*self._offsets(group * GROUP, group * GROUP + 2))
+            term = self._first[group] = self._terms(
+                *self._offsets(group * GROUP, group * GROUP + 2)
+            )
         return term
 
     def column(self, key: bytes) -> int | None:
