@@ -95,6 +95,7 @@ class TableScorer:
         self.bias = None if self.fisher else form.bias
         self._size = len(model.terms)
         self._index = vocabulary_index(model.terms) if index is None else index
+        self._paged = None
 
         def whole(values) -> Sequence[float]:  # over the whole vocabulary, 0 where dropped
             vector = np.zeros(self._size)
@@ -301,15 +302,16 @@ class PagedTable:
 
     def column(self, key: bytes) -> int | None:
         """The column of the term whose UTF-8 is ``key``, None if it has none."""
-        low, high = 0, self._groups
+        if not self._groups:
+            return None
+        low, high, known = 0, self._groups, self._first
         while high - low > 1:  # the last group whose first term is <= key
             mid = (low + high) // 2
-            if self.first(mid) <= key:
+            first = known.get(mid)
+            if (self.first(mid) if first is None else first) <= key:
                 low = mid
             else:
                 high = mid
-        if not self._groups:
-            return None
         start = low * GROUP
         offsets = self._offsets(start, min(start + GROUP, self._size) + 1)
         base = offsets[0]
