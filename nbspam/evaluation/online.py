@@ -53,8 +53,8 @@ from ..mail.headers import message_digest, message_time
 from ..mail.message import Message
 from ..models.decision import UNSURE, calibrated_probability, verdict
 from ..models.event_models import event_model
-from ..models.forms import FisherForm, LinearForm
 from ..models.model import Model, kept_columns
+from ..models.scoring_forms import FisherForm, LinearForm
 from ..text.counts import ClassCounts
 from .evaluation import Progress, chronological_order, tokenize_all
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # numpy is imported by the maths, not here: the one-message p
 
     from ..core.config import TrainConfig
     from ..text.counts import ClassCounts
-    from .forms import FisherForm, LinearForm
+    from .scoring_forms import FisherForm, LinearForm
 
 
 class Counted(Protocol):
@@ -62,7 +62,7 @@ class EventModel:
         two classes the log-odds weights and bias."""
         from ..text.counts import ClassCounts
         from . import naive_bayes as nb
-        from .forms import LinearForm
+        from .scoring_forms import LinearForm
 
         cfg = model.training
         log_prior = nb.class_log_prior(model.class_count, nb.prior_weights(cfg.prior, model.labels))
@@ -153,7 +153,7 @@ class Fisher(EventModel):
 
         from ..errors import TrainingError
         from .fisher import word_probabilities
-        from .forms import FisherForm
+        from .scoring_forms import FisherForm
 
         if not model.is_binary:
             raise TrainingError(f"the fisher event model needs two labels, not {len(model.labels)}")

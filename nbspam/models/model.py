@@ -40,7 +40,7 @@ from ..text.vocabulary import (
 from . import naive_bayes as nb
 from .decision import UNSURE, Prediction, prediction  # noqa: F401  (UNSURE: re-exported)
 from .event_models import event_model
-from .forms import FisherForm, LinearForm
+from .scoring_forms import FisherForm, LinearForm
 
 
 @dataclass(frozen=True, eq=False)
@@ -106,7 +106,7 @@ class Model:
 
     @cached_property
     def form(self) -> LinearForm | FisherForm:
-        """The model's scoring form (`forms`), derived from the counts on first use."""
+        """The model's scoring form (`scoring_forms`), derived from the counts on first use."""
         return make_form(self)
 
 
@@ -390,7 +390,7 @@ def transform(model: Model, token_lists: Iterable[Sequence[str]]) -> sp.csr_matr
 
 def predict_matrix(model: Model, X: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray | None]:
     """(log posteriors (n, C), log-odds (n,) or None) for a matrix from `transform`, by the
-    model's scoring form (`forms`): the log-odds never saturates, a message at log-odds 800
+    model's scoring form (`scoring_forms`): the log-odds never saturates, a message at log-odds 800
     scores 800."""
     form = model.form
     F = X

@@ -78,7 +78,7 @@ class TableScorer:
         keeps only its weight vectors, 8 bytes a term."""
         import numpy as np
 
-        from ..models.forms import FisherForm
+        from ..models.scoring_forms import FisherForm
 
         form = model.form
         self = cls.__new__(cls)

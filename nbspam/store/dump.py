@@ -69,8 +69,8 @@ from ..core.config import (
 )
 from ..errors import ConfigError, InputError
 from ..models.decision import read_cutoffs, stored_cutoffs
-from ..models.forms import LinearForm
 from ..models.model import Model
+from ..models.scoring_forms import LinearForm
 from .container import MAGIC, MAX_HEADER
 from .schema import checked_info, number_pair
 
