@@ -207,7 +207,7 @@ def test_predict_on_a_local_cluster_prints_what_local_predict_prints(sample_mode
 
 def test_predict_keeps_the_input_order_with_few_partitions_ahead(client, sample_model_path):
     from nbspam.service import cluster
-    from nbspam.service.quick import load_scorer
+    from nbspam.service.array_scoring import load_scorer
 
     messages = [
         Message(f"m{i}", ("free money " if i % 3 else "see you at lunch ") * (i % 7 + 1))

@@ -866,7 +866,7 @@ def predict(
         if predict_stdin(model_path, fmt):
             return
 
-    from ..service.quick import load_scorer
+    from ..service.array_scoring import load_scorer
 
     tls = (tls_ca_file, tls_cert, tls_key)
     _check_engine(engine, scheduler, tls)
@@ -1424,9 +1424,9 @@ def filter_mail(
         raise click.UsageError("--exit-status is for one message on stdin (no PATH)")
     if layer is not None:
         raise click.UsageError("--user is for one message on stdin (no PATH)")
+    from ..service.array_scoring import load_scorer
     from ..service.filtering import filter_folders, report_writer
     from ..service.mailstore import default_state_path
-    from ..service.quick import load_scorer
 
     state_path = state_path or default_state_path(model_path)
     check_outputs(

@@ -1,7 +1,7 @@
 """From a score to what predict prints: the one rule of verdicts by cutoffs, and a calibrated
 probability.
 
-Standard library only: both the batch scorer (`model`) and the one-message scorer (`quick`)
+Standard library only: both the batch scorer (`model`) and the one-message scorer (`array_scoring`)
 use it.
 """
 

@@ -1,6 +1,6 @@
 """What a request asks of a model, done by the library functions the commands use: the
 verdict and header of `nbspam filter` (`filtering.verdict_with` and `with_header`, the
-scorer of `quick`, so the verdict is `nbspam predict`'s), the report of `nbspam explain` (`explain`, `render`), and
+scorer of `array_scoring`, so the verdict is `nbspam predict`'s), the report of `nbspam explain` (`explain`, `render`), and
 `nbspam learn` / `nbspam forget` (`service.journalled`). The protocols only translate."""
 
 from __future__ import annotations

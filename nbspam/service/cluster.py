@@ -471,14 +471,14 @@ _SCORERS: dict[str, Any] = {}  # in a worker: the scorer of each model file it w
 
 
 def _scorer(model: bytes, key: str) -> Any:
-    """In a worker: the scorer (`quick.load_scorer`) of the model file whose bytes are
+    """In a worker: the scorer (`array_scoring.load_scorer`) of the model file whose bytes are
     ``model``, made once per worker process."""
     scorer = _SCORERS.get(key)
     if scorer is None:
         import os
         import tempfile
 
-        from .quick import load_scorer
+        from .array_scoring import load_scorer
 
         fd, path = tempfile.mkstemp(suffix=".nbm")
         try:
@@ -502,13 +502,13 @@ def predict(
     *,
     ahead: int | None = None,
 ) -> Iterator[Any]:
-    """The predictions `quick.load_scorer(model_path).predict_messages` gives, in input
+    """The predictions `array_scoring.load_scorer(model_path).predict_messages` gives, in input
     order, scored by the workers of a Dask cluster (``client``): the model file's bytes are
-    sent to every worker once, then partitions of `quick.SCORE_CHUNK` messages, at most
+    sent to every worker once, then partitions of `array_scoring.SCORE_CHUNK` messages, at most
     ``ahead`` (four per worker) at a time, so that memory stays bounded."""
     from collections import deque
 
-    from .quick import SCORE_CHUNK
+    from .array_scoring import SCORE_CHUNK
 
     with open(model_path, "rb") as f:
         data = f.read()

@@ -4,7 +4,7 @@ A file with a valid checksum may still have been made by hand, so nothing in it 
 reading ends in something that can be scored and updated, or in one `ModelFileError`
 ``MODEL is not a valid nbspam model: <what>``. `read` checks the whole header, each array's
 type and shape, and the values one message is scored with, at a cost small beside reading
-the file, so that scoring one message (`quick`, without numpy) can neither fail nor stall
+the file, so that scoring one message (`array_scoring`, without numpy) can neither fail nor stall
 and sums only finite weights. The checks that take a pass over the whole vocabulary or the
 counts are made where those are used: `terms` where the vocabulary is decoded (a batch, a
 full Model), `check_counts` (numpy) where a full Model is built. (Scoring one message looks
