@@ -285,7 +285,7 @@ def format_option(choices: list[str], help: str, *, aliases: dict[str, str] | No
 
 
 MESSAGE_FORMATS = format_option(
-    ["text", "jsonl", "tsv"],  # as entry.FORMATS, which serves one message without click
+    ["text", "jsonl", "tsv"],  # as fast_start.FORMATS, which serves one message without click
     "Output format: text for people, jsonl (json is the same) or tsv for programs.",
     aliases={"json": "jsonl"},
 )

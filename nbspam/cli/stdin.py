@@ -1,6 +1,6 @@
 """`predict` of the one message on stdin, without click, numpy or scipy.
 
-A mail filter started for every delivery pays for every import: `entry` (before click
+A mail filter started for every delivery pays for every import: `fast_start` (before click
 loads) and the `predict` command both hand this case here, where the model file's scoring
 table (`array_scoring`) scores the message and `render` prints it.
 """
