@@ -529,8 +529,9 @@ def _stop_words(words: Sequence[str]) -> str:
 # -- the evaluation report ---------------------------------------------------------------------
 
 
-class _Table:
-    """A table of text cells: the first column is aligned left, the others right.
+class _Grid:
+    """A grid of text cells in the report (not a typed table): the first column is aligned
+    left, the others right.
 
     (A plain class: a dataclass costs scoring one message, which imports this module, a
     millisecond.)
@@ -542,7 +543,7 @@ class _Table:
         self.header, self.rows = header, rows
 
 
-_Block = str | _Table
+_Block = str | _Grid
 _Section = tuple[str, list[_Block]]
 
 
@@ -564,15 +565,15 @@ def _text_section(section: _Section) -> Iterator[str]:
     title, blocks = section
     yield title
     for block in blocks:
-        if isinstance(block, _Table):
+        if isinstance(block, _Grid):
             yield from ("  " + line for line in _aligned(block))
         else:
             yield "  " + block
 
 
-def _aligned(table: _Table) -> Iterator[str]:
-    rows = [table.header, *table.rows]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(table.header))]
+def _aligned(grid: _Grid) -> Iterator[str]:
+    rows = [grid.header, *grid.rows]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(grid.header))]
     for row in rows:
         cells = [
             cell.ljust(w) if i == 0 else cell.rjust(w)
@@ -586,7 +587,7 @@ def _markdown_section(section: _Section) -> Iterator[str]:
     yield f"## {title}"
     for block in blocks:
         yield ""
-        if isinstance(block, _Table):
+        if isinstance(block, _Grid):
             yield _markdown_row(block.header)
             yield "|" + "|".join([":---", *["---:"] * (len(block.header) - 1)]) + "|"
             yield from (_markdown_row(row) for row in block.rows)
@@ -647,21 +648,21 @@ def _classification_section(report: dict[str, Any]) -> _Section:
         )
     )
     summary = f"accuracy {report['accuracy']:.4f}, Matthews correlation {report['mcc']:.4f}"
-    return f"Classification ({report['decision']})", [_Table(header, tuple(rows)), summary]
+    return f"Classification ({report['decision']})", [_Grid(header, tuple(rows)), summary]
 
 
-def _confusion_table(confusion: dict[str, Any]) -> _Table:
+def _confusion_grid(confusion: dict[str, Any]) -> _Grid:
     header = ("true \\ predicted", *confusion["predicted"])
     rows = tuple(
         (label, *(f"{n:,}" for n in row))
         for label, row in zip(confusion["true"], confusion["matrix"], strict=True)
     )
-    return _Table(header, rows)
+    return _Grid(header, rows)
 
 
 def _confusion_section(report: dict[str, Any]) -> _Section:
     return "Confusion matrix (rows: true label, columns: predicted)", [
-        _confusion_table(report["confusion"])
+        _confusion_grid(report["confusion"])
     ]
 
 
@@ -676,7 +677,7 @@ def _ranking_section(report: dict[str, Any]) -> _Section:
         (f"{100 * r['max_fpr']:g}%", f"{r['recall']:.4f}", _cut(r["threshold"]))
         for r in ranking["recall_at_fpr"]
     )
-    return title, [line, _Table(header, rows)]
+    return title, [line, _Grid(header, rows)]
 
 
 def _cut(value: float | str) -> str:
@@ -715,7 +716,7 @@ def _cutoff_section(report: dict[str, Any]) -> _Section:
         f"false positives {cut['false_positives']:,}, false negatives "
         f"{cut['false_negatives']:,}, unsure {cut['unsure']:,} ({cut['unsure_rate']:.2%})"
     )
-    return "Cutoffs", [line, _confusion_table(cut["confusion"]), outcome]
+    return "Cutoffs", [line, _confusion_grid(cut["confusion"]), outcome]
 
 
 def _online_section(online: dict[str, Any]) -> _Section:
@@ -737,7 +738,7 @@ def _online_section(online: dict[str, Any]) -> _Section:
         )
         for b in online["curve"]
     )
-    return "Learning curve", [line, _Table(header, rows)]
+    return "Learning curve", [line, _Grid(header, rows)]
 
 
 def _calibration_section(report: dict[str, Any]) -> _Section:
@@ -754,7 +755,7 @@ def _calibration_section(report: dict[str, Any]) -> _Section:
         blocks.append(f"calibrated: {cal['calibrated_by']}")
         kinds.append(("calibrated", cal["calibrated"]))
     blocks.append(
-        _Table(
+        _Grid(
             ("probability", "Brier", "log loss"),
             tuple((name, f"{q['brier']:.5f}", f"{q['log_loss']:.5f}") for name, q in kinds),
         )
@@ -770,7 +771,7 @@ def _calibration_section(report: dict[str, Any]) -> _Section:
             b = quality["reliability"][i]
             row += [f"{b['count']:,}", _mean(b["mean_predicted"]), _mean(b["fraction_positive"])]
         rows.append(tuple(row))
-    blocks.append(_Table(tuple(header), tuple(rows)))
+    blocks.append(_Grid(tuple(header), tuple(rows)))
     return "Calibration", blocks
 
 
