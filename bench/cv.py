@@ -97,7 +97,7 @@ def nbspam_scores(data, labels, splits, values: dict) -> np.ndarray:
     for train_idx, test_idx in splits:
         train_idx = train_idx[first[train_idx]]  # as train does, a repeated message counts once
         fold_settings = settings
-        if settings.training.model == AUTO:
+        if settings.training.event_model == AUTO:
             part = Tokenized([str(i) for i in train_idx], list(y[train_idx]), X[train_idx], terms)
             choice = internal_cv(part, settings)
             fold_settings = dataclasses.replace(settings, training=choice.training)

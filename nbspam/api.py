@@ -91,7 +91,7 @@ def train(
         table_settings = dataclasses.replace(table_settings, tokenizer=resolved.tokenizer)
         cfg = resolved.training
         rule = table_rule(resolved)
-        return TableClassifier(train_table(table_path, table_settings, cfg.model == "auto", rule))
+        return TableClassifier(train_table(table_path, table_settings, cfg.event_model == "auto", rule))
     messages = _labelled(items, _problems())
     return Classifier(train_model(messages, resolved, jobs=jobs))
 
@@ -142,7 +142,7 @@ def evaluate(
         scores = cross_validate_table(
             table_path,
             dataclasses.replace(table_settings, tokenizer=resolved.tokenizer),
-            auto=resolved.training.model == "auto",
+            auto=resolved.training.event_model == "auto",
             folds=folds,
             seed=seed,
             cfg=table_rule(resolved),
@@ -204,7 +204,7 @@ class Classifier:
     def __repr__(self) -> str:
         cfg = self.model.training
         return (
-            f"<nbspam.Classifier {cfg.model} labels={list(self.labels)} "
+            f"<nbspam.Classifier {cfg.event_model} labels={list(self.labels)} "
             f"terms={len(self.model.terms):,} messages={int(self.model.class_count.sum()):,}>"
         )
 

@@ -41,13 +41,13 @@ def saved(request, tmp_path_factory, sample_messages, sample_model_path):
             m if i % 3 else m.__class__(m.id, m.data, "other") for i, m in enumerate(messages)
         ]
         model = request.param.partition(" ")[2] or "multinomial"
-        settings = build_settings({"min_count": 2, "model": model})
+        settings = build_settings({"min_count": 2, "event_model": model})
     elif request.param == "complement":  # on counts, normalised: the table holds its weights
         settings = build_settings(
-            {"model": "complement", "binary": False, "complement_norm": True, "cutoffs": "-5,5"}
+            {"event_model": "complement", "binary": False, "complement_norm": True, "cutoffs": "-5,5"}
         )
     else:
-        settings = build_settings({"model": request.param, "cutoffs": "-5,5"})
+        settings = build_settings({"event_model": request.param, "cutoffs": "-5,5"})
     model = fit_messages(messages, settings)
     path = tmp_path_factory.mktemp("quick") / "m.nbm"
     save_model(model, path)

@@ -133,9 +133,9 @@ def with_duplicates(messages):
     "options",
     [
         {},
-        {"model": "multinomial", "calibrate": False},
-        {"model": "bernoulli", "cutoffs": "-3,4"},
-        {"model": "fisher"},
+        {"event_model": "multinomial", "calibrate": False},
+        {"event_model": "bernoulli", "cutoffs": "-3,4"},
+        {"event_model": "fisher"},
     ],
     ids=["auto", "multinomial-no-calibrate", "bernoulli-cutoffs", "fisher"],
 )
@@ -701,7 +701,7 @@ def test_messages_as_text_and_bytes_alike(client):
         Message(str(i), ("free money now " if i % 2 else "meeting notes ") * (i + 1), label)
         for i, label in enumerate(["spam", "ham"] * 12)
     ]
-    settings = build_settings({"model": "multinomial"})
+    settings = build_settings({"event_model": "multinomial"})
     assert_same_trained_model(
         cluster.train(messages, settings, client), train_locally(messages, settings)
     )

@@ -393,11 +393,9 @@ def test_messages_are_moved_by_verdict_keeping_new_cur_and_flags(model, maildir,
             "verdict",
             "log_odds",
             "calibrated",
-            "probability",
             "action",
             "destination",
         }
-        assert record["probability"] == record["calibrated"]  # the old name, for one release
         assert record["verdict"] == verdicts[record["path"]]
         if record["action"] == "moved":
             assert Path(record["destination"]).is_file()

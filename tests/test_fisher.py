@@ -131,7 +131,7 @@ def test_predict_scores_as_math_md_says(fisher_path):
     from nbspam.text.features import Analyzer
 
     model = load_model(fisher_path)
-    assert model.training.model == "fisher"
+    assert model.training.event_model == "fisher"
     analyzer = Analyzer(model.tokenizer)
     messages = list(read_messages([str(SAMPLE / "new")], Problems()))
     for p, m in zip(score(model, messages), messages):

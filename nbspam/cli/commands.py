@@ -404,7 +404,7 @@ _TRAIN_OPTIONS = [
         "--event-model",
         "event_model",
         type=click.Choice((AUTO, *EVENT_MODELS)),
-        help=f"Event model: auto tries the others (with a few alphas, then with stop words left out and with rare words left out) by internal cross-validation of the training messages and keeps the one of best ROC AUC, which train prints and info shows; multinomial counts words, bernoulli their presence and absence, fisher combines each word's spam probability by Fisher's method (two labels), complement weighs each label by the words of all the other labels, with no prior (try it where the labels are many or unbalanced). [default: {_DEFAULT_TRAIN.model}]",
+        help=f"Event model: auto tries the others (with a few alphas, then with stop words left out and with rare words left out) by internal cross-validation of the training messages and keeps the one of best ROC AUC, which train prints and info shows; multinomial counts words, bernoulli their presence and absence, fisher combines each word's spam probability by Fisher's method (two labels), complement weighs each label by the words of all the other labels, with no prior (try it where the labels are many or unbalanced). [default: {_DEFAULT_TRAIN.event_model}]",
     ),
     click.option(
         "--strength",
@@ -698,7 +698,7 @@ def _train_table(path: str, table_settings: Any, settings: Any, output: str) -> 
 
     table_settings = dataclasses.replace(table_settings, tokenizer=settings.tokenizer)
     cfg = settings.training
-    model = train_table(path, table_settings, auto=cfg.model == AUTO, cfg=table_rule(settings))
+    model = train_table(path, table_settings, auto=cfg.event_model == AUTO, cfg=table_rule(settings))
     save_table_model(model, output)
     for line in table_train_summary(model, output, os.path.getsize(output)):
         say(line)
@@ -1217,7 +1217,7 @@ def evaluate(
         scores = cross_validate_table(
             table_path,
             dataclasses.replace(table_settings, tokenizer=settings.tokenizer),
-            auto=settings.training.model == AUTO,
+            auto=settings.training.event_model == AUTO,
             folds=cv_folds,
             seed=seed,
             cfg=table_rule(settings),

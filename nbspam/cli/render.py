@@ -256,7 +256,7 @@ def fisher_explanation(e: FisherExplanation, fmt: Format, top: int | None) -> It
 
 def _event_model_settings(cfg: dict[str, Any]) -> str:
     """The event model and the settings it uses, as `info` shows them."""
-    name = cfg["model"]
+    name = cfg["event_model"]
     if name == "fisher":
         return (
             f"fisher (strength {cfg['strength']:g}, background {cfg['background']:g}, "
@@ -384,7 +384,7 @@ def train_summary(model: Model, output: str, size: int, *, verbose: bool = False
             if auto is not None
             else ""
         )
-        lines.append(f"model: {_plain_choice(model.training.model)}{fallback}")
+        lines.append(f"model: {_plain_choice(model.training.event_model)}{fallback}")
     if verbose:
         if auto is not None and auto.get("chosen") is not None:
             lines += auto_lines(auto)

@@ -246,8 +246,8 @@ def nested_scores(
         for k in sorted(set(fold[fold >= 0].tolist()))
     }
     chosen = time.perf_counter() - clock
-    if settings.training.model == AUTO:
-        names = Counter(choice.chosen or choice.training.model for choice in choices.values())
+    if settings.training.event_model == AUTO:
+        names = Counter(choice.chosen or choice.training.event_model for choice in choices.values())
         protocol = {
             **protocol,
             "auto": "event model chosen inside each training part: "

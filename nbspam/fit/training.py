@@ -38,7 +38,7 @@ def train(
     from ..models.model import CV_ROWS, Rows, fit_counted
 
     cfg = settings.training
-    rows = Rows(CV_ROWS) if cfg.calibrate or cfg.model == AUTO else None
+    rows = Rows(CV_ROWS) if cfg.calibrate or cfg.event_model == AUTO else None
     model = fit_counted(counted, settings, rows=rows)  # auto: the fallback, until chosen
     return decide(model, rows, settings)
 
@@ -52,7 +52,7 @@ def decide(model: Model, rows: Rows | None, settings: Settings) -> Model:
     from .selection import internal_cv
 
     cfg = settings.training
-    auto = cfg.model == AUTO
+    auto = cfg.event_model == AUTO
     cutoffs = cfg.cutoffs if model.is_binary else None
     if rows is None:
         return dataclasses.replace(model, cutoffs=cutoffs)

@@ -117,7 +117,7 @@ UNKNOWN_TIME = -1
 def make_form(model: Model) -> LinearForm | FisherForm:
     """Apply the vocabulary filters (with --max-features, the terms of most documents or of
     most mutual information with the label), then the event model's scoring form."""
-    return event_model(model.training.model).form(model, kept_columns(model))
+    return event_model(model.training.event_model).form(model, kept_columns(model))
 
 
 def kept_columns(model: Model) -> np.ndarray:
@@ -186,8 +186,8 @@ def from_counts(
     if len(labels) == 2 and positive is None:
         positive = "spam" if "spam" in labels else labels[-1]
     train_cfg = dataclasses.replace(train_cfg, positive=positive)
-    if train_cfg.model == AUTO:
-        train_cfg = dataclasses.replace(train_cfg, model=AUTO_FALLBACK)
+    if train_cfg.event_model == AUTO:
+        train_cfg = dataclasses.replace(train_cfg, event_model=AUTO_FALLBACK)
     nb.prior_weights(train_cfg.prior, labels)
     digests = sorted((seen or {}).items())
     model = Model(

@@ -360,7 +360,7 @@ def train(
             labels.append(part_labels)
         if not counted:
             raise TrainingError("no messages to train on")
-        keep_rows = cfg.calibrate or cfg.model == AUTO
+        keep_rows = cfg.calibrate or cfg.event_model == AUTO
         stride = stride_for(parts.total, CV_ROWS if limit is None else limit)
         summaries, first = [], 0
         for future, part_labels in zip(counted, labels):

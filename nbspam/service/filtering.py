@@ -534,8 +534,6 @@ class _Run:
                 "verdict": prediction.verdict if prediction else None,
                 "log_odds": prediction.log_odds if prediction else None,
                 "calibrated": prediction.calibrated if prediction else None,
-                # the old name of "calibrated", kept for one release
-                "probability": prediction.calibrated if prediction else None,
                 "action": action,
                 "destination": where,
             }

@@ -185,7 +185,7 @@ def forget(model: Model, messages: Iterable[Message]) -> tuple[Model, Change]:
 #: The training settings that ``--event-model auto`` chooses (`selection`): parts whose
 #: event model and settings auto chose may differ in these, and merge still adds them.
 AUTO_CHOSEN = (
-    "model",
+    "event_model",
     "alpha",
     "complement_norm",
     "strength",
@@ -263,7 +263,7 @@ def merged_note(models: Sequence[Model]) -> str:
     same = all(_chosen(m) == _chosen(largest) for m in models)
     chosen = "the same settings" if same else "different settings"
     return (
-        f"the {len(models)} parts had {chosen} (event model {largest.training.model}, as "
+        f"the {len(models)} parts had {chosen} (event model {largest.training.event_model}, as "
         f"the largest part chose); the merged model takes the settings, cutoffs and "
         f"calibration of the largest part ({size:,} of the {total:,} messages), fitted on "
         f"it alone: train on all the messages to fit them on everything"

@@ -377,7 +377,7 @@ class _Reader:
             )
         if isinstance(train.prior, tuple) and {label for label, _ in train.prior} != set(labels):
             raise self.fail("train: the prior names other labels than the classes", at)
-        if train.model == "fisher" and len(labels) != 2:
+        if train.event_model == "fisher" and len(labels) != 2:
             raise self.fail(
                 f"train: the fisher event model needs two classes, not {len(labels)}", at
             )
