@@ -16,7 +16,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.jsonl import json_line
-from ..models.decision import Prediction
+from ..models.decision import Prediction, cutoff_text
+from ..service.explanation_text import explanation_lines
 
 if TYPE_CHECKING:  # explain needs numpy; rendering a prediction must not
     from ..models.explain import ClassTerms, FisherExplanation, MessageExplanation
@@ -151,25 +152,7 @@ def message_explanation(
                 ]
             )
         return
-    yield f"{e.id}: {e.verdict or e.label} (log-odds {e.positive} vs {e.negative}: {e.log_odds:+.4f}{_by_cutoffs(e)})"
-    yield f"  {'contribution':>12}  {'count':>5}  {'weight':>9}  term"
-    yield f"  {e.bias:>+12.4f}  {'':>5}  {'':>9}  (bias: prior and absent words)"
-    for c in shown:
-        yield f"  {c.contribution:>+12.4f}  {c.count:>5}  {c.weight:>+9.4f}  {c.term}"
-    hidden = len(e.contributions) - len(shown)
-    if hidden:
-        rest = sum(c.contribution for c in e.contributions[len(shown) :])
-        yield f"  {rest:>+12.4f}  {'':>5}  {'':>9}  ({hidden} more words)"
-    yield f"  {e.log_odds:>+12.4f}  {'':>5}  {'':>9}  = log-odds ({e.unknown_tokens} tokens not in the model)"
-
-
-def _by_cutoffs(e: MessageExplanation | FisherExplanation) -> str:
-    """The cutoffs that gave an explanation's verdict and the Bayes label beside it, for the
-    first line of a two-class model's explanation ('' without cutoffs: the verdict is the
-    Bayes label)."""
-    if e.cutoffs is None:
-        return ""
-    return f"; {cutoff_text(e.negative, e.positive, e.cutoffs)}; Bayes label {e.label}"
+    yield from explanation_lines(e, top)
 
 
 def fpr_text(estimate: dict[str, Any]) -> str:
@@ -184,11 +167,6 @@ def fpr_text(estimate: dict[str, Any]) -> str:
         )
     except (KeyError, TypeError, ValueError):  # a model file's info is only JSON
         return "unknown"
-
-
-def cutoff_text(negative: str, positive: str, cutoffs: tuple[float, float]) -> str:
-    """'ham below -1.234, spam from +5.678': the verdicts of a model's cutoffs."""
-    return f"{negative} below {cutoffs[0]:+.3f}, {positive} from {cutoffs[1]:+.3f}"
 
 
 def _explained(e: MessageExplanation | FisherExplanation) -> dict[str, object]:
@@ -207,7 +185,6 @@ def fisher_explanation(e: FisherExplanation, fmt: Format, top: int | None) -> It
     """A Robinson–Fisher score from its clues: each clue's f, ln f and ln(1 - f), strongest
     first; their sums, the two chi-square log tails, and logit(I)."""
     shown = e.clues if top is None else e.clues[:top]
-    k = len(e.clues)
     if fmt == "jsonl":
         yield json_line(
             {
@@ -231,27 +208,7 @@ def fisher_explanation(e: FisherExplanation, fmt: Format, top: int | None) -> It
             yield "\t".join(cells)
         yield "\t".join([tsv_cell(e.id), "(sums)", "", repr(e.sum_log_f), repr(e.sum_log_not_f)])
         return
-    yield (
-        f"{e.id}: {e.verdict or e.label} (Robinson-Fisher log-odds {e.positive} vs {e.negative}: "
-        f"{e.log_odds:+.4f}, {k} clues{_by_cutoffs(e)})"
-    )
-    yield f"  {'f':>8}  {'ln f':>9}  {'ln(1-f)':>9}  term"
-    for c in shown:
-        yield f"  {c.f:>8.4f}  {c.log_f:>+9.4f}  {c.log_not_f:>+9.4f}  {c.term}"
-    if len(shown) < k:
-        yield f"  {'':>8}  {'':>9}  {'':>9}  ({k - len(shown)} more clues)"
-    if not k:
-        yield f"  no clue: I = 1/2, logit(I) = 0 ({e.unknown_tokens} tokens are no clue)"
-        return
-    yield f"  {'':>8}  {e.sum_log_f:>+9.4f}  {e.sum_log_not_f:>+9.4f}  = the sums"
-    yield (
-        f"  ln H = ln Q({-2 * e.sum_log_f:.4f}, {2 * k}) = {e.log_h:.4f}, "
-        f"ln S = ln Q({-2 * e.sum_log_not_f:.4f}, {2 * k}) = {e.log_s:.4f}"
-    )
-    yield (
-        f"  logit(I) = {e.log_odds:+.4f}, I = (1 + H - S) / 2 "
-        f"({e.unknown_tokens} tokens are no clue)"
-    )
+    yield from explanation_lines(e, top)
 
 
 def _event_model_settings(cfg: dict[str, Any]) -> str:
