@@ -21,9 +21,9 @@ from nbspam.core.config import build_settings
 from nbspam.fit.training import decide
 from nbspam.fit.training import train as train_locally
 from nbspam.mail.message import Message
-from nbspam.models.model import Rows, fit_counted
+from nbspam.models.model import SampledRows, fit_counted
 from nbspam.store.modelfile import load_model
-from nbspam.text.counting import LabelledCounts
+from nbspam.text.counting import LabelledChunks
 from tests.helpers import ENV, SAMPLE, assert_same_model, cli_run, missing, nbspam_process
 
 SETTINGS = build_settings({})
@@ -81,7 +81,7 @@ def test_stride_is_the_one_rows_ends_with():
 
     for limit in (1, 3, 7, 10):
         for n in range(0, 60):
-            rows = Rows(limit)
+            rows = SampledRows(limit)
             for start in range(0, n, 4):  # any chunking gives the same stride
                 k = min(4, n - start)
                 rows.seen += k
@@ -163,9 +163,9 @@ def test_the_cross_validation_sample_is_the_one_local_training_keeps(
 
     monkeypatch.setattr(cluster, "CHUNK", 6)
     messages = with_duplicates(sample_messages)
-    rows = Rows(limit)
+    rows = SampledRows(limit)
     local = decide(
-        fit_counted(LabelledCounts(messages, SETTINGS.tokenizer), SETTINGS, rows=rows),
+        fit_counted(LabelledChunks(messages, SETTINGS.tokenizer), SETTINGS, rows=rows),
         rows,
         SETTINGS,
     )

@@ -24,7 +24,7 @@ from ..core.parallel import CHUNK, chunks
 from ..core.sparse import sp
 from ..errors import TrainingError
 from ..mail.message import Message
-from ..text.counting import Counts, LabelledCounts, count_chunk, count_chunks
+from ..text.counting import ChunkCounts, LabelledChunks, count_chunk, count_chunks
 from ..text.counts import ClassCounts
 from ..text.vocabulary import (
     TermIndex,
@@ -216,8 +216,9 @@ CV_ROWS = 10_000
 
 
 @dataclass
-class Rows:
-    """Count rows kept while training, for the internal cross-validation: of every message
+class SampledRows:
+    """Per-message count rows (not summed per class, unlike `ClassCounts`) kept while
+    training, for the internal cross-validation: of every message
     while there are at most ``limit``, then a systematic sample (every ``stride``-th message
     of the stream, the stride doubling whenever the sample outgrows the limit), so that
     memory does not grow with the number of messages. One matrix per chunk, columns
@@ -276,28 +277,30 @@ def fit_messages(
     settings: Settings,
     *,
     progress: Callable[[int], None] | None = None,
-    rows: Rows | None = None,
+    rows: SampledRows | None = None,
     jobs: int = 1,
 ) -> Model:
     """Fit a model on labelled messages, streaming: only the counts are kept in memory. No
     decision rule is fitted (`training.train` fits one).
 
     Messages are tokenized and counted a chunk at a time by ``jobs`` worker processes
-    (`counting.LabelledCounts`: a message whose bytes were already counted is counted once,
+    (`counting.LabelledChunks`: a message whose bytes were already counted is counted once,
     as `learn` would do), then `fit_counted`. The model is the same for any number of jobs.
     """
-    counted = LabelledCounts(messages, settings.tokenizer, progress=progress, jobs=jobs)
+    counted = LabelledChunks(messages, settings.tokenizer, progress=progress, jobs=jobs)
     return fit_counted(counted, settings, rows=rows)
 
 
-def fit_counted(counted: LabelledCounts, settings: Settings, *, rows: Rows | None = None) -> Model:
+def fit_counted(
+    counted: LabelledChunks, settings: Settings, *, rows: SampledRows | None = None
+) -> Model:
     """Train a model on the counts of labelled messages.
 
     Each chunk's counts are folded into per-class totals (`naive_bayes.class_counts`) and
     dropped, unless ``rows`` is given, which then keeps them (or its sample of them) and the
     totals.
     """
-    counts = CountTable()
+    counts = ClassCountsBuilder()
     for labels, chunk in counted:
         X = counts.add_counts(chunk, labels)
         if rows is not None:
@@ -319,8 +322,9 @@ def fit_counted(counted: LabelledCounts, settings: Settings, *, rows: Rows | Non
     )
 
 
-class CountTable:
-    """Per-class counts of messages added in chunks, with labels and terms in order of arrival."""
+class ClassCountsBuilder:
+    """`ClassCounts` built up from `ChunkCounts` a chunk at a time (mutable; labels and terms
+    in order of arrival); ``totals()`` gives the value."""
 
     def __init__(self) -> None:
         self.index = TermIndex()
@@ -336,7 +340,7 @@ class CountTable:
         counted = count_chunk(tokenizer, [m.data for m in messages])
         return self.add_counts(counted, [m.label for m in messages])
 
-    def add_counts(self, counted: Counts, labels: Sequence[str]) -> sp.csr_matrix:
+    def add_counts(self, counted: ChunkCounts, labels: Sequence[str]) -> sp.csr_matrix:
         """Add a counted chunk with the label of each row; returns its rows over ``index``."""
         X = renumber(counted, self.index, grow=True)
         y = np.array(

@@ -2,11 +2,11 @@
 and counting for `evaluate` and scoring for `predict` on one (`count_chunks`, `predict`).
 
 The messages are read here, in input order, and each distinct message is kept once, the
-first occurrence winning (by `headers.message_digest`, as `counting.LabelledCounts` does),
+first occurrence winning (by `headers.message_digest`, as `counting.LabelledChunks` does),
 in partitions of `parallel.CHUNK` messages. Each partition is sent to the cluster, whose
 workers parse, tokenize and count it (`counting.count_chunk`), then, once the number of
 messages is known, turn its counts into per-class counts and its share of the
-cross-validation sample (`model.Rows`: the rows whose number in the stream is a multiple
+cross-validation sample (`model.SampledRows`: the rows whose number in the stream is a multiple
 of the final stride, the smallest power of two that leaves at most `model.CV_ROWS` rows).
 The per-class counts are added up in a tree of sparse additions (`counts.ClassCounts.plus`,
 over the union of the terms) on the workers. Then `training.decide` runs here, on the
@@ -41,7 +41,7 @@ from ..core.parallel import CHUNK, chunks
 from ..errors import ConfigError, NbspamError
 from ..fit.training import decide
 from ..mail.message import Message
-from ..text.counting import Counts, count_chunk, first_copies
+from ..text.counting import ChunkCounts, count_chunk, first_copies
 
 MISSING = "--engine dask needs Dask: pip install 'dask[distributed]' (pipx inject nbspam 'dask[distributed]' under pipx)"
 NO_CRYPTOGRAPHY = (
@@ -218,7 +218,7 @@ def one_line(error: BaseException) -> str:
 
 
 def stride_for(n: int, limit: int) -> int:
-    """The stride `model.Rows` ends with after n messages: the smallest power of two that
+    """The stride `model.SampledRows` ends with after n messages: the smallest power of two that
     keeps at most ``limit`` of them (those numbered 0, stride, 2 * stride, ...)."""
     stride = 1
     while -(-n // stride) > limit:
@@ -227,10 +227,10 @@ def stride_for(n: int, limit: int) -> int:
 
 
 def summarize(
-    counted: Counts, labels: list[str], first: int, stride: int
-) -> tuple[Any, Counts, list[str], list[int]]:
+    counted: ChunkCounts, labels: list[str], first: int, stride: int
+) -> tuple[Any, ChunkCounts, list[str], list[int]]:
     """On a worker: a partition's per-class counts (labels in order of first appearance,
-    terms in the partition's order), and the rows of it the sample takes (as `Counts`
+    terms in the partition's order), and the rows of it the sample takes (as `ChunkCounts`
     over the same terms), with their labels and numbers in the stream; none with a
     ``stride`` of 0."""
     import numpy as np
@@ -253,7 +253,7 @@ def summarize(
     for i in take:
         cols.extend(counted.cols[starts[i] : starts[i + 1]])
         counts.extend(counted.counts[starts[i] : starts[i + 1]])
-    sample = Counts(
+    sample = ChunkCounts(
         counted.terms,
         type(counted.cols)("i", cols),
         type(counted.counts)("i", counts),
@@ -347,7 +347,7 @@ def train(
     import numpy as np
 
     from ..errors import TrainingError
-    from ..models.model import CV_ROWS, Rows, from_counts, utc_timestamp
+    from ..models.model import CV_ROWS, SampledRows, from_counts, utc_timestamp
     from ..text.vocabulary import TermIndex, renumber, sorted_order
 
     started = time.perf_counter()
@@ -403,7 +403,7 @@ def train(
     )
     rows = None
     if keep_rows:
-        rows = Rows(CV_ROWS if limit is None else limit)
+        rows = SampledRows(CV_ROWS if limit is None else limit)
         rows.seen, rows.stride = parts.total, stride
         index = TermIndex(total.terms)
         for sample, sample_labels, numbers in samples:
@@ -441,7 +441,7 @@ def count_chunks(
     jobs: int | None = None,
     *,
     ahead: int | None = None,
-) -> Iterator[tuple[Any, Counts]]:
+) -> Iterator[tuple[Any, ChunkCounts]]:
     """(tag, counts) for each (tag, messages) chunk, in order, as `counting.count_chunks`
     gives them, counted by the workers of a Dask cluster, at most ``ahead`` chunks (four
     per worker) ahead of the reader. (``jobs`` is the local engine's, unused.)"""
