@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-from nbspam.core.config import build_settings
+from nbspam.core.settings import build_settings
 from nbspam.mail.message import Problems
 from nbspam.mail.messages import read_labelled
 from nbspam.text.counting import LabelledChunks

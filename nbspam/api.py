@@ -77,7 +77,7 @@ def train(
     ``bins``) gives a `TableClassifier`, anything else a `Classifier`. ``jobs`` worker
     processes tokenize; the model is the same for any number.
     """
-    from .fit.settings import settings_from
+    from .fit.run_settings import settings_from
     from .fit.training import train as train_model
 
     items = _items(data)
@@ -121,7 +121,7 @@ def evaluate(
     """
     from .evaluation import evaluation as ev
     from .evaluation.report import report
-    from .fit.settings import settings_from
+    from .fit.run_settings import settings_from
 
     items = _items(data)
     table_path, table_settings = typed_table_settings(

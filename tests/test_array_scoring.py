@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nbspam.core.config import build_settings
+from nbspam.core.settings import build_settings
 from nbspam.mail.message import Message, Problems
 from nbspam.mail.messages import read_messages
 from nbspam.models.explain import explain_message

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from nbspam.core.config import build_settings
+from nbspam.core.settings import build_settings
 from nbspam.fit.training import decide
 from nbspam.fit.training import train as train_locally
 from nbspam.mail.message import Message

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nbspam.core.config import Settings, build_settings, load_yaml
+from nbspam.core.settings import Settings, build_settings, load_yaml
 from nbspam.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]

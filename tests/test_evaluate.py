@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from nbspam.cli.render import render_report
-from nbspam.core.config import build_settings
+from nbspam.core.settings import build_settings
 from nbspam.errors import ConfigError, InputError
 from nbspam.evaluation.evaluation import (
     chronological,

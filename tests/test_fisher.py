@@ -200,7 +200,7 @@ def test_learn_then_forget_gives_back_the_fisher_model(fisher_path, tmp_path):
 @pytest.mark.corpus
 @pytest.mark.slow
 def test_fisher_ranks_spamassassin_as_bogofilter_does(spamassassin_matrix):
-    from nbspam.core.config import build_settings
+    from nbspam.core.settings import build_settings
     from nbspam.fit import metrics
     from nbspam.fit.crossval import Tokenized, cross_validate_matrix
 

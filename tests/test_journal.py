@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from nbspam.core.config import build_settings
+from nbspam.core.settings import build_settings
 from nbspam.errors import ModelFileError
 from nbspam.models.model import fit_messages
 from nbspam.service import journalled

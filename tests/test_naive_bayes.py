@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from nbspam.core.config import build_settings
+from nbspam.core.settings import build_settings
 from nbspam.models import naive_bayes as nb
 from nbspam.models.explain import explain_message
 from nbspam.models.model import fit, from_counts, predict_matrix, transform
@@ -425,7 +425,7 @@ def test_class_counts_are_the_dense_sums(n, d, n_classes, seed):
 
 
 def test_every_event_model_named_in_the_settings_has_its_class():
-    from nbspam.core.config import EVENT_MODELS
+    from nbspam.core.settings import EVENT_MODELS
     from nbspam.models.event_models import event_model
 
     for name in EVENT_MODELS:

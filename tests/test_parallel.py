@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nbspam.core.config import build_settings
+from nbspam.core.settings import build_settings
 from nbspam.evaluation.evaluation import tokenize_all
 from nbspam.mail.message import Message, Problems
 from nbspam.mail.messages import read_labelled
@@ -54,7 +54,7 @@ def test_counting_workers_import_neither_numpy_nor_scipy():
 
     probe = (
         "import sys\n"
-        "from nbspam.core.config import build_settings\n"
+        "from nbspam.core.settings import build_settings\n"
         "from nbspam.text.counting import LabelledChunks\n"
         "from nbspam.mail.messages import Problems, read_labelled\n"
         f"messages = read_labelled([{str(SAMPLE / 'train')!r}], Problems())\n"

@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from nbspam.core.config import build_settings
+from nbspam.core.settings import build_settings
 from nbspam.errors import NbspamError
 from nbspam.mail.message import Message
 from nbspam.models.model import UNKNOWN_TIME, fit_messages, from_counts

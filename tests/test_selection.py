@@ -9,10 +9,10 @@ import json
 import numpy as np
 import pytest
 
-from nbspam.core.config import build_settings
+from nbspam.core.settings import build_settings
 from nbspam.fit import selection
 from nbspam.fit.crossval import Tokenized, cross_validate_matrix
-from nbspam.fit.settings import resolve_settings
+from nbspam.fit.run_settings import resolve_settings
 from nbspam.models.model import fit_messages
 from nbspam.store.modelfile import load_model
 from nbspam.text.features import Analyzer, number_tokens

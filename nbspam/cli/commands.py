@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from .. import __version__
-from ..core.config import AUTO, EVENT_MODELS, MAIL_MODES, SELECTIONS, TrainConfig
+from ..core.settings import AUTO, EVENT_MODELS, MAIL_MODES, SELECTIONS, TrainConfig
 from ..errors import EXIT_SKIPPED, NbspamError
 from .boundary import failure
 from .output import output_error
@@ -644,7 +644,7 @@ def train(
       nbspam train spam=spam.mbox ham=~/Maildir -o spam.nbm --event-model bernoulli
       nbspam train sms.tsv -o sms.nbm -c configs/bernoulli.yaml
     """
-    from ..fit.settings import settings_from
+    from ..fit.run_settings import settings_from
     from ..fit.training import train as train_model
     from ..mail.messages import read_labelled
 
@@ -1148,7 +1148,7 @@ def evaluate(
 
     from ..evaluation import evaluation as ev
     from ..evaluation.report import report as evaluation_report
-    from ..fit.settings import settings_from
+    from ..fit.run_settings import settings_from
     from ..mail.messages import read_labelled
     from .render import render_report
 

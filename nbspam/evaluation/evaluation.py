@@ -22,9 +22,9 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from ..core.config import AUTO, Settings, TokenizerConfig
 from ..core.jsonl import json_line
 from ..core.parallel import CHUNK, chunks
+from ..core.settings import AUTO, Settings, TokenizerConfig
 from ..errors import ConfigError, InputError, NbspamError, os_error_message
 from ..fit.crossval import Scores, Tokenized, score_split, stratified_split, subset, training_rows
 from ..fit.selection import internal_cv

@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.config import Settings
+from ..core.settings import Settings
 from ..core.sparse import sp
 from ..errors import ConfigError, InputError, TrainingError
 from ..fit.calibration import rule_from_log_odds

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.config import AUTO, AUTO_FALLBACK, Settings, TrainConfig
+from ..core.settings import AUTO, AUTO_FALLBACK, Settings, TrainConfig
 from ..errors import TrainingError
 from ..models.decision import Rule
 from ..text.counts import ClassCounts
@@ -162,7 +162,7 @@ def internal_cv(data: Tokenized, settings: Settings, totals: ClassCounts | None 
     With auto, the candidates are compared on those scores; a two-class model's Platt
     calibration and cutoffs come from the scores of the chosen settings
     (`calibration.rule_from_scores`). With fewer than two folds' worth of messages in each
-    class nothing is fitted: auto becomes `config.AUTO_FALLBACK`, and only given cutoffs are kept.
+    class nothing is fitted: auto becomes `settings.AUTO_FALLBACK`, and only given cutoffs are kept.
     """
     cfg = settings.training
     counts = Counter(data.labels)

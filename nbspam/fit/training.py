@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from ..core.config import AUTO, Settings
+from ..core.settings import AUTO, Settings
 from ..mail.message import Message
 from ..text.counting import LabelledChunks
 

@@ -7,7 +7,7 @@ log-likelihood (`naive_bayes`, docs/math.md, "The linear form: weights and bias"
 (the log-odds of two classes). Robinson–Fisher combining is not linear, and supplies its
 own form (`Fisher`). The vocabulary filters, the prior, cutoffs, calibration, learn and
 forget are shared by all. A new event model is a new class here and its name in
-`config.EVENT_MODELS`; nothing else changes.
+`settings.EVENT_MODELS`; nothing else changes.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 if TYPE_CHECKING:  # numpy is imported by the maths, not here: the one-message path reads this
     import numpy as np
 
-    from ..core.config import TrainConfig
+    from ..core.settings import TrainConfig
     from ..text.counts import ClassCounts
     from .scoring_forms import FisherForm, LinearForm
 
@@ -176,5 +176,5 @@ _BY_NAME: dict[str, EventModel] = {
 
 
 def event_model(name: str) -> EventModel:
-    """The event model of --event-model ``name`` (one of `config.EVENT_MODELS`)."""
+    """The event model of --event-model ``name`` (one of `settings.EVENT_MODELS`)."""
     return _BY_NAME[name]

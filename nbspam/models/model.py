@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.config import (
+from ..core.parallel import CHUNK, chunks
+from ..core.settings import (
     AUTO,
     AUTO_FALLBACK,
     MAX_LABEL_CHARS,
@@ -20,7 +21,6 @@ from ..core.config import (
     TokenizerConfig,
     TrainConfig,
 )
-from ..core.parallel import CHUNK, chunks
 from ..core.sparse import sp
 from ..errors import TrainingError
 from ..mail.message import Message
@@ -159,7 +159,7 @@ def from_counts(
     ``seen`` maps the digest of every message counted to its label, ``times`` some of
     them to when they were learned (seconds since 1970); the others get ``default_time``.
 
-    With --event-model auto the model is `config.AUTO_FALLBACK`'s: there is no
+    With --event-model auto the model is `settings.AUTO_FALLBACK`'s: there is no
     cross-validation here to choose by (`training.train` runs one).
 
     Checks that there are two or more classes with documents (and not more than a model

@@ -36,8 +36,8 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..core.config import AUTO, Settings, TokenizerConfig
 from ..core.parallel import CHUNK, chunks
+from ..core.settings import AUTO, Settings, TokenizerConfig
 from ..errors import ConfigError, NbspamError
 from ..fit.training import decide
 from ..mail.message import Message

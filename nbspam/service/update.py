@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from ..core.config import Settings
 from ..core.parallel import CHUNK
+from ..core.settings import Settings
 from ..errors import NbspamError, TrainingError
 from ..mail.headers import message_digest
 from ..mail.message import Message
@@ -277,7 +277,7 @@ def _chosen(model: Model) -> tuple:
 def _compared(model: Model):
     """A model's training settings as merge compares them: those auto chose left out,
     where auto chose them."""
-    from ..core.config import TrainConfig
+    from ..core.settings import TrainConfig
 
     if "auto" not in model.info:
         return model.training

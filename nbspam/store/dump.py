@@ -59,7 +59,7 @@ from typing import IO, Any
 import numpy as np
 
 from .. import __version__
-from ..core.config import (
+from ..core.settings import (
     MAX_LABEL_CHARS,
     MAX_LABELS,
     TokenizerConfig,

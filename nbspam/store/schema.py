@@ -21,7 +21,7 @@ import operator
 import os
 from typing import Any
 
-from ..core.config import (
+from ..core.settings import (
     MAX_LABEL_CHARS,
     MAX_LABELS,
     TokenizerConfig,

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain, count
 from typing import NamedTuple, TypeVar
 
-from ..core.config import TokenizerConfig
 from ..core.parallel import chunks, imap_ordered
+from ..core.settings import TokenizerConfig
 from ..mail.headers import message_digest
 from ..mail.message import Message
 from .features import Analyzer
