@@ -638,7 +638,7 @@ def test_a_users_scorer_is_the_site_model_plus_the_layer_exactly_and_small(
     sample_model, sample_messages, tmp_path
 ):
     """In memory: with records in the site's journal and in alice's layer, alice scores
-    with exactly the log-odds of `quick.load_scorer(site, layer)` (what `predict --user`
+    with exactly the log-odds of `array_scoring.load_scorer(site, layer)` (what `predict --user`
     uses), bob with the site model's; alice's scorer shares the site's term index and
     holds one weight vector more, 8 bytes a term."""
     import gc
@@ -647,7 +647,7 @@ def test_a_users_scorer_is_the_site_model_plus_the_layer_exactly_and_small(
     from nbspam.mail.message import Message
     from nbspam.serve.models import Models
     from nbspam.service import journalled
-    from nbspam.service.quick import load_scorer
+    from nbspam.service.array_scoring import load_scorer
 
     (tmp_path / "users").mkdir()
     template = str(tmp_path / "users" / "%u.nbj")
@@ -683,7 +683,7 @@ def test_reading_the_site_model_builds_no_term_index(tmp_path):
     term offsets, the intercepts), and builds no dictionary of its terms; scoring a message then reads the pages its terms lead to, and gives the
     batch scorer's log-odds."""
     from nbspam.serve.models import Models
-    from nbspam.service.quick import load_scorer
+    from nbspam.service.array_scoring import load_scorer
 
     model = tmp_path / "site.nbm"
     assert cli_run("train", SAMPLE / "train", "-o", model).exit_code == 0

@@ -10,7 +10,7 @@ import zlib
 from itertools import filterfalse
 from typing import TYPE_CHECKING
 
-from ..core.config import TokenizerConfig
+from ..core.settings import TokenizerConfig
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
