@@ -75,8 +75,8 @@ def choose_cutoffs(
 
     With ``target_fpr`` (the default) the spam cutoff is the lowest whose false-positive
     rate holds at the target with `CONFIDENCE` (`metrics.choose_cutoffs_for_bound`), raised
-    by the margin ``drift`` (a share of the spread of the ham's scores, `spread`), and the ham cutoff the one of least ``cost_fn FN + cost_unsure
-    U`` below it; otherwise the pair of least total cost ``cost_fp FP + cost_fn FN +
+    by the margin ``drift`` (a share of the `spread` of the ham's scores), and the ham
+    cutoff the one of least ``cost_fn FN + cost_unsure U`` below it; otherwise the pair of least total cost ``cost_fp FP + cost_fn FN +
     cost_unsure U`` (`metrics.choose_cutoffs_by_cost`). Either may be infinite.
     """
     odds, pos = _binary_scores(scores)
@@ -125,8 +125,8 @@ def drift_from_dates(
     scores; the newer half is scored by the model of the whole older half, and gives the
     spam cutoff the same bound would have needed on it. How far the newer mail needed the
     cutoff raised, in shares of the `spread` of the older ham's out-of-fold scores, is the
-    drift (0 where the older cutoff held on the newer mail, at most `MAX_DRIFT`). The record: ``drift`` (that
-    share), the ``dated`` messages, the ``newer_ham`` and how many of them scored at or
+    drift (0 where the older cutoff held on the newer mail, at most `MAX_DRIFT`). The
+    record: ``drift`` (that share), the ``dated`` messages, the ``newer_ham`` and how many of them scored at or
     above the older cutoff (``newer_false_positives``).
     """
     cfg = settings.training
