@@ -32,11 +32,11 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from nbspam.core.config import AUTO  # noqa: E402
+from nbspam.core.settings import AUTO  # noqa: E402
 from nbspam.fit.crossval import Tokenized  # noqa: E402
 from nbspam.fit.metrics import recall_at_fpr, roc_auc  # noqa: E402
+from nbspam.fit.run_settings import resolve_settings  # noqa: E402
 from nbspam.fit.selection import internal_cv  # noqa: E402
-from nbspam.fit.settings import resolve_settings  # noqa: E402
 from nbspam.mail.headers import message_time  # noqa: E402
 from nbspam.models.model import fit, predict_matrix  # noqa: E402
 from nbspam.text.features import Analyzer  # noqa: E402
@@ -144,7 +144,7 @@ def nbspam_scores(data, labels, splits, values: dict) -> tuple[np.ndarray, np.nd
         dated = header_times(data, settings.tokenizer.mail)[train_idx]
         choice = internal_cv(part, settings, times=None if np.isnan(dated).all() else dated)
         fold_settings = dataclasses.replace(settings, training=choice.training)
-        if settings.training.model == AUTO:
+        if settings.training.event_model == AUTO:
             chosen.append(choice.chosen)
         model = fit(X[train_idx], list(y[train_idx]), terms, fold_settings, sorted_terms=True)
         _, log_odds = predict_matrix(model, X[test_idx][:, model.form.kept])

@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from nbspam.core.config import build_settings
+from nbspam.core.settings import build_settings
 from nbspam.evaluation.evaluation import tokenize_all
 from nbspam.fit import calibration, metrics
 from nbspam.fit.calibration import DRIFT, drift_from_dates, spread
@@ -18,7 +18,7 @@ from nbspam.mail.headers import message_time
 from nbspam.mail.message import Message
 from tests.helpers import cli_run
 
-MULTINOMIAL = build_settings({"model": "multinomial"})
+MULTINOMIAL = build_settings({"event_model": "multinomial"})
 
 
 def mail(day: int, body: str) -> bytes:
@@ -97,7 +97,7 @@ def test_too_few_dates_or_given_cutoffs_measure_nothing():
     few[np.array(data.labels) == "spam"][1:] = np.nan
     few[np.flatnonzero(np.array(data.labels) == "spam")[9:]] = np.nan  # 9 spam of 10 needed
     assert drift_from_dates(data, few, MULTINOMIAL, folds=5) is None
-    given = build_settings({"model": "multinomial", "cutoffs": (-1.0, 1.0)})
+    given = build_settings({"event_model": "multinomial", "cutoffs": (-1.0, 1.0)})
     assert drift_from_dates(data, times, given, folds=5) is None
 
 

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from ..core.config import Settings, TrainConfig
+from ..core.settings import Settings, TrainConfig
 from ..errors import InputError
 from ..models.decision import Rule
 from . import metrics

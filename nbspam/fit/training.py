@@ -8,12 +8,12 @@ import math
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from ..core.config import AUTO, Settings
+from ..core.settings import AUTO, Settings
 from ..mail.message import Message
-from ..text.counting import LabelledCounts
+from ..text.counting import LabelledChunks
 
 if TYPE_CHECKING:
-    from ..models.model import Model, Rows
+    from ..models.model import Model, SampledRows
 
 
 def train(
@@ -35,15 +35,15 @@ def train(
     model's ``info["auto"]``.
     """
     cfg = settings.training
-    keep_rows = cfg.calibrate or cfg.model == AUTO
+    keep_rows = cfg.calibrate or cfg.event_model == AUTO
     dates = Dates(settings.tokenizer.mail) if keep_rows else None
     if dates is not None:
         messages = dates.reading(messages)
-    counted = LabelledCounts(messages, settings.tokenizer, progress=progress, jobs=jobs)
+    counted = LabelledChunks(messages, settings.tokenizer, progress=progress, jobs=jobs)
     # The workers are tokenizing: numpy and scipy are imported now, beside them, not before.
-    from ..models.model import CV_ROWS, Rows, fit_counted
+    from ..models.model import CV_ROWS, SampledRows, fit_counted
 
-    rows = Rows(CV_ROWS) if keep_rows else None
+    rows = SampledRows(CV_ROWS) if keep_rows else None
     model = fit_counted(counted, settings, rows=rows)  # auto: the fallback, until chosen
     return decide(model, rows, settings, dates.of(counted.seen) if dates else None)
 
@@ -74,7 +74,7 @@ class Dates:
 
 
 def decide(
-    model: Model, rows: Rows | None, settings: Settings, times: list[float] | None = None
+    model: Model, rows: SampledRows | None, settings: Settings, times: list[float] | None = None
 ) -> Model:
     """The fitted model with auto's choice and the decision rule: from an internal
     cross-validation of the count rows ``rows`` kept while fitting, or without them only
@@ -88,7 +88,7 @@ def decide(
     from .selection import internal_cv
 
     cfg = settings.training
-    auto = cfg.model == AUTO
+    auto = cfg.event_model == AUTO
     cutoffs = cfg.cutoffs if model.is_binary else None
     if rows is None:
         return dataclasses.replace(model, cutoffs=cutoffs)
