@@ -125,7 +125,8 @@ def drift_from_dates(
     scores; the newer half is scored by the model of the whole older half, and gives the
     spam cutoff the same bound would have needed on it. How far the newer mail needed the
     cutoff raised, in shares of the `spread` of the older ham's out-of-fold scores, is the
-    drift (0 where the older cutoff held on the newer mail, at most `MAX_DRIFT`). The
+    drift, at least `DRIFT` (one split by date is a small sample of drift: the dates may
+    only widen the band) and at most `MAX_DRIFT`. The
     record: ``drift`` (that share), the ``dated`` messages, the ``newer_ham`` and how many of them scored at or
     above the older cutoff (``newer_false_positives``).
     """
@@ -164,7 +165,7 @@ def drift_from_dates(
     if not (math.isfinite(cut_old) and math.isfinite(needed)) or width <= 0:
         return None
     return {
-        "drift": min(MAX_DRIFT, max(0.0, needed - cut_old) / width),
+        "drift": min(MAX_DRIFT, max(DRIFT, (needed - cut_old) / width)),
         "dated": int(dated.sum()),
         "newer_ham": int(np.count_nonzero(~new_pos)),
         "newer_false_positives": int(np.count_nonzero(new_odds[~new_pos] >= cut_old)),
