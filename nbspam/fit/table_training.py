@@ -166,7 +166,7 @@ def fold_contributions(
     than two classes); each row scored by the model of the other folds (rows of fold -1 are
     left at 0). ``shared``: the statistics of the folds, counted once for several settings."""
     shared = shared or FoldStatistics(table, fold)
-    n = len(table.rows)
+    n = len(table)
     bias, contrib = np.zeros((n, 0)), None
     names: list[str] = []
     positive = None
@@ -390,7 +390,7 @@ def train_table(path: str, settings: TableSettings, auto: bool, cfg: Any) -> Tab
     table = read_table(path)
     model = fit_with_rule(table, settings, auto=auto, cfg=cfg, path=path)
     model.info.update(
-        created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), rows=len(table.rows)
+        created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), rows=len(table)
     )
     model.notes = table_notes(table, settings, model, auto=auto, calibrate=cfg.calibrate)
     return model
@@ -412,7 +412,7 @@ def table_notes(
     given = given_kinds(settings.kinds, table.names)
     for column in model.columns:
         if column.kind == "categorical" and column.edges is None and column.name not in given:
-            note = mostly_numbers_note(table.column(column.name), table.ids, column.name)
+            note = mostly_numbers_note(table, column.name)
             if note:
                 notes.append(note)
     few = [(n, label) for label, n in zip(model.labels, model.class_count) if n < AUTO_FOLDS]
