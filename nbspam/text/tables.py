@@ -38,14 +38,21 @@ TABLE_KIND = "nbspam-table"
 class Numbers:
     """A column whose every cell is a finite number or empty: the numbers (n,) (NaN where
     empty), read once as Python's ``float`` reads them, and the cells' text, kept compactly
-    as a bytes array (their categories, where a column of numbers is modelled as one)."""
+    as a bytes array (their categories, where a column of numbers is modelled as one). A
+    part of the column (`take`) takes its text only when asked for it."""
 
-    def __init__(self, x: np.ndarray, text: np.ndarray) -> None:
-        self.x, self.text = x, text
+    def __init__(self, x: np.ndarray, text: np.ndarray, index: np.ndarray | None = None) -> None:
+        self.x, self._text, self._index = x, text, index
         self.words: Words | None = None
 
     def __len__(self) -> int:
         return len(self.x)
+
+    @property
+    def text(self) -> np.ndarray:
+        if self._index is not None:
+            self._text, self._index = self._text[self._index], None
+        return self._text
 
     def texts(self) -> list[str]:
         if self.text.dtype.kind == "S":
@@ -65,7 +72,10 @@ class Numbers:
         return self.words
 
     def take(self, index: np.ndarray) -> Numbers:
-        part = Numbers(self.x[index], self.text[index])
+        if self._index is not None:
+            part = Numbers(self.x[index], self._text, self._index[index])
+        else:
+            part = Numbers(self.x[index], self._text, index)
         if self.words is not None:
             part.words = self.words.take(index)
         return part
@@ -312,7 +322,7 @@ def _number_or_none(cell: str) -> float:
 # Reading
 # --------------------------------------------------------------------------------------------
 
-BLOCK_CELLS = 1 << 21
+BLOCK_CELLS = 1 << 18
 """Rows are taken into columns a block of about this many cells at a time."""
 
 
