@@ -34,15 +34,12 @@ def test_a_json_line_of_messages_nested_too_deep_is_a_skipped_row(tmp_path):
     assert lines == [f"{data}#2: not valid JSON: nested too deep"]
 
 
-def test_a_typed_table_row_longer_than_the_cap_is_named_not_read(tmp_path, monkeypatch):
-    import nbspam.mail.table_rows
-
-    monkeypatch.setattr(nbspam.mail.table_rows, "MAX_MESSAGE_BYTES", 1 << 20)
-    data = tmp_path / "t.csv"
-    data.write_text("x,label\n1.5,a\n" + "2" * (3 << 20) + ",b\n2.5,b\n")
+def test_a_typed_table_row_longer_than_the_cap_is_named_not_read(tmp_path):
+    data = tmp_path / "t.csv"  # the cap: 8 MiB a line
+    data.write_text("x,label\n1.5,a\n" + "2" * (9 << 20) + ",b\n2.5,b\n")
     r = cli_run("train", data, "-o", tmp_path / "m.nbm")
     assert (r.exit_code, r.stdout) == (1, "")
-    assert r.stderr == f"Error: {data}#3: a row of 3.0 MiB, longer than 1 MiB: not read\n"
+    assert r.stderr == f"Error: {data}#3: a row of 9.0 MiB, longer than 8 MiB: not read\n"
 
 
 def test_a_typed_table_read_with_problems_skips_bad_rows_and_names_each(tmp_path):
