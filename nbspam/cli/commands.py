@@ -1532,9 +1532,7 @@ def learn(
         _update_table(model_path, given, +1, label)
         return
     if label is None:
-        raise click.UsageError(
-            "Missing option '-l' / '--label': the label the messages are learned as."
-        )
+        raise click.UsageError("Missing option '-l' / '--label': the label the messages are learned as.")
     report = Reporter("learned")
     messages = read_inputs(listed, report.problems, follow_links=follow_links)
     change = learn_messages(model_path, messages, label, layer=layer, new_label=new_label)
