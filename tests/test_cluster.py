@@ -15,6 +15,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from nbspam.core.config import build_settings
@@ -74,20 +75,6 @@ def test_tls_files_are_for_a_scheduler(tmp_path):
     result = cli_run("train", SAMPLE / "train", "-o", tmp_path / "m.nbm", "--tls-key", key)
     assert result.exit_code == 2
     assert "--tls-ca-file, --tls-cert and --tls-key are for --scheduler" in result.stderr
-
-
-def test_stride_is_the_one_rows_ends_with():
-    from nbspam.service.cluster import stride_for
-
-    for limit in (1, 3, 7, 10):
-        for n in range(0, 60):
-            rows = Rows(limit)
-            for start in range(0, n, 4):  # any chunking gives the same stride
-                k = min(4, n - start)
-                rows.seen += k
-                while -(-rows.seen // rows.stride) > limit:
-                    rows.stride *= 2
-            assert stride_for(n, limit) == rows.stride, (n, limit)
 
 
 try:
@@ -153,22 +140,42 @@ def test_dask_training_gives_the_model_of_local_training(
     assert local.info["duplicates"] == len(messages) - len(sample_messages)
 
 
+def sampled(rows: Rows, messages, limit: int) -> Rows:
+    """The rows of all the messages (``rows``, kept whole) cut to the sample's rule: of
+    the distinct messages, the ``limit`` with the smallest key (ties: by digest), in input
+    order."""
+    from nbspam.mail.headers import message_digest
+    from nbspam.service.tally import sample_key
+
+    firsts = {}
+    for message in messages:
+        firsts.setdefault(message_digest(message.data), len(firsts))
+    chosen = sorted(firsts, key=lambda d: (sample_key(d), d))[:limit]
+    keep = {firsts[d] for d in chosen}
+    cut = dataclasses.replace(rows, chunks=[])
+    for X, labels, numbers in rows.chunks:
+        mask = np.array([int(n) in keep for n in numbers], bool)
+        if mask.any():
+            cut.chunks.append(
+                (X[mask], [x for x, m in zip(labels, mask) if m], numbers[mask])
+            )
+    return cut
+
+
 @pytest.mark.parametrize("limit", [5, 16, 17, 31])
-def test_the_cross_validation_sample_is_the_one_local_training_keeps(
+def test_the_cross_validation_sample_is_drawn_by_its_rule(
     client, sample_messages, monkeypatch, limit
 ):
-    """With fewer sample rows than messages the stride doubles; the rows kept, and so the
-    choice and the decision rule, are those of local training."""
+    """With fewer sample rows than messages, the rows kept are the ``limit`` distinct
+    messages of smallest `tally.sample_key`, in input order, whatever the partitions: the
+    model is local training's with that sample."""
     from nbspam.service import cluster
 
-    monkeypatch.setattr(cluster, "CHUNK", 6)
     messages = with_duplicates(sample_messages)
-    rows = Rows(limit)
-    local = decide(
-        fit_counted(LabelledCounts(messages, SETTINGS.tokenizer), SETTINGS, rows=rows),
-        rows,
-        SETTINGS,
-    )
+    rows = Rows(len(messages))
+    fitted = fit_counted(LabelledCounts(messages, SETTINGS.tokenizer), SETTINGS, rows=rows)
+    rows = sampled(rows, messages, limit)
+    local = decide(fitted, rows, SETTINGS)
     captured = {}
     real = cluster.decide
 
@@ -177,14 +184,16 @@ def test_the_cross_validation_sample_is_the_one_local_training_keeps(
         return real(model, sample, settings)
 
     monkeypatch.setattr(cluster, "decide", spy)
-    on_dask = cluster.train(messages, SETTINGS, client, limit=limit)
-    assert_same_trained_model(on_dask, local)
-    mine, theirs = captured["rows"], rows
-    assert mine.stride == theirs.stride and mine.labels == theirs.labels
-    (X, terms), (Y, other) = mine.matrix(), theirs.matrix()
-    assert terms == other
-    assert (X != Y).nnz == 0 and X.dtype == Y.dtype
-    assert X.indices.tolist() == Y.indices.tolist()  # each row in the same order
+    for chunk in (6, 11):  # other partitions, the same sample
+        monkeypatch.setattr(cluster, "CHUNK", chunk)
+        on_dask = cluster.train(messages, SETTINGS, client, limit=limit)
+        assert_same_trained_model(on_dask, local)
+        mine = captured["rows"]
+        assert mine.labels == rows.labels and len(mine.labels) == limit
+        (X, terms), (Y, other) = mine.matrix(), rows.matrix()
+        assert terms == other
+        assert (X != Y).nnz == 0 and X.dtype == Y.dtype
+        assert X.indices.tolist() == Y.indices.tolist()  # each row in the same order
 
 
 def test_the_command_with_a_local_cluster(tmp_path):
