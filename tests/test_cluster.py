@@ -469,19 +469,19 @@ def test_all_workers_lost_mid_training_is_one_error(processes, sample_messages, 
 
 #: `nbspam ARGS` (argv[3:]) in a child process that gives a scheduler argv[1] seconds to
 #: answer and, unless argv[2] is 0, kills the process argv[2] (a scheduler) as the third
-#: partition is sent to the cluster.
+#: partition is listed.
 CHILD = """
 import os, signal, sys
-from nbspam.service import cluster
+from nbspam.service import cluster, sources
 cluster.CONNECT_TIMEOUT, victim = float(sys.argv[1]), int(sys.argv[2])
-cluster.CHUNK = 4
-calls, real = [], cluster._submit_count
-def submit(*args):
-    calls.append(1)
-    if len(calls) == 3 and victim:
-        os.kill(victim, signal.SIGKILL)
-    return real(*args)
-cluster._submit_count = submit
+sources.PART_FILES = 4
+real = sources.list_parts
+def list_parts(*args, **kwargs):
+    for number, part in enumerate(real(*args, **kwargs)):
+        if number == 2 and victim:
+            os.kill(victim, signal.SIGKILL)
+        yield part
+sources.list_parts = list_parts
 from nbspam.cli.commands import main
 sys.argv = ["nbspam", *sys.argv[3:]]
 main()
