@@ -10,7 +10,7 @@ import pytest
 
 from nbspam.mail.message import Problems
 from nbspam.mail.messages import read_file, read_labelled
-from nbspam.service import sources
+from nbspam.service import sources, tally
 from nbspam.store.modelfile import load_model
 from tests.helpers import SAMPLE, assert_same_model, cli_run, missing
 
@@ -91,7 +91,8 @@ def test_training_on_mbox_byte_ranges_gives_the_model_of_the_whole_files(
     ham = [m.data for m in sample_messages if m.label == "ham"]
     (tmp_path / "spam.mbox").write_bytes(mbox_of(spam + spam[:3]))  # copies too
     (tmp_path / "ham.mbox").write_bytes(mbox_of(ham))
-    monkeypatch.setattr(sources, "RANGE_BYTES", 3000)
+    monkeypatch.setattr(sources, "RANGE_BYTES", 12000)
+    monkeypatch.setattr(tally, "CHUNK", 2)  # a worker counts a part a few messages at a time
     on_dask, local = train_both(
         tmp_path, f"spam={tmp_path / 'spam.mbox'}", f"ham={tmp_path / 'ham.mbox'}"
     )

@@ -29,6 +29,7 @@ import bisect
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -363,10 +364,7 @@ def finish(part: PartCounts, lost: Sequence[np.ndarray], limit: int) -> Tally:
     labels = tuple(sorted({x for x, k in zip(part.labels, keep.tolist()) if k}))
     index = TermIndex()
     blocks = [renumber(c, index, grow=True) for c in part.counted]
-    import scipy.sparse as sp
-
-    X = sp.vstack(blocks, format="csr") if blocks else sp.csr_matrix((0, 0), dtype=np.int64)
-    X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], len(index)))
+    X = _stack(blocks, len(index))
     X = X[np.flatnonzero(keep)] if not keep.all() else X
     y = np.array([labels.index(x) for x, k in zip(part.labels, keep.tolist()) if k], np.int64)
     class_count, term_count, doc_count = nb.class_counts(X, y, len(labels))
@@ -407,6 +405,19 @@ def finish(part: PartCounts, lost: Sequence[np.ndarray], limit: int) -> Tally:
         part.read,
         part.read - int(keep.sum()),
     )
+
+
+def _stack(blocks: list, width: int) -> Any:
+    """CSR blocks of rows over the first columns of ``width``, stacked (each row's columns
+    in their order)."""
+    import scipy.sparse as sp
+
+    sizes = np.concatenate([np.zeros(0, np.int64), *(np.diff(b.indptr) for b in blocks)])
+    indptr = np.zeros(sizes.size + 1, np.int64)
+    np.cumsum(sizes, out=indptr[1:])
+    data = np.concatenate([np.zeros(0, np.int64), *(b.data for b in blocks)])
+    indices = np.concatenate([np.zeros(0, np.int64), *(b.indices for b in blocks)])
+    return sp.csr_matrix((data, indices, indptr), shape=(sizes.size, width))
 
 
 def _compact(sample: Sample) -> Sample:
