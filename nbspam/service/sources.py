@@ -44,7 +44,7 @@ from ..mail.remote import URL_SCHEMES, is_glob, is_url, local_glob
 
 PART_FILES = 1000
 """The most files in one part (a worker reads them a few hundred at a time)."""
-RANGE_BYTES = 8 << 20
+RANGE_BYTES = 2 << 20
 """An mbox is split into byte ranges of this size, each a part."""
 _LOOKAHEAD = 4096  # more than a separator can span (as mbox reads)
 _NO_LABEL = "no label in this row"

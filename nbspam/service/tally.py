@@ -80,7 +80,9 @@ class Vocab:
     def of(cls, terms: Sequence[str]) -> tuple[Vocab, np.ndarray]:
         """The vocabulary of distinct ``terms`` and the column of each."""
         raw = [_encode(t) for t in terms]
-        is_long = np.fromiter((len(t) > SHORT or b"\0" in t for t in raw), bool, len(raw))
+        is_long = np.fromiter(map(len, raw), np.int64, len(raw)) > SHORT
+        if b"\0" in b"".join(raw):  # a NUL byte would be lost at the end of a fixed-width one
+            is_long |= np.fromiter((b"\0" in t for t in raw), bool, len(raw))
         short_at, long_at = np.flatnonzero(~is_long), np.flatnonzero(is_long)
         short = np.array([raw[i] for i in short_at.tolist()], "S") if short_at.size else None
         long = np.array([raw[i] for i in long_at.tolist()] + [None], object)[:-1]
@@ -95,18 +97,12 @@ class Vocab:
 
     def union(self, other: Vocab) -> tuple[Vocab, np.ndarray, np.ndarray]:
         """The union, and the columns in it of this one's terms and of the other's."""
-        short = np.union1d(self.short, other.short)
+        short, short_a, short_b = _merged(self.short, other.short)
         long = _union_objects(self.long, other.long)
-        maps = []
-        for v in (self, other):
-            maps.append(
-                np.concatenate(
-                    [
-                        np.searchsorted(short, v.short),
-                        len(short) + _positions(long, v.long),
-                    ]
-                ).astype(np.int64)
-            )
+        maps = [
+            np.concatenate([at, len(short) + _positions(long, v.long)]).astype(np.int64)
+            for v, at in ((self, short_a), (other, short_b))
+        ]
         return Vocab(short, long), maps[0], maps[1]
 
     def take(self, columns: np.ndarray) -> Vocab:
@@ -147,6 +143,19 @@ class Vocab:
         for i, p in enumerate(long_place.tolist()):
             merged[p] = long[i]
         return merged, np.concatenate([place, long_place]).astype(np.int64)
+
+
+def _merged(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The union of two sorted arrays of distinct terms, and where each term of either is
+    in it: a stable sort of the two runs (a merge, in linear time), then the repeats out."""
+    both = np.concatenate([a, b])
+    order = np.argsort(both, kind="stable")
+    ranked = both[order]
+    new = np.ones(len(ranked), bool)
+    new[1:] = ranked[1:] != ranked[:-1]
+    where = np.empty(len(both), np.int64)
+    where[order] = np.cumsum(new) - 1
+    return ranked[new], where[: len(a)], where[len(a) :]
 
 
 def _union_objects(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -368,11 +377,11 @@ def finish(part: PartCounts, lost: Sequence[np.ndarray], limit: int) -> Tally:
     X = X[np.flatnonzero(keep)] if not keep.all() else X
     y = np.array([labels.index(x) for x, k in zip(part.labels, keep.tolist()) if k], np.int64)
     class_count, term_count, doc_count = nb.class_counts(X, y, len(labels))
-    vocab, column = Vocab.of(index.terms)
+    every, column = Vocab.of(index.terms)
     used = np.flatnonzero(doc_count.sum(axis=0) > 0)  # terms of copies alone go
     order = np.argsort(column[used], kind="stable")
     used = used[order]
-    vocab = vocab.take(np.sort(column[used]))
+    vocab = every.take(np.sort(column[used]))
     positions = part.positions[keep]
     first = np.array([positions[y == c].min() for c in range(len(labels))], np.int64)
     digests = part.digests[keep]
@@ -383,15 +392,14 @@ def finish(part: PartCounts, lost: Sequence[np.ndarray], limit: int) -> Tally:
         else np.zeros(0, np.int64)
     )
     rows = X[chosen]
-    sample_vocab, sample_column = Vocab.of([index.terms[j] for j in range(len(index))])
     sample = Sample(
         keys[chosen],
         digests[chosen],
         positions[chosen],
         [labels[c] for c in y[chosen].tolist()],
-        sample_vocab,
+        every,
         rows.indptr.astype(np.int64),
-        sample_column[rows.indices],
+        column[rows.indices],
         rows.data.astype(np.int32),
     )
     return Tally(
@@ -422,7 +430,9 @@ def _stack(blocks: list, width: int) -> Any:
 
 def _compact(sample: Sample) -> Sample:
     """The sample with only the terms its rows use."""
-    used = np.unique(sample.indices)
+    present = np.zeros(len(sample.vocab), bool)
+    present[sample.indices] = True
+    used = np.flatnonzero(present)
     remap = np.full(len(sample.vocab), -1, np.int64)
     remap[used] = np.arange(len(used))
     sample.vocab, sample.indices = sample.vocab.take(used), remap[sample.indices]
