@@ -120,3 +120,29 @@ def test_copies_in_other_partitions_count_once_under_the_first_label(tmp_path, m
     assert on_dask.info["duplicates"] == local.info["duplicates"] == 3
     messages = list(read_labelled([str(corpus)], Problems()))
     assert len(on_dask.seen_digests) == len(messages) - 3
+
+
+@pytest.mark.parametrize(("min_docs", "max_terms"), [(2, None), (None, 300), (2, 150)])
+def test_prune_rules_applied_in_the_reduce_give_the_pruned_model(
+    sample_messages, min_docs, max_terms
+):
+    """Terms pruned on the cluster before the total reaches the calling process: the terms
+    and counts `nbspam prune` leaves of the model of local training."""
+    from nbspam.core.config import build_settings
+    from nbspam.fit.training import train as train_locally
+    from nbspam.service import cluster
+    from nbspam.service.update import prune
+
+    settings = build_settings({"model": "multinomial", "calibrate": False})
+    local, _ = prune(
+        train_locally(sample_messages, settings), min_docs=min_docs, max_terms=max_terms
+    )
+    parts = sources.inline_parts(sample_messages, 7)
+    with cluster.dask_client(None, 1) as client:
+        on_dask = cluster.train_parts(
+            parts, settings, client, min_docs=min_docs, max_terms=max_terms
+        )
+    assert on_dask.terms == local.terms
+    assert len(local.terms) < len(train_locally(sample_messages, settings).terms)
+    for name in ("class_count", "term_count", "doc_count", "seen_digests", "seen_labels"):
+        assert (getattr(on_dask, name) == getattr(local, name)).all(), name
