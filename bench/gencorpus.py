@@ -5,7 +5,9 @@ Writes ``OUT/spam/*.mbox`` and ``OUT/ham/*.mbox`` (mboxes of at most 100,000 mes
 each), N messages in all, a third of them spam. Every message is distinct (its Message-ID
 and Date differ) and its words are drawn from a Zipf law of exponent 1 / beta, which gives
 Heaps' law V(n) ~ K * n^beta for the number of distinct words after n messages; beta is
-0.69, the fit of `bench/heaps.py` on the SpamAssassin corpus. Each Zipf rank stands for
+0.69, the fit of `bench/heaps.py` on the SpamAssassin corpus. With ``--fixed R`` only the
+first R ranks are drawn (and no header names one message alone): a vocabulary that stops
+growing, to see what grows with the messages alone. Each Zipf rank stands for
 ``--spread`` words (drawn uniformly among them), which scales K without changing beta:
 the default makes the tokenizer's terms grow as the real corpus's do (check with
 ``python bench/heaps.py OUT``). Spam and ham draw from the same law over two different
@@ -41,20 +43,25 @@ def words(ranks: np.ndarray) -> list[str]:
     return [w.decode() for w in out.view("S10").ravel()]
 
 
-def message(rng: np.random.Generator, n: int, spam: bool, spread: int) -> bytes:
+def message(rng: np.random.Generator, n: int, spam: bool, spread: int, fixed: int) -> bytes:
     size = int(rng.lognormal(5.0, 0.6)) + 5  # words in the body: about 180 on average
     ranks = rng.zipf(1 / BETA, size + 6)
+    if fixed:  # a fixed vocabulary: ranks past it drawn again among the first
+        ranks = np.where(ranks > fixed, rng.integers(1, fixed + 1, ranks.size), ranks)
     ranks = (ranks - 1) * spread + rng.integers(0, spread, ranks.size)
     own = rng.random(ranks.size) < 0.2  # a fifth of the words from the class's own list
     ranks = np.where(own, ranks * 2 + (1 if spam else 0) + 10**12, ranks)
     w = words(ranks)
     subject, body = " ".join(w[:6]), w[6:]
     lines = [" ".join(body[i : i + 12]) for i in range(0, len(body), 12)]
-    sender = f"{w[-1]}{n % 997}@{w[-2]}.{'com' if n % 3 else 'net'}"
-    head = (
-        f"From: {sender}\nTo: user{n % 5000}@example.org\nSubject: {subject}\n"
-        f"Date: {_date(n)}\nMessage-ID: <{n}.{n * 7919 % 1000003}@gen.example>\n"
-    )
+    if fixed:  # no header that names the message alone
+        head = f"From: {w[-1]}@example.com\nTo: user@example.org\nSubject: {subject}\n"
+    else:
+        sender = f"{w[-1]}{n % 997}@{w[-2]}.{'com' if n % 3 else 'net'}"
+        head = (
+            f"From: {sender}\nTo: user{n % 5000}@example.org\nSubject: {subject}\n"
+            f"Date: {_date(n)}\nMessage-ID: <{n}.{n * 7919 % 1000003}@gen.example>\n"
+        )
     return (head + "\n" + "\n".join(lines) + "\n").encode()
 
 
@@ -69,6 +76,9 @@ def main() -> None:
     parser.add_argument("n", type=int)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--spread", type=int, default=100)
+    parser.add_argument(
+        "--fixed", type=int, default=0, help="a fixed vocabulary: the first FIXED Zipf ranks only"
+    )
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     files: dict[str, tuple[int, object]] = {}
@@ -85,7 +95,7 @@ def main() -> None:
                 files[label] = (index, open(path, "wb"))
             f = files[label][1]
             f.write(f"From gen@example.org Thu Jan  1 00:00:00 2026\n".encode())
-            f.write(message(rng, n, label == "spam", args.spread).replace(b"\nFrom ", b"\n>From "))
+            f.write(message(rng, n, label == "spam", args.spread, args.fixed).replace(b"\nFrom ", b"\n>From "))
             f.write(b"\n")
             counts[label] += 1
     finally:
