@@ -1,22 +1,23 @@
 """Training on a Dask cluster (`train --engine dask`): the same model as `training.train`;
 and counting for `evaluate` and scoring for `predict` on one (`count_chunks`, `predict`).
 
-The messages are read here, in input order, and each distinct message is kept once, the
-first occurrence winning (by `headers.message_digest`, as `counting.LabelledCounts` does),
-in partitions of `parallel.CHUNK` messages. Each partition is sent to the cluster, whose
-workers parse, tokenize and count it (`counting.count_chunk`), then, once the number of
-messages is known, turn its counts into per-class counts and its share of the
-cross-validation sample (`model.Rows`: the rows whose number in the stream is a multiple
-of the final stride, the smallest power of two that leaves at most `model.CV_ROWS` rows).
-The per-class counts are added up in a tree of sparse additions (`counts.ClassCounts.plus`,
-over the union of the terms) on the workers. Then `training.decide` runs here, on the
-same totals and the same sample as local training, so the terms, counts, digests, auto's
-choice, cutoffs and calibration are those local training gives.
+The calling process lists the training data into parts (`sources`: paths and byte ranges,
+or messages given in memory) and never opens a message; it keeps at most
+`WINDOW_PER_WORKER` parts a worker in flight. For each part the workers (`tally`) read,
+digest, tokenize and count its distinct messages; fold its digests into buckets of the
+digests seen so far, in input order, which tells the part's copies of earlier messages;
+and make its per-class counts without them, which are added up in a binary tree of sums
+of sorted arrays as the parts finish. The cross-validation sample is the messages of
+smallest keyed hash of their digest (`tally.sample_key`), kept as the sums go. Then the
+model is made here from the total, the digests of the buckets and the sample, and
+`training.decide` runs on the same totals and sample as local training.
 
-Every task is a pure function of what it is sent, so a worker lost mid-run only costs its
-tasks being run again elsewhere (by Dask); a run that cannot finish (the scheduler lost,
-or no worker left for `NO_WORKERS_TIMEOUT`) ends in one `NbspamError` and writes nothing. Dask is an optional dependency: ``pip install
-'dask[distributed]'`` (or ``pip install '.[dask]'`` in nbspam's checkout).
+Every task is a pure function of what it is sent (and of the files it reads), so a worker
+lost mid-run only costs its tasks being run again elsewhere (by Dask: a bucket of digests
+lost is folded again from the parts); a run that cannot finish (the scheduler lost, or no
+worker left for `NO_WORKERS_TIMEOUT`) ends in one `NbspamError` and writes nothing. Dask
+is an optional dependency: ``pip install 'dask[distributed]'`` (or ``pip install
+'.[dask]'`` in nbspam's checkout).
 
 A Dask scheduler can run any code in its clients (its messages hold pickles), so nbspam
 talks only to one that proves who it is (`dask_client`): a scheduler it is given must be
