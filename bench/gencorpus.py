@@ -94,8 +94,12 @@ def main() -> None:
                 path = os.path.join(args.out, label, f"{index:04d}.mbox")
                 files[label] = (index, open(path, "wb"))
             f = files[label][1]
-            f.write(f"From gen@example.org Thu Jan  1 00:00:00 2026\n".encode())
-            f.write(message(rng, n, label == "spam", args.spread, args.fixed).replace(b"\nFrom ", b"\n>From "))
+            f.write(b"From gen@example.org Thu Jan  1 00:00:00 2026\n")
+            f.write(
+                message(rng, n, label == "spam", args.spread, args.fixed).replace(
+                    b"\nFrom ", b"\n>From "
+                )
+            )
             f.write(b"\n")
             counts[label] += 1
     finally:

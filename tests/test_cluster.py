@@ -156,9 +156,7 @@ def sampled(rows: Rows, messages, limit: int) -> Rows:
     for X, labels, numbers in rows.chunks:
         mask = np.array([int(n) in keep for n in numbers], bool)
         if mask.any():
-            cut.chunks.append(
-                (X[mask], [x for x, m in zip(labels, mask) if m], numbers[mask])
-            )
+            cut.chunks.append((X[mask], [x for x, m in zip(labels, mask) if m], numbers[mask]))
     return cut
 
 
