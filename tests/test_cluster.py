@@ -18,13 +18,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nbspam.core.config import build_settings
+from nbspam.core.settings import build_settings
 from nbspam.fit.training import decide
 from nbspam.fit.training import train as train_locally
 from nbspam.mail.message import Message
-from nbspam.models.model import Rows, fit_counted
+from nbspam.models.model import SampledRows, fit_counted
 from nbspam.store.modelfile import load_model
-from nbspam.text.counting import LabelledCounts
+from nbspam.text.counting import LabelledChunks
 from tests.helpers import ENV, SAMPLE, assert_same_model, cli_run, missing, nbspam_process
 
 SETTINGS = build_settings({})
@@ -120,9 +120,9 @@ def with_duplicates(messages):
     "options",
     [
         {},
-        {"model": "multinomial", "calibrate": False},
-        {"model": "bernoulli", "cutoffs": "-3,4"},
-        {"model": "fisher"},
+        {"event_model": "multinomial", "calibrate": False},
+        {"event_model": "bernoulli", "cutoffs": "-3,4"},
+        {"event_model": "fisher"},
     ],
     ids=["auto", "multinomial-no-calibrate", "bernoulli-cutoffs", "fisher"],
 )
@@ -140,7 +140,7 @@ def test_dask_training_gives_the_model_of_local_training(
     assert local.info["duplicates"] == len(messages) - len(sample_messages)
 
 
-def sampled(rows: Rows, messages, limit: int) -> Rows:
+def sampled(rows: SampledRows, messages, limit: int) -> SampledRows:
     """The rows of all the messages (``rows``, kept whole) cut to the sample's rule: of
     the distinct messages, the ``limit`` with the smallest key (ties: by digest), in input
     order."""
@@ -170,8 +170,8 @@ def test_the_cross_validation_sample_is_drawn_by_its_rule(
     from nbspam.service import cluster
 
     messages = with_duplicates(sample_messages)
-    rows = Rows(len(messages))
-    fitted = fit_counted(LabelledCounts(messages, SETTINGS.tokenizer), SETTINGS, rows=rows)
+    rows = SampledRows(len(messages))
+    fitted = fit_counted(LabelledChunks(messages, SETTINGS.tokenizer), SETTINGS, rows=rows)
     rows = sampled(rows, messages, limit)
     local = decide(fitted, rows, SETTINGS)
     captured = {}
@@ -214,7 +214,7 @@ def test_predict_on_a_local_cluster_prints_what_local_predict_prints(sample_mode
 
 def test_predict_keeps_the_input_order_with_few_partitions_ahead(client, sample_model_path):
     from nbspam.service import cluster
-    from nbspam.service.quick import load_scorer
+    from nbspam.service.array_scoring import load_scorer
 
     messages = [
         Message(f"m{i}", ("free money " if i % 3 else "see you at lunch ") * (i % 7 + 1))
@@ -708,7 +708,7 @@ def test_messages_as_text_and_bytes_alike(client):
         Message(str(i), ("free money now " if i % 2 else "meeting notes ") * (i + 1), label)
         for i, label in enumerate(["spam", "ham"] * 12)
     ]
-    settings = build_settings({"model": "multinomial"})
+    settings = build_settings({"event_model": "multinomial"})
     assert_same_trained_model(
         cluster.train(messages, settings, client), train_locally(messages, settings)
     )

@@ -128,12 +128,12 @@ def test_prune_rules_applied_in_the_reduce_give_the_pruned_model(
 ):
     """Terms pruned on the cluster before the total reaches the calling process: the terms
     and counts `nbspam prune` leaves of the model of local training."""
-    from nbspam.core.config import build_settings
+    from nbspam.core.settings import build_settings
     from nbspam.fit.training import train as train_locally
     from nbspam.service import cluster
     from nbspam.service.update import prune
 
-    settings = build_settings({"model": "multinomial", "calibrate": False})
+    settings = build_settings({"event_model": "multinomial", "calibrate": False})
     local, _ = prune(
         train_locally(sample_messages, settings), min_docs=min_docs, max_terms=max_terms
     )

@@ -37,13 +37,13 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..core.config import AUTO, Settings, TokenizerConfig
 from ..core.parallel import CHUNK, chunks
+from ..core.settings import AUTO, Settings, TokenizerConfig
 from ..errors import ConfigError, NbspamError, TrainingError
 from ..fit.training import decide
 from ..mail.message import Message, Problems
 from ..models.model import CV_ROWS
-from ..text.counting import Counts, count_chunk
+from ..text.counting import ChunkCounts, count_chunk
 from .sources import Part
 from .tally import digests_of
 
@@ -298,7 +298,7 @@ def train_parts(
 
     started = time.perf_counter()
     cfg = settings.training
-    keep_rows = cfg.calibrate or cfg.model == AUTO
+    keep_rows = cfg.calibrate or cfg.event_model == AUTO
     limit = CV_ROWS if limit is None else limit
     take = limit if keep_rows else 0
     levels: dict[int, Any] = {}
@@ -392,7 +392,7 @@ def _model(
     import numpy as np
     import scipy.sparse as sp
 
-    from ..models.model import Rows, from_counts, utc_timestamp
+    from ..models.model import SampledRows, from_counts, utc_timestamp
     from ..text.counts import ClassCounts
 
     if tally.read - tally.duplicates <= 0:
@@ -441,7 +441,7 @@ def _model(
             ),
             shape=(n, len(terms)),
         )
-        rows = Rows(limit)
+        rows = SampledRows(limit)
         rows.seen = tally.read - tally.duplicates
         if n:
             rows.chunks.append((X, list(sample.labels), sample.positions))
@@ -483,7 +483,7 @@ def count_chunks(
     jobs: int | None = None,
     *,
     ahead: int | None = None,
-) -> Iterator[tuple[Any, Counts]]:
+) -> Iterator[tuple[Any, ChunkCounts]]:
     """(tag, counts) for each (tag, messages) chunk, in order, as `counting.count_chunks`
     gives them, counted by the workers of a Dask cluster, at most ``ahead`` chunks (four
     per worker) ahead of the reader. (``jobs`` is the local engine's, unused.)"""
@@ -513,14 +513,14 @@ _SCORERS: dict[str, Any] = {}  # in a worker: the scorer of each model file it w
 
 
 def _scorer(model: bytes, key: str) -> Any:
-    """In a worker: the scorer (`quick.load_scorer`) of the model file whose bytes are
+    """In a worker: the scorer (`array_scoring.load_scorer`) of the model file whose bytes are
     ``model``, made once per worker process."""
     scorer = _SCORERS.get(key)
     if scorer is None:
         import os
         import tempfile
 
-        from .quick import load_scorer
+        from .array_scoring import load_scorer
 
         fd, path = tempfile.mkstemp(suffix=".nbm")
         try:
@@ -544,13 +544,13 @@ def predict(
     *,
     ahead: int | None = None,
 ) -> Iterator[Any]:
-    """The predictions `quick.load_scorer(model_path).predict_messages` gives, in input
+    """The predictions `array_scoring.load_scorer(model_path).predict_messages` gives, in input
     order, scored by the workers of a Dask cluster (``client``): the model file's bytes are
-    sent to every worker once, then partitions of `quick.SCORE_CHUNK` messages, at most
+    sent to every worker once, then partitions of `array_scoring.SCORE_CHUNK` messages, at most
     ``ahead`` (four per worker) at a time, so that memory stays bounded."""
     from collections import deque
 
-    from .quick import SCORE_CHUNK
+    from .array_scoring import SCORE_CHUNK
 
     with open(model_path, "rb") as f:
         data = f.read()

@@ -33,11 +33,11 @@ from typing import Any
 
 import numpy as np
 
-from ..core.config import TokenizerConfig
 from ..core.parallel import CHUNK, chunks
+from ..core.settings import TokenizerConfig
 from ..mail.headers import message_digest
 from ..mail.message import Problems
-from ..text.counting import Counts, count_chunk
+from ..text.counting import ChunkCounts, count_chunk
 from .sources import Part, read_part
 
 SHORT = 64
@@ -195,13 +195,13 @@ class Recorded(Problems):
 @dataclass
 class PartCounts:
     """A part read (`read_counts`): its distinct messages' digests (n, 16), positions,
-    labels and count rows (chunks of `counting.Counts`), how many messages were read, and
+    labels and count rows (chunks of `counting.ChunkCounts`), how many messages were read, and
     the problems met."""
 
     digests: np.ndarray
     positions: np.ndarray
     labels: list[str]
-    counted: list[Counts]
+    counted: list[ChunkCounts]
     read: int
     problems: list[tuple[str, str | None]]
 
