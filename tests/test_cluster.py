@@ -167,9 +167,8 @@ def test_the_cross_validation_sample_is_drawn_by_its_rule(
     """With fewer sample rows than messages, the rows kept are the ``limit`` distinct
     messages of smallest `tally.sample_key`, in input order, whatever the partitions: the
     model is local training's with that sample."""
-    from nbspam.service import cluster
-
     from nbspam.mail.headers import message_digest, message_time
+    from nbspam.service import cluster
 
     messages = with_duplicates(sample_messages)
     rows = SampledRows(len(messages))
