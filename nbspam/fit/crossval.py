@@ -206,14 +206,14 @@ def score_split(
 class Folds:
     """What the cross-validations of several settings on the same rows and folds share,
     computed once: the class counts of all the rows (or the ``totals`` they are a sample
-    of), for each test fold the counts of the rest and its test rows, and the Fisher
+    of), the counts of each test fold's rows (over the terms they hold), and the Fisher
     log-odds already computed (`fisher_log_odds` is a pure function of a row's sums over
     its clues, and most rows keep their clues from one setting to the next: stop words are
     no clues).
 
     A fold's model is fitted from the counts of the rest: the totals less the fold's rows
     (`rest`), integers, so it is exactly the model fitted on the other rows, and only the
-    fold's rows are counted again.
+    fold's rows are counted, once.
     """
 
     def __init__(self, data: Tokenized, fold: np.ndarray, totals: ClassCounts | None) -> None:
@@ -228,25 +228,30 @@ class Folds:
             )
         else:  # the totals' labels in sorted order
             self.counts = totals.in_order([totals.labels.index(c) for c in classes])
-        self._rest: dict[int, ClassCounts] = {}
-        self._test: dict[int, tuple[np.ndarray, sp.csr_matrix]] = {}
+        self._held: dict[int, tuple[np.ndarray, ...]] = {}
         self._fisher: dict[tuple[float, float, int], float] = {}
 
     def rest(self, k: int) -> ClassCounts:
         """The counts of every row but fold k's (and, where rows repeat a message, but the
         repeats of the rest's own messages: a model counts a message once), without the
         classes left with no row."""
-        if k not in self._rest:
+        if k not in self._held:
             data, fold = self.data, self.fold
             held = fold == k
             if data.copies is not None:  # a message repeated in the training part counts once
                 held = held | repeats(data.copies, fold != k)
-            totals = self.counts
-            less = nb.class_counts(data.X[held], self.y[held], len(totals.labels))
-            whole = (totals.class_count, totals.term_count, totals.doc_count)
-            rest = ClassCounts(totals.labels, totals.terms, *(t - h for t, h in zip(whole, less)))
-            self._rest[k] = rest.without_empty_classes()
-        return self._rest[k]
+            less = nb.class_counts(data.X[held], self.y[held], len(self.counts.labels))
+            cols = np.flatnonzero(less[2].any(axis=0))  # kept for the fold's own terms only
+            self._held[k] = less[0], cols, less[1][:, cols], less[2][:, cols]
+        class_less, cols, term_less, doc_less = self._held[k]
+        totals = self.counts
+        term_count, doc_count = totals.term_count.copy(), totals.doc_count.copy()
+        term_count[:, cols] -= term_less
+        doc_count[:, cols] -= doc_less
+        rest = ClassCounts(
+            totals.labels, totals.terms, totals.class_count - class_less, term_count, doc_count
+        )
+        return rest.without_empty_classes()
 
     def fisher_log_odds(self, sum_log_f: float, sum_log_not_f: float, clues: int) -> float:
         """`fisher.fisher_log_odds`, its values remembered for as many sums as there are
@@ -262,10 +267,8 @@ class Folds:
 
     def test(self, k: int) -> tuple[np.ndarray, sp.csr_matrix]:
         """(the test rows of fold k, their count rows)."""
-        if k not in self._test:
-            rows = np.flatnonzero(self.fold == k)
-            self._test[k] = rows, self.data.X[rows]
-        return self._test[k]
+        rows = np.flatnonzero(self.fold == k)
+        return rows, self.data.X[rows]
 
 
 def _predict_rows(
