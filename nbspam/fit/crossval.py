@@ -16,14 +16,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..core.config import Settings
+from ..core.settings import Settings
 from ..core.sparse import sp
 from ..errors import ConfigError, InputError
 from ..models import naive_bayes as nb
 from ..models.decision import Rule
 from ..models.fisher import fisher_log_odds
-from ..models.forms import FisherForm
 from ..models.model import Model, from_counts, predict_matrix
+from ..models.scoring_forms import FisherForm
 from ..text.counts import ClassCounts
 from . import metrics
 
