@@ -25,6 +25,7 @@ import numpy as np
 from ..core.config import AUTO, Settings, TokenizerConfig
 from ..core.jsonl import json_line
 from ..core.parallel import CHUNK, chunks
+from ..core.progress import counted
 from ..errors import ConfigError, InputError, NbspamError, os_error_message
 from ..fit.crossval import Scores, Tokenized, score_split, stratified_split, subset, training_rows
 from ..fit.selection import internal_cv
@@ -243,7 +244,7 @@ def nested_scores(
     clock = time.perf_counter()
     choices = {
         k: internal_cv(subset(data, training_rows(data, fold != k)), settings)
-        for k in sorted(set(fold[fold >= 0].tolist()))
+        for k in counted("folds fitted", sorted(set(fold[fold >= 0].tolist())))
     }
     chosen = time.perf_counter() - clock
     if settings.training.model == AUTO:
