@@ -1366,11 +1366,18 @@ def _move_option(kind: str, what: str):
 @click.option(
     "--header-style",
     type=click.Choice(["nbspam", "spamassassin", "bogofilter"]),
-    default="nbspam",
-    show_default=True,
     help="One message: the verdict headers to add, so that existing rules work: nbspam "
     "(X-Nbspam-Status), spamassassin (X-Spam-Flag: YES, X-Spam-Status: Yes, score=...) or "
-    "bogofilter (X-Bogosity: Spam, ...); X-Nbspam-Status is always added too.",
+    "bogofilter (X-Bogosity: Spam, ...); X-Nbspam-Status is always added too. "
+    "[default: header-style of the -c file, else nbspam]",
+)
+@click.option(
+    "-c",
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False),
+    help="YAML file of settings, as train's: filter takes header-style from it (the "
+    "training settings it holds are train's); --header-style wins.",
 )
 @autolearn_options("--autolearn")
 @jobs_option
@@ -1381,7 +1388,8 @@ def filter_mail(
     user_models: str | None,
     paths: tuple[str, ...],
     exit_status: bool,
-    header_style: str,
+    header_style: str | None,
+    config_file: str | None,
     move_spam: str | None,
     move_unsure: str | None,
     move_ham: str | None,
@@ -1448,6 +1456,7 @@ def filter_mail(
                 autolearn=learner,
                 layer=layer,
                 style=header_style,
+                config=config_file,
             )
         )
     if exit_status:
