@@ -248,11 +248,13 @@ def nested_scores(
     }
     chosen = time.perf_counter() - clock
     if settings.training.model == AUTO:
-        names = Counter(choice.chosen or choice.training.model for choice in choices.values())
+        picked = {k: choice.chosen or choice.training.model for k, choice in choices.items()}
+        names = Counter(picked.values())
         protocol = {
             **protocol,
             "auto": "event model chosen inside each training part: "
             + ", ".join(f"{name} ({n} of {len(choices)})" for name, n in names.most_common()),
+            "auto_by_fold": {str(k): name for k, name in picked.items()},
         }
     per_fold = {k: dataclasses.replace(settings, training=c.training) for k, c in choices.items()}
     scores = score_split(data, fold, per_fold, protocol=protocol, tokenize_seconds=tokenize_seconds)
