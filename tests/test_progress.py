@@ -170,3 +170,25 @@ def test_the_total_comes_from_the_listing(tmp_path):
     assert input_bytes(["-"]) is None
     assert input_bytes([str(tmp_path / "*.mbox")]) is None
     assert input_bytes([str(tmp_path / "missing")]) == 0
+
+
+def test_prune_tells_its_steps(tmp_path, every_step):
+    model, _, _ = mailbox(tmp_path)
+    result = cli_run("prune", "-m", model, "--min-count", "2")
+    assert result.exit_code == 0
+    steps = [line for line in result.stderr.splitlines() if line.startswith(f"{model}: ")]
+    assert steps == [f"{model}: read, changed, written {k} of 3 ({k / 3:.0%})" for k in (1, 2, 3)]
+    quiet = cli_run("prune", "-q", "-m", model, "--min-count", "2")
+    assert (quiet.exit_code, quiet.stderr) == (0, "")
+
+
+def test_the_dask_engine_tells_its_reading_too(tmp_path, every_step):
+    pytest.importorskip("distributed")
+    result = cli_run(
+        "train", SAMPLE / "train", "-o", tmp_path / "m.nbm", "--engine", "dask", "-j", "1"
+    )
+    assert result.exit_code == 0, result.stderr
+    read = [line for line in result.stderr.splitlines() if line.startswith("read 48 messages, ")]
+    assert read == [
+        f"read 48 messages, {TRAIN_BYTES / 1e3:.1f} of {TRAIN_BYTES / 1e3:.1f} kB (100%)"
+    ]

@@ -1754,6 +1754,7 @@ def prune(
             keep_digests=keep_digests,
         )
 
+    report = Reporter("pruned")  # shows the steps of update_model_file
     if output is None:
         _, done = update_model_file(model_path, change)
     else:
@@ -1763,6 +1764,7 @@ def prune(
         )
         pruned, done = change(load_model(model_path))
         write_model(pruned, output)
+    report.finish()
     say(
         f"pruned {output or model_path}: kept {done.terms_kept:,} terms "
         f"({done.terms_dropped:,} dropped), {done.digests_kept:,} digests "
