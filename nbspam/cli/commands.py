@@ -95,6 +95,7 @@ class Reporter:
         ctx = click.get_current_context(silent=True)
         if ctx is not None and self.meter.mode != "off":
             ctx.with_resource(listening(self.meter))
+            ctx.call_on_close(self.meter.clear)  # before an error line, even on Ctrl-C
 
     def line(self, text: str) -> None:
         if text.startswith("note: ") and quiet():
