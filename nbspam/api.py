@@ -77,7 +77,7 @@ def train(
     ``bins``) gives a `TableClassifier`, anything else a `Classifier`. ``jobs`` worker
     processes tokenize; the model is the same for any number.
     """
-    from .fit.settings import settings_from
+    from .fit.run_settings import settings_from
     from .fit.training import train as train_model
 
     items = _items(data)
@@ -91,7 +91,7 @@ def train(
         table_settings = dataclasses.replace(table_settings, tokenizer=resolved.tokenizer)
         cfg = resolved.training
         rule = table_rule(resolved)
-        return TableClassifier(train_table(table_path, table_settings, cfg.model == "auto", rule))
+        return TableClassifier(train_table(table_path, table_settings, cfg.event_model == "auto", rule))
     messages = _labelled(items, _problems())
     return Classifier(train_model(messages, resolved, jobs=jobs))
 
@@ -121,7 +121,7 @@ def evaluate(
     """
     from .evaluation import evaluation as ev
     from .evaluation.report import report
-    from .fit.settings import settings_from
+    from .fit.run_settings import settings_from
 
     items = _items(data)
     table_path, table_settings = typed_table_settings(
@@ -142,7 +142,7 @@ def evaluate(
         scores = cross_validate_table(
             table_path,
             dataclasses.replace(table_settings, tokenizer=resolved.tokenizer),
-            auto=resolved.training.model == "auto",
+            auto=resolved.training.event_model == "auto",
             folds=folds,
             seed=seed,
             cfg=table_rule(resolved),
@@ -204,7 +204,7 @@ class Classifier:
     def __repr__(self) -> str:
         cfg = self.model.training
         return (
-            f"<nbspam.Classifier {cfg.model} labels={list(self.labels)} "
+            f"<nbspam.Classifier {cfg.event_model} labels={list(self.labels)} "
             f"terms={len(self.model.terms):,} messages={int(self.model.class_count.sum()):,}>"
         )
 

@@ -282,12 +282,12 @@ def test_a_bad_header_style_in_the_settings_file_passes_the_message(sample_model
 
 
 def test_header_styles_named_alike_everywhere():
-    from nbspam.cli import entry
+    from nbspam.cli import fast_start
     from nbspam.cli.commands import cli
-    from nbspam.core.config import HEADER_STYLES
+    from nbspam.core.settings import HEADER_STYLES
 
     param = next(p for p in cli.commands["filter"].params if p.name == "header_style")
-    assert tuple(param.type.choices) == entry.HEADER_STYLES == HEADER_STYLES
+    assert tuple(param.type.choices) == fast_start.HEADER_STYLES == HEADER_STYLES
 
 
 def test_train_says_what_it_did_in_plain_words(tmp_path):

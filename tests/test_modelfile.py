@@ -9,7 +9,7 @@ import struct
 
 import pytest
 
-from nbspam.core.config import build_settings
+from nbspam.core.settings import build_settings
 from nbspam.errors import ModelFileError
 from nbspam.models.model import fit
 from nbspam.store.container import FORMAT_VERSION, MAGIC

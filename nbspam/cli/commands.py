@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from .. import __version__
-from ..core.config import AUTO, EVENT_MODELS, MAIL_MODES, SELECTIONS, TrainConfig
+from ..core.settings import AUTO, EVENT_MODELS, MAIL_MODES, SELECTIONS, TrainConfig
 from ..errors import EXIT_SKIPPED, NbspamError
 from .boundary import failure
 from .output import output_error
@@ -294,7 +294,7 @@ def format_option(choices: list[str], help: str, *, aliases: dict[str, str] | No
 
 
 MESSAGE_FORMATS = format_option(
-    ["text", "jsonl", "tsv"],  # as entry.FORMATS, which serves one message without click
+    ["text", "jsonl", "tsv"],  # as fast_start.FORMATS, which serves one message without click
     "Output format: text for people, jsonl (json is the same) or tsv for programs.",
     aliases={"json": "jsonl"},
 )
@@ -413,7 +413,7 @@ _TRAIN_OPTIONS = [
         "--event-model",
         "event_model",
         type=click.Choice((AUTO, *EVENT_MODELS)),
-        help=f"Event model: auto tries the others (with a few alphas, then with stop words left out and with rare words left out) by internal cross-validation of the training messages and keeps the one of best ROC AUC, which train prints and info shows; multinomial counts words, bernoulli their presence and absence, fisher combines each word's spam probability by Fisher's method (two labels), complement weighs each label by the words of all the other labels, with no prior (try it where the labels are many or unbalanced). [default: {_DEFAULT_TRAIN.model}]",
+        help=f"Event model: auto tries the others (with a few alphas, then with stop words left out and with rare words left out) by internal cross-validation of the training messages and keeps the one of best ROC AUC, which train prints and info shows; multinomial counts words, bernoulli their presence and absence, fisher combines each word's spam probability by Fisher's method (two labels), complement weighs each label by the words of all the other labels, with no prior (try it where the labels are many or unbalanced). [default: {_DEFAULT_TRAIN.event_model}]",
     ),
     click.option(
         "--strength",
@@ -653,7 +653,7 @@ def train(
       nbspam train spam=spam.mbox ham=~/Maildir -o spam.nbm --event-model bernoulli
       nbspam train sms.tsv -o sms.nbm -c configs/bernoulli.yaml
     """
-    from ..fit.settings import settings_from
+    from ..fit.run_settings import settings_from
     from ..fit.training import train as train_model
     from ..mail.messages import read_labelled
 
@@ -733,7 +733,7 @@ def _train_table(path: str, table_settings: Any, settings: Any, output: str) -> 
 
     table_settings = dataclasses.replace(table_settings, tokenizer=settings.tokenizer)
     cfg = settings.training
-    model = train_table(path, table_settings, auto=cfg.model == AUTO, cfg=table_rule(settings))
+    model = train_table(path, table_settings, auto=cfg.event_model == AUTO, cfg=table_rule(settings))
     save_table_model(model, output)
     for line in table_train_summary(model, output, os.path.getsize(output)):
         say(line)
@@ -901,7 +901,7 @@ def predict(
         if predict_stdin(model_path, fmt):
             return
 
-    from ..service.quick import load_scorer
+    from ..service.array_scoring import load_scorer
 
     tls = (tls_ca_file, tls_cert, tls_key)
     _check_engine(engine, scheduler, tls)
@@ -1182,7 +1182,7 @@ def evaluate(
 
     from ..evaluation import evaluation as ev
     from ..evaluation.report import report as evaluation_report
-    from ..fit.settings import settings_from
+    from ..fit.run_settings import settings_from
     from .render import render_report
 
     check_outputs(
@@ -1248,7 +1248,7 @@ def evaluate(
         scores = cross_validate_table(
             table_path,
             dataclasses.replace(table_settings, tokenizer=settings.tokenizer),
-            auto=settings.training.model == AUTO,
+            auto=settings.training.event_model == AUTO,
             folds=cv_folds,
             seed=seed,
             cfg=table_rule(settings),
@@ -1464,9 +1464,9 @@ def filter_mail(
         raise click.UsageError("--exit-status is for one message on stdin (no PATH)")
     if layer is not None:
         raise click.UsageError("--user is for one message on stdin (no PATH)")
+    from ..service.array_scoring import load_scorer
     from ..service.filtering import filter_folders, report_writer
     from ..service.mailstore import default_state_path
-    from ..service.quick import load_scorer
 
     state_path = state_path or default_state_path(model_path)
     check_outputs(

@@ -22,10 +22,10 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from ..core.config import AUTO, Settings, TokenizerConfig
 from ..core.jsonl import json_line
 from ..core.parallel import CHUNK, chunks
 from ..core.progress import counted
+from ..core.settings import AUTO, Settings, TokenizerConfig
 from ..errors import ConfigError, InputError, NbspamError, os_error_message
 from ..fit.crossval import Scores, Tokenized, score_split, stratified_split, subset, training_rows
 from ..fit.selection import internal_cv
@@ -247,8 +247,8 @@ def nested_scores(
         for k in counted("folds fitted", sorted(set(fold[fold >= 0].tolist())))
     }
     chosen = time.perf_counter() - clock
-    if settings.training.model == AUTO:
-        picked = {k: choice.chosen or choice.training.model for k, choice in choices.items()}
+    if settings.training.event_model == AUTO:
+        picked = {k: choice.chosen or choice.training.event_model for k, choice in choices.items()}
         names = Counter(picked.values())
         protocol = {
             **protocol,

@@ -13,8 +13,8 @@ from ..errors import NbspamError
 from . import naive_bayes as nb
 from .decision import verdict
 from .fisher import log_chi2_sf
-from .forms import FisherForm
 from .model import Model, predict_matrix, transform
+from .scoring_forms import FisherForm
 
 
 @dataclass(frozen=True)

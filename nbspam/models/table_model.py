@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.config import TokenizerConfig
+from ..core.settings import TokenizerConfig
 from ..errors import ConfigError, InputError, ModelFileError, TrainingError
 from ..store.schema import number_pair
 from ..text.tables import (
@@ -714,7 +714,7 @@ def _counts(values: Any, size: int) -> list[int]:
 
 
 def _from_header(t: dict[str, Any]) -> TableModel:
-    from ..core.config import config_from_dict
+    from ..core.settings import config_from_dict
 
     if t["kind"] != TABLE_KIND:
         raise ValueError("not a table model")

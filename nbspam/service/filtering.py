@@ -4,7 +4,7 @@ One message (`filter_single`): the message comes out byte for byte as it went in
 header line ``X-Nbspam-Status: <verdict>; log_odds=<+n.nnn>; calibrated=<p>; version=<v>``
 added as its first header (after an mbox ``From `` line). The header is left out of the
 message's digest (`messages.message_digest`), so a filtered message is still the message
-`learn` and `forget` know. This path is scored by `quick` where the model file allows, so a
+`learn` and `forget` know. This path is scored by `array_scoring` where the model file allows, so a
 filter started per delivery imports neither numpy nor scipy.
 
 Folders (`filter_folders`): every message file of Maildirs (``cur/`` and ``new/``) and plain
@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
-from ..core.config import HEADER_STYLES, header_style_from
 from ..core.jsonl import json_line
+from ..core.settings import HEADER_STYLES, header_style_from
 from ..errors import EXIT_SKIPPED, FilterError, InputError, NbspamError, os_reason
 from ..mail.headers import add_headers, message_digest, one_line
 from ..mail.message import BINARY, EMPTY, MAX_MESSAGE_BYTES, Message, Problems, is_binary, is_empty
@@ -56,7 +56,7 @@ from .mailstore import (
 )
 
 if TYPE_CHECKING:  # the one-message path must not import numpy
-    from .quick import ModelScorer, TableScorer
+    from .array_scoring import ArrayScorer, ModelScorer
 
 SPAM, HAM = "spam", "ham"
 KINDS = (SPAM, UNSURE, HAM)
@@ -260,7 +260,7 @@ def _filter_one(
     positive label."""
     if is_binary(data):
         raise InputError(f"{BINARY}: passed on unscored")
-    from .quick import load_scorer
+    from .array_scoring import load_scorer
 
     scorer = load_scorer(model_path, layer)
     output, kind, prediction = filter_with(scorer, data, style=style)
@@ -268,7 +268,7 @@ def _filter_one(
 
 
 def filter_with(
-    scorer: TableScorer | ModelScorer, data: bytes, message_id: str = "-", style: str = "nbspam"
+    scorer: ArrayScorer | ModelScorer, data: bytes, message_id: str = "-", style: str = "nbspam"
 ) -> tuple[bytes, str, Prediction]:
     """(the message with its verdict header, 'spam' / 'ham' / 'unsure', the prediction) for
     one message scored by a loaded ``scorer`` on its first `MAX_MESSAGE_BYTES`: what
@@ -279,7 +279,7 @@ def filter_with(
 
 
 def verdict_with(
-    scorer: TableScorer | ModelScorer, data: bytes, message_id: str = "-"
+    scorer: ArrayScorer | ModelScorer, data: bytes, message_id: str = "-"
 ) -> tuple[str, Prediction]:
     """('spam' / 'ham' / 'unsure', the prediction) of `filter_with`, without the message
     (a verdict alone, as spamc -c asks, needs no copy of it)."""
@@ -384,7 +384,7 @@ class Plan:
 
 
 def filter_folders(
-    scorer: TableScorer | ModelScorer,
+    scorer: ArrayScorer | ModelScorer,
     paths: Iterable[str],
     moves: Mapping[str, str | None],
     *,
@@ -440,7 +440,7 @@ class _Run:
 
     def __init__(
         self,
-        scorer: TableScorer | ModelScorer,
+        scorer: ArrayScorer | ModelScorer,
         plan: Plan,
         problems: Problems,
         report: Report | None,
@@ -535,8 +535,6 @@ class _Run:
                 "verdict": prediction.verdict if prediction else None,
                 "log_odds": prediction.log_odds if prediction else None,
                 "calibrated": prediction.calibrated if prediction else None,
-                # the old name of "calibrated", kept for one release
-                "probability": prediction.calibrated if prediction else None,
                 "action": action,
                 "destination": where,
             }

@@ -15,14 +15,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from ..core.config import Settings
 from ..core.parallel import CHUNK
+from ..core.settings import Settings
 from ..errors import NbspamError, TrainingError
 from ..mail.headers import message_digest
 from ..mail.message import Message
 from ..models.model import (
     UNKNOWN_TIME,
-    CountTable,
+    ClassCountsBuilder,
     Model,
     apply_counts,
     from_counts,
@@ -89,7 +89,7 @@ class Learner:
         self.seen, self.times = seen_map(model), times_map(model)
         self._was = dict(self.seen), dict(self.times)
         self._now = int(time.time())
-        self._counted = {1: CountTable(), -1: CountTable()}
+        self._counted = {1: ClassCountsBuilder(), -1: ClassCountsBuilder()}
         self._pending: dict[int, list[Message]] = {1: [], -1: []}
         self._bytes = 0
         self._clip = False
@@ -191,7 +191,7 @@ def forget(model: Model, messages: Iterable[Message]) -> tuple[Model, Change]:
 #: The training settings that ``--event-model auto`` chooses (`selection`): parts whose
 #: event model and settings auto chose may differ in these, and merge still adds them.
 AUTO_CHOSEN = (
-    "model",
+    "event_model",
     "alpha",
     "complement_norm",
     "strength",
@@ -269,7 +269,7 @@ def merged_note(models: Sequence[Model]) -> str:
     same = all(_chosen(m) == _chosen(largest) for m in models)
     chosen = "the same settings" if same else "different settings"
     return (
-        f"the {len(models)} parts had {chosen} (event model {largest.training.model}, as "
+        f"the {len(models)} parts had {chosen} (event model {largest.training.event_model}, as "
         f"the largest part chose); the merged model takes the settings, cutoffs and "
         f"calibration of the largest part ({size:,} of the {total:,} messages), fitted on "
         f"it alone: train on all the messages to fit them on everything"
@@ -283,7 +283,7 @@ def _chosen(model: Model) -> tuple:
 def _compared(model: Model):
     """A model's training settings as merge compares them: those auto chose left out,
     where auto chose them."""
-    from ..core.config import TrainConfig
+    from ..core.settings import TrainConfig
 
     if "auto" not in model.info:
         return model.training
@@ -297,7 +297,7 @@ def _counted(messages: list[Message], model: Model) -> ClassCounts | None:
     """The counts of labelled messages, tokenized as the model does (None for none)."""
     if not messages:
         return None
-    table = CountTable()
+    table = ClassCountsBuilder()
     table.add(messages, model.tokenizer)
     return table.totals()
 

@@ -1,4 +1,4 @@
-"""The nbspam command: one message on stdin is handled before the command-line parser loads.
+"""The nbspam command's fast start: one message on stdin is served before click loads.
 
 A mail filter started for every delivery (`nbspam predict -m MODEL` or `nbspam filter -m
 MODEL` with the message on stdin) pays for every import, and click alone costs more than
@@ -111,7 +111,7 @@ ONE_MESSAGE_OPTIONS: dict[str, dict[str, tuple[str, bool]]] = {
         "--config": ("config_file", False),
     },
 }
-# filter's --header-style choices (config.HEADER_STYLES, which would load more; the click
+# filter's --header-style choices (settings.HEADER_STYLES, which would load more; the click
 # command's too)
 HEADER_STYLES = ("nbspam", "spamassassin", "bogofilter")
 # predict's -f choices (the click command's too, which tests/test_entry.py checks)
