@@ -394,6 +394,9 @@ def config_from_dict(cls: type, values: Any) -> Any:
     ConfigError."""
     if not isinstance(values, dict):
         raise ConfigError(f"settings must be a mapping, not {type(values).__name__}")
+    if cls is TrainConfig and "model" in values and "event_model" not in values:
+        # files and dumps written before the event model's one name saved it as "model"
+        values = {("event_model" if key == "model" else key): v for key, v in values.items()}
     unknown = set(values) - {f.name for f in fields(cls)}
     if unknown:
         raise ConfigError(f"unknown setting {sorted(unknown)[0]!r}")
