@@ -29,7 +29,9 @@ def test_evaluate_scores_are_what_train_and_predict_give(tmp_path, repeated):
         for path in sorted((data / label).iterdir())[:repeated]:
             shutil.copy(path, data / label / f"copy-{path.name}")
     scores_file = tmp_path / "scores.jsonl"
-    run("evaluate", data, "--folds", "3", "--scores", scores_file, "-f", "json")
+    report = json.loads(
+        run("evaluate", data, "--folds", "3", "--scores", scores_file, "-f", "json").stdout
+    )
     rows = [json.loads(line) for line in scores_file.read_text().splitlines()]
     assert len(rows) == 48 + 2 * repeated and {r["fold"] for r in rows} == {0, 1, 2}
     for fold in (0, 2):
@@ -41,6 +43,9 @@ def test_evaluate_scores_are_what_train_and_predict_give(tmp_path, repeated):
                 os.symlink(r["path"], link)
         model = tmp_path / f"fold{fold}.nbm"
         run("train", tmp_path / f"fold{fold}", "-o", model, "--follow-links")  # links out
+        # the report's choice of auto in this fold is train's on its training part
+        chosen = load_model(model).info["auto"]["chosen"]
+        assert report["protocol"]["auto_by_fold"][str(fold)] == chosen
         tested = [r for r in rows if r["fold"] == fold]
         out = run("predict", "-m", model, "-f", "jsonl", *[r["path"] for r in tested]).stdout
         for r, line in zip(tested, out.splitlines()):
@@ -49,6 +54,20 @@ def test_evaluate_scores_are_what_train_and_predict_give(tmp_path, repeated):
             assert p["log_odds"] == pytest.approx(r["log_odds"], abs=1e-9)
             assert p["verdict"] == r["verdict"]
             assert p["calibrated"] == pytest.approx(r["calibrated"], abs=1e-9)
+
+
+def test_the_text_report_states_auto_s_choice_in_each_fold():
+    text = run("evaluate", SAMPLE / "train", "--folds", "4").stdout.splitlines()
+    by_fold = json.loads(run("evaluate", SAMPLE / "train", "--folds", "4", "-f", "json").stdout)[
+        "protocol"
+    ]["auto_by_fold"]
+    assert sorted(by_fold) == ["0", "1", "2", "3"]
+    choices = "; ".join(f"fold {k}: {by_fold[k]}" for k in "0123")
+    assert text[3] == f"  auto chose, in each fold's training part: {choices}"
+    held = run("evaluate", SAMPLE / "train", "--chronological", "0.3").stdout.splitlines()
+    assert held[4].startswith("  auto chose, on the training part: ")
+    fixed = run("evaluate", SAMPLE / "train", "--folds", "4", "--event-model", "bernoulli")
+    assert "auto chose" not in fixed.stdout
 
 
 def test_evaluate_json_report_keys():

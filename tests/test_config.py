@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nbspam.core.settings import Settings, build_settings, load_yaml
+from nbspam.core.settings import Settings, build_settings, header_style_from, load_yaml
 from nbspam.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_configs_default_yaml_writes_out_the_built_in_defaults():
     values = load_yaml(ROOT / "configs" / "default.yaml")
     assert build_settings(values) == Settings()
+    assert header_style_from(str(ROOT / "configs" / "default.yaml")) == "nbspam"  # filter's
 
 
 def test_bernoulli_config_loads():

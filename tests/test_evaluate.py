@@ -204,9 +204,7 @@ def test_training_keeps_rows_of_a_sample_and_scores_it_with_models_of_all_the_re
     scores = score_split(data, fold, SETTINGS, protocol={})
     assert scores.evaluated.sum() == 11
     cfg = SETTINGS.training
-    expected = choose_cutoffs(
-        scores, cost_fp=15.0, cost_fn=cfg.cost_fn, cost_unsure=0.2
-    )
+    expected = choose_cutoffs(scores, cost_fp=15.0, cost_fn=cfg.cost_fn, cost_unsure=0.2)
     assert model.cutoffs == expected and model.calibration == calibrate(scores)
     # the model itself is fitted on every message
     np.testing.assert_array_equal(model.class_count, [13, 8])
@@ -614,6 +612,57 @@ def test_plot_without_matplotlib_says_how_to_install(tmp_path, monkeypatch):
         )
     assert isinstance(caught.value, NbspamError) and "matplotlib" in str(caught.value)
     assert not (tmp_path / "e.png").exists()
+
+
+def _axes():
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed (pip install matplotlib)")
+    from matplotlib.figure import Figure
+
+    return Figure().subplots()
+
+
+def test_histogram_is_clipped_to_the_scores_and_labels_its_cutoffs():
+    from nbspam.evaluation.plot import draw_histogram
+
+    # 199 ham at -10 and one at -1000, 199 spam at +10 and one at +5000: the 0.5th and
+    # 99.5th percentiles are -10 and +10; with a margin of 5% of 20 the axis is -11..+11
+    odds = np.array([-1000.0] + [-10.0] * 199 + [10.0] * 199 + [5000.0])
+    pos = odds > 0
+    axes = _axes()
+    draw_histogram(axes, odds, pos, "spam", "ham", (-2.0, 3.0), "the median of the 5 folds' own")
+    assert axes.get_xlim() == (-11.0, 11.0)
+    labels = sorted(text.get_text().strip() for text in axes.texts)
+    assert labels == ["ham below -2.0", "spam from +3.0"]
+    assert (
+        axes.get_title()
+        == "Scores of the evaluated messages\ncutoffs: the median of the 5 folds' own"
+    )
+    # the outliers are counted in the end bins, not left out
+    counts = [sum(bar.get_height() for bar in bars) for bars in axes.containers]
+    assert counts == [200, 200]
+
+
+def test_histogram_widens_to_show_a_cutoff_beyond_the_scores():
+    from nbspam.evaluation.plot import draw_histogram
+
+    odds = np.array([-10.0] * 10 + [10.0] * 10)
+    axes = _axes()
+    draw_histogram(axes, odds, odds > 0, "spam", "ham", (-math.inf, 30.0))
+    assert axes.get_xlim() == (-12.0, 32.0)  # -10..30 and 5% of 40 each side
+    assert [text.get_text().strip() for text in axes.texts] == ["spam from +30.0"]
+
+
+def test_roc_starts_at_the_lowest_recall_shown():
+    from nbspam.evaluation.plot import draw_roc
+
+    # 9 of 10 spam score above every ham: 90% recall at no false positive, the lowest
+    # recall the log axis shows; less a margin of 2, rounded down to 5: 85
+    odds = np.array([100.0] * 9 + [-100.0] + [0.0] * 10)
+    pos = np.array([True] * 10 + [False] * 10)
+    axes = _axes()
+    draw_roc(axes, odds, pos, "spam")
+    assert axes.get_ylim() == (85.0, 100.5)
+    assert sorted(text.get_text() for text in axes.texts) == ["90.0% at 0.1%", "90.0% at 1%"]
 
 
 # --------------------------------------------------------------------------------------------

@@ -235,10 +235,56 @@ def test_one_name_for_one_thing(sample_model, sample_model_path):
     assert pruned.stderr.startswith(f"pruned {sample_model}: kept 50 terms")
 
 
+def test_header_style_from_the_settings_file(sample_model_path, tmp_path):
+    """-c FILE gives filter its header-style; --header-style wins over the file; one file
+    serves train and filter alike."""
+    from tests.helpers import nbspam_process
+
+    spam = (SAMPLE / "new" / "002.eml").read_bytes()
+    settings = tmp_path / "s.yaml"
+    settings.write_text("event-model: bernoulli\nheader-style: spamassassin\n")
+    by_file = cli_run("filter", "-m", sample_model_path, "-c", settings, input=spam)
+    assert by_file.exit_code == 0, by_file.stderr
+    assert by_file.stdout_bytes.startswith(b"X-Spam-Flag: YES\nX-Spam-Status: Yes, score=")
+    quick = nbspam_process("filter", "-m", sample_model_path, "-c", settings, stdin=spam)
+    assert quick.returncode == 0 and quick.stdout == by_file.stdout_bytes
+    by_option = cli_run(
+        "filter",
+        "-m",
+        sample_model_path,
+        "-c",
+        settings,
+        "--header-style",
+        "bogofilter",
+        input=spam,
+    )
+    assert by_option.stdout_bytes.startswith(b"X-Bogosity: Spam, tests=nbspam, ")
+    trained = cli_run("train", SAMPLE / "train", "-c", settings, "-o", tmp_path / "b.nbm")
+    assert trained.exit_code == 0, trained.stderr
+
+
+def test_a_bad_header_style_in_the_settings_file_passes_the_message(sample_model_path, tmp_path):
+    from tests.helpers import nbspam_process
+
+    spam = (SAMPLE / "new" / "002.eml").read_bytes()
+    settings = tmp_path / "s.yaml"
+    settings.write_text("header-style: spamd\n")
+    done = nbspam_process("filter", "-m", sample_model_path, "-c", settings, stdin=spam)
+    assert done.returncode == 1 and done.stdout == spam
+    assert done.stderr.decode() == (
+        f"Error: header-style in {settings} must be one of nbspam, spamassassin, bogofilter, "
+        "not 'spamd'\n"
+    )
+    settings.write_text("header-styles: bogofilter\n")
+    done = cli_run("filter", "-m", sample_model_path, "-c", settings, input=spam)
+    assert done.exit_code == 1 and done.stdout_bytes == spam
+    assert done.stderr == f"Error: unknown setting 'header_styles' in {settings}\n"
+
+
 def test_header_styles_named_alike_everywhere():
     from nbspam.cli import fast_start
     from nbspam.cli.commands import cli
-    from nbspam.service.filtering import HEADER_STYLES
+    from nbspam.core.settings import HEADER_STYLES
 
     param = next(p for p in cli.commands["filter"].params if p.name == "header_style")
     assert tuple(param.type.choices) == fast_start.HEADER_STYLES == HEADER_STYLES

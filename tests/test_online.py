@@ -273,6 +273,19 @@ def test_cli_online_plot(tmp_path):
     assert Path(picture).read_text().startswith("<?xml")
 
 
+def test_the_online_text_report_has_the_rows_its_plot_marks():
+    """The ROC plot marks the spam recall at 0.1% and 1% false positives: the text report
+    prints both rows, with the values of the JSON report."""
+    args = ("evaluate", SAMPLE / "train", "--online", "--warmup", "10")
+    text = cli_run(*args).stdout.splitlines()
+    ranking = json.loads(cli_run(*args, "-f", "json").stdout)["ranking"]["recall_at_fpr"]
+    rows = text[text.index("Ranking by log-odds") + 3 :][:2]
+    assert [row.split()[:2] for row in rows] == [
+        ["0.1%", f"{ranking[0]['recall']:.4f}"],
+        ["1%", f"{ranking[1]['recall']:.4f}"],
+    ]
+
+
 def test_cutoffs_are_refitted_on_the_running_scores(monkeypatch):
     import nbspam.evaluation.online as online_module
     from nbspam.models.decision import verdict

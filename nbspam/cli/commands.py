@@ -80,37 +80,48 @@ def cli() -> None:
 
 
 class Reporter:
-    """Talk on stderr: skipped inputs as they happen, a progress count on a terminal."""
+    """Talk on stderr: skipped inputs as they happen, and progress (`progress.Meter`) of
+    the messages read and of the library's stages, for as long as the command runs."""
 
     def __init__(self, verb: str) -> None:
-        self.verb = verb
-        self.done = 0
-        self.live = sys.stderr.isatty() and not quiet()
-        self._last = 0.0
+        from ..core.progress import listening
         from ..mail.message import Problems
+        from .progress import Meter
 
+        self.verb = verb
+        self.counted = False  # whether `read` counts the messages
+        self.total: int | None = None  # the bytes `progress` counts against
+        self.meter = Meter(sys.stderr, terminal=sys.stderr.isatty(), quiet=quiet())
         self.problems = Problems(self.line)
+        ctx = click.get_current_context(silent=True)
+        if ctx is not None and self.meter.mode != "off":
+            ctx.with_resource(listening(self.meter))
+            ctx.call_on_close(self.meter.clear)  # before an error line, even on Ctrl-C
 
     def line(self, text: str) -> None:
         if text.startswith("note: ") and quiet():
             return
-        self._clear()
+        self.meter.clear()
         click.echo(text, err=True)
 
-    def progress(self, n: int) -> None:
-        self.done += n
-        now = time.monotonic()
-        if self.live and now - self._last > 0.1:
-            self._last = now
-            click.echo(f"\r{self.verb} {self.done:,} messages", err=True, nl=False)
+    def read(self, messages: Iterable[Any], total: int | None) -> Iterator[Any]:
+        """The ``messages`` as they come, their progress shown against ``total`` bytes
+        (`extent.input_bytes`)."""
+        self.counted = True
+        return self.meter.reading(messages, total, self.verb)
 
-    def _clear(self) -> None:
-        if self.live and self.done:
-            click.echo("\r\x1b[K", err=True, nl=False)
+    def progress(self, n: int, size: int = 0) -> None:
+        """``n`` more messages done (of ``size`` bytes), for a command whose messages
+        `read` does not count (against the `total` bytes, where given)."""
+        if self.counted:
+            return
+        if self.meter.what is None:
+            self.meter.begin(self.verb, self.total, noun="messages")
+        self.meter.advance(size, n)
 
     def finish(self) -> int:
         """Clear the progress line, say how many inputs were skipped; return the exit status."""
-        self._clear()
+        self.meter.end()
         skipped = self.problems.skipped
         if skipped > 1:  # one skip is its own line; more get a count
             click.echo(f"{skipped} inputs skipped, see above", err=True)
@@ -667,6 +678,7 @@ def train(
     report = Reporter("read")
     if not specs:
         raise click.UsageError("give DATA to train on, or --files-from")
+    given = [(spec, literal_paths) for spec in data] + [(spec, True) for spec in listed]
     if engine == "dask":  # the workers read the messages: only their files are listed here
         from ..service.cluster import train_parts
         from ..service.sources import list_parts
@@ -675,6 +687,7 @@ def train(
             list_parts(data, report.problems, follow_links=follow_links, literal=literal_paths),
             list_parts(listed, report.problems, follow_links=follow_links, literal=True),
         )
+        report.total = _input_bytes(given, labelled=True)
         with _dask_client(scheduler, jobs, tls) as client:
             model = train_parts(
                 parts, settings, client, progress=report.progress, problems=report.problems
@@ -684,7 +697,8 @@ def train(
             read_labelled(data, report.problems, follow_links=follow_links, literal=literal_paths),
             read_labelled(listed, report.problems, follow_links=follow_links, literal=True),
         )
-        model = train_model(messages, settings, progress=report.progress, jobs=jobs)
+        messages = report.read(messages, _input_bytes(given, labelled=True))
+        model = train_model(messages, settings, jobs=jobs)
     from ..store.modelfile import write_model  # not before training: it starts its workers first
 
     write_model(model, output)
@@ -694,6 +708,30 @@ def train(
     for line in train_summary(model, output, os.path.getsize(output), verbose=verbose):
         say(line)
     sys.exit(status)
+
+
+def _input_bytes(paths: Iterable[tuple[str, bool]], *, labelled: bool = False) -> int | None:
+    """The bytes to read in each (PATH, whether it is read literally), the total of the
+    progress bar (`extent.input_bytes`); None where not known."""
+    from ..mail.extent import input_bytes
+
+    total = 0
+    for path, literal in paths:
+        size = input_bytes([path], labelled=labelled, literal=literal)
+        if size is None:
+            return None
+        total += size
+    return total
+
+
+def _read_labelled(
+    report: Reporter, specs: Sequence[str], *, follow_links: bool, literal: bool
+) -> Iterator:
+    """`messages.read_labelled` of ``specs``, their progress shown by ``report``."""
+    from ..mail.messages import read_labelled
+
+    found = read_labelled(specs, report.problems, follow_links=follow_links, literal=literal)
+    return report.read(found, _input_bytes([(spec, literal) for spec in specs], labelled=True))
 
 
 def _train_table(path: str, table_settings: Any, settings: Any, output: str) -> None:
@@ -879,8 +917,9 @@ def predict(
     _check_engine(engine, scheduler, tls)
     report = Reporter("scored")
     scorer = load_scorer(model_path, layer)
-    listed = _paths(paths, files_from, null, literal_paths)
+    listed = list(_paths(paths, files_from, null, literal_paths))
     messages = read_inputs(listed, report.problems, follow_links=follow_links)
+    messages = report.read(messages, _input_bytes(listed))
     if engine == "dask":
         from ..service.cluster import predict as predict_on_cluster
 
@@ -888,12 +927,10 @@ def predict(
             results = predict_on_cluster(model_path, messages, client)
             for line in render.predictions(results, scorer.labels, fmt):
                 emit(line)
-                report.progress(1)
         sys.exit(report.finish())
     results = scorer.predict_messages(messages, jobs=jobs)
     for line in render.predictions(results, scorer.labels, fmt):
         emit(line)
-        report.progress(1)
     sys.exit(report.finish())
 
 
@@ -1156,7 +1193,6 @@ def evaluate(
     from ..evaluation import evaluation as ev
     from ..evaluation.report import report as evaluation_report
     from ..fit.run_settings import settings_from
-    from ..mail.messages import read_labelled
     from .render import render_report
 
     check_outputs(
@@ -1182,9 +1218,7 @@ def evaluate(
     if online and engine == "dask":
         raise NbspamError("--online learns one message at a time here: not with --engine dask")
     talk = Reporter("read")
-    labelled = partial(
-        read_labelled, problems=talk.problems, follow_links=follow_links, literal=literal_paths
-    )
+    labelled = partial(_read_labelled, talk, follow_links=follow_links, literal=literal_paths)
     if online and table_path is None:
         from ..evaluation.online import evaluate_online
 
@@ -1343,11 +1377,18 @@ def _move_option(kind: str, what: str):
 @click.option(
     "--header-style",
     type=click.Choice(["nbspam", "spamassassin", "bogofilter"]),
-    default="nbspam",
-    show_default=True,
     help="One message: the verdict headers to add, so that existing rules work: nbspam "
     "(X-Nbspam-Status), spamassassin (X-Spam-Flag: YES, X-Spam-Status: Yes, score=...) or "
-    "bogofilter (X-Bogosity: Spam, ...); X-Nbspam-Status is always added too.",
+    "bogofilter (X-Bogosity: Spam, ...); X-Nbspam-Status is always added too. "
+    "[default: header-style of the -c file, else nbspam]",
+)
+@click.option(
+    "-c",
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False),
+    help="YAML file of settings, as train's: filter takes header-style from it (the "
+    "training settings it holds are train's); --header-style wins.",
 )
 @autolearn_options("--autolearn")
 @jobs_option
@@ -1358,7 +1399,8 @@ def filter_mail(
     user_models: str | None,
     paths: tuple[str, ...],
     exit_status: bool,
-    header_style: str,
+    header_style: str | None,
+    config_file: str | None,
     move_spam: str | None,
     move_unsure: str | None,
     move_ham: str | None,
@@ -1425,6 +1467,7 @@ def filter_mail(
                 autolearn=learner,
                 layer=layer,
                 style=header_style,
+                config=config_file,
             )
         )
     if exit_status:
@@ -1539,9 +1582,12 @@ def learn(
         _update_table(model_path, given, +1, label)
         return
     if label is None:
-        raise click.UsageError("Missing option '-l' / '--label': the label the messages are learned as.")
+        raise click.UsageError(
+            "Missing option '-l' / '--label': the label the messages are learned as."
+        )
     report = Reporter("learned")
     messages = read_inputs(listed, report.problems, follow_links=follow_links)
+    messages = report.read(messages, _input_bytes(listed))
     change = learn_messages(model_path, messages, label, layer=layer, new_label=new_label)
     status = report.finish()
     say(
@@ -1596,6 +1642,7 @@ def forget(
         return
     report = Reporter("forgot")
     messages = read_inputs(listed, report.problems, follow_links=follow_links)
+    messages = report.read(messages, _input_bytes(listed))
     change = forget_messages(model_path, messages, layer=layer)
     for name in change.unknown:
         report.problems.skip(name, "not learned by this model, nothing to forget")
@@ -1718,6 +1765,7 @@ def prune(
             keep_digests=keep_digests,
         )
 
+    report = Reporter("pruned")  # shows the steps of update_model_file
     if output is None:
         _, done = update_model_file(model_path, change)
     else:
@@ -1727,6 +1775,7 @@ def prune(
         )
         pruned, done = change(load_model(model_path))
         write_model(pruned, output)
+    report.finish()
     say(
         f"pruned {output or model_path}: kept {done.terms_kept:,} terms "
         f"({done.terms_dropped:,} dropped), {done.digests_kept:,} digests "

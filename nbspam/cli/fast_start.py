@@ -107,9 +107,12 @@ ONE_MESSAGE_OPTIONS: dict[str, dict[str, tuple[str, bool]]] = {
         "--model": ("model_path", False),
         "--exit-status": ("exit_status", True),
         "--header-style": ("header_style", False),
+        "-c": ("config_file", False),
+        "--config": ("config_file", False),
     },
 }
-# filter's --header-style choices (filtering.HEADER_STYLES; the click command's too)
+# filter's --header-style choices (settings.HEADER_STYLES, which would load more; the click
+# command's too)
 HEADER_STYLES = ("nbspam", "spamassassin", "bogofilter")
 # predict's -f choices (the click command's too, which tests/test_entry.py checks)
 FORMATS = ("text", "jsonl", "tsv")
@@ -132,11 +135,14 @@ def _one_message(args: list[str]) -> int | None:
     if args[0] == "filter":
         from ..service.filtering import filter_stdin
 
-        style = options.get("header_style", "nbspam")
-        if style not in HEADER_STYLES:
+        style = options.get("header_style")
+        if style is not None and style not in HEADER_STYLES:
             return None  # click says why
         return filter_stdin(
-            options["model_path"], exit_status="exit_status" in options, style=style
+            options["model_path"],
+            exit_status="exit_status" in options,
+            style=style,
+            config=options.get("config_file"),
         )
     fmt = options.get("fmt", "text")
     if fmt not in FORMATS:

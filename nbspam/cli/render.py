@@ -609,6 +609,13 @@ def _overview(report: dict[str, Any]) -> _Section:
     if counts["evaluated"] < counts["messages"]:
         trained = ", ".join(f"{c} {v['train_only']:,}" for c, v in by_class.items())
         lines.append(f"used only for training: {trained}")
+    by_fold = report["protocol"].get("auto_by_fold")
+    if by_fold and len(by_fold) == 1:
+        lines.append(f"auto chose, on the training part: {next(iter(by_fold.values()))}")
+    elif by_fold:
+        # folds numbered as in the JSON report and the --scores file
+        choices = "; ".join(f"fold {k}: {name}" for k, name in by_fold.items())
+        lines.append(f"auto chose, in each fold's training part: {choices}")
     return "Evaluation", lines
 
 

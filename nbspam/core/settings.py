@@ -172,6 +172,11 @@ MAX_PAIRS = 1 << 24
 _TOKENIZER_KEYS = {f.name for f in fields(TokenizerConfig)} - {"stop_words"}
 _TRAIN_KEYS = {f.name for f in fields(TrainConfig)} - {"stop_words"}
 KNOWN_KEYS: frozenset[str] = frozenset(_TOKENIZER_KEYS | _TRAIN_KEYS | {"stop_words"})
+#: Settings of `filter`, not of training: one settings file serves both (train leaves them).
+FILTER_KEYS: frozenset[str] = frozenset({"header_style"})
+#: filter's header styles (`filtering.status_headers`): nbspam's own, SpamAssassin's,
+#: bogofilter's.
+HEADER_STYLES = ("nbspam", "spamassassin", "bogofilter")
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
@@ -206,6 +211,7 @@ def build_settings(values: dict[str, Any], *, source: str = "settings") -> Setti
 
     Unknown keys, wrong types and out-of-range values raise `ConfigError` naming the key.
     """
+    values = {key: v for key, v in values.items() if key not in FILTER_KEYS}
     unknown = sorted(set(values) - KNOWN_KEYS)
     if unknown:
         known = ", ".join(sorted(KNOWN_KEYS))
@@ -222,6 +228,21 @@ def build_settings(values: dict[str, Any], *, source: str = "settings") -> Setti
         raise ConfigError("max_length must be at least min_length")
     check_selection(settings.training)
     return settings
+
+
+def header_style_from(path: str) -> str | None:
+    """The header style the settings file at ``path`` gives `filter` (``header-style``), or
+    None where it gives none. A key neither filter's nor train's is an error, as for train."""
+    values = load_yaml(path)
+    unknown = sorted(set(values) - KNOWN_KEYS - FILTER_KEYS)
+    if unknown:
+        raise ConfigError(f"unknown setting {unknown[0]!r} in {path}")
+    style = values.get("header_style")
+    if style is not None and style not in HEADER_STYLES:
+        raise ConfigError(
+            f"header-style in {path} must be one of {', '.join(HEADER_STYLES)}, not {style!r}"
+        )
+    return style
 
 
 def check_selection(training: TrainConfig) -> None:

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..core.jsonl import json_line
 from ..core.parallel import CHUNK, chunks
+from ..core.progress import counted
 from ..core.settings import AUTO, Settings, TokenizerConfig
 from ..errors import ConfigError, InputError, NbspamError, os_error_message
 from ..fit.crossval import Scores, Tokenized, score_split, stratified_split, subset, training_rows
@@ -247,17 +248,19 @@ def nested_scores(
     and for two classes with the cutoffs and calibration it fits there."""
     clock = time.perf_counter()
     choices = {}
-    for k in sorted(set(fold[fold >= 0].tolist())):
+    for k in counted("folds fitted", sorted(set(fold[fold >= 0].tolist()))):
         rows = training_rows(data, fold != k)
         times = None if data.times is None else data.times[rows]  # train's drift check
         choices[k] = internal_cv(subset(data, rows), settings, times=times)
     chosen = time.perf_counter() - clock
     if settings.training.event_model == AUTO:
-        names = Counter(choice.chosen or choice.training.event_model for choice in choices.values())
+        picked = {k: choice.chosen or choice.training.event_model for k, choice in choices.items()}
+        names = Counter(picked.values())
         protocol = {
             **protocol,
             "auto": "event model chosen inside each training part: "
             + ", ".join(f"{name} ({n} of {len(choices)})" for name, n in names.most_common()),
+            "auto_by_fold": {str(k): name for k, name in picked.items()},
         }
     per_fold = {k: dataclasses.replace(settings, training=c.training) for k, c in choices.items()}
     scores = score_split(data, fold, per_fold, protocol=protocol, tokenize_seconds=tokenize_seconds)

@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.progress import counted
 from ..core.settings import Settings
 from ..core.sparse import sp
 from ..errors import ConfigError, InputError, TrainingError
@@ -344,7 +345,7 @@ def run_online(
     seen_odds: list[float] = [] if choice.scores is None else _evaluated(choice.scores)
     seen_pos: list[bool] = [] if choice.scores is None else _evaluated(choice.scores, positive)
     refit = rule is not None and settings.training.calibrate and not settings.training.cutoffs
-    for i in range(w, n):
+    for i in counted("messages scored and learned in turn", range(w, n)):
         if refit and i > w and (i - w) % REFIT == 0:  # as a long-running filter retrains
             odds, pos = np.array(seen_odds), np.array(seen_pos)
             if pos.any() and not pos.all():

@@ -18,6 +18,9 @@ from ..fit.crossval import Scores
 PLOT_SUFFIXES: dict[str, str] = {".png": "png", ".svg": "svg"}
 INSTALL_HINT = "pip install matplotlib (pipx inject nbspam matplotlib under pipx)"
 HISTOGRAM_BINS = 60
+#: The histogram's x axis: from this percentile of the scores to its complement, where
+#: nearly all the messages are (those beyond are counted in the end bins).
+CLIP_PERCENTILE = 0.5
 
 
 def plot_format(path: str) -> str:
@@ -47,14 +50,18 @@ def plot_evaluation(
 
     Left: spam recall against the false-positive rate on a logarithmic axis, as the TREC
     spam track draws it (a false-positive rate of 0 is drawn at half a message, the left
-    edge). Right: the log-odds of ham and spam as two histograms, with the cutoffs marked.
+    edge), from the lowest recall shown. Right: the log-odds of ham and spam as two
+    histograms where nearly all of them are, with the ``cutoffs`` marked and labelled
+    (the median of the folds' own where there are several).
     """
     fmt = plot_format(path)
     mask, odds, pos = _two_classes(scores)
     figure = _figure(11)
     roc_axes, hist_axes = figure.subplots(1, 2)
     draw_roc(roc_axes, odds, pos, scores.positive)
-    draw_histogram(hist_axes, odds, pos, scores.positive, scores.negative or "", cutoffs)
+    folds = len(scores.rules)
+    whose = f"the median of the {folds} folds' own" if folds > 1 else None
+    draw_histogram(hist_axes, odds, pos, scores.positive, scores.negative or "", cutoffs, whose)
     _save(figure, path, fmt)
 
 
@@ -111,16 +118,25 @@ def roc_points(odds: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return np.maximum(fpr, floor), tpr, floor
 
 
+def recall_floor(fpr: np.ndarray, tpr: np.ndarray, floor: float) -> float:
+    """The lowest recall the ROC plot shows (%), rounded down to 5: that at its left edge,
+    the false-positive rate ``floor``, less a margin; the rest below it is empty."""
+    shown = float(tpr[fpr <= floor].max())
+    return max(0.0, 5.0 * np.floor((100 * shown - 2.0) / 5.0))
+
+
 def draw_roc(axes: Any, odds: np.ndarray, pos: np.ndarray, positive: str) -> None:
-    """The ROC curve with a log-scaled false-positive axis and the 0.1% and 1% rates marked."""
+    """The ROC curve with a log-scaled false-positive axis, from the lowest recall shown,
+    and the recall at 0.1% and 1% false positives marked (the report's rows)."""
     fpr, tpr, floor = roc_points(odds, pos)
     auc = metrics.roc_auc(odds, pos)
     axes.plot(100 * fpr, 100 * tpr, color="tab:blue")
     for rate in (0.001, 0.01):
         recall, _ = metrics.recall_at_fpr(odds, pos, rate)
         axes.axvline(100 * rate, color="grey", linestyle=":", linewidth=1)
+        axes.plot([100 * rate], [100 * recall], "o", color="tab:blue", markersize=4)
         axes.annotate(
-            f"{100 * recall:.1f}%",
+            f"{100 * recall:.1f}% at {100 * rate:g}%",
             (100 * rate, 100 * recall),
             fontsize=8,
             xytext=(4, -12),
@@ -128,6 +144,7 @@ def draw_roc(axes: Any, odds: np.ndarray, pos: np.ndarray, positive: str) -> Non
         )
     axes.set_xscale("log")
     axes.set_xlim(100 * floor, 100)
+    axes.set_ylim(recall_floor(fpr, tpr, floor), 100.5)
     axes.set_xlabel("false-positive rate: ham called spam (%, log scale)")
     axes.set_ylabel(f"{positive} recall (%)")
     axes.set_title(f"ROC: AUC {auc:.5f}, (1-ROCA)% {100 * (1 - auc):.3f}")
@@ -141,27 +158,63 @@ def draw_histogram(
     positive: str,
     negative: str,
     cutoffs: tuple[float, float] | None,
+    whose: str | None = None,
 ) -> None:
-    """Histograms of the log-odds of both classes on shared bins, cutoffs as vertical lines."""
-    edges = np.histogram_bin_edges(odds, bins=HISTOGRAM_BINS)
-    axes.hist(odds[~pos], bins=edges, alpha=0.6, color="tab:green", label=negative)
-    axes.hist(odds[pos], bins=edges, alpha=0.6, color="tab:red", label=positive)
+    """Histograms of the log-odds of both classes on shared bins, on the span where nearly
+    all of them are (`histogram_span`; the others counted in the end bins), and the cutoffs
+    as vertical lines labelled with what they mean ("ham below", "spam from"); ``whose``
+    says where the cutoffs come from."""
+    lo, hi = histogram_span(odds, cutoffs)
+    edges = np.linspace(lo, hi, HISTOGRAM_BINS + 1)
+    shown = np.clip(odds, lo, hi)
+    ham, _, _ = axes.hist(shown[~pos], bins=edges, alpha=0.6, color="tab:green", label=negative)
+    spam, _, _ = axes.hist(shown[pos], bins=edges, alpha=0.6, color="tab:red", label=positive)
+    peak = max(float(ham.max()), float(spam.max()))
     if cutoffs is not None:
-        marks = ((cutoffs[0], negative, "darkgreen", "--"), (cutoffs[1], positive, "darkred", ":"))
-        for value, name, color, style in marks:
+        if np.isfinite(cutoffs).all() and cutoffs[0] < cutoffs[1]:
+            axes.axvspan(*cutoffs, color="grey", alpha=0.12, linewidth=0, label="unsure")
+        marks = (
+            (cutoffs[0], f"{negative} below {cutoffs[0]:+.1f}", "darkgreen", "--", "right"),
+            (cutoffs[1], f"{positive} from {cutoffs[1]:+.1f}", "darkred", ":", "left"),
+        )
+        for value, text, color, style, side in marks:
             if np.isfinite(value):
-                axes.axvline(
+                where = (value - lo) / (hi - lo)  # a label near an edge turns inwards
+                side = "left" if where < 0.3 else "right" if where > 0.7 else side
+                axes.axvline(value, color=color, linestyle=style, linewidth=1.5)
+                axes.text(  # the ham label left of its line, the spam label right of its
                     value,
+                    0.98,
+                    f" {text} ",
+                    transform=axes.get_xaxis_transform(),
+                    ha=side,
+                    va="top",
+                    fontsize=8,
                     color=color,
-                    linestyle=style,
-                    linewidth=1.5,
-                    label=f"{name} cutoff {value:+.1f}",
+                    bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1},
                 )
+    axes.set_xlim(lo, hi)
     axes.set_yscale("log")
-    axes.set_xlabel(f"log-odds {positive} vs {negative}")
+    axes.set_ylim(0.7, 8 * peak)  # room above the bars for the labels
+    axes.set_xlabel(
+        f"log-odds {positive} vs {negative} (the middle {100 - 2 * CLIP_PERCENTILE:g}%; "
+        "the rest in the end bins)"
+    )
     axes.set_ylabel("messages (log scale)")
-    axes.set_title("Scores of the evaluated messages")
-    axes.legend()
+    title = "Scores of the evaluated messages"
+    axes.set_title(title if whose is None else f"{title}\ncutoffs: {whose}", fontsize=10)
+    axes.legend(loc="upper left", bbox_to_anchor=(0, 0.9))
+
+
+def histogram_span(odds: np.ndarray, cutoffs: tuple[float, float] | None) -> tuple[float, float]:
+    """The histogram's x axis: from the `CLIP_PERCENTILE` percentile of the log-odds to its
+    complement, widened to show the finite cutoffs, with a margin of 5% each side."""
+    lo, hi = np.percentile(odds, [CLIP_PERCENTILE, 100 - CLIP_PERCENTILE])
+    for value in cutoffs or ():
+        if np.isfinite(value):
+            lo, hi = min(lo, value), max(hi, value)
+    margin = 0.05 * (hi - lo) or 1.0
+    return float(lo - margin), float(hi + margin)
 
 
 def plot_online(scores: Scores, curve: list[dict[str, Any]], path: str) -> None:

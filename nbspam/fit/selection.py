@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.progress import stage
 from ..core.settings import AUTO, AUTO_FALLBACK, Settings, TrainConfig
 from ..errors import TrainingError
 from ..models.decision import Rule
@@ -240,21 +241,25 @@ def choose(
         return auc, training, scores
 
     best: tuple[float, TrainConfig, Scores] | None = None
-    for candidate in first_round(binary):
-        result = run(candidate, base)
-        if result is not None and (best is None or better(result[0], best[0], MARGIN_MODEL)):
-            best, name = result, candidate.name
+    candidates = first_round(binary)
+    with stage("auto: event models tried", len(candidates)) as step:
+        for candidate in candidates:
+            result = run(candidate, base)
+            step(1)
+            if result is not None and (best is None or better(result[0], best[0], MARGIN_MODEL)):
+                best, name = result, candidate.name
     if best is None:
         raise TrainingError("no candidate of --event-model auto could be trained")
     winner, first = best[1], name
     terms = len(totals.terms if totals is not None else data.terms)
     pairs = settings.tokenizer.pairs > 0
-    for candidate in second_round(
-        winner, stop_words, terms, pairs=pairs
-    ):  # each on the winner alone
-        result = run(candidate, winner)
-        if result is not None and better(result[0], best[0], MARGIN_CHANGE):
-            best, name = result, f"{first} {candidate.name}"
+    candidates = second_round(winner, stop_words, terms, pairs=pairs)
+    with stage(f"auto: changes to {first} tried", len(candidates)) as step:
+        for candidate in candidates:  # each on the winner alone
+            result = run(candidate, winner)
+            step(1)
+            if result is not None and better(result[0], best[0], MARGIN_CHANGE):
+                best, name = result, f"{first} {candidate.name}"
     _, training, scores = best
     return Choice(training, None, tuple(tried), name, len(data.labels), folds, scores)
 

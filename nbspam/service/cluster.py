@@ -264,7 +264,7 @@ def train(
     settings: Settings,
     client: Any,
     *,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
     limit: int | None = None,
 ) -> Any:
     """Train on a Dask cluster (``client``) on messages given in memory (they travel in
@@ -283,7 +283,7 @@ def train_parts(
     settings: Settings,
     client: Any,
     *,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
     problems: Problems | None = None,
     limit: int | None = None,
     min_docs: int | None = None,
@@ -293,7 +293,7 @@ def train_parts(
     its workers read: the model `training.train` gives for the same messages and settings
     (with ``min_docs`` or ``max_terms``, that model pruned as `update.prune` prunes its
     terms). What the workers could not read is reported to ``problems``, the number of
-    messages read to ``progress``."""
+    messages read and their bytes to ``progress``."""
     from .tally import finish, fold, losers, merge, prune_terms, read_counts, report
 
     started = time.perf_counter()
@@ -358,13 +358,13 @@ def _take_reports(
     client: Any,
     pending: dict[Any, Any],
     add_up: Callable[[Any], None],
-    progress: Callable[[int], None] | None,
+    progress: Callable[[int, int], None] | None,
     problems: Problems | None,
 ) -> None:
     """Wait for the reports of one or more parts in flight, pass them on, and add their
     tallies up."""
     for done in _wait(client, list(pending), first=True):
-        read, lines = done.result()
+        read, size, lines = done.result()
         if problems is not None:
             for where, reason in lines:
                 if reason is None:
@@ -372,7 +372,7 @@ def _take_reports(
                 else:
                     problems.skip(where, reason)
         if progress:
-            progress(read)
+            progress(read, size)
         add_up(pending.pop(done))
 
 

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..core.jsonl import json_line
+from ..core.settings import HEADER_STYLES, header_style_from
 from ..errors import EXIT_SKIPPED, FilterError, InputError, NbspamError, os_reason
 from ..mail.headers import add_headers, message_digest, one_line
 from ..mail.message import BINARY, EMPTY, MAX_MESSAGE_BYTES, Message, Problems, is_binary, is_empty
@@ -70,10 +71,6 @@ def status_value(prediction: Prediction) -> str:
         parts.append(f"calibrated={prediction.calibrated:.4f}")
     parts.append(f"version={__version__}")
     return "; ".join(parts)
-
-
-#: The header styles of `status_headers`: nbspam's own, SpamAssassin's, bogofilter's.
-HEADER_STYLES = ("nbspam", "spamassassin", "bogofilter")
 
 
 def status_headers(
@@ -184,10 +181,12 @@ def filter_stdin(
     misuse: str | None = None,
     autolearn: Autolearn | None = None,
     layer: str | None = None,
-    style: str = "nbspam",
+    style: str | None = None,
+    config: str | None = None,
 ) -> int:
     """Pass the message on stdin to stdout with its verdict headers in ``style``
-    (`status_headers`); return the exit status.
+    (`status_headers`); return the exit status. Without ``style``, the style is the
+    settings file ``config``'s (``header-style``), else nbspam's.
 
     Whatever fails (a bad model, a bug, a broken installation, binary data), the original
     bytes still go to stdout unchanged and the reason to stderr as one line ``Error: ...``.
@@ -213,6 +212,8 @@ def filter_stdin(
     output, kind, error, learned = data, None, misuse, None
     if error is None:
         try:
+            if style is None:
+                style = (header_style_from(config) if config else None) or "nbspam"
             output, kind, prediction, labels, positive = _filter_one(model_path, data, layer, style)
             if autolearn is not None and positive is not None:
                 label = autolearn.label(prediction, labels, positive)

@@ -49,6 +49,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..core.progress import counted
 from ..errors import ConfigError, NbspamError, os_reason
 from ..mail import messages
 from ..mail.headers import message_digest
@@ -270,7 +271,7 @@ def _learn_folders(
     learned: dict[str, tuple[str, bytes, bytes | None, str]] = {}
     clashed: set[bytes] = set()
     opened = 0
-    for path, label, key in todo:
+    for path, label, key in counted("messages synced", todo):
         try:
             data = messages.read_bytes(path)
         except FileNotFoundError:  # moved or deleted since the listing: next run

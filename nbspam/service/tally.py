@@ -197,7 +197,7 @@ class Recorded(Problems):
 class PartCounts:
     """A part read (`read_counts`): its distinct messages' digests (n, 16), positions,
     dates (`headers.message_time`, NaN where none), labels and count rows (chunks of `counting.ChunkCounts`), how many messages were read, and
-    the problems met."""
+    the problems met, and the bytes of the messages read."""
 
     digests: np.ndarray
     positions: np.ndarray
@@ -206,6 +206,7 @@ class PartCounts:
     counted: list[ChunkCounts]
     read: int
     problems: list[tuple[str, str | None]]
+    size: int = 0
 
 
 def read_counts(tokenizer: TokenizerConfig, part: Part, number: int) -> PartCounts:
@@ -213,10 +214,11 @@ def read_counts(tokenizer: TokenizerConfig, part: Part, number: int) -> PartCoun
     problems = Recorded()
     seen: set[bytes] = set()
     digests, positions, times, labels, counted = [], [], [], [], []
-    read = 0
+    read = size = 0
     for batch in chunks(read_part(part, problems), CHUNK):
         datas = []
         for data, label in batch:
+            size += len(data)
             digest = message_digest(data)
             if digest not in seen:
                 seen.add(digest)
@@ -237,12 +239,13 @@ def read_counts(tokenizer: TokenizerConfig, part: Part, number: int) -> PartCoun
         counted,
         read,
         problems.lines,
+        size,
     )
 
 
-def report(part: PartCounts) -> tuple[int, list[tuple[str, str | None]]]:
-    """What the calling process reports of a part: messages read, problems."""
-    return part.read, part.problems
+def report(part: PartCounts) -> tuple[int, int, list[tuple[str, str | None]]]:
+    """What the calling process reports of a part: messages read, their bytes, problems."""
+    return part.read, part.size, part.problems
 
 
 # -- duplicates: digest buckets folded in input order ------------------------------------------

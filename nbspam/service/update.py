@@ -39,16 +39,22 @@ T = TypeVar("T")
 def update_model_file(path: str, change: Callable[[Model], tuple[Model, T]]) -> tuple[Model, T]:
     """Apply ``change`` (Model -> (changed Model, what it did)) to the model file at ``path``
     under its lock: concurrent updates wait for each other, and the file is replaced whole
-    (leftovers of a writer that was killed are removed first)."""
+    (leftovers of a writer that was killed are removed first). Its three steps, loading,
+    changing and writing, are a stage of progress."""
+    from ..core.progress import stage
     from ..store.journal import discard
     from ..store.lock import model_lock
     from ..store.modelfile import load_model, remove_leftovers, save_model
 
-    with model_lock(path):
+    with model_lock(path), stage(f"{path}: read, changed, written", 3) as step:
         remove_leftovers(path)
-        model, result = change(load_model(path))
+        model = load_model(path)
+        step(1)
+        model, result = change(model)
+        step(1)
         save_model(model, path)
         discard(path)  # its records are in the model now
+        step(1)
     return model, result
 
 
