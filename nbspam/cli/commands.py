@@ -1058,10 +1058,10 @@ class FilterCommand(click.Command):
             raise
 
 
-def _move_option(kind: str, what: str):
-    """The option --move-KIND: where `filter` moves messages of one verdict."""
+def _move_option(verdict: str, what: str):
+    """The option --move-VERDICT: where `filter` moves messages of one verdict."""
     return click.option(
-        f"--move-{kind}",
+        f"--move-{verdict}",
         metavar="DIR",
         type=click.Path(file_okay=False),
         help=f"Folders: move {what} to DIR, a Maildir (created if missing) or an existing plain folder.",
