@@ -1193,9 +1193,8 @@ def filter_mail(
         raise click.UsageError("--exit-status is for one message on stdin (no PATH)")
     if layer is not None:
         raise click.UsageError("--user is for one message on stdin (no PATH)")
-    from ..service.filtering import filter_folders, report_writer
+    from ..service.filtering import filter_paths, report_writer
     from ..service.mailstore import default_state_path
-    from ..service.quick import load_scorer
 
     state_path = state_path or default_state_path(model_path)
     check_outputs(
@@ -1206,12 +1205,11 @@ def filter_mail(
         ],
         _inputs(paths),
     )
-    scorer = load_scorer(model_path)
     report = Reporter("filtered")
     moves = {"spam": move_spam, "unsure": move_unsure, "ham": move_ham}
     with report_writer(report_path, stdout=emit) as write:
-        summary = filter_folders(
-            scorer,
+        lines = filter_paths(
+            model_path,
             paths,
             moves,
             state_path=state_path,
@@ -1221,23 +1219,10 @@ def filter_mail(
             progress=report.progress,
             jobs=jobs,
             autolearn=learner,
-            model_path=model_path,
         )
     status = report.finish()
-    say(summary.line(dry_run=dry_run))
-    if learner is not None:
-        from ..service.filtering import learn_confident
-
-        sure = summary.autolearned
-        spam = sum(m.label == scorer.positive for m in sure)
-        if dry_run:
-            say(f"autolearn: {len(sure):,} sure enough to learn, none learned")
-        else:
-            learned = learn_confident(model_path, sure)
-            say(
-                f"autolearn: {learned:,} learned of {len(sure):,} sure enough "
-                f"({spam:,} spam, {len(sure) - spam:,} ham; the rest learned before)",
-            )
+    for line in lines:
+        say(line)
     sys.exit(status)
 
 
