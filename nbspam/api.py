@@ -113,7 +113,9 @@ def train(
         from .fit.table_training import table_rule, train_table
 
         engine.refuse("trains on messages, not on a typed table")
-        table_settings = dataclasses.replace(table_settings, tokenizer=resolved.tokenizer)
+        table_settings = dataclasses.replace(
+            table_settings, tokenizer=resolved.tokenizer, prior=resolved.training.prior
+        )
         cfg = resolved.training
         rule = table_rule(resolved)
         return Classifier(train_table(table_path, table_settings, cfg.model == "auto", rule))
@@ -217,7 +219,9 @@ def evaluate(
 
         found = cross_validate_table(
             table_path,
-            dataclasses.replace(table_settings, tokenizer=resolved.tokenizer),
+            dataclasses.replace(
+                table_settings, tokenizer=resolved.tokenizer, prior=resolved.training.prior
+            ),
             auto=resolved.training.model == "auto",
             folds=folds,
             seed=seed,
@@ -336,9 +340,7 @@ class Classifier:
             return list(self.model.predict(_tables(inputs)))
         return list(self.model.predict(_messages(inputs, _problems()), jobs=jobs))
 
-    def explain(
-        self, inputs: Any = None, *, top: int = 20, against: str | None = None
-    ) -> Any:
+    def explain(self, inputs: Any = None, *, top: int = 20, against: str | None = None) -> Any:
         """``nbspam explain``. A model of messages: without a message, for each class its
         ``top`` terms of largest log-odds weight (a list of `explain.ClassTerms`); with one,
         its log-odds as a bias plus one contribution per known term

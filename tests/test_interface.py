@@ -109,3 +109,33 @@ def test_a_user_layer_of_a_table_model_is_one_line(table_model_path, tmp_path):
         1,
         "Error: --user scores messages, not rows of a typed table\n",
     )
+
+
+def test_a_table_model_takes_prior_as_a_model_of_messages_does(tmp_path):
+    """--prior uniform moves every row's log-odds by exactly the log of the fitted prior
+    ratio (30 spam to 10 ham rows: log 3), and is kept in the model file."""
+    from tests.test_tables import write_csv
+
+    rng = np.random.default_rng(5)
+    data = tmp_path / "u.csv"
+    write_csv(data, rng.normal(size=(40, 2)), np.arange(40) % 4 != 0)
+    fitted, uniform = tmp_path / "fitted.nbm", tmp_path / "uniform.nbm"
+    common = ("--column", "*=gaussian", "--no-calibrate")
+    assert cli_run("train", data, "-o", fitted, *common).exit_code == 0
+    r = cli_run("train", data, "-o", uniform, *common, "--prior", "uniform")
+    assert r.exit_code == 0, r.stderr
+    a = kinds.load(fitted).predict(nbspam.api._tables(str(data)))
+    b = kinds.load(uniform).predict(nbspam.api._tables(str(data)))
+    shift = [x.log_odds - y.log_odds for x, y in zip(a, b)]
+    assert shift == pytest.approx([np.log(3)] * 40, abs=1e-9)
+    r = cli_run("info", "-m", uniform)
+    assert "settings:   alpha 1 (categorical columns), prior uniform" in r.stdout
+    r = cli_run("train", data, "-o", tmp_path / "w.nbm", *common, "--prior", "spam=1,junk=2")
+    assert (r.exit_code, r.stderr) == (
+        1,
+        "Error: the prior names labels ['junk', 'spam'] but the model has labels ['ham', 'spam']\n",
+    )
+    weighted = tmp_path / "weighted.nbm"
+    assert cli_run("train", data, "-o", weighted, *common, "--prior", "spam=1,ham=3").exit_code == 0
+    assert kinds.load(weighted).prior == (("ham", 3.0), ("spam", 1.0))
+    assert kinds.load(weighted).log_prior().tolist() == pytest.approx([np.log(0.75), np.log(0.25)])

@@ -852,6 +852,7 @@ def table_model_info(model_path: str, model: Any, size: int, fmt: str) -> Iterat
         "label_column": model.label_column,
         "columns": columns,
         "alpha": model.alpha,
+        "prior": model.prior if isinstance(model.prior, str) else dict(model.prior),
         "cutoffs": None if model.cutoffs is None else list(model.cutoffs),
         "calibration": None if model.calibration is None else list(model.calibration),
         "history": model.info,
@@ -876,7 +877,12 @@ def table_model_info(model_path: str, model: Any, size: int, fmt: str) -> Iterat
         by_kind.setdefault(kind, []).append(c.name)
     for kind, names in by_kind.items():
         yield f"columns:    {kind}: {', '.join(names)}"
-    yield f"settings:   alpha {model.alpha:g} (categorical columns), prior fitted"
+    prior = (
+        model.prior
+        if isinstance(model.prior, str)
+        else ",".join(f"{k}={w:g}" for k, w in model.prior)
+    )
+    yield f"settings:   alpha {model.alpha:g} (categorical columns), prior {prior}"
     if model.cutoffs is not None:
         yield f"cutoffs:    below {model.cutoffs[0]:+.3f}, from {model.cutoffs[1]:+.3f} log-odds"
     if model.calibration is not None:

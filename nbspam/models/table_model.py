@@ -149,6 +149,9 @@ class TableModel:
     """Two classes: the (negative, positive) cutoffs on the log-odds, as a Model's."""
     calibration: tuple[float, float] | None = None
     """Two classes: the Platt calibration (a, b), as a Model's."""
+    prior: Any = "fitted"
+    """The class prior, as a Model's (--prior): 'fitted' (N_c / N), 'uniform' or
+    ((label, weight), ...)."""
     notes: list[str] = field(default_factory=list, repr=False, compare=False)
     """What training has to say of the table (not kept in the model file)."""
 
@@ -182,6 +185,12 @@ class TableModel:
         return out
 
     def log_prior(self) -> np.ndarray:
+        """log pi_c (C,): fitted N_c / N, or the weights of --prior normalised."""
+        if self.prior != "fitted":
+            return nb.class_log_prior(
+                np.array(self.class_count, dtype=np.float64),
+                nb.prior_weights(self.prior, self.labels),
+            )
         counts = np.array(self.class_count, dtype=np.float64)
         return np.log(counts) - np.log(counts.sum())
 
@@ -260,6 +269,7 @@ class TableModel:
                 for c in self.columns
             ],
             "alpha": self.alpha,
+            "prior": self.prior if isinstance(self.prior, str) else dict(self.prior),
             "cutoffs": None if self.cutoffs is None else list(self.cutoffs),
             "calibration": None if self.calibration is None else list(self.calibration),
             "history": self.info,
@@ -345,6 +355,7 @@ class TableSettings:
     alpha: float = 1.0
     positive: str | None = None
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    prior: Any = "fitted"
 
 
 def given_kinds(patterns: dict[str, str], names: Iterable[str]) -> dict[str, str]:
@@ -412,6 +423,7 @@ def empty_model(table: Table, settings: TableSettings, path: str = "the table") 
         raise TrainingError(f"--positive {positive!r} is not one of the labels {list(labels)}")
     if len(labels) == 2 and positive is None:
         positive = "spam" if "spam" in labels else ("1" if "1" in labels else labels[-1])
+    nb.prior_weights(settings.prior, labels)  # names the labels it must
     kinds = choose_kinds(table, settings, path)
     columns = []
     for name, kind in kinds.items():
@@ -434,6 +446,7 @@ def empty_model(table: Table, settings: TableSettings, path: str = "the table") 
         alpha=settings.alpha,
         positive=positive,
         tokenizer=settings.tokenizer,
+        prior=settings.prior,
     )
     return model
 
@@ -700,6 +713,7 @@ def merge_table_models(models: Sequence[TableModel]) -> TableModel:
             m.alpha,
             m.positive,
             m.tokenizer,
+            m.prior,
             [(c.name, c.kind, c.edges, c.zero_bin) for c in m.columns],
         )
 

@@ -40,21 +40,24 @@ def to_header(model: TableModel) -> dict[str, Any]:
             entry["rows"] = c.stats.rows
             entry["terms"] = c.stats.terms
         cols.append(entry)
-    return {
-        "table": {
-            "kind": TABLE_KIND,
-            "labels": list(model.labels),
-            "class_count": model.class_count,
-            "label_column": model.label_column,
-            "alpha": model.alpha,
-            "positive": model.positive,
-            "tokenizer": dataclasses.asdict(model.tokenizer),
-            "columns": cols,
-            "info": model.info,
-            "cutoffs": stored_cutoffs(model.cutoffs),
-            "calibration": None if model.calibration is None else list(model.calibration),
-        }
+    table = {
+        "kind": TABLE_KIND,
+        "labels": list(model.labels),
+        "class_count": model.class_count,
+        "label_column": model.label_column,
+        "alpha": model.alpha,
+        "positive": model.positive,
+        "tokenizer": dataclasses.asdict(model.tokenizer),
+        "columns": cols,
+        "info": model.info,
+        "cutoffs": stored_cutoffs(model.cutoffs),
+        "calibration": None if model.calibration is None else list(model.calibration),
     }
+    if model.prior != "fitted":  # absent: fitted, as in files written before --prior
+        table["prior"] = (
+            model.prior if isinstance(model.prior, str) else list(map(list, model.prior))
+        )
+    return {"table": table}
 
 
 def from_header(path: str | os.PathLike[str], header: dict[str, Any]) -> TableModel:
@@ -132,7 +135,27 @@ def _from_header(t: dict[str, Any]) -> TableModel:
         info=dict(t.get("info") or {}),
         cutoffs=_cutoffs(number_pair(t.get("cutoffs"), "cutoffs"), C),
         calibration=number_pair(t.get("calibration"), "calibration"),
+        prior=_prior(t.get("prior", "fitted"), labels),
     )
+
+
+def _prior(value: Any, labels: tuple[str, ...]) -> Any:
+    """A stored prior checked: 'fitted', 'uniform' or [[label, weight], ...] naming every
+    label, each weight positive."""
+    from ..core.config import parse_prior
+    from ..errors import NbspamError
+    from ..models.naive_bayes import prior_weights
+
+    if isinstance(value, list):
+        if not all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) for p in value):
+            raise ValueError("prior")
+        value = dict(value)
+    try:
+        prior = parse_prior(value)
+        prior_weights(prior, labels)
+    except NbspamError as exc:
+        raise ValueError(f"prior: {exc}") from None
+    return prior
 
 
 def _cutoffs(pair: tuple[float, float] | None, classes: int) -> tuple[float, float] | None:
@@ -153,8 +176,6 @@ def load_table_model(path: str | os.PathLike[str]) -> TableModel:
     if "table" not in box.header:
         raise ModelFileError(f"{path} is a model of messages, not of a table")
     return from_header(path, box.header)
-
-
 
 
 def update_table_file(path: str, table: Table, sign: int, label: str | None = None) -> int:
