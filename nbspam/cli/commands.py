@@ -1595,6 +1595,9 @@ def dump(model_path: str, output: str | None) -> None:
     line feed and carriage return are written as \\\\, \\t, \\n, \\r, other control
     characters as \\uXXXX.
 
+    A table model's dump is the line '# nbspam table dump 1', its model file's JSON header
+    (indented), and the line 'end'.
+
     \b
     Example:
       nbspam dump -m spam.nbm -o spam.dump
@@ -1629,7 +1632,7 @@ def dump(model_path: str, output: str | None) -> None:
 @click.argument("source", default="-", metavar="[DUMP|-]")
 @output_model_option(default=False)
 def restore(source: str, output: str) -> None:
-    """Make a model file of a dump written by 'nbspam dump'.
+    """Make a model file of a dump written by 'nbspam dump' (of either kind of model).
 
     Reads DUMP ('-' or none: stdin) and writes the model to -o MODEL, replaced atomically
     under its lock. Written by the same version of nbspam, it is the file that was dumped,
