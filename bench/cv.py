@@ -23,11 +23,11 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from nbspam.core.config import AUTO  # noqa: E402
+from nbspam.core.settings import AUTO  # noqa: E402
 from nbspam.fit.crossval import Tokenized  # noqa: E402
 from nbspam.fit.metrics import recall_at_fpr, roc_auc  # noqa: E402
+from nbspam.fit.run_settings import resolve_settings  # noqa: E402
 from nbspam.fit.selection import internal_cv  # noqa: E402
-from nbspam.fit.settings import resolve_settings  # noqa: E402
 from nbspam.models.model import fit, predict_matrix  # noqa: E402
 from nbspam.text.features import Analyzer  # noqa: E402
 from nbspam.text.vocabulary import TermIndex, count_rows, sorted_order  # noqa: E402
@@ -97,7 +97,7 @@ def nbspam_scores(data, labels, splits, values: dict) -> np.ndarray:
     for train_idx, test_idx in splits:
         train_idx = train_idx[first[train_idx]]  # as train does, a repeated message counts once
         fold_settings = settings
-        if settings.training.model == AUTO:
+        if settings.training.event_model == AUTO:
             part = Tokenized([str(i) for i in train_idx], list(y[train_idx]), X[train_idx], terms)
             choice = internal_cv(part, settings)
             fold_settings = dataclasses.replace(settings, training=choice.training)

@@ -14,10 +14,10 @@ import sys
 
 import numpy as np
 
-from nbspam.core.config import build_settings
+from nbspam.core.settings import build_settings
 from nbspam.mail.message import Problems
 from nbspam.mail.messages import read_labelled
-from nbspam.text.counting import LabelledCounts
+from nbspam.text.counting import LabelledChunks
 
 MARKS = {250, 500, 1000, 2000, 3000, 4000, 5000, 10_000, 20_000, 50_000}
 
@@ -29,7 +29,7 @@ def main(corpus: str) -> None:
     messages = [messages[i] for i in order]
     seen: set[str] = set()
     n, points = 0, []
-    for _, counted in LabelledCounts(messages, settings.tokenizer, jobs=2):
+    for _, counted in LabelledChunks(messages, settings.tokenizer, jobs=2):
         start = 0
         for size in counted.sizes:
             seen.update(counted.terms[j] for j in counted.cols[start : start + size])

@@ -38,7 +38,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from nbspam.core.config import build_settings  # noqa: E402
+from nbspam.core.settings import build_settings  # noqa: E402
 from nbspam.evaluation.online import POLICIES, read_stream, run_online, warmup_size  # noqa: E402
 from nbspam.fit.metrics import roc_auc  # noqa: E402
 from nbspam.mail.headers import message_time  # noqa: E402

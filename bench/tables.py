@@ -19,7 +19,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from nbspam.core.config import Settings  # noqa: E402
+from nbspam.core.settings import Settings  # noqa: E402
 from nbspam.fit.metrics import roc_auc  # noqa: E402
 from nbspam.fit.table_training import fit_with_rule, table_rule  # noqa: E402
 from nbspam.models.table_model import TableSettings, subset  # noqa: E402

@@ -7,7 +7,7 @@ only faster. Each is worth its upkeep only while this measurement shows it pays:
 |---|---|---|
 | the MIME fast path (`mailparse`) | the `email` package | CPU time to parse every message of the corpus |
 | the ASCII word and address patterns (`tokenizer`) | the `regex` patterns | CPU time to find the words of every ASCII body; the import of `regex` |
-| the one-message start (`entry`) | the click command | a cold start scoring one message on stdin |
+| the one-message start (`fast_start`) | the click command | a cold start scoring one message on stdin |
 | importing scipy.sparse without numpy's unused submodules (`sparse`) | `import scipy.sparse` | a cold import |
 
     python bench/twins.py ../shared/corpora/spamassassin
@@ -124,7 +124,7 @@ def main() -> None:
         subprocess.run([*train, "-o", model], check=True, stderr=subprocess.DEVNULL)
         message = (ROOT / "sample_data" / "new" / "001.eml").read_bytes()
         predict = [python, "-m", "nbspam", "predict", "-m", model]
-        # an option that entry.py does not know sends the command through click
+        # an option that fast_start.py does not know sends the command through click
         quick, clicked = median_walls(predict, [*predict, "--jobs", "1"], n, message)
     row("one-message start", quick, clicked, "predict < one message, cold starts", "ms")
     patched, whole = median_walls(

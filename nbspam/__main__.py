@@ -1,6 +1,6 @@
 """python -m nbspam: the same as the nbspam command."""
 
-from .cli.entry import run
+from .cli.fast_start import run
 
 if __name__ == "__main__":
     run()

@@ -118,7 +118,7 @@ def train(
         )
         cfg = resolved.training
         rule = table_rule(resolved)
-        return Classifier(train_table(table_path, table_settings, cfg.model == "auto", rule))
+        return Classifier(train_table(table_path, table_settings, cfg.event_model == "auto", rule))
     messages = _labelled(_items(data), reading)
     if engine.dask:
         from .service.cluster import train as train_on_cluster
@@ -222,7 +222,7 @@ def evaluate(
             dataclasses.replace(
                 table_settings, tokenizer=resolved.tokenizer, prior=resolved.training.prior
             ),
-            auto=resolved.training.model == "auto",
+            auto=resolved.training.event_model == "auto",
             folds=folds,
             seed=seed,
             cfg=table_rule(resolved),
@@ -253,7 +253,7 @@ def evaluate(
 
 def settings_from(config: str | None, settings: dict[str, Any]) -> Any:
     """`settings.settings_from`, but for the table options, which are not settings."""
-    from .fit.settings import settings_from as resolve
+    from .fit.run_settings import settings_from as resolve
 
     return resolve(config, {k: v for k, v in settings.items() if k not in TABLE_OPTIONS})
 
@@ -302,7 +302,7 @@ class Classifier:
         if self.kind == "table":
             return f"<nbspam.Classifier table labels={list(self.labels)} columns={[c.name for c in m.columns]}>"
         return (
-            f"<nbspam.Classifier {m.training.model} labels={list(self.labels)} "
+            f"<nbspam.Classifier {m.training.event_model} labels={list(self.labels)} "
             f"terms={len(m.terms):,} messages={int(m.class_count.sum()):,}>"
         )
 

@@ -140,7 +140,7 @@ class NaiveBayesTextClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def _settings(self) -> Any:
-        from .fit.settings import resolve_settings
+        from .fit.run_settings import resolve_settings
 
         values = {
             "event_model": self.event_model,

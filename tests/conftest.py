@@ -83,7 +83,7 @@ def sms() -> Path:
 @pytest.fixture(scope="session")
 def spamassassin_matrix(spamassassin):
     """(X, y, terms): the whole SpamAssassin corpus tokenized with the default settings."""
-    from nbspam.core.config import build_settings
+    from nbspam.core.settings import build_settings
     from nbspam.text.features import Analyzer
     from nbspam.text.vocabulary import TermIndex, count_rows, sorted_order
 

@@ -200,14 +200,14 @@ def test_usage_errors_exit_2(data, tmp_path):
 
 def test_config_file_and_unknown_keys(data, tmp_path):
     cfg = tmp_path / "c.yaml"
-    cfg.write_text("model: bernoulli\nmin-count: 1\nalpha: 0.5\n")
+    cfg.write_text("event-model: bernoulli\nmin-count: 1\nalpha: 0.5\n")
     out = tmp_path / "m.nbm"
     result = cli_run("train", data, "-o", out, "-c", cfg, "--alpha", "0.25")
     assert result.exit_code == 0, result.output
     from nbspam.store.modelfile import load_model
 
     m = load_model(out)
-    assert (m.training.model, m.training.min_count, m.training.alpha) == ("bernoulli", 1, 0.25)
+    assert (m.training.event_model, m.training.min_count, m.training.alpha) == ("bernoulli", 1, 0.25)
     cfg.write_text("modle: bernoulli\n")
     result = cli_run("train", data, "-o", out, "-c", cfg)
     assert result.exit_code == 2
@@ -374,7 +374,7 @@ def test_complement_settings_in_a_config_file_and_bad_values(data, tmp_path):
     from nbspam.store.modelfile import load_model
 
     training = load_model(out).training
-    assert (training.model, training.complement_norm) == ("complement", True)
+    assert (training.event_model, training.complement_norm) == ("complement", True)
     config.write_text("event-model: complement\ncomplement-norm: maybe\n")
     result = cli_run("train", data, "-o", out, "-c", config)
     assert result.exit_code == 2

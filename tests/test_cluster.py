@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from nbspam.core.config import build_settings
+from nbspam.core.settings import build_settings
 from nbspam.fit.training import decide
 from nbspam.fit.training import train as train_locally
 from nbspam.mail.message import Message
-from nbspam.models.model import Rows, fit_counted
+from nbspam.models.model import SampledRows, fit_counted
 from nbspam.store.modelfile import load_model
-from nbspam.text.counting import LabelledCounts
+from nbspam.text.counting import LabelledChunks
 from tests.helpers import ENV, SAMPLE, assert_same_model, cli_run, missing, nbspam_process
 
 SETTINGS = build_settings({})
@@ -81,7 +81,7 @@ def test_stride_is_the_one_rows_ends_with():
 
     for limit in (1, 3, 7, 10):
         for n in range(0, 60):
-            rows = Rows(limit)
+            rows = SampledRows(limit)
             for start in range(0, n, 4):  # any chunking gives the same stride
                 k = min(4, n - start)
                 rows.seen += k
@@ -133,9 +133,9 @@ def with_duplicates(messages):
     "options",
     [
         {},
-        {"model": "multinomial", "calibrate": False},
-        {"model": "bernoulli", "cutoffs": "-3,4"},
-        {"model": "fisher"},
+        {"event_model": "multinomial", "calibrate": False},
+        {"event_model": "bernoulli", "cutoffs": "-3,4"},
+        {"event_model": "fisher"},
     ],
     ids=["auto", "multinomial-no-calibrate", "bernoulli-cutoffs", "fisher"],
 )
@@ -163,9 +163,9 @@ def test_the_cross_validation_sample_is_the_one_local_training_keeps(
 
     monkeypatch.setattr(cluster, "CHUNK", 6)
     messages = with_duplicates(sample_messages)
-    rows = Rows(limit)
+    rows = SampledRows(limit)
     local = decide(
-        fit_counted(LabelledCounts(messages, SETTINGS.tokenizer), SETTINGS, rows=rows),
+        fit_counted(LabelledChunks(messages, SETTINGS.tokenizer), SETTINGS, rows=rows),
         rows,
         SETTINGS,
     )
@@ -207,7 +207,7 @@ def test_predict_on_a_local_cluster_prints_what_local_predict_prints(sample_mode
 
 def test_predict_keeps_the_input_order_with_few_partitions_ahead(client, sample_model_path):
     from nbspam.service import cluster
-    from nbspam.service.quick import load_scorer
+    from nbspam.service.array_scoring import load_scorer
 
     messages = [
         Message(f"m{i}", ("free money " if i % 3 else "see you at lunch ") * (i % 7 + 1))
@@ -701,7 +701,7 @@ def test_messages_as_text_and_bytes_alike(client):
         Message(str(i), ("free money now " if i % 2 else "meeting notes ") * (i + 1), label)
         for i, label in enumerate(["spam", "ham"] * 12)
     ]
-    settings = build_settings({"model": "multinomial"})
+    settings = build_settings({"event_model": "multinomial"})
     assert_same_trained_model(
         cluster.train(messages, settings, client), train_locally(messages, settings)
     )

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from nbspam.core.config import Settings
+from nbspam.core.settings import Settings
 from nbspam.errors import LockError
 from nbspam.mail.message import Message
 from nbspam.models.model import fit_messages

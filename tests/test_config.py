@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nbspam.core.config import Settings, build_settings, load_yaml
+from nbspam.core.settings import Settings, build_settings, load_yaml
 from nbspam.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,7 +19,7 @@ def test_configs_default_yaml_writes_out_the_built_in_defaults():
 
 def test_bernoulli_config_loads():
     settings = build_settings(load_yaml(ROOT / "configs" / "bernoulli.yaml"))
-    assert settings.training.model == "bernoulli"
+    assert settings.training.event_model == "bernoulli"
 
 
 @pytest.mark.parametrize(
@@ -30,15 +30,20 @@ def test_bernoulli_config_loads():
         ({"min_count": 0}, "setting min_count must be a whole number >= 1, not 0"),
         ({"min_count": 2.5}, "setting min_count must be a whole number >= 1"),
         ({"max_df": 1.5}, "setting max_df must be a fraction in \\(0, 1\\]"),
-        ({"model": "gaussian"}, "setting model must be one of auto, multinomial, bernoulli"),
+        (
+            {"event_model": "gaussian"},
+            "setting event_model must be one of auto, multinomial, bernoulli",
+        ),
         ({"binary": "yes"}, "setting binary must be true or false"),
         ({"prior": "spam"}, "prior must be fitted, uniform or LABEL=WEIGHT"),
         ({"prior": {"spam": 0, "ham": 1}}, "positive weight for every label"),
         ({"min_length": 5, "max_length": 3}, "max_length must be at least min_length"),
         ({"colour": "red"}, "unknown setting 'colour' in settings"),
+        # event_model is the one name of the event model: model names the model file
+        ({"model": "bernoulli"}, "unknown setting 'model' in settings"),
         (
-            {"model": "rennie"},
-            "setting model must be one of auto, multinomial, bernoulli, fisher, complement, not 'rennie'",
+            {"event_model": "rennie"},
+            "setting event_model must be one of auto, multinomial, bernoulli, fisher, complement, not 'rennie'",
         ),
         ({"complement_norm": 1}, "setting complement_norm must be true or false, not 1"),
         ({"select": "chi2"}, "setting select must be one of frequency, mi, not 'chi2'"),
@@ -75,7 +80,6 @@ def test_the_selection_and_complement_settings():
     training = build_settings({"select": "mi", "max_features": 10}).training
     assert (training.select, training.max_features) == ("mi", 10)
     assert build_settings({}).training.select == "frequency"
-    assert build_settings({"event_model": "complement", "complement_norm": True}).training == (
-        build_settings({"model": "complement", "complement_norm": True}).training
-    )
+    training = build_settings({"event_model": "complement", "complement_norm": True}).training
+    assert (training.event_model, training.complement_norm) == ("complement", True)
     assert build_settings({}).training.complement_norm is False

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nbspam.core.config import build_settings
+from nbspam.core.settings import build_settings
 from nbspam.errors import InputError
 from nbspam.models.model import Model, fit
 from nbspam.store.dump import MAX_LINE, dump_chunks, dump_lines, escape, restore

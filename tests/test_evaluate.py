@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from nbspam.cli.render import render_report
-from nbspam.core.config import build_settings
+from nbspam.core.settings import build_settings
 from nbspam.errors import ConfigError, InputError
 from nbspam.evaluation.evaluation import (
     chronological,
@@ -214,9 +214,9 @@ def test_training_keeps_rows_of_a_sample_and_scores_it_with_models_of_all_the_re
 def test_rows_keep_every_stride_th_message_within_their_limit():
     import scipy.sparse as sp
 
-    from nbspam.models.model import Rows
+    from nbspam.models.model import SampledRows
 
-    rows = Rows(limit=5)
+    rows = SampledRows(limit=5)
     for start, n in ((0, 4), (4, 4), (8, 3), (11, 2), (13, 3)):
         X = sp.csr_matrix(np.arange(start, start + n, dtype=np.int64).reshape(-1, 1) + 1)
         rows.add(X, [f"m{i}" for i in range(start, start + n)])

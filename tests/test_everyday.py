@@ -236,12 +236,12 @@ def test_one_name_for_one_thing(sample_model, sample_model_path):
 
 
 def test_header_styles_named_alike_everywhere():
-    from nbspam.cli import entry
+    from nbspam.cli import fast_start
     from nbspam.cli.commands import cli
     from nbspam.service.filtering import HEADER_STYLES
 
     param = next(p for p in cli.commands["filter"].params if p.name == "header_style")
-    assert tuple(param.type.choices) == entry.HEADER_STYLES == HEADER_STYLES
+    assert tuple(param.type.choices) == fast_start.HEADER_STYLES == HEADER_STYLES
 
 
 def test_train_says_what_it_did_in_plain_words(tmp_path):

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nbspam.core.config import TokenizerConfig
+from nbspam.core.settings import TokenizerConfig
 from nbspam.text.features import _RECEIVED_ID, Analyzer, _hostname
 
 MAIL = b"""\
@@ -231,7 +231,7 @@ def test_a_header_value_is_cut_at_max_body_chars_once_normalised():
 
 
 def test_a_mime_boundary_gives_no_token():
-    from nbspam.core.config import build_settings
+    from nbspam.core.settings import build_settings
     from nbspam.text.features import Analyzer
 
     mail = (

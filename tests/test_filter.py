@@ -28,9 +28,9 @@ from nbspam.mail.message import Message, Problems
 from nbspam.mail.messages import read_messages
 from nbspam.models.decision import Prediction
 from nbspam.models.model import score
+from nbspam.service.array_scoring import ArrayScorer, ModelScorer, load_scorer
 from nbspam.service.filtering import filter_folders, filter_single, status_value
 from nbspam.service.filtering import message_files as filter_files
-from nbspam.service.quick import ModelScorer, TableScorer, load_scorer
 from nbspam.service.update import learn
 from nbspam.store.lock import model_lock
 from nbspam.store.modelfile import load_model
@@ -352,7 +352,7 @@ def run_folders(model, paths, moves, state, **options):
     records: list[dict] = []
     problems = Problems()
     summary = filter_folders(
-        model if isinstance(model, TableScorer) else ModelScorer(model),
+        model if isinstance(model, ArrayScorer) else ModelScorer(model),
         [str(p) for p in paths],
         {k: str(v) for k, v in moves.items()},
         state_path=str(state),
@@ -393,11 +393,9 @@ def test_messages_are_moved_by_verdict_keeping_new_cur_and_flags(model, maildir,
             "verdict",
             "log_odds",
             "calibrated",
-            "probability",
             "action",
             "destination",
         }
-        assert record["probability"] == record["calibrated"]  # the old name, for one release
         assert record["verdict"] == verdicts[record["path"]]
         if record["action"] == "moved":
             assert Path(record["destination"]).is_file()
@@ -417,7 +415,7 @@ def test_the_scoring_table_with_two_jobs_filters_as_the_model_does(
     copy = tmp_path / "copy"
     shutil.copytree(maildir, copy)
     scorer = load_scorer(model_path)
-    assert isinstance(scorer, TableScorer)
+    assert isinstance(scorer, ArrayScorer)
     moves = {"spam": tmp_path / "Junk", "unsure": tmp_path / "Unsure"}
     _, by_model, _ = run_folders(model, [maildir], moves, tmp_path / "a.state")
     moves = {"spam": tmp_path / "Junk2", "unsure": tmp_path / "Unsure2"}

@@ -131,7 +131,7 @@ def test_predict_scores_as_math_md_says(fisher_path):
     from nbspam.text.features import Analyzer
 
     model = load_model(fisher_path)
-    assert model.training.model == "fisher"
+    assert model.training.event_model == "fisher"
     analyzer = Analyzer(model.tokenizer)
     messages = list(read_messages([str(SAMPLE / "new")], Problems()))
     for p, m in zip(score(model, messages), messages):
@@ -200,7 +200,7 @@ def test_learn_then_forget_gives_back_the_fisher_model(fisher_path, tmp_path):
 @pytest.mark.corpus
 @pytest.mark.slow
 def test_fisher_ranks_spamassassin_as_bogofilter_does(spamassassin_matrix):
-    from nbspam.core.config import build_settings
+    from nbspam.core.settings import build_settings
     from nbspam.fit import metrics
     from nbspam.fit.crossval import Tokenized, cross_validate_matrix
 

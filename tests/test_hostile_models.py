@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from nbspam.cli import entry
+from nbspam.cli import fast_start
 from nbspam.store.container import MAGIC
 from tests.helpers import cli_run, nbspam_process
 
@@ -164,8 +164,8 @@ CASES = [
     ("alpha 10^400", lambda h, a: _set(h["train"], "alpha", 10**400), ALL),
     ("prior of other labels", lambda h, a: _set(h["train"], "prior", [["x", 1], ["y", 1]]), ALL),
     ("prior malformed", lambda h, a: _set(h["train"], "prior", [[1]]), ALL),
-    ("fisher settings on a linear table", lambda h, a: _set(h["train"], "model", "fisher"), ALL),
-    ("an unknown event model", lambda h, a: _set(h["train"], "model", "gauss"), ALL),
+    ("fisher settings on a linear table", lambda h, a: _set(h["train"], "event_model", "fisher"), ALL),
+    ("an unknown event model", lambda h, a: _set(h["train"], "event_model", "gauss"), ALL),
     ("complement_norm text", lambda h, a: _set(h["train"], "complement_norm", "yes"), ALL),
     ("select unknown", lambda h, a: _set(h["train"], "select", "chi2"), ALL),
     ("select mi, no max_features", lambda h, a: _set(h["train"], "select", "mi"), ALL),
@@ -232,12 +232,12 @@ def hostile(request, original, tmp_path) -> tuple[Path, str]:
 
 
 def one_message(args: list[str], monkeypatch, capsysbinary) -> tuple[int, bytes, list[str]]:
-    """The exit status, stdout and stderr lines of a one-message command (`entry`), run in
+    """The exit status, stdout and stderr lines of a one-message command (`fast_start`), run in
     this process with MESSAGE on stdin."""
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(MESSAGE)))
     monkeypatch.setattr(sys, "argv", ["nbspam", *args])
     with pytest.raises(SystemExit) as stop:
-        entry.main()
+        fast_start.main()
     status = stop.value.code
     out, err = capsysbinary.readouterr()
     return status, out, err.decode().splitlines()

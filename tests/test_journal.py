@@ -12,11 +12,11 @@ import textwrap
 
 import pytest
 
-from nbspam.core.config import build_settings
+from nbspam.core.settings import build_settings
 from nbspam.errors import ModelFileError
 from nbspam.models.model import fit_messages
 from nbspam.service import journalled
-from nbspam.service.quick import load_quick
+from nbspam.service.array_scoring import load_array_scorer
 from nbspam.store import journal
 from nbspam.store.modelfile import load_model, save_model
 from tests.helpers import ENV, ROOT, SAMPLE, assert_same_model, cli_run
@@ -43,7 +43,7 @@ def test_learn_appends_to_the_journal_and_leaves_the_model_file(half):
     assert len(contents.records) == len(spam)
     expected = [m for m in messages[::2]] + spam
     assert_same_model(load_model(path), fit_messages(expected, SETTINGS))
-    assert load_quick(path) is None  # the scoring table is the file's, not the journal's
+    assert load_array_scorer(path) is None  # the scoring table is the file's, not the journal's
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -76,7 +76,7 @@ def test_random_learn_forget_sequences_equal_training(sample_messages, tmp_path,
     journalled.compact(path)
     assert not path.with_name("m.nbm.journal").exists()
     assert_same_model(load_model(path), fit_messages(list(held.values()), SETTINGS))
-    assert load_quick(path) is not None  # folded: the one-message scorer reads the table
+    assert load_array_scorer(path) is not None  # folded: the one-message scorer reads the table
 
 
 def test_cli_learn_and_compact_keep_the_scores(sample_model):

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from nbspam.cli.commands import cli
-from nbspam.core.config import build_settings
+from nbspam.core.settings import build_settings
 from nbspam.mail.mailparse import parse_mail
 from nbspam.text.features import Analyzer
 

@@ -9,7 +9,7 @@ import struct
 
 import pytest
 
-from nbspam.core.config import build_settings
+from nbspam.core.settings import build_settings
 from nbspam.errors import ModelFileError
 from nbspam.models.model import fit
 from nbspam.store.container import FORMAT_VERSION, MAGIC
@@ -119,3 +119,14 @@ def test_a_file_written_before_a_setting_existed_loads_with_its_default(saved, m
     result = cli_run("info", "-m", old)
     assert result.exit_code == 0, result.stderr
     assert "settings:   multinomial on word presence" in result.stdout
+
+
+def test_a_file_that_saved_the_event_model_as_model_loads(saved, model, tmp_path):
+    """Files written before the event model had one name saved it under "model"."""
+    from tests.test_hostile_models import pack, unpack
+
+    header, arrays = unpack(saved.read_bytes())
+    header["train"]["model"] = header["train"].pop("event_model")
+    old = tmp_path / "old.nbm"
+    old.write_bytes(pack(header, arrays))
+    assert_same_model(load_model(old), model)

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from nbspam.core.config import build_settings
+from nbspam.core.settings import build_settings
 from nbspam.models import naive_bayes as nb
 from nbspam.models.explain import explain_message
 from nbspam.models.model import fit, from_counts, predict_matrix, transform
@@ -46,7 +46,7 @@ def textbook(model_name: str):
     X = count_rows(DOCS, index)
     order = sorted_order(index.terms)
     terms = [index.terms[i] for i in order]
-    model = fit(X[:, order].tocsr(), LABELS, terms, settings(model=model_name))
+    model = fit(X[:, order].tocsr(), LABELS, terms, settings(event_model=model_name))
     return model, transform(model, [TEST])
 
 
@@ -161,7 +161,7 @@ def test_bernoulli_agrees_with_scikit_learn(alpha, classes):
     from sklearn.naive_bayes import BernoulliNB
 
     X, y, terms = random_counts(int(alpha * 100) + 7 * len(classes), classes=classes)
-    model = fit(X, y, terms, settings(model="bernoulli", alpha=alpha))
+    model = fit(X, y, terms, settings(event_model="bernoulli", alpha=alpha))
     ref = BernoulliNB(alpha=alpha).fit(X, y)
     log_theta, _ = nb.bernoulli_log_probs(model.doc_count, model.class_count, alpha)
     np.testing.assert_allclose(log_theta, ref.feature_log_prob_, rtol=1e-12, atol=1e-12)
@@ -178,7 +178,7 @@ def test_complement_agrees_with_scikit_learn(alpha, norm, binary, classes):
 
     X, y, terms = random_counts(int(alpha * 100) + 3 * len(classes) + norm, classes=classes)
     model = fit(
-        X, y, terms, settings(model="complement", alpha=alpha, complement_norm=norm, binary=binary)
+        X, y, terms, settings(event_model="complement", alpha=alpha, complement_norm=norm, binary=binary)
     )
     F = (X > 0).astype(np.int64) if binary else X  # presence: scikit-learn on binarised X
     ref = ComplementNB(alpha=alpha, norm=norm).fit(F, y)
@@ -198,7 +198,7 @@ def test_complement_agrees_with_scikit_learn(alpha, norm, binary, classes):
 @pytest.mark.parametrize("binary", [False, True])
 def test_two_class_complement_is_multinomial_with_a_uniform_prior(binary):
     X, y, terms = random_counts(21)
-    complement = fit(X, y, terms, settings(model="complement", binary=binary, alpha=0.5))
+    complement = fit(X, y, terms, settings(event_model="complement", binary=binary, alpha=0.5))
     multinomial = fit(X, y, terms, settings(binary=binary, alpha=0.5, prior="uniform"))
     np.testing.assert_allclose(
         complement.form.weights, multinomial.form.weights, rtol=1e-13, atol=1e-13
@@ -260,7 +260,7 @@ def test_posteriors_sum_to_one_and_log_odds_do_not_saturate():
 @pytest.mark.parametrize("model_name", ["multinomial", "bernoulli", "complement"])
 def test_two_class_posteriors_from_the_log_odds_are_the_log_sum_exp_ones(model_name):
     X, y, terms = random_counts(11)
-    model = fit(X, y, terms, settings(model=model_name))
+    model = fit(X, y, terms, settings(event_model=model_name))
     sc = model.form
     jll = nb.joint_log_likelihood(X, sc.coef, sc.intercept, binary=sc.binary)
     log_post, log_odds = predict_matrix(model, X)
@@ -360,7 +360,7 @@ def test_counts_in_any_order_give_the_same_model():
 
 def test_save_then_load_gives_identical_predictions(tmp_path):
     X, y, terms = random_counts(13, classes=("a", "b", "c"))
-    model = fit(X, y, terms, settings(model="bernoulli", alpha=0.3))
+    model = fit(X, y, terms, settings(event_model="bernoulli", alpha=0.3))
     save_model(model, tmp_path / "m.nbm")
     loaded = load_model(tmp_path / "m.nbm")
     assert_same_model(loaded, model)
@@ -396,7 +396,7 @@ def test_agrees_with_scikit_learn_on_the_spamassassin_corpus(spamassassin_matrix
         ("bernoulli", False, BernoulliNB),
     )
     for name, binary, ref_class in runs:
-        model = fit(X, y, terms, settings(model=name, min_count=2, binary=binary, alpha=0.1))
+        model = fit(X, y, terms, settings(event_model=name, min_count=2, binary=binary, alpha=0.1))
         Xk = X[:, model.form.kept]
         if binary:
             Xk = (Xk > 0).astype(np.int64)
@@ -425,7 +425,7 @@ def test_class_counts_are_the_dense_sums(n, d, n_classes, seed):
 
 
 def test_every_event_model_named_in_the_settings_has_its_class():
-    from nbspam.core.config import EVENT_MODELS
+    from nbspam.core.settings import EVENT_MODELS
     from nbspam.models.event_models import event_model
 
     for name in EVENT_MODELS:

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nbspam.core.config import build_settings
+from nbspam.core.settings import build_settings
 from nbspam.errors import ConfigError, InputError
 from nbspam.evaluation.online import (
     POLICIES,
@@ -53,7 +53,7 @@ def stream_messages(n: int = 60, seed: int = 3) -> list[Message]:
 
 
 def settings(**given):
-    return build_settings({"model": "multinomial", **given})
+    return build_settings({"event_model": "multinomial", **given})
 
 
 def online(messages, policy, warmup=8, **options):
@@ -79,7 +79,7 @@ def reference_log_odds(messages, result, config, warmup):
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize(
     "given",
-    [{}, {"model": "bernoulli"}, {"model": "fisher", "min_dev": 0.1}, {"min_count": 2}],
+    [{}, {"event_model": "bernoulli"}, {"event_model": "fisher", "min_dev": 0.1}, {"min_count": 2}],
     ids=["multinomial", "bernoulli", "fisher", "min_count"],
 )
 def test_each_message_is_scored_by_the_model_of_the_messages_before_it(policy, given):
@@ -105,7 +105,7 @@ def test_auto_chooses_on_the_warm_up_as_train_would():
     config = build_settings({})
     result = online(messages, "all", warmup=30, settings=config)
     model = train(messages[:30], config)
-    assert result.scores.protocol["event_model"] == model.training.model
+    assert result.scores.protocol["event_model"] == model.training.event_model
     expected, _ = reference_log_odds(messages, result, config, 30)
     np.testing.assert_allclose(result.scores.log_odds[30:], expected, rtol=1e-12, atol=1e-12)
     rule = result.scores.rules[0]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nbspam.core.config import build_settings
+from nbspam.core.settings import build_settings
 from nbspam.evaluation.evaluation import tokenize_all
 from nbspam.mail.message import Message, Problems
 from nbspam.mail.messages import read_labelled
@@ -54,11 +54,11 @@ def test_counting_workers_import_neither_numpy_nor_scipy():
 
     probe = (
         "import sys\n"
-        "from nbspam.core.config import build_settings\n"
-        "from nbspam.text.counting import LabelledCounts\n"
+        "from nbspam.core.settings import build_settings\n"
+        "from nbspam.text.counting import LabelledChunks\n"
         "from nbspam.mail.messages import Problems, read_labelled\n"
         f"messages = read_labelled([{str(SAMPLE / 'train')!r}], Problems())\n"
-        "counted = LabelledCounts(messages, build_settings({}).tokenizer, jobs=1)\n"
+        "counted = LabelledChunks(messages, build_settings({}).tokenizer, jobs=1)\n"
         "total = sum(len(counts.sizes) for _, counts in counted)\n"
         "print(total, len(counted.seen), sorted(m for m in ('numpy', 'scipy') if m in sys.modules))\n"
     )

@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from nbspam.core.config import build_settings
+from nbspam.core.settings import build_settings
 from nbspam.errors import NbspamError
 from nbspam.mail.message import Message
 from nbspam.models.model import UNKNOWN_TIME, fit_messages, from_counts
@@ -56,7 +56,7 @@ def test_min_docs_of_a_model_trained_on_its_kept_terms_scores_them_the_same(mode
     """Bernoulli scores each kept term from its own document counts and the class counts:
     pruning rare terms leaves the weights of the others as they were."""
     full = dataclasses.replace(
-        model, training=dataclasses.replace(model.training, model="bernoulli")
+        model, training=dataclasses.replace(model.training, event_model="bernoulli")
     )
     pruned, _ = prune(full, min_docs=2)
     kept = [full.terms.index(t) for t in pruned.terms]

@@ -85,7 +85,7 @@ def test_train_reads_bad_messages_and_accounts_for_them(tmp_path):
 
 
 def test_a_huge_message_is_cut_not_skipped():
-    from nbspam.core.config import TokenizerConfig
+    from nbspam.core.settings import TokenizerConfig
     from nbspam.text.features import Analyzer
 
     huge = b"Subject: big\nContent-Type: text/plain\n\n" + b"free money now " * 3_500_000

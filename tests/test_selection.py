@@ -9,10 +9,10 @@ import json
 import numpy as np
 import pytest
 
-from nbspam.core.config import build_settings
+from nbspam.core.settings import build_settings
 from nbspam.fit import selection
 from nbspam.fit.crossval import Tokenized, cross_validate_matrix
-from nbspam.fit.settings import resolve_settings
+from nbspam.fit.run_settings import resolve_settings
 from nbspam.models.model import fit_messages
 from nbspam.store.modelfile import load_model
 from nbspam.text.features import Analyzer, number_tokens
@@ -60,7 +60,7 @@ def test_a_candidate_wins_only_by_removing_a_clear_share_of_the_error(sample_mes
 
     def recording_cv(data, trial, **options):
         t = trial.training
-        seen.append((t.model, t.alpha, t.min_count, len(t.stop_words), t.max_features))
+        seen.append((t.event_model, t.alpha, t.min_count, len(t.stop_words), t.max_features))
         return real_cv(data, trial, **options)
 
     monkeypatch.setattr(selection, "cross_validate_matrix", recording_cv)
@@ -68,7 +68,7 @@ def test_a_candidate_wins_only_by_removing_a_clear_share_of_the_error(sample_mes
     choice = selection.internal_cv(data, settings)
     assert choice.chosen == "bernoulli + min-count 2"
     t = choice.training
-    assert (t.model, t.alpha, t.min_count, t.stop_words) == ("bernoulli", 0.5, 2, ())
+    assert (t.event_model, t.alpha, t.min_count, t.stop_words) == ("bernoulli", 0.5, 2, ())
     assert [row.name for row in choice.tried] == [
         "multinomial",
         "bernoulli",
@@ -130,7 +130,7 @@ def test_more_than_two_labels_choose_among_the_linear_models_by_mean_auc():
     settings = resolve_settings({"mail": "never"}, source="test")
     choice = selection.internal_cv(tokenized(messages, settings), settings)
     assert "fisher" not in [row.name for row in choice.tried]
-    assert choice.rule is None and choice.training.model in (
+    assert choice.rule is None and choice.training.event_model in (
         "multinomial",
         "bernoulli",
         "complement",
@@ -148,7 +148,7 @@ def test_too_few_messages_to_choose_fall_back_and_say_so(tmp_path):
         "model: the multinomial model (how often each word occurs), as 2 messages are too few "
         "to choose by cross-validation"
     )
-    assert load_model(tmp_path / "m.nbm").training.model == "multinomial"
+    assert load_model(tmp_path / "m.nbm").training.event_model == "multinomial"
 
 
 # --------------------------------------------------------------------------------------------
@@ -162,12 +162,12 @@ def test_auto_trains_the_model_of_the_settings_it_chose(tmp_path):
     auto = load_model(tmp_path / "auto.nbm")
     record = auto.info["auto"]
     chosen = next(r for r in record["candidates"] if r["name"] == record["chosen"])
-    options = [f"--event-model={chosen['settings']['model']}"]
+    options = [f"--event-model={chosen['settings']['event_model']}"]
     options += [f"--alpha={chosen['settings']['alpha']}"] if "alpha" in chosen["settings"] else []
     result = cli_run("train", SAMPLE / "train", "-o", tmp_path / "fixed.nbm", *options)
     assert result.exit_code == 0, result.stderr
     fixed = load_model(tmp_path / "fixed.nbm")
-    assert fixed.training.model == auto.training.model == record["event_model"]
+    assert fixed.training.event_model == auto.training.event_model == record["event_model"]
     assert_same_model(auto, fixed)
     assert (auto.cutoffs, auto.calibration) == (fixed.cutoffs, fixed.calibration)
     assert "auto" not in fixed.info
@@ -300,7 +300,7 @@ def test_auto_chooses_fisher_on_spamassassin(spamassassin_matrix):
     X, labels, terms = spamassassin_matrix
     data = Tokenized([str(i) for i in range(len(labels))], labels, X, terms)
     choice = selection.internal_cv(data, resolve_settings({}, source="test"))
-    assert choice.training.model == "fisher"
+    assert choice.training.event_model == "fisher"
     assert 100 * (1 - max(row.auc for row in choice.tried if row.auc)) < 0.04
 
 
@@ -312,7 +312,7 @@ def test_auto_chooses_bernoulli_on_sms(sms):
     settings = resolve_settings({}, source="test")
     messages = list(read_labelled([str(sms)], Problems()))
     choice = selection.internal_cv(tokenized(messages, settings), settings)
-    assert choice.training.model == "bernoulli"
+    assert choice.training.event_model == "bernoulli"
     assert 100 * (1 - max(row.auc for row in choice.tried if row.auc)) < 0.5
 
 

@@ -638,7 +638,7 @@ def test_a_users_scorer_is_the_site_model_plus_the_layer_exactly_and_small(
     sample_model, sample_messages, tmp_path
 ):
     """In memory: with records in the site's journal and in alice's layer, alice scores
-    with exactly the log-odds of `quick.load_scorer(site, layer)` (what `predict --user`
+    with exactly the log-odds of `array_scoring.load_scorer(site, layer)` (what `predict --user`
     uses), bob with the site model's; alice's scorer shares the site's term index and
     holds one weight vector more, 8 bytes a term."""
     import gc
@@ -647,7 +647,7 @@ def test_a_users_scorer_is_the_site_model_plus_the_layer_exactly_and_small(
     from nbspam.mail.message import Message
     from nbspam.serve.models import Models
     from nbspam.service import journalled
-    from nbspam.service.quick import load_scorer
+    from nbspam.service.array_scoring import load_scorer
 
     (tmp_path / "users").mkdir()
     template = str(tmp_path / "users" / "%u.nbj")

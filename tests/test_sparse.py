@@ -26,7 +26,7 @@ def test_importing_the_models_loads_no_unused_numpy_submodule_and_restores_numpy
 TRAIN = """
 import sys
 from pathlib import Path
-from nbspam.core.config import build_settings
+from nbspam.core.settings import build_settings
 from nbspam.mail.message import Problems
 from nbspam.mail.messages import read_labelled
 from nbspam.fit.training import train

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import nbspam.mail.messages
-from nbspam.core.config import Settings
+from nbspam.core.settings import Settings
 from nbspam.mail.message import Message, Problems
 from nbspam.models.model import fit_messages
 from nbspam.service.sync import load_state, sync

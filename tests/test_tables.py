@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nbspam.core.config import TrainConfig
+from nbspam.core.settings import TrainConfig
 from nbspam.errors import InputError, ModelFileError
 from nbspam.evaluation.table_evaluation import cross_validate_table
 from nbspam.fit.table_training import auto_fit, fit_with_rule
@@ -725,7 +725,7 @@ def test_a_table_weighs_its_errors_alike_unless_told():
     """A target false-positive rate and 15 per false positive are mail settings: a table's
     default rule is the cutoffs of least cost, 1 for either error and 1/3 for an unsure
     verdict; the settings that are given are used."""
-    from nbspam.core.config import build_settings
+    from nbspam.core.settings import build_settings
     from nbspam.fit.table_training import table_rule
 
     X, y = random_gaussian(seed=1, n=400)

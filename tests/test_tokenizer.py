@@ -15,7 +15,7 @@ import regex
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from nbspam.core.config import TokenizerConfig
+from nbspam.core.settings import TokenizerConfig
 from nbspam.errors import ConfigError
 from nbspam.text import tokenizer as tokenizer_module
 from nbspam.text.tokenizer import (
@@ -133,7 +133,7 @@ def test_deterministic_across_processes():
 
     probe = (
         "from nbspam.text.features import Analyzer\n"
-        "from nbspam.core.config import TokenizerConfig\n"
+        "from nbspam.core.settings import TokenizerConfig\n"
         "text = open(__import__('sys').argv[1], 'rb').read()\n"
         "print(Analyzer(TokenizerConfig(ngrams=2)).tokens(text))\n"
     )
@@ -170,7 +170,7 @@ def test_the_ascii_patterns_match_the_unicode_ones_on_ascii(text):
 def test_ascii_text_is_tokenized_without_importing_regex():
     probe = (
         "import sys\n"
-        "from nbspam.core.config import TokenizerConfig\n"
+        "from nbspam.core.settings import TokenizerConfig\n"
         "from nbspam.text.tokenizer import Tokenizer\n"
         "words = Tokenizer(TokenizerConfig()).words('Mail bob@example.com, see www.x.org now')\n"
         "assert 'regex' not in sys.modules, 'regex imported'\n"
@@ -297,7 +297,7 @@ HOSTILE = {
 @pytest.mark.parametrize("case", sorted(HOSTILE))
 def test_hostile_text_is_tokenized_in_bounded_time(case):
     probe = (
-        "from nbspam.core.config import TokenizerConfig\n"
+        "from nbspam.core.settings import TokenizerConfig\n"
         "from nbspam.text.features import Analyzer\n"
         f"print(len(Analyzer(TokenizerConfig()).tokens({HOSTILE[case]})))\n"
     )

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nbspam.core.config import build_settings
+from nbspam.core.settings import build_settings
 from nbspam.errors import NbspamError
 from nbspam.mail.message import Message, Problems
 from nbspam.mail.messages import read_labelled
@@ -123,8 +123,8 @@ def test_merge_of_parts_trained_with_the_defaults_takes_the_largest_parts_choice
     assert "auto" in a.info and a.cutoffs is not None
     # what auto may choose on another part (the defaults gave 'complement' on one shard and
     # 'multinomial' on another)
-    other = "complement" if a.training.model != "complement" else "multinomial"
-    b = dataclasses.replace(b, training=dataclasses.replace(b.training, model=other))
+    other = "complement" if a.training.event_model != "complement" else "multinomial"
+    b = dataclasses.replace(b, training=dataclasses.replace(b.training, event_model=other))
     for parts in ([a, b], [b, a]):
         merged = merge(parts)
         assert merged.training == a.training
@@ -139,5 +139,5 @@ def test_merge_refuses_a_part_whose_event_model_was_given(messages):
 
     a, b = split(messages)
     given = build_settings({"event_model": "bernoulli"})
-    with pytest.raises(NbspamError, match="different settings: model is"):
+    with pytest.raises(NbspamError, match="different settings: event_model is"):
         merge([train(a, SETTINGS), fit_messages(b, given)])

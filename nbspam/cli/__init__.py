@@ -1,1 +1,1 @@
-"""The nbspam command: the one-message fast path (entry), the click commands and what they print."""
+"""The nbspam command: the one-message fast path (fast_start), the click commands and what they print."""

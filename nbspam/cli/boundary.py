@@ -1,7 +1,7 @@
 """The one boundary where failures become one line on stderr and an exit status.
 
 Both front ends end here: the click commands (`commands.Group`) and the one message on
-stdin served before click loads (`entry`). Without click or numpy, so that the one-message
+stdin served before click loads (`fast_start`). Without click or numpy, so that the one-message
 path can use it.
 """
 

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from .. import __version__
-from ..core.config import AUTO, EVENT_MODELS, MAIL_MODES, SELECTIONS, TrainConfig
+from ..core.settings import AUTO, EVENT_MODELS, MAIL_MODES, SELECTIONS, TrainConfig
 from ..errors import EXIT_SKIPPED, NbspamError
 from .boundary import failure
 from .output import output_error
@@ -283,7 +283,7 @@ def format_option(choices: list[str], help: str, *, aliases: dict[str, str] | No
 
 
 MESSAGE_FORMATS = format_option(
-    ["text", "jsonl", "tsv"],  # as entry.FORMATS, which serves one message without click
+    ["text", "jsonl", "tsv"],  # as fast_start.FORMATS, which serves one message without click
     "Output format: text for people, jsonl (json is the same) or tsv for programs.",
     aliases={"json": "jsonl"},
 )
@@ -400,7 +400,7 @@ _TRAIN_OPTIONS = [
         "--event-model",
         "event_model",
         type=click.Choice((AUTO, *EVENT_MODELS)),
-        help=f"Event model: auto tries the others (with a few alphas, then with stop words left out and with rare words left out) by internal cross-validation of the training messages and keeps the one of best ROC AUC, which train prints and info shows; multinomial counts words, bernoulli their presence and absence, fisher combines each word's spam probability by Fisher's method (two labels), complement weighs each label by the words of all the other labels, with no prior (try it where the labels are many or unbalanced). [default: {_DEFAULT_TRAIN.model}]",
+        help=f"Event model: auto tries the others (with a few alphas, then with stop words left out and with rare words left out) by internal cross-validation of the training messages and keeps the one of best ROC AUC, which train prints and info shows; multinomial counts words, bernoulli their presence and absence, fisher combines each word's spam probability by Fisher's method (two labels), complement weighs each label by the words of all the other labels, with no prior (try it where the labels are many or unbalanced). [default: {_DEFAULT_TRAIN.event_model}]",
     ),
     click.option(
         "--strength",

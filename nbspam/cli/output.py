@@ -1,6 +1,6 @@
 """Standard output that can fail: closed at start, a full disk, a reader gone away.
 
-The one-message path (`entry`) and the click commands (`commands`) both end with output
+The one-message path (`fast_start`) and the click commands (`commands`) both end with output
 written to stdout; what a failed write becomes, one line and nothing more at exit, is here.
 """
 

@@ -16,7 +16,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.jsonl import json_line
-from ..models.decision import Prediction
+from ..models.decision import Prediction, cutoff_text
+from ..service.explanation_text import explanation_lines
 
 if TYPE_CHECKING:  # explain needs numpy; rendering a prediction must not
     from ..models.explain import ClassTerms, FisherExplanation, MessageExplanation
@@ -151,25 +152,7 @@ def message_explanation(
                 ]
             )
         return
-    yield f"{e.id}: {e.verdict or e.label} (log-odds {e.positive} vs {e.negative}: {e.log_odds:+.4f}{_by_cutoffs(e)})"
-    yield f"  {'contribution':>12}  {'count':>5}  {'weight':>9}  term"
-    yield f"  {e.bias:>+12.4f}  {'':>5}  {'':>9}  (bias: prior and absent words)"
-    for c in shown:
-        yield f"  {c.contribution:>+12.4f}  {c.count:>5}  {c.weight:>+9.4f}  {c.term}"
-    hidden = len(e.contributions) - len(shown)
-    if hidden:
-        rest = sum(c.contribution for c in e.contributions[len(shown) :])
-        yield f"  {rest:>+12.4f}  {'':>5}  {'':>9}  ({hidden} more words)"
-    yield f"  {e.log_odds:>+12.4f}  {'':>5}  {'':>9}  = log-odds ({e.unknown_tokens} tokens not in the model)"
-
-
-def _by_cutoffs(e: MessageExplanation | FisherExplanation) -> str:
-    """The cutoffs that gave an explanation's verdict and the Bayes label beside it, for the
-    first line of a two-class model's explanation ('' without cutoffs: the verdict is the
-    Bayes label)."""
-    if e.cutoffs is None:
-        return ""
-    return f"; {cutoff_text(e.negative, e.positive, e.cutoffs)}; Bayes label {e.label}"
+    yield from explanation_lines(e, top)
 
 
 def fpr_text(estimate: dict[str, Any]) -> str:
@@ -184,11 +167,6 @@ def fpr_text(estimate: dict[str, Any]) -> str:
         )
     except (KeyError, TypeError, ValueError):  # a model file's info is only JSON
         return "unknown"
-
-
-def cutoff_text(negative: str, positive: str, cutoffs: tuple[float, float]) -> str:
-    """'ham below -1.234, spam from +5.678': the verdicts of a model's cutoffs."""
-    return f"{negative} below {cutoffs[0]:+.3f}, {positive} from {cutoffs[1]:+.3f}"
 
 
 def _explained(e: MessageExplanation | FisherExplanation) -> dict[str, object]:
@@ -207,7 +185,6 @@ def fisher_explanation(e: FisherExplanation, fmt: Format, top: int | None) -> It
     """A Robinson–Fisher score from its clues: each clue's f, ln f and ln(1 - f), strongest
     first; their sums, the two chi-square log tails, and logit(I)."""
     shown = e.clues if top is None else e.clues[:top]
-    k = len(e.clues)
     if fmt == "jsonl":
         yield json_line(
             {
@@ -231,32 +208,12 @@ def fisher_explanation(e: FisherExplanation, fmt: Format, top: int | None) -> It
             yield "\t".join(cells)
         yield "\t".join([tsv_cell(e.id), "(sums)", "", repr(e.sum_log_f), repr(e.sum_log_not_f)])
         return
-    yield (
-        f"{e.id}: {e.verdict or e.label} (Robinson-Fisher log-odds {e.positive} vs {e.negative}: "
-        f"{e.log_odds:+.4f}, {k} clues{_by_cutoffs(e)})"
-    )
-    yield f"  {'f':>8}  {'ln f':>9}  {'ln(1-f)':>9}  term"
-    for c in shown:
-        yield f"  {c.f:>8.4f}  {c.log_f:>+9.4f}  {c.log_not_f:>+9.4f}  {c.term}"
-    if len(shown) < k:
-        yield f"  {'':>8}  {'':>9}  {'':>9}  ({k - len(shown)} more clues)"
-    if not k:
-        yield f"  no clue: I = 1/2, logit(I) = 0 ({e.unknown_tokens} tokens are no clue)"
-        return
-    yield f"  {'':>8}  {e.sum_log_f:>+9.4f}  {e.sum_log_not_f:>+9.4f}  = the sums"
-    yield (
-        f"  ln H = ln Q({-2 * e.sum_log_f:.4f}, {2 * k}) = {e.log_h:.4f}, "
-        f"ln S = ln Q({-2 * e.sum_log_not_f:.4f}, {2 * k}) = {e.log_s:.4f}"
-    )
-    yield (
-        f"  logit(I) = {e.log_odds:+.4f}, I = (1 + H - S) / 2 "
-        f"({e.unknown_tokens} tokens are no clue)"
-    )
+    yield from explanation_lines(e, top)
 
 
 def _event_model_settings(cfg: dict[str, Any]) -> str:
     """The event model and the settings it uses, as `info` shows them."""
-    name = cfg["model"]
+    name = cfg["event_model"]
     if name == "fisher":
         return (
             f"fisher (strength {cfg['strength']:g}, background {cfg['background']:g}, "
@@ -384,7 +341,7 @@ def train_summary(model: Model, output: str, size: int, *, verbose: bool = False
             if auto is not None
             else ""
         )
-        lines.append(f"model: {_plain_choice(model.training.model)}{fallback}")
+        lines.append(f"model: {_plain_choice(model.training.event_model)}{fallback}")
     if verbose:
         if auto is not None and auto.get("chosen") is not None:
             lines += auto_lines(auto)
@@ -529,8 +486,9 @@ def _stop_words(words: Sequence[str]) -> str:
 # -- the evaluation report ---------------------------------------------------------------------
 
 
-class _Table:
-    """A table of text cells: the first column is aligned left, the others right.
+class _Grid:
+    """A grid of text cells in the report (not a typed table): the first column is aligned
+    left, the others right.
 
     (A plain class: a dataclass costs scoring one message, which imports this module, a
     millisecond.)
@@ -542,7 +500,7 @@ class _Table:
         self.header, self.rows = header, rows
 
 
-_Block = str | _Table
+_Block = str | _Grid
 _Section = tuple[str, list[_Block]]
 
 
@@ -564,15 +522,15 @@ def _text_section(section: _Section) -> Iterator[str]:
     title, blocks = section
     yield title
     for block in blocks:
-        if isinstance(block, _Table):
+        if isinstance(block, _Grid):
             yield from ("  " + line for line in _aligned(block))
         else:
             yield "  " + block
 
 
-def _aligned(table: _Table) -> Iterator[str]:
-    rows = [table.header, *table.rows]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(table.header))]
+def _aligned(grid: _Grid) -> Iterator[str]:
+    rows = [grid.header, *grid.rows]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(grid.header))]
     for row in rows:
         cells = [
             cell.ljust(w) if i == 0 else cell.rjust(w)
@@ -586,7 +544,7 @@ def _markdown_section(section: _Section) -> Iterator[str]:
     yield f"## {title}"
     for block in blocks:
         yield ""
-        if isinstance(block, _Table):
+        if isinstance(block, _Grid):
             yield _markdown_row(block.header)
             yield "|" + "|".join([":---", *["---:"] * (len(block.header) - 1)]) + "|"
             yield from (_markdown_row(row) for row in block.rows)
@@ -647,21 +605,21 @@ def _classification_section(report: dict[str, Any]) -> _Section:
         )
     )
     summary = f"accuracy {report['accuracy']:.4f}, Matthews correlation {report['mcc']:.4f}"
-    return f"Classification ({report['decision']})", [_Table(header, tuple(rows)), summary]
+    return f"Classification ({report['decision']})", [_Grid(header, tuple(rows)), summary]
 
 
-def _confusion_table(confusion: dict[str, Any]) -> _Table:
+def _confusion_grid(confusion: dict[str, Any]) -> _Grid:
     header = ("true \\ predicted", *confusion["predicted"])
     rows = tuple(
         (label, *(f"{n:,}" for n in row))
         for label, row in zip(confusion["true"], confusion["matrix"], strict=True)
     )
-    return _Table(header, rows)
+    return _Grid(header, rows)
 
 
 def _confusion_section(report: dict[str, Any]) -> _Section:
     return "Confusion matrix (rows: true label, columns: predicted)", [
-        _confusion_table(report["confusion"])
+        _confusion_grid(report["confusion"])
     ]
 
 
@@ -676,7 +634,7 @@ def _ranking_section(report: dict[str, Any]) -> _Section:
         (f"{100 * r['max_fpr']:g}%", f"{r['recall']:.4f}", _cut(r["threshold"]))
         for r in ranking["recall_at_fpr"]
     )
-    return title, [line, _Table(header, rows)]
+    return title, [line, _Grid(header, rows)]
 
 
 def _cut(value: float | str) -> str:
@@ -715,7 +673,7 @@ def _cutoff_section(report: dict[str, Any]) -> _Section:
         f"false positives {cut['false_positives']:,}, false negatives "
         f"{cut['false_negatives']:,}, unsure {cut['unsure']:,} ({cut['unsure_rate']:.2%})"
     )
-    return "Cutoffs", [line, _confusion_table(cut["confusion"]), outcome]
+    return "Cutoffs", [line, _confusion_grid(cut["confusion"]), outcome]
 
 
 def _online_section(online: dict[str, Any]) -> _Section:
@@ -737,7 +695,7 @@ def _online_section(online: dict[str, Any]) -> _Section:
         )
         for b in online["curve"]
     )
-    return "Learning curve", [line, _Table(header, rows)]
+    return "Learning curve", [line, _Grid(header, rows)]
 
 
 def _calibration_section(report: dict[str, Any]) -> _Section:
@@ -754,7 +712,7 @@ def _calibration_section(report: dict[str, Any]) -> _Section:
         blocks.append(f"calibrated: {cal['calibrated_by']}")
         kinds.append(("calibrated", cal["calibrated"]))
     blocks.append(
-        _Table(
+        _Grid(
             ("probability", "Brier", "log loss"),
             tuple((name, f"{q['brier']:.5f}", f"{q['log_loss']:.5f}") for name, q in kinds),
         )
@@ -770,7 +728,7 @@ def _calibration_section(report: dict[str, Any]) -> _Section:
             b = quality["reliability"][i]
             row += [f"{b['count']:,}", _mean(b["mean_predicted"]), _mean(b["fraction_positive"])]
         rows.append(tuple(row))
-    blocks.append(_Table(tuple(header), tuple(rows)))
+    blocks.append(_Grid(tuple(header), tuple(rows)))
     return "Calibration", blocks
 
 

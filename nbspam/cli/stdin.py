@@ -1,8 +1,8 @@
 """`predict` of the one message on stdin, without click, numpy or scipy.
 
-A mail filter started for every delivery pays for every import: `entry` (before click
+A mail filter started for every delivery pays for every import: `fast_start` (before click
 loads) and the `predict` command both hand this case here, where the model file's scoring
-table (`quick`) scores the message and `render` prints it.
+table (`array_scoring`) scores the message and `render` prints it.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sys
 from ..errors import EXIT_SKIPPED
 from ..mail.message import Problems
 from ..mail.messages import read_stdin
-from ..service.quick import load_quick
+from ..service.array_scoring import load_array_scorer
 from .render import predictions
 
 #: What `predict` says when it would wait for a message typed on a terminal.
@@ -34,14 +34,14 @@ def predict_stdin(model_path: str, fmt: str) -> bool:
     As `predict` reads it: its first `messages.MAX_MESSAGE_BYTES` (a note says if there was
     more); binary data is reported on stderr and ends the command with status 3.
     """
-    quick = load_quick(model_path)  # None for a table model, which scores rows of tables
-    if quick is None:
+    scorer = load_array_scorer(model_path)  # None for a table model, which scores rows of tables
+    if scorer is None:
         return False
     problems = Problems(functools.partial(print, file=sys.stderr))
     message = read_stdin(problems)
     if message is None:  # reported, as one skipped input is: one line
         raise SystemExit(EXIT_SKIPPED)
-    result = quick.predict("-", message.data)
-    for line in predictions([result], quick.labels, fmt):  # type: ignore[arg-type]
+    result = scorer.predict("-", message.data)
+    for line in predictions([result], scorer.labels, fmt):  # type: ignore[arg-type]
         print(line)
     return True

@@ -22,9 +22,9 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from ..core.config import AUTO, Settings, TokenizerConfig
 from ..core.jsonl import json_line
 from ..core.parallel import CHUNK, chunks
+from ..core.settings import AUTO, Settings, TokenizerConfig
 from ..errors import ConfigError, InputError, NbspamError, os_error_message
 from ..fit.crossval import Scores, Tokenized, score_split, stratified_split, subset, training_rows
 from ..fit.selection import internal_cv
@@ -246,8 +246,8 @@ def nested_scores(
         for k in sorted(set(fold[fold >= 0].tolist()))
     }
     chosen = time.perf_counter() - clock
-    if settings.training.model == AUTO:
-        names = Counter(choice.chosen or choice.training.model for choice in choices.values())
+    if settings.training.event_model == AUTO:
+        names = Counter(choice.chosen or choice.training.event_model for choice in choices.values())
         protocol = {
             **protocol,
             "auto": "event model chosen inside each training part: "

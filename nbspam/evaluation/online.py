@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.config import Settings
+from ..core.settings import Settings
 from ..core.sparse import sp
 from ..errors import ConfigError, InputError, TrainingError
 from ..fit.calibration import rule_from_log_odds
@@ -53,8 +53,8 @@ from ..mail.headers import message_digest, message_time
 from ..mail.message import Message
 from ..models.decision import UNSURE, calibrated_probability, verdict
 from ..models.event_models import event_model
-from ..models.forms import FisherForm, LinearForm
 from ..models.model import Model, kept_columns
+from ..models.scoring_forms import FisherForm, LinearForm
 from ..text.counts import ClassCounts
 from .evaluation import Progress, chronological_order, tokenize_all
 
@@ -249,7 +249,7 @@ class Learner:
                 training=self.settings.training,
             )
             kept = kept_columns(model)
-            form = event_model(model.training.model).form(model, kept)
+            form = event_model(model.training.event_model).form(model, kept)
             if not form.kept.size:  # as `model.from_counts` refuses such a model
                 raise TrainingError("no terms survive the vocabulary filters (or no clue)")
             position = np.full(len(self.terms), -1, np.int64)
@@ -384,11 +384,11 @@ def run_online(
         "warmup": w,
         "test": n - w,
         **stream.order,
-        "event_model": training.model,
+        "event_model": training.event_model,
         "description": (
             f"online (TREC spam track): {n - w:,} messages in {stream.order['by']}, each "
             f"scored, then learned by policy '{policy}', after a warm-up of {w:,} trained "
-            f"on as train would, which fixed the event model ({training.model}) and the "
+            f"on as train would, which fixed the event model ({training.event_model}) and the "
             "cutoffs"
         ),
         "calibration": (

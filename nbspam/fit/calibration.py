@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.config import TrainConfig
+from ..core.settings import TrainConfig
 from ..errors import InputError
 from ..models.decision import Rule
 from . import metrics

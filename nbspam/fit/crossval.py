@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..core.config import Settings
+from ..core.settings import Settings
 from ..core.sparse import sp
 from ..errors import ConfigError, InputError
 from ..models import naive_bayes as nb

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.config import AUTO, AUTO_FALLBACK, Settings, TrainConfig
+from ..core.settings import AUTO, AUTO_FALLBACK, Settings, TrainConfig
 from ..errors import TrainingError
 from ..models.decision import Rule
 from ..text.counts import ClassCounts
@@ -85,7 +85,7 @@ class Choice:
         candidate tried."""
         return {
             "chosen": self.chosen,
-            "event_model": self.training.model,
+            "event_model": self.training.event_model,
             "criterion": "pooled out-of-fold ROC AUC",
             "messages": self.messages,
             "folds": self.folds,
@@ -103,14 +103,14 @@ def first_round(binary: bool) -> list[Candidate]:
     ranks two classes as the multinomial model does), and for two classes the
     Robinson–Fisher scorer."""
     grid = [
-        Candidate("multinomial", {"model": "multinomial", "alpha": 0.1}),
-        Candidate("bernoulli", {"model": "bernoulli", "alpha": 0.5}),
+        Candidate("multinomial", {"event_model": "multinomial", "alpha": 0.1}),
+        Candidate("bernoulli", {"event_model": "bernoulli", "alpha": 0.5}),
         Candidate(
-            "complement norm", {"model": "complement", "alpha": 0.1, "complement_norm": True}
+            "complement norm", {"event_model": "complement", "alpha": 0.1, "complement_norm": True}
         ),
     ]
     if binary:
-        grid.append(Candidate("fisher", {"model": "fisher"}))
+        grid.append(Candidate("fisher", {"event_model": "fisher"}))
     return grid
 
 
@@ -121,7 +121,7 @@ def second_round(
     (alpha, or Fisher's strength s), stop words left out, words of one message left out,
     only the most informative half of the words (``terms`` of them in all) kept, and where
     the tokenizer counts word pairs (``pairs``), the model without them."""
-    if winner.model == "fisher":
+    if winner.event_model == "fisher":
         grid = [
             Candidate(f"+ strength {s:g}", {"strength": s})
             for s in STRENGTHS
@@ -162,15 +162,15 @@ def internal_cv(data: Tokenized, settings: Settings, totals: ClassCounts | None 
     With auto, the candidates are compared on those scores; a two-class model's Platt
     calibration and cutoffs come from the scores of the chosen settings
     (`calibration.rule_from_scores`). With fewer than two folds' worth of messages in each
-    class nothing is fitted: auto becomes `config.AUTO_FALLBACK`, and only given cutoffs are kept.
+    class nothing is fitted: auto becomes `settings.AUTO_FALLBACK`, and only given cutoffs are kept.
     """
     cfg = settings.training
     counts = Counter(data.labels)
     binary = len(totals.labels if totals is not None else counts) == 2
     folds = min(cfg.folds, min(counts.values()))
-    auto = cfg.model == AUTO
+    auto = cfg.event_model == AUTO
     if folds < 2 or len(counts) < 2:
-        training = dataclasses.replace(cfg, model=AUTO_FALLBACK) if auto else cfg
+        training = dataclasses.replace(cfg, event_model=AUTO_FALLBACK) if auto else cfg
         return Choice(
             training, Rule(cfg.cutoffs, None) if binary else None, (), None, len(data.labels), 0
         )

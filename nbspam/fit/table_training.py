@@ -334,10 +334,10 @@ def auto_choice(
 
 
 def table_rule(settings: Any) -> Any:
-    """The training settings of a `config.Settings` with a typed table's decision rule
-    (`config.TABLE_RULE`: the cutoffs of least cost, errors alike, unsure a third of an
+    """The training settings of a `settings.Settings` with a typed table's decision rule
+    (`settings.TABLE_RULE`: the cutoffs of least cost, errors alike, unsure a third of an
     error) for each of its settings that the user did not give."""
-    from ..core.config import TABLE_RULE
+    from ..core.settings import TABLE_RULE
 
     kept = {key: value for key, value in TABLE_RULE.items() if key not in settings.given}
     return dataclasses.replace(settings.training, **kept)
@@ -347,7 +347,7 @@ def fit_with_rule(
     table: Table, settings: TableSettings, *, auto: bool, cfg: Any, path: str = "the table"
 ) -> TableModel:
     """The model `train` makes: with ``auto`` the settings `auto_choice` picks; for two
-    classes with ``cfg.calibrate`` (a `config.TrainConfig`) the cutoffs and Platt
+    classes with ``cfg.calibrate`` (a `settings.TrainConfig`) the cutoffs and Platt
     calibration that `calibration.rule_from_scores` fits on the out-of-fold log-odds of an
     internal cross-validation (auto's own, else one more), or ``cfg.cutoffs`` alone."""
     from .calibration import rule_from_scores

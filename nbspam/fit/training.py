@@ -7,12 +7,12 @@ import dataclasses
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from ..core.config import AUTO, Settings
+from ..core.settings import AUTO, Settings
 from ..mail.message import Message
-from ..text.counting import LabelledCounts
+from ..text.counting import LabelledChunks
 
 if TYPE_CHECKING:
-    from ..models.model import Model, Rows
+    from ..models.model import Model, SampledRows
 
 
 def train(
@@ -33,17 +33,17 @@ def train(
     the number of messages. The choice of auto and the candidates it tried are kept in the
     model's ``info["auto"]``.
     """
-    counted = LabelledCounts(messages, settings.tokenizer, progress=progress, jobs=jobs)
+    counted = LabelledChunks(messages, settings.tokenizer, progress=progress, jobs=jobs)
     # The workers are tokenizing: numpy and scipy are imported now, beside them, not before.
-    from ..models.model import CV_ROWS, Rows, fit_counted
+    from ..models.model import CV_ROWS, SampledRows, fit_counted
 
     cfg = settings.training
-    rows = Rows(CV_ROWS) if cfg.calibrate or cfg.model == AUTO else None
+    rows = SampledRows(CV_ROWS) if cfg.calibrate or cfg.event_model == AUTO else None
     model = fit_counted(counted, settings, rows=rows)  # auto: the fallback, until chosen
     return decide(model, rows, settings)
 
 
-def decide(model: Model, rows: Rows | None, settings: Settings) -> Model:
+def decide(model: Model, rows: SampledRows | None, settings: Settings) -> Model:
     """The fitted model with auto's choice and the decision rule: from an internal
     cross-validation of the count rows ``rows`` kept while fitting, or without them only
     the cutoffs given in the settings. (`train`, and `cluster.train` after its reduce.)"""
@@ -52,7 +52,7 @@ def decide(model: Model, rows: Rows | None, settings: Settings) -> Model:
     from .selection import internal_cv
 
     cfg = settings.training
-    auto = cfg.model == AUTO
+    auto = cfg.event_model == AUTO
     cutoffs = cfg.cutoffs if model.is_binary else None
     if rows is None:
         return dataclasses.replace(model, cutoffs=cutoffs)

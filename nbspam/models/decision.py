@@ -1,8 +1,8 @@
 """From a score to what predict prints: the one rule of verdicts by cutoffs, and a calibrated
 probability.
 
-Standard library only: both the batch scorer (`model`) and the one-message scorer (`quick`)
-use it.
+Standard library only: both the batch scorer (`model`) and the one-message scorer
+(`array_scoring`) use it.
 """
 
 from __future__ import annotations
@@ -148,3 +148,8 @@ def prediction(
         verdict=verdict(log_odds, cutoffs, positive, negative),
         calibrated=calibrated_probability(calibration, log_odds, cutoffs),
     )
+
+
+def cutoff_text(negative: str, positive: str, cutoffs: tuple[float, float]) -> str:
+    """'ham below -1.234, spam from +5.678': the verdicts of a model's cutoffs."""
+    return f"{negative} below {cutoffs[0]:+.3f}, {positive} from {cutoffs[1]:+.3f}"

@@ -7,7 +7,7 @@ log-likelihood (`naive_bayes`, docs/math.md, "The linear form: weights and bias"
 (the log-odds of two classes). Robinson–Fisher combining is not linear, and supplies its
 own form (`Fisher`). The vocabulary filters, the prior, cutoffs, calibration, learn and
 forget are shared by all. A new event model is a new class here and its name in
-`config.EVENT_MODELS`; nothing else changes.
+`settings.EVENT_MODELS`; nothing else changes.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 if TYPE_CHECKING:  # numpy is imported by the maths, not here: the one-message path reads this
     import numpy as np
 
-    from ..core.config import TrainConfig
+    from ..core.settings import TrainConfig
     from ..text.counts import ClassCounts
-    from .forms import FisherForm, LinearForm
+    from .scoring_forms import FisherForm, LinearForm
 
 
 class Counted(Protocol):
@@ -62,7 +62,7 @@ class EventModel:
         two classes the log-odds weights and bias."""
         from ..text.counts import ClassCounts
         from . import naive_bayes as nb
-        from .forms import LinearForm
+        from .scoring_forms import LinearForm
 
         cfg = model.training
         log_prior = nb.class_log_prior(model.class_count, nb.prior_weights(cfg.prior, model.labels))
@@ -153,7 +153,7 @@ class Fisher(EventModel):
 
         from ..errors import TrainingError
         from .fisher import word_probabilities
-        from .forms import FisherForm
+        from .scoring_forms import FisherForm
 
         if not model.is_binary:
             raise TrainingError(f"the fisher event model needs two labels, not {len(model.labels)}")
@@ -176,5 +176,5 @@ _BY_NAME: dict[str, EventModel] = {
 
 
 def event_model(name: str) -> EventModel:
-    """The event model of --event-model ``name`` (one of `config.EVENT_MODELS`)."""
+    """The event model of --event-model ``name`` (one of `settings.EVENT_MODELS`)."""
     return _BY_NAME[name]

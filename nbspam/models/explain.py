@@ -15,7 +15,7 @@ from ..text.vocabulary import count_rows
 from . import naive_bayes as nb
 from .decision import verdict
 from .fisher import log_chi2_sf
-from .forms import FisherForm, predict_counts
+from .scoring_forms import FisherForm, predict_counts
 
 Model = Any
 """A `model.Model`, which this module does not import: `Model.explain` calls it."""

@@ -11,7 +11,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..core.config import (
+from ..core.parallel import CHUNK, chunks
+from ..core.settings import (
     AUTO,
     AUTO_FALLBACK,
     MAX_LABEL_CHARS,
@@ -20,11 +21,10 @@ from ..core.config import (
     TokenizerConfig,
     TrainConfig,
 )
-from ..core.parallel import CHUNK, chunks
 from ..core.sparse import sp
 from ..errors import NbspamError, TrainingError
 from ..mail.message import Message
-from ..text.counting import Counts, LabelledCounts, count_chunk, count_chunks
+from ..text.counting import ChunkCounts, LabelledChunks, count_chunk, count_chunks
 from ..text.counts import ClassCounts
 from ..text.vocabulary import (
     TermIndex,
@@ -45,7 +45,7 @@ from .decision import (  # noqa: F401  (UNSURE: re-exported)
     stored_cutoffs,
 )
 from .event_models import event_model
-from .forms import FisherForm, LinearForm, predict_counts
+from .scoring_forms import FisherForm, LinearForm, predict_counts
 
 
 @dataclass(frozen=True, eq=False)
@@ -111,7 +111,7 @@ class Model:
 
     @cached_property
     def form(self) -> LinearForm | FisherForm:
-        """The model's scoring form (`forms`), derived from the counts on first use."""
+        """The model's scoring form (`scoring_forms`), derived from the counts on first use."""
         return make_form(self)
 
     # -- the model interface (`interface.NaiveBayesModel`) ------------------------------------
@@ -181,7 +181,7 @@ UNKNOWN_TIME = -1
 def make_form(model: Model) -> LinearForm | FisherForm:
     """Apply the vocabulary filters (with --max-features, the terms of most documents or of
     most mutual information with the label), then the event model's scoring form."""
-    return event_model(model.training.model).form(model, kept_columns(model))
+    return event_model(model.training.event_model).form(model, kept_columns(model))
 
 
 def kept_columns(model: Model) -> np.ndarray:
@@ -223,7 +223,7 @@ def from_counts(
     ``seen`` maps the digest of every message counted to its label, ``times`` some of
     them to when they were learned (seconds since 1970); the others get ``default_time``.
 
-    With --event-model auto the model is `config.AUTO_FALLBACK`'s: there is no
+    With --event-model auto the model is `settings.AUTO_FALLBACK`'s: there is no
     cross-validation here to choose by (`training.train` runs one).
 
     Checks that there are two or more classes with documents (and not more than a model
@@ -250,8 +250,8 @@ def from_counts(
     if len(labels) == 2 and positive is None:
         positive = "spam" if "spam" in labels else labels[-1]
     train_cfg = dataclasses.replace(train_cfg, positive=positive)
-    if train_cfg.model == AUTO:
-        train_cfg = dataclasses.replace(train_cfg, model=AUTO_FALLBACK)
+    if train_cfg.event_model == AUTO:
+        train_cfg = dataclasses.replace(train_cfg, event_model=AUTO_FALLBACK)
     nb.prior_weights(train_cfg.prior, labels)
     digests = sorted((seen or {}).items())
     model = Model(
@@ -280,8 +280,9 @@ CV_ROWS = 10_000
 
 
 @dataclass
-class Rows:
-    """Count rows kept while training, for the internal cross-validation: of every message
+class SampledRows:
+    """Per-message count rows (not summed per class, unlike `ClassCounts`) kept while
+    training, for the internal cross-validation: of every message
     while there are at most ``limit``, then a systematic sample (every ``stride``-th message
     of the stream, the stride doubling whenever the sample outgrows the limit), so that
     memory does not grow with the number of messages. One matrix per chunk, columns
@@ -340,28 +341,30 @@ def fit_messages(
     settings: Settings,
     *,
     progress: Callable[[int], None] | None = None,
-    rows: Rows | None = None,
+    rows: SampledRows | None = None,
     jobs: int = 1,
 ) -> Model:
     """Fit a model on labelled messages, streaming: only the counts are kept in memory. No
     decision rule is fitted (`training.train` fits one).
 
     Messages are tokenized and counted a chunk at a time by ``jobs`` worker processes
-    (`counting.LabelledCounts`: a message whose bytes were already counted is counted once,
+    (`counting.LabelledChunks`: a message whose bytes were already counted is counted once,
     as `learn` would do), then `fit_counted`. The model is the same for any number of jobs.
     """
-    counted = LabelledCounts(messages, settings.tokenizer, progress=progress, jobs=jobs)
+    counted = LabelledChunks(messages, settings.tokenizer, progress=progress, jobs=jobs)
     return fit_counted(counted, settings, rows=rows)
 
 
-def fit_counted(counted: LabelledCounts, settings: Settings, *, rows: Rows | None = None) -> Model:
+def fit_counted(
+    counted: LabelledChunks, settings: Settings, *, rows: SampledRows | None = None
+) -> Model:
     """Train a model on the counts of labelled messages.
 
     Each chunk's counts are folded into per-class totals (`naive_bayes.class_counts`) and
     dropped, unless ``rows`` is given, which then keeps them (or its sample of them) and the
     totals.
     """
-    counts = CountTable()
+    counts = ClassCountsBuilder()
     for labels, chunk in counted:
         X = counts.add_counts(chunk, labels)
         if rows is not None:
@@ -383,8 +386,9 @@ def fit_counted(counted: LabelledCounts, settings: Settings, *, rows: Rows | Non
     )
 
 
-class CountTable:
-    """Per-class counts of messages added in chunks, with labels and terms in order of arrival."""
+class ClassCountsBuilder:
+    """`ClassCounts` built up from `ChunkCounts` a chunk at a time (mutable; labels and terms
+    in order of arrival); ``totals()`` gives the value."""
 
     def __init__(self) -> None:
         self.index = TermIndex()
@@ -400,7 +404,7 @@ class CountTable:
         counted = count_chunk(tokenizer, [m.data for m in messages])
         return self.add_counts(counted, [m.label for m in messages])
 
-    def add_counts(self, counted: Counts, labels: Sequence[str]) -> sp.csr_matrix:
+    def add_counts(self, counted: ChunkCounts, labels: Sequence[str]) -> sp.csr_matrix:
         """Add a counted chunk with the label of each row; returns its rows over ``index``."""
         X = renumber(counted, self.index, grow=True)
         y = np.array(
@@ -454,7 +458,7 @@ def transform(model: Model, token_lists: Iterable[Sequence[str]]) -> sp.csr_matr
 
 def predict_matrix(model: Model, X: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray | None]:
     """(log posteriors (n, C), log-odds (n,) or None) for a matrix from `transform`, by the
-    model's scoring form (`forms.predict_counts`)."""
+    model's scoring form (`scoring_forms.predict_counts`)."""
     return predict_counts(model.form, X)
 
 
@@ -552,7 +556,7 @@ def _clipped(counts: ClassCounts) -> ClassCounts:
 
 
 AUTO_CHOSEN = (
-    "model",
+    "event_model",
     "alpha",
     "complement_norm",
     "strength",
@@ -630,7 +634,7 @@ def merged_note(models: Sequence[Model]) -> str:
     same = all(_chosen(m) == _chosen(largest) for m in models)
     chosen = "the same settings" if same else "different settings"
     return (
-        f"the {len(models)} parts had {chosen} (event model {largest.training.model}, as "
+        f"the {len(models)} parts had {chosen} (event model {largest.training.event_model}, as "
         f"the largest part chose); the merged model takes the settings, cutoffs and "
         f"calibration of the largest part ({size:,} of the {total:,} messages), fitted on "
         f"it alone: train on all the messages to fit them on everything"
@@ -644,7 +648,7 @@ def _chosen(model: Model) -> tuple:
 def _compared(model: Model):
     """A model's training settings as merge compares them: those auto chose left out,
     where auto chose them."""
-    from ..core.config import TrainConfig
+    from ..core.settings import TrainConfig
 
     if "auto" not in model.info:
         return model.training

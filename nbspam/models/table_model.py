@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..core.config import TokenizerConfig
+from ..core.settings import TokenizerConfig
 from ..errors import ConfigError, InputError, TrainingError
 from ..text.tables import (
     DEFAULT_BINS,

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import NbspamError, ServeError
-from ..service.quick import TableScorer, load_quick, vocabulary_index
+from ..service.array_scoring import ArrayScorer, load_array_scorer, vocabulary_index
 from ..store import journal
 from ..store.layers import USER_NAME, layer_path
 from ..store.safefiles import file_kind
@@ -61,7 +61,7 @@ class Loaded:
     is bound to and the journal records ``applied`` to it."""
 
     version: tuple
-    scorer: TableScorer
+    scorer: ArrayScorer
     model: Any = None
     fingerprint: tuple[int, int] | None = None
     applied: int = 0
@@ -137,7 +137,7 @@ class Models:
         site = self._full(site)
         model = journal.apply(site.model, records)
         index = site.index if model.terms is site.model.terms else None
-        scorer = TableScorer.of_model(model, index)
+        scorer = ArrayScorer.of_model(model, index)
         loaded = Loaded((site.version, version), scorer, layer=layer)
         with self._lock:
             self._users[layer] = loaded
@@ -178,10 +178,10 @@ class Models:
     def _read(self, version: tuple) -> Loaded:
         """The site model read anew: its scoring table alone where it has no journal records
         (a memory map), else the model with its journal applied."""
-        quick = load_quick(self.site)
-        if quick is not None:
-            quick.build_index()  # a dictionary lookup a term instead of a binary search
-            return Loaded(version, quick, fingerprint=quick._box.fingerprint)
+        scorer = load_array_scorer(self.site)
+        if scorer is not None:
+            scorer.build_index()  # a dictionary lookup a term instead of a binary search
+            return Loaded(version, scorer, fingerprint=scorer._box.fingerprint)
         return self._of_file(version)
 
     def _of_file(self, version: tuple) -> Loaded:
@@ -190,7 +190,7 @@ class Models:
         model, fingerprint, applied = load_journalled(self.site)
         index = vocabulary_index(model.terms)
         return Loaded(
-            version, TableScorer.of_model(model, index), model, fingerprint, applied, index
+            version, ArrayScorer.of_model(model, index), model, fingerprint, applied, index
         )
 
     def _updated(self, site: Loaded, version: tuple) -> Loaded | None:
@@ -203,7 +203,7 @@ class Models:
             return None
         model = journal.apply(site.model, contents.records[site.applied :])
         index = site.index if model.terms is site.model.terms else vocabulary_index(model.terms)
-        scorer = TableScorer.of_model(model, index)
+        scorer = ArrayScorer.of_model(model, index)
         return Loaded(version, scorer, model, site.fingerprint, len(contents.records), index)
 
     def _full(self, site: Loaded) -> Loaded:

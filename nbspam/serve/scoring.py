@@ -1,6 +1,6 @@
 """What a request asks of a model, done by the library functions the commands use: the
 verdict and header of `nbspam filter` (`filtering.verdict_with` and `with_header`, the
-scorer of `quick`, so the verdict is `nbspam predict`'s), the report of `nbspam explain` (`explain`, `render`), and
+scorer of `array_scoring`, so the verdict is `nbspam predict`'s), the report of `nbspam explain` (`explain`, `explanation_text`), and
 `nbspam learn` / `nbspam forget` (`service.journalled`). The protocols only translate."""
 
 from __future__ import annotations
@@ -86,14 +86,14 @@ def score(models: Models, user: str | None, data: bytes, message_id: str = "-") 
 
 def report(models: Models, outcome: Outcome, data: bytes, top: int | None = 20) -> str:
     """`nbspam explain`'s text for the message (its ``top`` words), as one string."""
-    from ..cli import render
     from ..models.explain import explain_message
+    from ..service.explanation_text import explanation_lines
     from ..text.features import Analyzer
 
     model = models.full_model(outcome.loaded)
     tokens = Analyzer(model.tokenizer).tokens(data[:MAX_MESSAGE_BYTES])
     explained = explain_message(model, "-", tokens)
-    return "".join(line + "\n" for line in render.message_explanation(explained, "text", top))
+    return "".join(line + "\n" for line in explanation_lines(explained, top))
 
 
 def tell(models: Models, user: str | None, data: bytes, learn_as: str | None) -> bool:

@@ -2,11 +2,11 @@
 and counting for `evaluate` and scoring for `predict` on one (`count_chunks`, `predict`).
 
 The messages are read here, in input order, and each distinct message is kept once, the
-first occurrence winning (by `headers.message_digest`, as `counting.LabelledCounts` does),
+first occurrence winning (by `headers.message_digest`, as `counting.LabelledChunks` does),
 in partitions of `parallel.CHUNK` messages. Each partition is sent to the cluster, whose
 workers parse, tokenize and count it (`counting.count_chunk`), then, once the number of
 messages is known, turn its counts into per-class counts and its share of the
-cross-validation sample (`model.Rows`: the rows whose number in the stream is a multiple
+cross-validation sample (`model.SampledRows`: the rows whose number in the stream is a multiple
 of the final stride, the smallest power of two that leaves at most `model.CV_ROWS` rows).
 The per-class counts are added up in a tree of sparse additions (`counts.ClassCounts.plus`,
 over the union of the terms) on the workers. Then `training.decide` runs here, on the
@@ -36,12 +36,12 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..core.config import AUTO, Settings, TokenizerConfig
 from ..core.parallel import CHUNK, chunks
+from ..core.settings import AUTO, Settings, TokenizerConfig
 from ..errors import ConfigError, NbspamError
 from ..fit.training import decide
 from ..mail.message import Message
-from ..text.counting import Counts, count_chunk, first_copies
+from ..text.counting import ChunkCounts, count_chunk, first_copies
 
 MISSING = "--engine dask needs Dask: pip install 'dask[distributed]' (pipx inject nbspam 'dask[distributed]' under pipx)"
 NO_CRYPTOGRAPHY = (
@@ -218,7 +218,7 @@ def one_line(error: BaseException) -> str:
 
 
 def stride_for(n: int, limit: int) -> int:
-    """The stride `model.Rows` ends with after n messages: the smallest power of two that
+    """The stride `model.SampledRows` ends with after n messages: the smallest power of two that
     keeps at most ``limit`` of them (those numbered 0, stride, 2 * stride, ...)."""
     stride = 1
     while -(-n // stride) > limit:
@@ -227,10 +227,10 @@ def stride_for(n: int, limit: int) -> int:
 
 
 def summarize(
-    counted: Counts, labels: list[str], first: int, stride: int
-) -> tuple[Any, Counts, list[str], list[int]]:
+    counted: ChunkCounts, labels: list[str], first: int, stride: int
+) -> tuple[Any, ChunkCounts, list[str], list[int]]:
     """On a worker: a partition's per-class counts (labels in order of first appearance,
-    terms in the partition's order), and the rows of it the sample takes (as `Counts`
+    terms in the partition's order), and the rows of it the sample takes (as `ChunkCounts`
     over the same terms), with their labels and numbers in the stream; none with a
     ``stride`` of 0."""
     import numpy as np
@@ -253,7 +253,7 @@ def summarize(
     for i in take:
         cols.extend(counted.cols[starts[i] : starts[i + 1]])
         counts.extend(counted.counts[starts[i] : starts[i + 1]])
-    sample = Counts(
+    sample = ChunkCounts(
         counted.terms,
         type(counted.cols)("i", cols),
         type(counted.counts)("i", counts),
@@ -347,7 +347,7 @@ def train(
     import numpy as np
 
     from ..errors import TrainingError
-    from ..models.model import CV_ROWS, Rows, from_counts, utc_timestamp
+    from ..models.model import CV_ROWS, SampledRows, from_counts, utc_timestamp
     from ..text.vocabulary import TermIndex, renumber, sorted_order
 
     started = time.perf_counter()
@@ -360,7 +360,7 @@ def train(
             labels.append(part_labels)
         if not counted:
             raise TrainingError("no messages to train on")
-        keep_rows = cfg.calibrate or cfg.model == AUTO
+        keep_rows = cfg.calibrate or cfg.event_model == AUTO
         stride = stride_for(parts.total, CV_ROWS if limit is None else limit)
         summaries, first = [], 0
         for future, part_labels in zip(counted, labels):
@@ -403,7 +403,7 @@ def train(
     )
     rows = None
     if keep_rows:
-        rows = Rows(CV_ROWS if limit is None else limit)
+        rows = SampledRows(CV_ROWS if limit is None else limit)
         rows.seen, rows.stride = parts.total, stride
         index = TermIndex(total.terms)
         for sample, sample_labels, numbers in samples:
@@ -441,7 +441,7 @@ def count_chunks(
     jobs: int | None = None,
     *,
     ahead: int | None = None,
-) -> Iterator[tuple[Any, Counts]]:
+) -> Iterator[tuple[Any, ChunkCounts]]:
     """(tag, counts) for each (tag, messages) chunk, in order, as `counting.count_chunks`
     gives them, counted by the workers of a Dask cluster, at most ``ahead`` chunks (four
     per worker) ahead of the reader. (``jobs`` is the local engine's, unused.)"""
@@ -471,14 +471,14 @@ _SCORERS: dict[str, Any] = {}  # in a worker: the scorer of each model file it w
 
 
 def _scorer(model: bytes, key: str) -> Any:
-    """In a worker: the scorer (`quick.load_scorer`) of the model file whose bytes are
+    """In a worker: the scorer (`array_scoring.load_scorer`) of the model file whose bytes are
     ``model``, made once per worker process."""
     scorer = _SCORERS.get(key)
     if scorer is None:
         import os
         import tempfile
 
-        from .quick import load_scorer
+        from .array_scoring import load_scorer
 
         fd, path = tempfile.mkstemp(suffix=".nbm")
         try:
@@ -502,13 +502,13 @@ def predict(
     *,
     ahead: int | None = None,
 ) -> Iterator[Any]:
-    """The predictions `quick.load_scorer(model_path).predict_messages` gives, in input
+    """The predictions `array_scoring.load_scorer(model_path).predict_messages` gives, in input
     order, scored by the workers of a Dask cluster (``client``): the model file's bytes are
-    sent to every worker once, then partitions of `quick.SCORE_CHUNK` messages, at most
+    sent to every worker once, then partitions of `array_scoring.SCORE_CHUNK` messages, at most
     ``ahead`` (four per worker) at a time, so that memory stays bounded."""
     from collections import deque
 
-    from .quick import SCORE_CHUNK
+    from .array_scoring import SCORE_CHUNK
 
     with open(model_path, "rb") as f:
         data = f.read()

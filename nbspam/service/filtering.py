@@ -4,7 +4,7 @@ One message (`filter_single`): the message comes out byte for byte as it went in
 header line ``X-Nbspam-Status: <verdict>; log_odds=<+n.nnn>; calibrated=<p>; version=<v>``
 added as its first header (after an mbox ``From `` line). The header is left out of the
 message's digest (`messages.message_digest`), so a filtered message is still the message
-`learn` and `forget` know. This path is scored by `quick` where the model file allows, so a
+`learn` and `forget` know. This path is scored by `array_scoring` where the model file allows, so a
 filter started per delivery imports neither numpy nor scipy.
 
 Folders (`filter_folders`): every message file of Maildirs (``cur/`` and ``new/``) and plain
@@ -55,7 +55,7 @@ from .mailstore import (
 )
 
 if TYPE_CHECKING:  # the one-message path must not import numpy
-    from .quick import ModelScorer, TableScorer
+    from .array_scoring import ArrayScorer, ModelScorer
 
 SPAM, HAM = "spam", "ham"
 KINDS = (SPAM, UNSURE, HAM)
@@ -259,7 +259,7 @@ def _filter_one(
     positive label."""
     if is_binary(data):
         raise InputError(f"{BINARY}: passed on unscored")
-    from .quick import load_scorer
+    from .array_scoring import load_scorer
 
     scorer = load_scorer(model_path, layer)
     output, kind, prediction = filter_with(scorer, data, style=style)
@@ -267,7 +267,7 @@ def _filter_one(
 
 
 def filter_with(
-    scorer: TableScorer | ModelScorer, data: bytes, message_id: str = "-", style: str = "nbspam"
+    scorer: ArrayScorer | ModelScorer, data: bytes, message_id: str = "-", style: str = "nbspam"
 ) -> tuple[bytes, str, Prediction]:
     """(the message with its verdict header, 'spam' / 'ham' / 'unsure', the prediction) for
     one message scored by a loaded ``scorer`` on its first `MAX_MESSAGE_BYTES`: what
@@ -278,7 +278,7 @@ def filter_with(
 
 
 def verdict_with(
-    scorer: TableScorer | ModelScorer, data: bytes, message_id: str = "-"
+    scorer: ArrayScorer | ModelScorer, data: bytes, message_id: str = "-"
 ) -> tuple[str, Prediction]:
     """('spam' / 'ham' / 'unsure', the prediction) of `filter_with`, without the message
     (a verdict alone, as spamc -c asks, needs no copy of it)."""
@@ -383,7 +383,7 @@ class Plan:
 
 
 def filter_folders(
-    scorer: TableScorer | ModelScorer,
+    scorer: ArrayScorer | ModelScorer,
     paths: Iterable[str],
     moves: Mapping[str, str | None],
     *,
@@ -439,7 +439,7 @@ class _Run:
 
     def __init__(
         self,
-        scorer: TableScorer | ModelScorer,
+        scorer: ArrayScorer | ModelScorer,
         plan: Plan,
         problems: Problems,
         report: Report | None,
@@ -534,8 +534,6 @@ class _Run:
                 "verdict": prediction.verdict if prediction else None,
                 "log_odds": prediction.log_odds if prediction else None,
                 "calibrated": prediction.calibrated if prediction else None,
-                # the old name of "calibrated", kept for one release
-                "probability": prediction.calibrated if prediction else None,
                 "action": action,
                 "destination": where,
             }
@@ -606,7 +604,7 @@ def filter_paths(
     then with ``autolearn`` the messages sure enough learned into it (`learn_confident`;
     none in a dry run). Returns the lines to say: the run's summary, and what autolearn
     learned."""
-    from .quick import load_scorer
+    from .array_scoring import load_scorer
 
     scorer = load_scorer(model_path)
     summary = filter_folders(

@@ -49,7 +49,7 @@ def predict(
     if layer is not None and engine.dask:
         raise NbspamError("--user scores with the local scorer: give --engine local")
     engine.check()
-    from .quick import load_scorer
+    from .array_scoring import load_scorer
 
     scorer = load_scorer(model_path, layer)
     messages = read_inputs(inputs, problems, follow_links=follow_links)

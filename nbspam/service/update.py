@@ -22,7 +22,7 @@ from ..mail.message import Message
 from ..models.model import (  # noqa: F401  (re-exported)
     AUTO_CHOSEN,
     UNKNOWN_TIME,
-    CountTable,
+    ClassCountsBuilder,
     Model,
     apply_counts,
     largest_part,
@@ -85,7 +85,7 @@ class Learner:
         self.seen, self.times = seen_map(model), times_map(model)
         self._was = dict(self.seen), dict(self.times)
         self._now = int(time.time())
-        self._counted = {1: CountTable(), -1: CountTable()}
+        self._counted = {1: ClassCountsBuilder(), -1: ClassCountsBuilder()}
         self._pending: dict[int, list[Message]] = {1: [], -1: []}
         self._bytes = 0
         self._clip = False
@@ -190,7 +190,7 @@ def _counted(messages: list[Message], model: Model) -> ClassCounts | None:
     """The counts of labelled messages, tokenized as the model does (None for none)."""
     if not messages:
         return None
-    table = CountTable()
+    table = ClassCountsBuilder()
     table.add(messages, model.tokenizer)
     return table.totals()
 

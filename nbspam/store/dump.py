@@ -59,7 +59,7 @@ from typing import IO, Any
 import numpy as np
 
 from .. import __version__
-from ..core.config import (
+from ..core.settings import (
     MAX_LABEL_CHARS,
     MAX_LABELS,
     TokenizerConfig,
@@ -69,8 +69,8 @@ from ..core.config import (
 )
 from ..errors import ConfigError, InputError
 from ..models.decision import read_cutoffs, stored_cutoffs
-from ..models.forms import LinearForm
 from ..models.model import Model
+from ..models.scoring_forms import LinearForm
 from .container import MAGIC, MAX_HEADER
 from .schema import checked_info, number_pair
 
@@ -377,7 +377,7 @@ class _Reader:
             )
         if isinstance(train.prior, tuple) and {label for label, _ in train.prior} != set(labels):
             raise self.fail("train: the prior names other labels than the classes", at)
-        if train.model == "fisher" and len(labels) != 2:
+        if train.event_model == "fisher" and len(labels) != 2:
             raise self.fail(
                 f"train: the fisher event model needs two classes, not {len(labels)}", at
             )

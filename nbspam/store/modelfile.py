@@ -7,7 +7,7 @@ Arrays: ``terms`` (uint8, the sorted vocabulary as UTF-8 joined by line breaks),
 learned (seconds since 1970, -1 unknown; files written before it are read as all unknown). Integers are 32-bit where the values fit, else
 64-bit. The model is rebuilt from these counts (as int64).
 
-The scoring table lets one message be scored without numpy (`quick`): ``score_coef``
+The scoring table lets one message be scored without numpy (`array_scoring`): ``score_coef``
 (C, d) and ``score_intercept`` (C,) float64, the linear form of the scorer over the whole
 vocabulary (zero for terms the filters drop), and for two-class models ``score_weights``
 (d,) float64, the log-odds weights, with the bias in the header. A Fisher model's
@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from ..models.decision import stored_cutoffs
-from ..models.forms import LinearForm
 from ..models.model import Model
+from ..models.scoring_forms import LinearForm
 from . import container, schema
 from .container import Blob
 

@@ -4,7 +4,7 @@ A file with a valid checksum may still have been made by hand, so nothing in it 
 reading ends in something that can be scored and updated, or in one `ModelFileError`
 ``MODEL is not a valid nbspam model: <what>``. `read` checks the whole header, each array's
 type and shape, and the values one message is scored with, at a cost small beside reading
-the file, so that scoring one message (`quick`, without numpy) can neither fail nor stall
+the file, so that scoring one message (`array_scoring`, without numpy) can neither fail nor stall
 and sums only finite weights. The checks that take a pass over the whole vocabulary or the
 counts are made where those are used: `terms` where the vocabulary is decoded (a batch, a
 full Model), `check_counts` (numpy) where a full Model is built. (Scoring one message looks
@@ -21,7 +21,7 @@ import operator
 import os
 from typing import Any
 
-from ..core.config import (
+from ..core.settings import (
     MAX_LABEL_CHARS,
     MAX_LABELS,
     TokenizerConfig,
@@ -214,7 +214,7 @@ def _checked(box: container.Container, *, values: bool = True) -> ModelFile:
     if cutoffs is not None:
         cutoffs = read_cutoffs(parse_cutoffs(list(cutoffs)))
     calibration = _pair(header, "calibration")
-    _check_arrays(box, labels, fisher=train.model == "fisher")
+    _check_arrays(box, labels, fisher=train.event_model == "fisher")
     if "score_coef" in box.views:
         _check_score(header.get("score"), train, binary)
     elif "score" in header:
@@ -333,7 +333,7 @@ def _check_arrays(box: container.Container, labels: tuple[str, ...], *, fisher: 
 def _check_score(score: Any, train: TrainConfig, binary: bool) -> None:
     """The header's part of the scoring table: presence or counts, the log-odds bias, and
     for a Fisher model its combining (and no bias)."""
-    fisher = train.model == "fisher"
+    fisher = train.event_model == "fisher"
     keys = {"binary", "bias", "combine"} if fisher else {"binary", "bias"}
     if not isinstance(score, dict) or set(score) != keys:
         raise ValueError(f"score must hold {', '.join(sorted(keys))}")
@@ -341,7 +341,7 @@ def _check_score(score: Any, train: TrainConfig, binary: bool) -> None:
         if score["combine"] != "fisher" or score["bias"] is not None:
             raise ValueError("score of a fisher model must combine by fisher, with no bias")
         binary = False  # no bias to check
-    if score["binary"] is not event_model(train.model).presence(train):
+    if score["binary"] is not event_model(train.event_model).presence(train):
         raise ValueError("score.binary does not follow the settings")
     if binary != (score["bias"] is not None) or (binary and not _finite(score["bias"])):
         raise ValueError("score.bias must be a finite number for two labels, else null")
@@ -359,7 +359,7 @@ def _check_values(box: ModelFile, binary: bool) -> None:
     if seen and (min(seen) < 0 or max(seen) >= len(box.labels)):
         raise ValueError("seen_labels has a label index out of range")
     if box.has_scoring_table:
-        if box.training.model == "fisher":  # ln f and ln(1 - f): no weights, no intercept
+        if box.training.event_model == "fisher":  # ln f and ln(1 - f): no weights, no intercept
             summed: tuple[str, ...] = ("score_coef",)
         else:
             summed = ("score_weights",) if binary else ("score_coef", "score_intercept")

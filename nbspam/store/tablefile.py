@@ -10,7 +10,7 @@ import math
 import os
 from typing import Any
 
-from ..core.config import TokenizerConfig
+from ..core.settings import TokenizerConfig
 from ..errors import ModelFileError
 from ..models import columns as col
 from ..models.decision import read_cutoffs, stored_cutoffs
@@ -77,7 +77,7 @@ def _counts(values: Any, size: int) -> list[int]:
 
 
 def _from_header(t: dict[str, Any]) -> TableModel:
-    from ..core.config import config_from_dict
+    from ..core.settings import config_from_dict
 
     if t["kind"] != TABLE_KIND:
         raise ValueError("not a table model")
@@ -142,7 +142,7 @@ def _from_header(t: dict[str, Any]) -> TableModel:
 def _prior(value: Any, labels: tuple[str, ...]) -> Any:
     """A stored prior checked: 'fitted', 'uniform' or [[label, weight], ...] naming every
     label, each weight positive."""
-    from ..core.config import parse_prior
+    from ..core.settings import parse_prior
     from ..errors import NbspamError
     from ..models.naive_bayes import prior_weights
 

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain, count
 from typing import NamedTuple, TypeVar
 
-from ..core.config import TokenizerConfig
 from ..core.parallel import chunks, imap_ordered
+from ..core.settings import TokenizerConfig
 from ..mail.headers import message_digest
 from ..mail.message import Message
 from .features import Analyzer
@@ -24,8 +24,10 @@ from .features import Analyzer
 T = TypeVar("T")
 
 
-class Counts(NamedTuple):
-    """Counts of n documents over k terms, the parts of a CSR matrix (n, k).
+class ChunkCounts(NamedTuple):
+    """One chunk's token counts, message by message and unlabelled, over the chunk's own
+    terms (not summed per class as `counts.ClassCounts`): n documents over k terms, the
+    parts of a CSR matrix (n, k).
 
     ``terms`` (k,) in order of first appearance. Document i holds ``sizes[i]`` distinct
     terms: the next ``sizes[i]`` entries of ``cols`` (their columns, in order of first
@@ -38,7 +40,7 @@ class Counts(NamedTuple):
     sizes: array
 
 
-def count_tokens(token_lists: Iterable[Sequence[str]]) -> Counts:
+def count_tokens(token_lists: Iterable[Sequence[str]]) -> ChunkCounts:
     """Count each document's tokens: one `Counter` per document (counted in C), then one
     column per distinct term of all the documents, in order of first appearance.
 
@@ -48,7 +50,7 @@ def count_tokens(token_lists: Iterable[Sequence[str]]) -> Counts:
     counters = [Counter(tokens) for tokens in token_lists]
     column: defaultdict[str, int] = defaultdict(count().__next__)
     cols = array("i", list(map(column.__getitem__, chain.from_iterable(counters))))
-    return Counts(  # arrays made from lists: twice as fast as from iterators
+    return ChunkCounts(  # arrays made from lists: twice as fast as from iterators
         list(column),
         cols,
         array("i", list(chain.from_iterable([c.values() for c in counters]))),
@@ -59,7 +61,7 @@ def count_tokens(token_lists: Iterable[Sequence[str]]) -> Counts:
 _ANALYZERS: dict[TokenizerConfig, Analyzer] = {}  # one per configuration, in each process
 
 
-def count_chunk(tokenizer: TokenizerConfig, datas: Sequence[bytes | str]) -> Counts:
+def count_chunk(tokenizer: TokenizerConfig, datas: Sequence[bytes | str]) -> ChunkCounts:
     """Tokenize and count one chunk of messages (raw bytes or text)."""
     analyzer = _ANALYZERS.get(tokenizer)
     if analyzer is None:
@@ -69,15 +71,16 @@ def count_chunk(tokenizer: TokenizerConfig, datas: Sequence[bytes | str]) -> Cou
 
 def count_chunks(
     items: Iterable[tuple[T, Sequence[bytes | str]]], tokenizer: TokenizerConfig, jobs: int = 1
-) -> Iterator[tuple[T, Counts]]:
+) -> Iterator[tuple[T, ChunkCounts]]:
     """(tag, counts) for each (tag, messages) chunk, in order, by ``jobs`` worker processes
     (`parallel.imap_ordered`: they have started when this returns)."""
     return imap_ordered(count_chunk, tokenizer, items, jobs)
 
 
-class LabelledCounts:
-    """The counts of a stream of labelled messages, a chunk at a time, each distinct
-    message counted once (as `learn` would: by `messages.message_digest`).
+class LabelledChunks:
+    """A stream of labelled messages counted a chunk at a time: the labels and `ChunkCounts`
+    of each chunk as it comes, not summed (`model.ClassCountsBuilder` sums them), each
+    distinct message counted once (as `learn` would: by `messages.message_digest`).
 
     Iterating gives (labels, counts) for each chunk. When it is done, ``seen`` maps the
     digest of every message counted to its label, and ``duplicates`` is the number of
@@ -98,7 +101,7 @@ class LabelledCounts:
         self.duplicates = 0
         self._results = count_chunks(self._fresh(messages, progress), tokenizer, jobs)
 
-    def __iter__(self) -> Iterator[tuple[list[str], Counts]]:
+    def __iter__(self) -> Iterator[tuple[list[str], ChunkCounts]]:
         return self._results
 
     def _fresh(

@@ -16,7 +16,10 @@ import numpy as np
 
 @dataclass(frozen=True, eq=False)
 class ClassCounts:
-    """labels (C,) and terms (d,), in any order; class_count (C,) messages per class;
+    """The per-class count sums of a set of messages, a value (unlike `ChunkCounts`, which
+    are per message, and `model.ClassCountsBuilder`, which adds chunks up into one).
+
+    labels (C,) and terms (d,), in any order; class_count (C,) messages per class;
     term_count (C, d) occurrences of each term per class; doc_count (C, d) messages per
     class that contain the term. Integers (int64)."""
 

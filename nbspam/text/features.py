@@ -7,7 +7,7 @@ import functools
 import re
 from itertools import chain, repeat
 
-from ..core.config import TokenizerConfig
+from ..core.settings import TokenizerConfig
 from ..mail.mailparse import ParsedMail, decode_bytes, looks_like_mail, parse_mail
 from .tokenizer import Tokenizer
 

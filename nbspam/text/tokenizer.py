@@ -11,7 +11,7 @@ from itertools import filterfalse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.config import TokenizerConfig
+from ..core.settings import TokenizerConfig
 from ..errors import ConfigError
 
 if TYPE_CHECKING:

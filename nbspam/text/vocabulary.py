@@ -10,7 +10,7 @@ from itertools import islice, repeat
 import numpy as np
 
 from ..core.sparse import sp
-from .counting import Counts, count_tokens
+from .counting import ChunkCounts, count_tokens
 
 
 class TermIndex:
@@ -68,7 +68,7 @@ def count_rows(
     return _stack(blocks, len(index))
 
 
-def renumber(counted: Counts, index: TermIndex, *, grow: bool) -> sp.csr_matrix:
+def renumber(counted: ChunkCounts, index: TermIndex, *, grow: bool) -> sp.csr_matrix:
     """The counts of a chunk (over its own terms) as CSR rows (n, len(index)) over the
     columns of ``index``, with int64 counts. A row's indices are in the order its terms
     first appear, not sorted: sums and products do not need it, and summing in that order

@@ -1,4 +1,4 @@
-"""The nbspam command: one message on stdin is handled before the command-line parser loads.
+"""The nbspam command's fast start: one message on stdin is served before click loads.
 
 A mail filter started for every delivery (`nbspam predict -m MODEL` or `nbspam filter -m
 MODEL` with the message on stdin) pays for every import, and click alone costs more than

@@ -115,7 +115,7 @@ def test_a_command_that_writes_nothing_to_stdout_runs_with_it_closed(model_path,
 # A program that runs the command inside itself, then goes on and exits its own way.
 HOST = """
 import atexit, sys
-from nbspam.cli.entry import main
+from nbspam.cli.fast_start import main
 atexit.register(lambda: sys.stderr.write("the host's exit function\\n"))
 sys.argv = ["nbspam", "--version"]
 try:
@@ -136,16 +136,16 @@ def test_a_program_that_calls_main_keeps_its_own_exit():
 def test_a_defect_on_the_one_message_path_is_one_line_as_in_the_commands(monkeypatch, capsys):
     """Both front ends end in one boundary: an unexpected failure of the one-message path
     is the commands' one 'internal error' line, not a traceback."""
-    from nbspam.cli import entry
+    from nbspam.cli import fast_start
 
     def defect(args):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(entry, "_one_message", defect)
+    monkeypatch.setattr(fast_start, "_one_message", defect)
     monkeypatch.setattr(sys, "argv", ["nbspam", "predict", "-m", "m.nbm"])
     monkeypatch.delenv("NBSPAM_TRACEBACK", raising=False)
     with pytest.raises(SystemExit) as stop:
-        entry.main()
+        fast_start.main()
     assert stop.value.code == 1
     line = "Error: internal error: RuntimeError('boom') (set NBSPAM_TRACEBACK=1 to see where)\n"
     assert capsys.readouterr().err == line
@@ -170,7 +170,7 @@ def test_the_one_message_options_are_the_click_commands(command):
     import click
 
     from nbspam.cli.commands import cli
-    from nbspam.cli.entry import FORMATS, ONE_MESSAGE_OPTIONS
+    from nbspam.cli.fast_start import FORMATS, ONE_MESSAGE_OPTIONS
 
     params = {p.name: p for p in cli.commands[command].params}
     for name, (param, flag) in ONE_MESSAGE_OPTIONS[command].items():
@@ -201,7 +201,7 @@ def test_the_one_message_path_prints_what_the_full_scorer_prints(model_path, mon
 
     from nbspam.cli import stdin
     from nbspam.cli.commands import cli
-    from nbspam.cli.entry import FORMATS
+    from nbspam.cli.fast_start import FORMATS
 
     assert fmt in FORMATS
     message = (SAMPLE / "new" / "002.eml").read_bytes()

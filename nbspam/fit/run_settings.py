@@ -1,12 +1,16 @@
 """The settings of a run: the defaults, then a YAML file, then the options given, with the
-stop-word choice resolved to its words (`config` holds the setting types and their checks)."""
+stop-word choice resolved to its words.
+
+`core.settings` defines the `Settings` types, checks them and builds them from values; the
+stop words are resolved here because that needs `tokenizer` (text), a layer above core.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Any
 
-from ..core.config import Settings, build_settings, load_yaml
+from ..core.settings import Settings, build_settings, load_yaml
 from ..text.tokenizer import load_stop_words
 
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from nbspam.core.config import build_settings
+from nbspam.core.settings import build_settings
 from nbspam.mail.message import Message, Problems
 from nbspam.mail.messages import read_messages
 from nbspam.models.explain import explain_message
 from nbspam.models.model import fit_messages, score
-from nbspam.service.quick import TableScorer, load_quick
+from nbspam.service.array_scoring import ArrayScorer, load_array_scorer
 from nbspam.store.modelfile import load_model, save_model
 from nbspam.text.features import Analyzer
 
@@ -41,13 +41,13 @@ def saved(request, tmp_path_factory, sample_messages, sample_model_path):
             m if i % 3 else m.__class__(m.id, m.data, "other") for i, m in enumerate(messages)
         ]
         model = request.param.partition(" ")[2] or "multinomial"
-        settings = build_settings({"min_count": 2, "model": model})
+        settings = build_settings({"min_count": 2, "event_model": model})
     elif request.param == "complement":  # on counts, normalised: the table holds its weights
         settings = build_settings(
-            {"model": "complement", "binary": False, "complement_norm": True, "cutoffs": "-5,5"}
+            {"event_model": "complement", "binary": False, "complement_norm": True, "cutoffs": "-5,5"}
         )
     else:
-        settings = build_settings({"model": request.param, "cutoffs": "-5,5"})
+        settings = build_settings({"event_model": request.param, "cutoffs": "-5,5"})
     model = fit_messages(messages, settings)
     path = tmp_path_factory.mktemp("quick") / "m.nbm"
     save_model(model, path)
@@ -56,11 +56,11 @@ def saved(request, tmp_path_factory, sample_messages, sample_model_path):
 
 def test_quick_equals_batch(saved):
     model, path = saved
-    quick = load_quick(path)
+    scorer = load_array_scorer(path)
     messages = list(read_messages([str(SAMPLE)], Problems()))
     assert len(messages) > 60
     for batch in score(model, messages):
-        one = quick.predict(batch.id, next(m.data for m in messages if m.id == batch.id))
+        one = scorer.predict(batch.id, next(m.data for m in messages if m.id == batch.id))
         assert one.log_odds == batch.log_odds  # the same sums in the same order: bit for bit
         assert one.label == batch.label and one.verdict == batch.verdict
         assert (one.calibrated is None) == (batch.calibrated is None)
@@ -69,10 +69,10 @@ def test_quick_equals_batch(saved):
 
 
 def test_the_scorer_of_an_in_memory_model_equals_the_files_table(saved):
-    """`TableScorer.of_model` (serve's scorer of a model with journal or layer records)
+    """`ArrayScorer.of_model` (serve's scorer of a model with journal or layer records)
     gives the log-odds of the file's scoring table, bit for bit, for every event model."""
     model, path = saved
-    from_file, in_memory = load_quick(path), TableScorer.of_model(model)
+    from_file, in_memory = load_array_scorer(path), ArrayScorer.of_model(model)
     messages = list(read_messages([str(SAMPLE)], Problems()))
     for message in messages:
         one, other = (
@@ -88,11 +88,11 @@ def test_explain_gives_the_log_odds_predict_gives(saved):
     model, path = saved
     if not model.is_binary:
         pytest.skip("with more classes predict reports no log-odds")
-    quick = load_quick(path)
+    scorer = load_array_scorer(path)
     analyzer = Analyzer(model.tokenizer)
     for message in read_messages([str(SAMPLE)], Problems()):
         explained = explain_message(model, message.id, analyzer.tokens(message.data))
-        assert explained.log_odds == quick.predict(message.id, message.data).log_odds
+        assert explained.log_odds == scorer.predict(message.id, message.data).log_odds
 
 
 def _assert_same_probabilities(one, batch):
@@ -106,27 +106,27 @@ def _assert_same_probabilities(one, batch):
 
 def test_binary_search_finds_every_term_and_no_other(saved):
     model, path = saved
-    quick = load_quick(path)
-    assert [quick.column(t) for t in model.terms] == list(range(len(model.terms)))
-    assert quick.column("\uffff not a term") is None and quick.column("") is None
+    scorer = load_array_scorer(path)
+    assert [scorer.column(t) for t in model.terms] == list(range(len(model.terms)))
+    assert scorer.column("\uffff not a term") is None and scorer.column("") is None
 
 
 def test_a_term_with_a_lone_surrogate_is_in_no_vocabulary(saved):
     model, path = saved
-    quick = load_quick(path)
+    scorer = load_array_scorer(path)
     text = "see http://x\ud800y.example/ now"  # the link is one token, surrogate and all
-    assert quick.column("http://x\ud800y.example/") is None
+    assert scorer.column("http://x\ud800y.example/") is None
     batch = next(score(model, [Message("m", text)]))
-    assert quick.predict("m", text).log_odds == batch.log_odds
+    assert scorer.predict("m", text).log_odds == batch.log_odds
 
 
 def test_a_message_of_many_distinct_terms_is_scored_by_dictionary(saved):
     model, path = saved
-    quick = load_quick(path)
+    scorer = load_array_scorer(path)
     data = b"".join(b"X-H%d: v\n" % i for i in range(5000)) + b"\nfree money"
     batch = next(score(model, [Message("m", data)]))
-    assert quick.predict("m", data).log_odds == batch.log_odds
-    assert quick._tables is not None  # one lookup a term, not 5,000 binary searches
+    assert scorer.predict("m", data).log_odds == batch.log_odds
+    assert scorer._tables is not None  # one lookup a term, not 5,000 binary searches
 
 
 def test_one_message_on_stdin_imports_neither_numpy_nor_scipy(saved):
@@ -173,10 +173,10 @@ def test_scoring_one_message_loads_neither_hashlib_nor_an_unneeded_html_parser(s
 def test_batch_of_the_scoring_table_equals_the_model(saved, jobs):
     model, path = saved
     messages = list(read_messages([str(SAMPLE)], Problems())) * 3  # several chunks
-    quick = list(load_quick(path).predict_messages(messages, jobs=jobs))
+    scorer = list(load_array_scorer(path).predict_messages(messages, jobs=jobs))
     full = list(score(model, messages))
-    assert [p.id for p in quick] == [p.id for p in full]
-    for one, batch in zip(quick, full):
+    assert [p.id for p in scorer] == [p.id for p in full]
+    for one, batch in zip(scorer, full):
         assert one.log_odds == batch.log_odds  # bit for bit
         assert (one.label, one.verdict, one.calibrated) == (
             batch.label,

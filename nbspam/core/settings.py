@@ -116,7 +116,7 @@ class TrainConfig:
     ``stop_words`` are the resolved stop words: the model leaves out every term made of one
     (an n-gram holding one), a column mask over counts that keep them."""
 
-    model: EventModel | Literal["auto"] = AUTO
+    event_model: EventModel | Literal["auto"] = AUTO
     alpha: float = 0.1
     prior: str | tuple[tuple[str, float], ...] = "fitted"
     min_count: int = 1
@@ -202,9 +202,7 @@ def build_settings(values: dict[str, Any], *, source: str = "settings") -> Setti
 
     Unknown keys, wrong types and out-of-range values raise `ConfigError` naming the key.
     """
-    # event_model is the name of the option (--event-model); model, its old name, stays
-    values = {("model" if key == "event_model" else key): v for key, v in values.items()}
-    unknown = sorted(set(values) - KNOWN_KEYS - {"event_model"})
+    unknown = sorted(set(values) - KNOWN_KEYS)
     if unknown:
         known = ", ".join(sorted(KNOWN_KEYS))
         raise ConfigError(f"unknown setting {unknown[0]!r} in {source}; known settings: {known}")
@@ -255,7 +253,7 @@ def _check(key: str, value: Any) -> Any:
         "word_pairs",
     }
     choices = {
-        "model": (AUTO, *EVENT_MODELS),
+        "event_model": (AUTO, *EVENT_MODELS),
         "select": SELECTIONS,
         "mail": MAIL_MODES,
         "long_words": ("skip", "drop"),
@@ -375,6 +373,9 @@ def config_from_dict(cls: type, values: Any) -> Any:
     ConfigError."""
     if not isinstance(values, dict):
         raise ConfigError(f"settings must be a mapping, not {type(values).__name__}")
+    if cls is TrainConfig and "model" in values and "event_model" not in values:
+        # files and dumps written before the event model's one name saved it as "model"
+        values = {("event_model" if key == "model" else key): v for key, v in values.items()}
     unknown = set(values) - {f.name for f in fields(cls)}
     if unknown:
         raise ConfigError(f"unknown setting {sorted(unknown)[0]!r}")
@@ -393,7 +394,7 @@ def _saved(key: str, value: Any) -> Any:
         if not isinstance(value, list) or not all(isinstance(word, str) for word in value):
             raise ConfigError("setting stop_words must be a list of words")
         return tuple(value)
-    if key == "model" and value == AUTO:
+    if key == "event_model" and value == AUTO:
         raise ConfigError("a trained model names the event model it uses, not 'auto'")
     if key == "prior" and isinstance(value, list):
         if not all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) for p in value):

@@ -1,7 +1,7 @@
-"""Scoring messages without numpy or scipy, from the scoring table in the model file.
+"""Scoring messages without numpy or scipy, from the scoring arrays in the model file.
 
 A process that scores messages pays for every import, and scoring needs no matrices: each
-message is a short sum of weights. This path reads the file's scoring table as memory
+message is a short sum of weights. This path reads the file's scoring arrays as memory
 views and sums the same weights in the same order as `model.score` (the order in which the
 message's terms first appear), so the log-odds are the same to the last bit. One message
 (a mail filter started per delivery) looks its terms up by binary search in the sorted
@@ -33,8 +33,9 @@ if TYPE_CHECKING:  # the one-message path imports neither: a filter started per 
 SCORE_CHUNK = 64  # messages scored as one piece of work: small, so that workers finish together
 
 
-class TableScorer:
-    """The scoring table of a model file: enough to score messages, nothing to train."""
+class ArrayScorer:
+    """The scoring arrays of a model file (or of a Model in memory, `of_model`): enough to
+    score messages, nothing to train."""
 
     def __init__(self, box: schema.ModelFile, path: str | os.PathLike[str]) -> None:
         header = box.header
@@ -69,7 +70,7 @@ class TableScorer:
         self._index: dict[str, int] | None = None  # term -> column, where `of_model` made one
 
     @classmethod
-    def of_model(cls, model: Model, index: dict[str, int] | None = None) -> TableScorer:
+    def of_model(cls, model: Model, index: dict[str, int] | None = None) -> ArrayScorer:
         """The scorer of an in-memory `model.Model` (one with `journal` or layer records
         applied): the scoring table `modelfile.save_model` would write for it, in memory,
         so the log-odds are the file's to the last bit. ``index`` maps each term of
@@ -78,7 +79,7 @@ class TableScorer:
         keeps only its weight vectors, 8 bytes a term."""
         import numpy as np
 
-        from ..models.forms import FisherForm
+        from ..models.scoring_forms import FisherForm
 
         form = model.form
         self = cls.__new__(cls)
@@ -228,7 +229,7 @@ class TableScorer:
 
 
 def vocabulary_index(terms: Sequence[str]) -> dict[str, int]:
-    """Each term of a vocabulary to its column, for `TableScorer.of_model`."""
+    """Each term of a vocabulary to its column, for `ArrayScorer.of_model`."""
     return {term: col for col, term in enumerate(terms)}
 
 
@@ -241,12 +242,12 @@ def _dot(weights: Iterable[float], factors: Iterable[int] | None) -> float:
     return functools.reduce(operator.add, weights, 0.0)
 
 
-def _predict_chunk(quick: TableScorer, work: list[tuple[str, bytes | str]]) -> list[Prediction]:
-    return [quick.predict(message_id, data) for message_id, data in work]
+def _predict_chunk(scorer: ArrayScorer, work: list[tuple[str, bytes | str]]) -> list[Prediction]:
+    return [scorer.predict(message_id, data) for message_id, data in work]
 
 
 class ModelScorer:
-    """A full Model behind the interface of `TableScorer`, for a model file without a
+    """A full Model behind the interface of `ArrayScorer`, for a model file without a
     scoring table (written before it existed, or read on a big-endian machine)."""
 
     def __init__(self, model: Model) -> None:
@@ -269,7 +270,7 @@ class ModelScorer:
 
 def load_scorer(
     path: str | os.PathLike[str], layer: str | os.PathLike[str] | None = None
-) -> TableScorer | ModelScorer:
+) -> ArrayScorer | ModelScorer:
     """What scores messages with the model file at ``path``: its scoring table where it has
     one and no `journal` records (no numpy or scipy), else the full model, with the user
     layer file ``layer`` over it if given (`layers`). Refuses a bad file as `schema.read`
@@ -278,15 +279,15 @@ def load_scorer(
         from ..store.layers import load_layered
 
         return ModelScorer(load_layered(path, layer))
-    quick = load_quick(path)
-    if quick is not None:
-        return quick
+    scorer = load_array_scorer(path)
+    if scorer is not None:
+        return scorer
     from ..store.modelfile import load_model
 
     return ModelScorer(load_model(path))
 
 
-def load_quick(path: str | os.PathLike[str]) -> TableScorer | None:
+def load_array_scorer(path: str | os.PathLike[str]) -> ArrayScorer | None:
     """The scoring table of a model file, or None where this path cannot be used (a file
     without a table, with `journal` records not folded into it yet, a model of a typed
     table, or a big-endian machine); refuses a bad file
@@ -298,4 +299,4 @@ def load_quick(path: str | os.PathLike[str]) -> TableScorer | None:
         return None
     if has_records(path, box.fingerprint):  # the table is of the file, not its journal
         return None
-    return TableScorer(box, path)
+    return ArrayScorer(box, path)
