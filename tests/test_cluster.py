@@ -15,10 +15,11 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from nbspam.core.settings import build_settings
-from nbspam.fit.training import decide
+from nbspam.fit.training import Dates, decide
 from nbspam.fit.training import train as train_locally
 from nbspam.mail.message import Message
 from nbspam.models.model import SampledRows, fit_counted
@@ -164,22 +165,23 @@ def test_the_cross_validation_sample_is_the_one_local_training_keeps(
     monkeypatch.setattr(cluster, "CHUNK", 6)
     messages = with_duplicates(sample_messages)
     rows = SampledRows(limit)
-    local = decide(
-        fit_counted(LabelledChunks(messages, SETTINGS.tokenizer), SETTINGS, rows=rows),
-        rows,
-        SETTINGS,
-    )
+    dates = Dates(SETTINGS.tokenizer.mail)  # as training.train reads them
+    counted = LabelledChunks(dates.reading(messages), SETTINGS.tokenizer)
+    model = fit_counted(counted, SETTINGS, rows=rows)
+    times = dates.of(counted.seen)
+    local = decide(model, rows, SETTINGS, times)
     captured = {}
     real = cluster.decide
 
-    def spy(model, sample, settings):
-        captured["rows"] = sample
-        return real(model, sample, settings)
+    def spy(model, sample, settings, times):
+        captured["rows"], captured["times"] = sample, times
+        return real(model, sample, settings, times)
 
     monkeypatch.setattr(cluster, "decide", spy)
     on_dask = cluster.train(messages, SETTINGS, client, limit=limit)
     assert_same_trained_model(on_dask, local)
     mine, theirs = captured["rows"], rows
+    assert np.array_equal(captured["times"], times, equal_nan=True)  # the messages' dates
     assert mine.stride == theirs.stride and mine.labels == theirs.labels
     (X, terms), (Y, other) = mine.matrix(), theirs.matrix()
     assert terms == other

@@ -118,7 +118,7 @@ def multi_class_scores() -> Scores:
 
 
 def test_tokenize_all_counts_over_sorted_terms_and_numbers_the_copies():
-    ids, labels, X, terms, copies = tokenize_all(
+    ids, labels, X, terms, copies, times = tokenize_all(
         [
             Message("1", "zebra apple apple", "ham"),
             Message("2", "mango zebra", "spam"),
@@ -133,6 +133,7 @@ def test_tokenize_all_counts_over_sorted_terms_and_numbers_the_copies():
     )
     np.testing.assert_array_equal(X.toarray(), [[2, 0, 1], [0, 1, 1], [2, 0, 1]])
     np.testing.assert_array_equal(copies, [0, 1, 0])
+    assert np.isnan(times).all() and len(times) == 3  # text: no Date to read
     with pytest.raises(InputError, match="3: no label"):
         tokenize_all([Message("3", "no label here")], SETTINGS.tokenizer)
     with pytest.raises(InputError, match="no messages"):

@@ -361,6 +361,24 @@ def test_the_model_without_its_word_pairs_is_the_model_that_never_counted_them()
     assert counted.form.bias == pytest.approx(never.form.bias, rel=1e-12)
 
 
+def test_the_model_without_its_word_pairs_leaves_out_the_pairs_of_the_headers_too():
+    from nbspam.mail.messages import Message
+
+    texts = [
+        ("spam", "Subject: win a free prize\nFrom: Prize Desk <desk@example.com>\n\nclaim it now"),
+        ("spam", "Subject: free prize for you\nFrom: Prize Desk <desk@example.com>\n\nnow"),
+        ("ham", "Subject: the meeting at noon\nFrom: Ann Smith <ann@example.com>\n\nnotes"),
+        ("ham", "Subject: notes of the meeting\nFrom: Ann Smith <ann@example.com>\n\nbye"),
+    ]
+    messages = [Message(str(i), text.encode(), label) for i, (label, text) in enumerate(texts)]
+    base = {"event_model": "multinomial", "mail": "always"}
+    counted = fit_messages(messages, build_settings({**base, "pairs": 64, "word_pairs": False}))
+    never = fit_messages(messages, build_settings(base))
+    assert any(t.startswith("subject:pair:") for t in counted.terms)
+    assert counted.form.terms == never.form.terms
+    np.testing.assert_allclose(counted.form.weights, never.form.weights, rtol=1e-12)
+
+
 def test_auto_tries_the_model_without_word_pairs_where_they_are_counted(sample_messages):
     for pairs, tried in ((0, False), (1024, True)):
         settings = resolve_settings({"pairs": pairs}, source="test")

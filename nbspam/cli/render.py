@@ -159,7 +159,7 @@ def fpr_text(estimate: dict[str, Any]) -> str:
     """The false-positive rate the out-of-fold scores give at a model's cutoffs
     (`calibration.expected_fpr`), with its upper bound and the share left unsure."""
     try:
-        return (
+        text = (
             f"{100 * estimate['fpr']:.2f}% of ham ({estimate['false_positives']:,} of "
             f"{estimate['ham']:,} out of fold), at most {100 * estimate['fpr_upper']:.2f}% at "
             f"{100 * estimate['confidence']:.0f}% confidence; "
@@ -167,6 +167,25 @@ def fpr_text(estimate: dict[str, Any]) -> str:
         )
     except (KeyError, TypeError, ValueError):  # a model file's info is only JSON
         return "unknown"
+    return text
+
+
+def drift_text(estimate: dict[str, Any]) -> str | None:
+    """How far the spam cutoff was raised for drift (`calibration.drift_from_dates`), and
+    from what: a chronological split of the dated training messages, or the fixed share;
+    None where the model does not say (cutoffs given, or of least cost)."""
+    drift = estimate.get("drift")
+    try:
+        share = f"spam cutoff raised by {100 * drift['drift']:.1f}% of the ham's spread"
+        if "dated" not in drift:
+            return share + " (fixed: too few training messages carry a date to measure it)"
+        return share + (
+            f", measured by date on {drift['dated']:,} messages: {drift['newer_false_positives']:,}"
+            f" of the newer {drift['newer_ham']:,} ham scored above the cutoff fitted on the "
+            "older half"
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _explained(e: MessageExplanation | FisherExplanation) -> dict[str, object]:
@@ -362,6 +381,9 @@ def train_summary(model: Model, output: str, size: int, *, verbose: bool = False
             lines.append(f"expected false positives: {fpr_text(model.info['cutoffs'])}")
         if verbose and model.calibration is not None:
             lines.append("calibration: Platt scaling fitted by internal cross-validation")
+        drift = drift_text(model.info.get("cutoffs") or {}) if verbose else None
+        if drift and model.cutoffs is not None:
+            lines.append(f"drift: {drift}")
     lines.append(f"wrote {output} ({size / 1e6:.1f} MB)")
     lines.append(f"next: nbspam predict -m {shlex.quote(output)} MESSAGE")
     return lines
@@ -440,6 +462,9 @@ def model_info(
         )
         if model.cutoffs is not None and isinstance(model.info.get("cutoffs"), dict):
             lines.append(f"expected:   {fpr_text(model.info['cutoffs'])}")
+            drift = drift_text(model.info["cutoffs"])
+            if drift:
+                lines.append(f"drift:      {drift}")
         if model.calibration is not None:
             a, b = model.calibration
             lines.append(

@@ -58,7 +58,7 @@ def tokenize_all(
     counter: Counter_ = count_chunks,
 ) -> Tokenized:
     """Tokenize labelled messages once: (ids, labels, X over sorted terms, terms, which
-    rows are copies of one message).
+    rows are copies of one message, each message's Date as `train` reads it).
 
     ``progress`` is called with the number of messages of each chunk read; ``jobs`` worker
     processes tokenize (``counter`` says where: the same counts either way). Raises InputError for a message without a label or when there are
@@ -69,6 +69,7 @@ def tokenize_all(
     labels: list[str] = []
     copies: dict[bytes, int] = {}
     copy_of: list[int] = []
+    times: list[float] = []
 
     def labelled_chunks() -> Iterator[tuple[int, list[bytes | str]]]:
         for chunk in chunks(messages, CHUNK):
@@ -78,6 +79,8 @@ def tokenize_all(
                 ids.append(message.id)
                 labels.append(message.label)
                 copy_of.append(copies.setdefault(message_digest(message.data), len(copies)))
+                moment = message_time(message.data, tokenizer.mail)
+                times.append(math.nan if moment is None else moment)
             yield len(chunk), [m.data for m in chunk]
             if progress:
                 progress(len(chunk))
@@ -89,7 +92,9 @@ def tokenize_all(
     if not ids:
         raise InputError("no messages to evaluate")
     X, terms = stack_sorted(blocks, index.terms)
-    return Tokenized(ids, labels, X, terms, np.array(copy_of, dtype=np.int64))
+    return Tokenized(
+        ids, labels, X, terms, np.array(copy_of, dtype=np.int64), np.array(times, np.float64)
+    )
 
 
 def chronological_order(times: Sequence[float | None]) -> np.ndarray:
@@ -241,10 +246,11 @@ def nested_scores(
     model, `selection.internal_cv`: nested, so no test message takes part in the choice),
     and for two classes with the cutoffs and calibration it fits there."""
     clock = time.perf_counter()
-    choices = {
-        k: internal_cv(subset(data, training_rows(data, fold != k)), settings)
-        for k in sorted(set(fold[fold >= 0].tolist()))
-    }
+    choices = {}
+    for k in sorted(set(fold[fold >= 0].tolist())):
+        rows = training_rows(data, fold != k)
+        times = None if data.times is None else data.times[rows]  # train's drift check
+        choices[k] = internal_cv(subset(data, rows), settings, times=times)
     chosen = time.perf_counter() - clock
     if settings.training.event_model == AUTO:
         names = Counter(choice.chosen or choice.training.event_model for choice in choices.values())

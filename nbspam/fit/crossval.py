@@ -29,13 +29,16 @@ from . import metrics
 class Tokenized(NamedTuple):
     """Labelled messages as count rows: ids (n,), labels (n,), X (n, d), terms (d,) sorted;
     ``copies`` (n,), where given, numbers the distinct messages (rows of one message share
-    a number), so that a model counts a repeated message once, as `train` does."""
+    a number), so that a model counts a repeated message once, as `train` does; ``times``
+    (n,), where given, each message's Date in seconds (NaN where it has none), as `train`
+    reads them to measure drift."""
 
     ids: list[str]
     labels: list[str]
     X: sp.csr_matrix
     terms: list[str]
     copies: np.ndarray | None = None
+    times: np.ndarray | None = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -31,7 +31,7 @@ from ..models.decision import Rule
 from ..text.counts import ClassCounts
 from ..text.tokenizer import load_stop_words
 from . import metrics
-from .calibration import rule_from_scores
+from .calibration import DRIFT, drift_from_dates, rule_from_scores
 from .crossval import Scores, Tokenized, cross_validate_matrix
 
 #: AUCs closer than this are a tie, won by the simpler candidate (the one tried first).
@@ -78,6 +78,8 @@ class Choice:
     folds: int = 0
     #: the out-of-fold scores of the chosen settings (None where nothing was cross-validated)
     scores: Scores | None = field(default=None, compare=False, repr=False)
+    #: the drift measured on the messages' dates (`calibration.drift_from_dates`), or None
+    drift: dict[str, float | int] | None = None
 
     def info(self) -> dict[str, Any]:
         """The record of the choice a model keeps (``info["auto"]``): the chosen candidate
@@ -153,7 +155,12 @@ def better(auc: float, best: float, margin: float) -> bool:
     return 1.0 - auc < (1.0 - best) * (1.0 - margin) and auc > best + TIE
 
 
-def internal_cv(data: Tokenized, settings: Settings, totals: ClassCounts | None = None) -> Choice:
+def internal_cv(
+    data: Tokenized,
+    settings: Settings,
+    totals: ClassCounts | None = None,
+    times: np.ndarray | None = None,
+) -> Choice:
     """The settings and decision rule `train` fits on the messages ``data`` (count rows).
 
     Every message gets scores from a model of the other folds (stratified, ``folds`` of the
@@ -161,7 +168,10 @@ def internal_cv(data: Tokenized, settings: Settings, totals: ClassCounts | None 
     the messages these are a sample of) from a model of all the messages but its fold.
     With auto, the candidates are compared on those scores; a two-class model's Platt
     calibration and cutoffs come from the scores of the chosen settings
-    (`calibration.rule_from_scores`). With fewer than two folds' worth of messages in each
+    (`calibration.rule_from_scores`); where the messages carry dates (``times`` (n,),
+    seconds, NaN where unknown), the spam cutoff's drift margin is measured on a
+    chronological split of them (`calibration.drift_from_dates`), else it is the fixed
+    `calibration.DRIFT`. With fewer than two folds' worth of messages in each
     class nothing is fitted: auto becomes `settings.AUTO_FALLBACK`, and only given cutoffs are kept.
     """
     cfg = settings.training
@@ -178,8 +188,22 @@ def internal_cv(data: Tokenized, settings: Settings, totals: ClassCounts | None 
         if not binary:
             return Choice(cfg, None)
         scores = cross_validate_matrix(data, settings, folds=folds, totals=totals)
-        return Choice(cfg, rule_from_scores(scores, cfg), scores=scores)
-    return choose(data, settings, totals, folds=folds, binary=binary)
+        return decided(Choice(cfg, None, scores=scores), data, settings, times, folds)
+    choice = choose(data, settings, totals, folds=folds, binary=binary)
+    return decided(choice, data, settings, times, folds) if binary else choice
+
+
+def decided(
+    choice: Choice, data: Tokenized, settings: Settings, times: np.ndarray | None, folds: int
+) -> Choice:
+    """The two-class ``choice`` with its decision rule from its out-of-fold scores, the
+    drift margin measured on the messages' ``times`` where they carry dates."""
+    assert choice.scores is not None
+    chosen = dataclasses.replace(settings, training=choice.training)
+    drift = None if times is None else drift_from_dates(data, times, chosen, folds)
+    share = DRIFT if drift is None else float(drift["drift"])
+    rule = rule_from_scores(choice.scores, choice.training, drift=share)
+    return dataclasses.replace(choice, rule=rule, drift=drift)
 
 
 def choose(
@@ -226,8 +250,7 @@ def choose(
         if result is not None and better(result[0], best[0], MARGIN_CHANGE):
             best, name = result, f"{first} {candidate.name}"
     _, training, scores = best
-    rule = rule_from_scores(scores, training) if binary else None
-    return Choice(training, rule, tuple(tried), name, len(data.labels), folds, scores)
+    return Choice(training, None, tuple(tried), name, len(data.labels), folds, scores)
 
 
 def pooled_auc(scores: Scores) -> float:

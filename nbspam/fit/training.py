@@ -4,7 +4,8 @@ cross-validation on the same messages."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+import math
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from ..core.settings import AUTO, Settings
@@ -33,21 +34,56 @@ def train(
     the number of messages. The choice of auto and the candidates it tried are kept in the
     model's ``info["auto"]``.
     """
+    cfg = settings.training
+    keep_rows = cfg.calibrate or cfg.event_model == AUTO
+    dates = Dates(settings.tokenizer.mail) if keep_rows else None
+    if dates is not None:
+        messages = dates.reading(messages)
     counted = LabelledChunks(messages, settings.tokenizer, progress=progress, jobs=jobs)
     # The workers are tokenizing: numpy and scipy are imported now, beside them, not before.
     from ..models.model import CV_ROWS, SampledRows, fit_counted
 
-    cfg = settings.training
-    rows = SampledRows(CV_ROWS) if cfg.calibrate or cfg.event_model == AUTO else None
+    rows = SampledRows(CV_ROWS) if keep_rows else None
     model = fit_counted(counted, settings, rows=rows)  # auto: the fallback, until chosen
-    return decide(model, rows, settings)
+    return decide(model, rows, settings, dates.of(counted.seen) if dates else None)
 
 
-def decide(model: Model, rows: SampledRows | None, settings: Settings) -> Model:
+class Dates:
+    """The date of each distinct message of a stream as it is read (`headers.message_time`,
+    read as the tokenizer reads mail), for the chronological check of the cutoffs."""
+
+    def __init__(self, mail: str) -> None:
+        self.mail = mail
+        self.times: dict[bytes, float] = {}
+
+    def reading(self, messages: Iterable[Message]) -> Iterator[Message]:
+        """The messages, unchanged, each first copy's date noted by its digest."""
+        from ..mail.headers import message_digest, message_time
+
+        for message in messages:
+            digest = message_digest(message.data)
+            if digest not in self.times:
+                moment = message_time(message.data, self.mail)
+                self.times[digest] = math.nan if moment is None else moment
+            yield message
+
+    def of(self, digests: Iterable[bytes]) -> list[float]:
+        """The dates of the messages counted (their ``digests`` in the order counted), NaN
+        where a message has none."""
+        return [self.times.get(d, math.nan) for d in digests]
+
+
+def decide(
+    model: Model, rows: SampledRows | None, settings: Settings, times: list[float] | None = None
+) -> Model:
     """The fitted model with auto's choice and the decision rule: from an internal
     cross-validation of the count rows ``rows`` kept while fitting, or without them only
-    the cutoffs given in the settings. (`train`, and `cluster.train` after its reduce.)"""
-    from .calibration import expected_fpr
+    the cutoffs given in the settings; ``times`` (the date of every message counted, in the
+    order counted, NaN where unknown) let the cutoffs be checked on a chronological split.
+    (`train`, and `cluster.train` after its reduce.)"""
+    import numpy as np
+
+    from .calibration import DRIFT, expected_fpr
     from .crossval import Tokenized
     from .selection import internal_cv
 
@@ -58,7 +94,11 @@ def decide(model: Model, rows: SampledRows | None, settings: Settings) -> Model:
         return dataclasses.replace(model, cutoffs=cutoffs)
     X, terms = rows.matrix()
     data = Tokenized([str(i) for i in range(X.shape[0])], rows.labels, X, terms)
-    choice = internal_cv(data, settings, rows.totals)
+    row_times = None
+    if times is not None and model.is_binary:
+        row_times = np.asarray(times, dtype=np.float64)[rows.numbers()]
+        row_times = None if np.isnan(row_times).all() else row_times
+    choice = internal_cv(data, settings, rows.totals, row_times)
     training = dataclasses.replace(choice.training, positive=model.training.positive)
     info = dict(model.info)
     if auto:
@@ -67,6 +107,8 @@ def decide(model: Model, rows: SampledRows | None, settings: Settings) -> Model:
         cutoffs, calibration = choice.rule
         if cutoffs is not None and choice.scores is not None:
             info["cutoffs"] = expected_fpr(choice.scores, cutoffs)
+            if cfg.cutoffs is None and cfg.target_fpr is not None:
+                info["cutoffs"]["drift"] = choice.drift or {"drift": DRIFT}
     else:
         calibration = None
     return dataclasses.replace(

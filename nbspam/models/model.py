@@ -331,6 +331,10 @@ class SampledRows:
             return X, labels, numbers
         return X[keep], [label for label, k in zip(labels, keep.tolist()) if k], numbers[keep]
 
+    def numbers(self) -> np.ndarray:
+        """The number of each row in the stream of messages counted (n,)."""
+        return np.concatenate([numbers for _, _, numbers in self.chunks])
+
     def matrix(self) -> tuple[sp.csr_matrix, list[str]]:
         """(X (n, d) over the sorted terms, the sorted terms)."""
         return stack_in_order([X for X, _, _ in self.chunks], self.order), list(self.terms)

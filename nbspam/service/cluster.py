@@ -39,7 +39,7 @@ from typing import Any
 from ..core.parallel import CHUNK, chunks
 from ..core.settings import AUTO, Settings, TokenizerConfig
 from ..errors import ConfigError, NbspamError
-from ..fit.training import decide
+from ..fit.training import Dates, decide
 from ..mail.message import Message
 from ..text.counting import ChunkCounts, count_chunk, first_copies
 
@@ -352,7 +352,9 @@ def train(
 
     started = time.perf_counter()
     cfg = settings.training
-    parts = Partitions(messages, progress)
+    keep_rows = cfg.calibrate or cfg.event_model == AUTO
+    dates = Dates(settings.tokenizer.mail) if keep_rows else None  # read here, as locally
+    parts = Partitions(messages if dates is None else dates.reading(messages), progress)
     try:
         counted, labels = [], []
         for part_labels, datas in parts:
@@ -360,7 +362,6 @@ def train(
             labels.append(part_labels)
         if not counted:
             raise TrainingError("no messages to train on")
-        keep_rows = cfg.calibrate or cfg.event_model == AUTO
         stride = stride_for(parts.total, CV_ROWS if limit is None else limit)
         summaries, first = [], 0
         for future, part_labels in zip(counted, labels):
@@ -416,7 +417,7 @@ def train(
             )
             rows.chunks.append((X, list(sample_labels), np.array(numbers, np.int64)))
         rows.terms, rows.order, rows.totals = total.terms, np.arange(len(total.terms)), total
-    return decide(model, rows, settings)
+    return decide(model, rows, settings, dates.of(parts.seen) if dates else None)
 
 
 def _submit_count(client: Any, tokenizer: TokenizerConfig, datas: list[bytes | str]) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import operator
+import re
 from collections.abc import Iterable, Sequence
 from itertools import islice, repeat
 
@@ -168,9 +169,11 @@ def stop_terms(terms: tuple[str, ...], stop_words: tuple[str, ...]) -> np.ndarra
 
 @functools.lru_cache(maxsize=2)
 def pair_terms(terms: tuple[str, ...]) -> np.ndarray:
-    """Boolean mask (d,) of the hashed word pairs (``pair:<n>``, `features.pair_tokens`):
-    the model without them (``word_pairs`` off) leaves them out of the same counts."""
-    mask = np.fromiter((t.startswith("pair:") for t in terms), dtype=bool, count=len(terms))
+    """Boolean mask (d,) of the hashed word pairs (``pair:<n>``, and tagged by the header
+    they come from, ``subject:pair:<n>``: `tokenizer.pair_tokens`): the model without them
+    (``word_pairs`` off) leaves them out of the same counts."""
+    pair = re.compile(r"(?:^|:)pair:[0-9]+\Z").search
+    mask = np.fromiter((pair(t) is not None for t in terms), dtype=bool, count=len(terms))
     mask.flags.writeable = False
     return mask
 
