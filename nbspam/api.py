@@ -25,18 +25,19 @@ import copy
 import dataclasses
 import os
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Union
 
 from .errors import InputError, NbspamError
 from .mail.message import MAX_MESSAGE_BYTES, Message, Problems
 from .mail.messages import read_labelled, read_messages
+from .service.engine import Engine
 
 if TYPE_CHECKING:
     from .models.decision import Prediction
-    from .models.model import Model
-    from .models.table_model import TableModel, TableSettings
-    from .service.update import Change
+    from .models.interface import NaiveBayesModel
+    from .models.table_model import TableSettings
     from .text.tables import Table
 
 Text = str | bytes
@@ -56,6 +57,27 @@ def _problems() -> Problems:
 # --------------------------------------------------------------------------------------------
 
 
+@dataclass
+class Reading:
+    """How the paths of the data are read, as the commands read them: where skipped inputs
+    are reported (``problems``), a ``progress`` callback (``progress(messages, size=0)``:
+    more messages read, and their bytes where known), --follow-links, and --literal-paths
+    (``literal``); paths in ``listed`` (--files-from) are always read literally. ``watch``,
+    where given, sees every message read in this process as it passes (a command's
+    progress bar)."""
+
+    problems: Problems = field(default_factory=lambda: _problems())
+    progress: Callable[..., None] | None = None
+    follow_links: bool = False
+    literal: bool = False
+    listed: Sequence[str] = ()
+    watch: Callable[[Iterator[Message]], Iterator[Message]] | None = None
+
+
+TABLE_OPTIONS = ("label_column", "columns", "bins", "binning")
+"""The options of typed tables, which only `train` and `evaluate` of a table take."""
+
+
 def train(
     data: Any,
     *,
@@ -65,8 +87,10 @@ def train(
     columns: Iterable[str] = (),
     bins: int | None = None,
     binning: str = "quantile",
+    reading: Reading | None = None,
+    engine: Engine | None = None,
     **settings: Any,
-) -> Classifier | TableClassifier:
+) -> Classifier:
     """Train a model, as ``nbspam train`` does: the same data, the same settings, the same
     model (to the bit; only the time it was made differs).
 
@@ -74,26 +98,62 @@ def train(
     documentation). ``settings``: the options of ``nbspam train`` in snake_case, over those
     of the YAML file ``config``. A typed table (a CSV or JSON Lines table without a text
     column, or one table with ``label_column``, ``columns`` (``NAME=KIND`` strings) or
-    ``bins``) gives a `TableClassifier`, anything else a `Classifier`. ``jobs`` worker
-    processes tokenize; the model is the same for any number.
+    ``bins``) gives a `Classifier` of a table model, anything else one of messages.
+    ``jobs`` worker processes tokenize; the model is the same for any number. ``reading``
+    and ``engine`` (`engine.Engine`: a Dask cluster) are the command's.
     """
-    from .fit.run_settings import settings_from
     from .fit.training import train as train_model
 
-    items = _items(data)
+    engine = engine or Engine(jobs=jobs)
+    reading = reading or Reading()
+    items = _items(data) + list(reading.listed)
     table_path, table_settings = typed_table_settings(
         items, label_column, columns, bins, binning, settings
     )
     resolved = settings_from(_path(config), settings)
+    engine.check()
     if table_path is not None:
         from .fit.table_training import table_rule, train_table
 
-        table_settings = dataclasses.replace(table_settings, tokenizer=resolved.tokenizer)
+        engine.refuse("trains on messages, not on a typed table")
+        table_settings = dataclasses.replace(
+            table_settings, tokenizer=resolved.tokenizer, prior=resolved.training.prior
+        )
         cfg = resolved.training
         rule = table_rule(resolved)
-        return TableClassifier(train_table(table_path, table_settings, cfg.event_model == "auto", rule))
-    messages = _labelled(items, _problems())
-    return Classifier(train_model(messages, resolved, jobs=jobs))
+        return Classifier(train_table(table_path, table_settings, cfg.event_model == "auto", rule))
+    if engine.dask:
+        from .service.cluster import train as train_on_cluster
+        from .service.cluster import train_parts
+
+        with engine.client() as client:
+            if all(isinstance(item, (str, os.PathLike)) for item in items):
+                # the workers read the files themselves: here they are only listed
+                parts = _parts(_items(data), reading)
+                model = train_parts(
+                    parts, resolved, client, progress=reading.progress, problems=reading.problems
+                )
+            else:
+                messages = _labelled(_items(data), reading)
+                model = train_on_cluster(messages, resolved, client, progress=reading.progress)
+    else:
+        messages = _labelled(_items(data), reading)
+        model = train_model(messages, resolved, progress=reading.progress, jobs=engine.jobs)
+    return Classifier(model)
+
+
+def _parts(items: list[Any], reading: Reading) -> Iterator[Any]:
+    """The parts (`sources.Part`) the cluster's workers read, of training data paths."""
+    from .service.sources import list_parts
+
+    follow = reading.follow_links
+    yield from list_parts(
+        [os.fspath(item) for item in items],
+        reading.problems,
+        follow_links=follow,
+        literal=reading.literal,
+    )
+    yield from list_parts(list(reading.listed), reading.problems, follow_links=follow, literal=True)
 
 
 def evaluate(
@@ -103,12 +163,22 @@ def evaluate(
     seed: int = 42,
     test: Any = None,
     chronological: float | None = None,
+    online: bool = False,
+    order: str = "date",
+    learn: str = "all",
+    warmup: int | None = None,
+    autolearn_spam: float = 0.999,
+    autolearn_ham: float = 0.001,
+    scores: str | os.PathLike[str] | None = None,
+    plot: str | os.PathLike[str] | None = None,
     config: str | os.PathLike[str] | None = None,
     jobs: int = 1,
     label_column: str | None = None,
     columns: Iterable[str] = (),
     bins: int | None = None,
     binning: str = "quantile",
+    reading: Reading | None = None,
+    engine: Engine | None = None,
     **settings: Any,
 ) -> dict[str, Any]:
     """The report of ``nbspam evaluate``: the dict that its ``-f json`` prints and its text
@@ -116,13 +186,20 @@ def evaluate(
 
     Stratified cross-validation with ``folds`` folds dealt by ``seed`` (the default), or
     trained on ``data`` and tested on the labelled ``test`` data, or trained on the oldest
-    messages and tested on the newest ``chronological`` fraction. ``data``, ``settings``
-    and the table options as for `train`.
+    messages and tested on the newest ``chronological`` fraction, or (``online``) the TREC
+    spam track's online protocol: each message scored in ``order`` then learned by the
+    policy ``learn`` (all, errors, unsure, autolearn, errors+autolearn; after ``warmup``
+    messages, at the ``autolearn_*`` thresholds). A typed table is evaluated by
+    cross-validation only. ``scores``: also write each message's out-of-sample scores as
+    JSON Lines there; ``plot``: draw the ROC curve and histograms (or the online learning
+    curve) there. ``data``, ``settings``, the table options, ``reading`` and ``engine`` as
+    for `train`.
     """
     from .evaluation import evaluation as ev
     from .evaluation.report import report
-    from .fit.run_settings import settings_from
 
+    engine = engine or Engine(jobs=jobs)
+    reading = reading or Reading()
     items = _items(data)
     table_path, table_settings = typed_table_settings(
         items, label_column, columns, bins, binning, settings
@@ -132,49 +209,88 @@ def evaluate(
         raise NbspamError("give test or chronological, not both")
     if chronological is not None and not 0 < chronological < 1:
         raise NbspamError(f"chronological must be a fraction in (0, 1), not {chronological!r}")
-    problems = _problems()
+    engine.check()
+    if online and engine.dask:
+        raise NbspamError("--online learns one message at a time here: not with --engine dask")
+    if online and table_path is None:
+        from .evaluation.online import evaluate_online
+
+        result = evaluate_online(
+            _labelled(items, reading),
+            resolved,
+            order=order,
+            seed=seed,
+            policy=learn,
+            warmup=warmup,
+            autolearn_spam=autolearn_spam,
+            autolearn_ham=autolearn_ham,
+            progress=reading.progress,
+            jobs=engine.jobs,
+        )
+        evaluated = report(result.scores, cutoffs=None, calibration=None)
+        evaluated["online"] = result.summary
+        if scores:
+            ev.write_scores(result.scores, os.fspath(scores))
+        if plot:
+            from .evaluation.plot import plot_online
+
+            plot_online(result.scores, result.curve, os.fspath(plot))
+        return evaluated
     if table_path is not None:
-        if test is not None or chronological is not None:
+        if test is not None or chronological is not None or online:
             raise NbspamError("a typed table is evaluated by cross-validation only (--folds)")
+        engine.refuse("evaluates messages, not a typed table")
         from .evaluation.table_evaluation import cross_validate_table
         from .fit.table_training import table_rule
 
-        scores = cross_validate_table(
+        found = cross_validate_table(
             table_path,
-            dataclasses.replace(table_settings, tokenizer=resolved.tokenizer),
+            dataclasses.replace(
+                table_settings, tokenizer=resolved.tokenizer, prior=resolved.training.prior
+            ),
             auto=resolved.training.event_model == "auto",
             folds=folds,
             seed=seed,
             cfg=table_rule(resolved),
         )
-    elif test is not None:
-        tests = _labelled(_items(test), problems)
-        scores = ev.holdout(_labelled(items, problems), tests, resolved, jobs=jobs)
-    elif chronological is not None:
-        scores = ev.chronological(
-            _labelled(items, problems), resolved, test_fraction=chronological, jobs=jobs
-        )
     else:
-        scores = ev.cross_validate(
-            _labelled(items, problems), resolved, folds=folds, seed=seed, jobs=jobs
-        )
-    return report(scores, cutoffs=None, calibration=None)
+        with engine.counter() as counter:
+            run = {"progress": reading.progress, "jobs": engine.jobs, "counter": counter}
+            if test is not None:
+                tests = _labelled(_items(test), reading)
+                found = ev.holdout(_labelled(items, reading), tests, resolved, **run)
+            elif chronological is not None:
+                found = ev.chronological(
+                    _labelled(items, reading), resolved, test_fraction=chronological, **run
+                )
+            else:
+                found = ev.cross_validate(
+                    _labelled(items, reading), resolved, folds=folds, seed=seed, **run
+                )
+    evaluated = report(found, cutoffs=None, calibration=None)
+    if scores:
+        ev.write_scores(found, os.fspath(scores))
+    if plot:
+        from .evaluation.plot import plot_evaluation
+
+        plot_evaluation(found, os.fspath(plot), cutoffs=ev.typical_cutoffs(found))
+    return evaluated
 
 
-def load(path: str | os.PathLike[str]) -> Classifier | TableClassifier:
-    """Read a model file, as every command does: a `Classifier` of messages, or a
-    `TableClassifier` of a typed table. A bad file raises `errors.ModelFileError`; nothing
-    is ever unpickled."""
-    from .store.container import is_table_model
+def settings_from(config: str | None, settings: dict[str, Any]) -> Any:
+    """`settings.settings_from`, but for the table options, which are not settings."""
+    from .fit.run_settings import settings_from as resolve
 
-    path = os.fspath(path)
-    if is_table_model(path):
-        from .models.table_model import load_table_model
+    return resolve(config, {k: v for k, v in settings.items() if k not in TABLE_OPTIONS})
 
-        return TableClassifier(load_table_model(path))
-    from .store.modelfile import load_model
 
-    return Classifier(load_model(path))
+def load(path: str | os.PathLike[str]) -> Classifier:
+    """Read a model file, as every command does: a `Classifier` of messages or of a typed
+    table (`store.kinds.load`). A bad file raises `errors.ModelFileError`; nothing is ever
+    unpickled."""
+    from .store.kinds import load as load_model
+
+    return Classifier(load_model(os.fspath(path)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -183,15 +299,21 @@ def load(path: str | os.PathLike[str]) -> Classifier | TableClassifier:
 
 
 class Classifier:
-    """A model of messages: `model.Model` (its counts and settings, as ``model``) with the
-    operations of the commands.
+    """A model (`interface.NaiveBayesModel`, as ``model``: a `model.Model` of messages or a
+    `table_model.TableModel` of a typed table) with the operations of the commands.
 
     ``labels`` are its classes, sorted; ``positive`` the class a two-class model's log-odds
-    point to (None for more classes).
+    point to (None for more classes). A model of messages takes messages (bytes, text,
+    paths); a table model the rows of tables, given as paths or `tables.Table`.
     """
 
-    def __init__(self, model: Model) -> None:
+    def __init__(self, model: NaiveBayesModel) -> None:
         self.model = model
+
+    @property
+    def kind(self) -> str:
+        """``"messages"`` or ``"table"``."""
+        return self.model.kind
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -199,139 +321,115 @@ class Classifier:
 
     @property
     def positive(self) -> str | None:
-        return self.model.training.positive if self.model.is_binary else None
+        return self.model.positive if self.model.is_binary else None
 
     def __repr__(self) -> str:
-        cfg = self.model.training
+        m: Any = self.model
+        if self.kind == "table":
+            return f"<nbspam.Classifier table labels={list(self.labels)} columns={[c.name for c in m.columns]}>"
         return (
-            f"<nbspam.Classifier {cfg.event_model} labels={list(self.labels)} "
-            f"terms={len(self.model.terms):,} messages={int(self.model.class_count.sum()):,}>"
+            f"<nbspam.Classifier {m.training.event_model} labels={list(self.labels)} "
+            f"terms={len(m.terms):,} messages={int(m.class_count.sum()):,}>"
         )
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the model file, as ``nbspam train -o`` writes it (atomically, under the
         model's lock)."""
-        from .store.modelfile import write_model
+        from .store.kinds import save
 
-        write_model(self.model, os.fspath(path))
+        save(self.model, os.fspath(path))
 
-    def predict(
-        self, messages: OneMessage | Iterable[OneMessage], *, jobs: int = 1
-    ) -> list[Prediction]:
-        """A `decision.Prediction` for every message, what ``nbspam predict`` prints: ``id``
-        (a message given as bytes or text: its position among those given, from 0; else
-        the identifier ``predict`` prints), ``label``, ``probabilities`` (in the order of
-        ``labels``) and, for two classes, ``log_odds``, ``verdict`` (by the model's
-        cutoffs: the negative label, 'unsure' or the positive label) and ``calibrated``
-        (the calibrated probability of the positive label, or None)."""
-        from .models.model import score
+    def dump(self) -> bytes:
+        """The model as text, what ``nbspam dump`` writes (`restore` reads it back)."""
+        from .store.kinds import dump
 
-        return list(score(self.model, _messages(messages, _problems()), jobs=jobs))
+        return b"".join(dump(self.model))
 
-    def explain(
-        self, message: OneMessage | None = None, *, top: int = 20, against: str | None = None
-    ) -> Any:
-        """``nbspam explain``: without a message, for each class its ``top`` terms of
-        largest log-odds weight (a list of `explain.ClassTerms`); with one, its log-odds
-        as a bias plus one contribution per known term (`explain.MessageExplanation`, or
-        `explain.FisherExplanation` for a fisher model). ``against``: more than two classes,
-        the class to compare with (default: the runner-up)."""
-        from .models import explain as ex
+    def merge(self, *others: Classifier) -> Classifier:
+        """The model of this one's inputs and ``others``' (trained on disjoint inputs with
+        the same settings), as ``nbspam merge`` makes it."""
+        return Classifier(self.model.merge([o.model for o in others]))
 
+    def describe(self) -> dict[str, Any]:
+        """What ``nbspam info`` shows of the model (`interface.NaiveBayesModel.describe`)."""
+        return self.model.describe()
+
+    def predict(self, inputs: Any, *, jobs: int = 1) -> list[Prediction]:
+        """A `decision.Prediction` for every message (or row), what ``nbspam predict``
+        prints: ``id`` (a message given as bytes or text: its position among those given,
+        from 0; a row: PATH#LINE; else the identifier ``predict`` prints), ``label``,
+        ``probabilities`` (in the order of ``labels``) and, for two classes,
+        ``log_odds``, ``verdict`` (by the model's cutoffs: the negative label, 'unsure' or
+        the positive label) and ``calibrated`` (the calibrated probability of the positive
+        label, or None)."""
+        if self.kind == "table":
+            return list(self.model.predict(_tables(inputs)))
+        return list(self.model.predict(_messages(inputs, _problems()), jobs=jobs))
+
+    def explain(self, inputs: Any = None, *, top: int = 20, against: str | None = None) -> Any:
+        """``nbspam explain``. A model of messages: without a message, for each class its
+        ``top`` terms of largest log-odds weight (a list of `explain.ClassTerms`); with one,
+        its log-odds as a bias plus one contribution per known term
+        (`explain.MessageExplanation`, or `explain.FisherExplanation` for a fisher model);
+        ``against``: more than two classes, the class to compare with (default: the
+        runner-up). A table model: without tables, its columns' statistics; with them, a
+        list of each row's log-odds as a bias plus one contribution per column."""
+        if self.kind == "table":
+            explained = self.model.explain(None if inputs is None else _tables(inputs))
+            return explained if inputs is None else list(explained)
         if against is not None and against not in self.labels:
             raise NbspamError(f"--against {against!r} is not one of the labels {list(self.labels)}")
-        if message is None:
-            return ex.top_terms(self.model, top, against=against)
-        found = list(_messages(message, _problems()))
+        if inputs is None:
+            return self.model.explain(top=top, against=against)
+        found = list(_messages(inputs, _problems()))
         if len(found) != 1:
-            raise InputError(f"explain takes one message; {_name(message)} holds {len(found):,}")
-        from .text.features import Analyzer
+            raise InputError(f"explain takes one message; {_name(inputs)} holds {len(found):,}")
+        return next(iter(self.model.explain(found, against=against)))
 
-        tokens = Analyzer(self.model.tokenizer).tokens(found[0].data)
-        return ex.explain_message(self.model, found[0].id, tokens, against=against)
-
-    def learn(
-        self, messages: OneMessage | Iterable[OneMessage], label: str, *, new_label: bool = False
-    ) -> Change:
+    def learn(self, inputs: Any, label: str | None = None, *, new_label: bool = False) -> Any:
         """Add messages under ``label``, as ``nbspam learn`` does (a message learned before
         under another label is moved); the result equals training on all the messages at
         once. A label the model lacks needs ``new_label=True``. Returns what was done
-        (`update.Change`: learned, relabelled, unchanged)."""
+        (`update.Change`: learned, relabelled, unchanged). A table model adds the labelled
+        rows of tables (each under its label column, or all as ``label``) and returns how
+        many."""
+        if self.kind == "table":
+            return self._add_rows(inputs, +1, label)
         from .service.update import learn
 
+        if label is None:
+            raise NbspamError("give the label the messages are learned as")
         if label not in self.labels and not new_label:
             raise NbspamError(
                 f"the model has no label {label!r} (its labels: {', '.join(self.labels)}); "
                 "give new_label=True to add one"
             )
-        self.model, change = learn(self.model, _messages(messages, _problems()), label)
+        self.model, change = learn(self.model, _messages(inputs, _problems()), label)
         return change
 
-    def forget(self, messages: OneMessage | Iterable[OneMessage]) -> Change:
+    def forget(self, inputs: Any) -> Any:
         """Remove learned messages, as ``nbspam forget`` does; the result equals training
         without them. Returns `update.Change`, whose ``unknown`` lists the messages that
-        the model never learned (left alone)."""
+        the model never learned (left alone). A table model removes the rows of tables
+        learned before (all of them, or nothing) and returns how many."""
+        if self.kind == "table":
+            return self._add_rows(inputs, -1, None)
         from .service.update import forget
 
-        self.model, change = forget(self.model, _messages(messages, _problems()))
+        self.model, change = forget(self.model, _messages(inputs, _problems()))
         return change
 
-
-class TableClassifier:
-    """A model of a typed table (`table_model.TableModel`, as ``model``): it predicts,
-    explains, learns and forgets the rows of tables, given as paths or `tables.Table`."""
-
-    def __init__(self, model: TableModel) -> None:
-        self.model = model
-
-    @property
-    def labels(self) -> tuple[str, ...]:
-        return self.model.labels
-
-    @property
-    def positive(self) -> str | None:
-        return self.model.labels[self.model.positive_index] if self.model.is_binary else None
-
-    def __repr__(self) -> str:
-        return (
-            f"<nbspam.TableClassifier labels={list(self.labels)} "
-            f"columns={[c.name for c in self.model.columns]}>"
-        )
-
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the model file, as ``nbspam train -o`` writes it."""
-        from .models.table_model import save_table_model
-
-        save_table_model(self.model, os.fspath(path))
-
-    def predict(self, tables: Any) -> list[Prediction]:
-        """A `decision.Prediction` for every row of each table (its ``id`` PATH#LINE)."""
-        return [p for table in _tables(tables) for p in self.model.predict(table)]
-
-    def explain(self, tables: Any = None) -> Any:
-        """Without tables, the model's columns (`table_model.describe`); with them, each
-        row's log-odds as a bias plus one contribution per column (two classes)."""
-        from .models.table_model import describe, explain_rows
-
-        if tables is None:
-            return describe(self.model)
-        return [e for table in _tables(tables) for e in explain_rows(self.model, table)]
-
-    def learn(self, tables: Any) -> int:
-        """Add the labelled rows of tables (each under its label column); returns how many."""
-        return self._add(tables, +1)
-
-    def forget(self, tables: Any) -> int:
-        """Remove the rows of tables learned before (all of them, or nothing)."""
-        return self._add(tables, -1)
-
-    def _add(self, tables: Any, sign: int) -> int:
-        from .models.table_model import add_rows
+    def _add_rows(self, tables: Any, sign: int, label: str | None) -> int:
+        from .models.table_model import add_rows, relabelled
 
         model = copy.deepcopy(self.model)  # a failure leaves the model as it was
-        n = sum(add_rows(model, table, sign) for table in _tables(tables))
+        n = sum(add_rows(model, relabelled(model, t, label), sign) for t in _tables(tables))
         self.model = model
         return n
+
+
+TableClassifier = Classifier
+"""The `Classifier` of a table model: the same class (an older name, kept for scripts)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -398,11 +496,23 @@ def typed_table_settings(
     )
 
 
-def _labelled(items: list[Any], problems: Problems) -> Iterator[Message]:
-    """The labelled messages of training data items, in order."""
+def _labelled(items: list[Any], reading: Reading) -> Iterator[Message]:
+    """The labelled messages of training data items, in order, then those of the paths
+    ``reading.listed`` (read literally), each seen by ``reading.watch``."""
+    messages = _labelled_items(items, reading)
+    return reading.watch(messages) if reading.watch else messages
+
+
+def _labelled_items(items: list[Any], reading: Reading) -> Iterator[Message]:
+    problems = reading.problems
     for i, item in enumerate(items):
         if isinstance(item, (str, os.PathLike)):
-            yield from read_labelled([os.fspath(item)], problems)
+            yield from read_labelled(
+                [os.fspath(item)],
+                problems,
+                follow_links=reading.follow_links,
+                literal=reading.literal,
+            )
         elif _is_pair(item):
             yield Message(str(i), _cut(item[0]), item[1])
         elif isinstance(item, Message) and item.label is not None:
@@ -412,6 +522,10 @@ def _labelled(items: list[Any], problems: Problems) -> Iterator[Message]:
                 f"item {i} of the training data is neither a path nor a (text, label) "
                 f"pair: {item!r:.60}"
             )
+    if reading.listed:
+        yield from read_labelled(
+            list(reading.listed), problems, follow_links=reading.follow_links, literal=True
+        )
 
 
 def _messages(messages: Any, problems: Problems) -> Iterator[Message]:

@@ -86,3 +86,33 @@ def test_package_inits_import_nothing():
         body = ast.parse(init.read_text()).body
         assert len(body) == 1 and isinstance(body[0], ast.Expr), init
         assert isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)
+
+
+def test_no_command_asks_the_kind_of_a_model_or_of_its_data():
+    """The commands call the library, which tells a model of messages from a table model
+    (`store.kinds`) and messages from a typed table (`api`): no name of either choice
+    appears in cli/commands.py."""
+    tree = ast.parse((ROOT / "nbspam" / "cli" / "commands.py").read_text())
+    used = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            used.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            used.add(node.attr)
+        elif isinstance(node, ast.ImportFrom):
+            used.update((node.module or "").split("."))
+            used.update(alias.name for alias in node.names)
+    asking = {
+        "is_table_model",
+        "kind",
+        "kind_of",
+        "typed_table",
+        "typed_table_settings",
+        "_typed_table",
+        "TableModel",
+        "table_model",
+        "tablefile",
+        "table_training",
+        "table_evaluation",
+    }
+    assert sorted(asking & used) == []

@@ -21,14 +21,12 @@ from nbspam.models.table_model import (
     TableSettings,
     add_rows,
     bin_edges,
-    describe,
+    column_statistics,
     explain_rows,
     fit_table,
-    load_table_model,
-    save_table_model,
     subset,
-    to_header,
 )
+from nbspam.store.tablefile import load_table_model, save_table_model, to_header
 from nbspam.text.tables import Table, read_table
 from tests.helpers import SAMPLE, cli_run
 
@@ -230,11 +228,11 @@ def test_contributions_add_up_to_the_log_odds():
 def test_describe_says_linear_or_quadratic():
     rows = [[repr(x), "a"] for x in (1.0, 2.0, 3.0)] + [[repr(x), "b"] for x in (11.0, 12.0, 13.0)]
     model = fit_table(Table(["x", "label"], rows, [str(i) for i in range(6)]), TableSettings())
-    (entry,) = describe(model)
+    (entry,) = column_statistics(model)
     assert entry["boundary"] == "linear"
     rows[0][0] = "0.0"
     model = fit_table(Table(["x", "label"], rows, [str(i) for i in range(6)]), TableSettings())
-    assert describe(model)[0]["boundary"] == "quadratic"
+    assert column_statistics(model)[0]["boundary"] == "quadratic"
 
 
 def test_model_file_round_trip(tmp_path):
@@ -356,11 +354,35 @@ def test_commands_on_a_typed_table(tmp_path):
     assert shown["kind"] == "table" and shown["label_column"] == "label"
     assert {c["kind"] for c in shown["columns"]} == {"gaussian"}
     r = cli_run("dump", "-m", model)
-    assert r.exit_code == 1
-    assert (
-        r.stderr
-        == f"Error: {model} is a model of a typed table: this command takes models of messages only\n"
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.startswith("# nbspam table dump 1\n{\n") and r.stdout.endswith("}\nend\n")
+
+
+def test_a_table_model_is_dumped_and_restored_to_the_same_file(tmp_path):
+    model, dump, again = tmp_path / "m.nbm", tmp_path / "m.dump", tmp_path / "again.nbm"
+    save_table_model(fit_table(mixed_table(), TableSettings()), model)
+    r = cli_run("dump", "-m", model, "-o", dump)
+    assert (r.exit_code, r.stderr) == (0, f"dumped {model} to {dump}\n")
+    r = cli_run("restore", dump, "-o", again)
+    assert (r.exit_code, r.stderr) == (
+        0,
+        f"restored {again}: a table model, 2 classes, 4 columns, 120 rows learned\n",
     )
+    assert again.read_bytes() == model.read_bytes()
+    assert cli_run("predict", "-m", again, "-f", "jsonl", tmp_path / "none.csv").exit_code == 1
+
+
+def test_a_table_dump_cut_short_is_one_line(tmp_path):
+    model, dump = tmp_path / "m.nbm", tmp_path / "m.dump"
+    save_table_model(fit_table(mixed_table(), TableSettings()), model)
+    assert cli_run("dump", "-m", model, "-o", dump).exit_code == 0
+    dump.write_bytes(dump.read_bytes()[:-4])
+    r = cli_run("restore", dump, "-o", tmp_path / "again.nbm")
+    assert (r.exit_code, r.stderr) == (
+        1,
+        "Error: the dump is cut short: it must end with the line 'end'\n",
+    )
+    assert not (tmp_path / "again.nbm").exists()
 
 
 def test_unseen_category_is_one_note(tmp_path):

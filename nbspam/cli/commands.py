@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import io
-import itertools
 import os
 import sys
 import time
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import click
@@ -109,6 +107,10 @@ class Reporter:
         (`extent.input_bytes`)."""
         self.counted = True
         return self.meter.reading(messages, total, self.verb)
+
+    def watch(self, messages: Iterable[Any]) -> Iterator[Any]:
+        """`read` against the `total` bytes."""
+        return self.read(messages, self.total)
 
     def progress(self, n: int, size: int = 0) -> None:
         """``n`` more messages done (of ``size`` bytes), for a command whose messages
@@ -394,13 +396,11 @@ def table_options(f):
     )(f)
 
 
-def _typed_table(data: Sequence[str], options: dict[str, Any]) -> tuple[str | None, Any]:
-    """(the typed table DATA names or None, its settings), taking the table options out of
-    ``options``."""
-    from ..api import typed_table_settings
-
-    table = [options.pop(name) for name in ("label_column", "column_kinds", "bins", "binning")]
-    return typed_table_settings(list(data), *table, options)
+def _table(options: dict[str, Any]) -> dict[str, Any]:
+    """The options of a training command as `api.train` takes them: --column as columns."""
+    options = dict(options)
+    options["columns"] = options.pop("column_kinds")
+    return options
 
 
 def train_options(f):
@@ -568,39 +568,18 @@ def engine_options(f):
     )(f)
 
 
-def _check_engine(engine: str, scheduler: str | None, tls: tuple[str | None, ...]) -> None:
-    """--scheduler is for --engine dask, and its TLS files for --scheduler."""
-    if scheduler is not None and engine != "dask":
-        raise click.UsageError("--scheduler is for --engine dask")
-    if scheduler is None and any(tls):
-        raise click.UsageError("--tls-ca-file, --tls-cert and --tls-key are for --scheduler")
+def _engine(
+    name: str,
+    scheduler: str | None,
+    tls_ca_file: str | None,
+    tls_cert: str | None,
+    tls_key: str | None,
+    jobs: int,
+) -> Any:
+    """The `engine.Engine` of --engine, --scheduler, its TLS files and --jobs."""
+    from ..service.engine import Engine
 
-
-def _dask_client(scheduler: str | None, jobs: int, tls: tuple[str | None, ...]) -> Any:
-    """The Dask client of --scheduler (with the --tls-* files), or of a local cluster."""
-    from ..service.cluster import dask_client
-
-    ca_file, cert, key = tls
-    return dask_client(scheduler, jobs, ca_file=ca_file, cert=cert, key=key)
-
-
-@contextlib.contextmanager
-def _counter(
-    engine: str, scheduler: str | None, jobs: int, tls: tuple[str | None, ...]
-) -> Iterator[Any]:
-    """What tokenizes and counts for --engine: worker processes here, or a Dask cluster
-    (connected to, or started, for the length of the block)."""
-    from ..text.counting import count_chunks
-
-    if engine != "dask":
-        yield count_chunks
-        return
-    from functools import partial
-
-    from ..service.cluster import count_chunks as count_on_cluster
-
-    with _dask_client(scheduler, jobs, tls) as client:
-        yield partial(count_on_cluster, client)
+    return Engine(name, scheduler, tls_ca_file, tls_cert, tls_key, jobs)
 
 
 @cli.command()
@@ -655,9 +634,7 @@ def train(
       nbspam train spam=spam.mbox ham=~/Maildir -o spam.nbm --event-model bernoulli
       nbspam train sms.tsv -o sms.nbm -c configs/bernoulli.yaml
     """
-    from ..fit.run_settings import settings_from
-    from ..fit.training import train as train_model
-    from ..mail.messages import read_labelled
+    from .. import api
 
     listed = list(_listed(files_from, null))
     specs = [*data, *listed]
@@ -665,47 +642,31 @@ def train(
         [("-o", output, "the model")],
         [*_data_inputs(specs), *_setting_inputs(config_file, options)],
     )
-    table_path, table_settings = _typed_table(specs, options)
-    settings = settings_from(config_file, options)
-    _check_output(output)
-    tls = (tls_ca_file, tls_cert, tls_key)
-    _check_engine(engine, scheduler, tls)
-    if table_path is not None:
-        if engine == "dask":
-            raise NbspamError("--engine dask trains on messages, not on a typed table")
-        _train_table(table_path, table_settings, settings, output)
-        return
-    report = Reporter("read")
     if not specs:
         raise click.UsageError("give DATA to train on, or --files-from")
+    _check_output(output)
+    report = Reporter("read")
     given = [(spec, literal_paths) for spec in data] + [(spec, True) for spec in listed]
-    if engine == "dask":  # the workers read the messages: only their files are listed here
-        from ..service.cluster import train_parts
-        from ..service.sources import list_parts
+    report.total = _input_bytes(given, labelled=True)
+    reading = api.Reading(
+        report.problems,
+        report.progress,
+        follow_links,
+        literal_paths,
+        listed=listed,
+        watch=report.watch,
+    )
+    engine = _engine(engine, scheduler, tls_ca_file, tls_cert, tls_key, jobs)
+    model = api.train(
+        list(data), config=config_file, reading=reading, engine=engine, **_table(options)
+    ).model
+    from ..store.kinds import save  # not before training: it starts its workers first
 
-        parts = itertools.chain(
-            list_parts(data, report.problems, follow_links=follow_links, literal=literal_paths),
-            list_parts(listed, report.problems, follow_links=follow_links, literal=True),
-        )
-        report.total = _input_bytes(given, labelled=True)
-        with _dask_client(scheduler, jobs, tls) as client:
-            model = train_parts(
-                parts, settings, client, progress=report.progress, problems=report.problems
-            )
-    else:
-        messages = itertools.chain(
-            read_labelled(data, report.problems, follow_links=follow_links, literal=literal_paths),
-            read_labelled(listed, report.problems, follow_links=follow_links, literal=True),
-        )
-        messages = report.read(messages, _input_bytes(given, labelled=True))
-        model = train_model(messages, settings, jobs=jobs)
-    from ..store.modelfile import write_model  # not before training: it starts its workers first
-
-    write_model(model, output)
+    save(model, output)
     status = report.finish()
-    from .render import train_summary
+    from .render import train_summary_of
 
-    for line in train_summary(model, output, os.path.getsize(output), verbose=verbose):
+    for line in train_summary_of(model, output, os.path.getsize(output), verbose=verbose):
         say(line)
     sys.exit(status)
 
@@ -722,31 +683,6 @@ def _input_bytes(paths: Iterable[tuple[str, bool]], *, labelled: bool = False) -
             return None
         total += size
     return total
-
-
-def _read_labelled(
-    report: Reporter, specs: Sequence[str], *, follow_links: bool, literal: bool
-) -> Iterator:
-    """`messages.read_labelled` of ``specs``, their progress shown by ``report``."""
-    from ..mail.messages import read_labelled
-
-    found = read_labelled(specs, report.problems, follow_links=follow_links, literal=literal)
-    return report.read(found, _input_bytes([(spec, literal) for spec in specs], labelled=True))
-
-
-def _train_table(path: str, table_settings: Any, settings: Any, output: str) -> None:
-    import dataclasses
-
-    from ..fit.table_training import table_rule, train_table
-    from ..models.table_model import save_table_model
-    from .render import table_train_summary
-
-    table_settings = dataclasses.replace(table_settings, tokenizer=settings.tokenizer)
-    cfg = settings.training
-    model = train_table(path, table_settings, auto=cfg.event_model == AUTO, cfg=table_rule(settings))
-    save_table_model(model, output)
-    for line in table_train_summary(model, output, os.path.getsize(output)):
-        say(line)
 
 
 def _check_output(path: str) -> None:
@@ -802,24 +738,6 @@ def _setting_inputs(config_file: str | None, options: dict[str, Any]) -> list[tu
     if words not in (None, "english", "none"):
         files.append(("the --stop-words file", words))
     return [(path, what) for what, path in files if path]
-
-
-def read_inputs(
-    paths: Iterable[tuple[str, bool]], problems, *, follow_links: bool = False
-) -> Iterator:
-    """The messages of each (PATH, whether it is read literally) in turn
-    (`messages.read_messages`); a PATH that holds none (an empty folder, say) is reported as
-    skipped, so the command ends with status 3."""
-    from ..mail.messages import read_messages
-
-    for path, literal in paths:
-        before = problems.skipped
-        found = False
-        for message in read_messages([path], problems, follow_links=follow_links, literal=literal):
-            found = True
-            yield message
-        if not found and problems.skipped == before:
-            problems.skip(path, "no messages found")
 
 
 def _paths(
@@ -888,7 +806,7 @@ def predict(
       nbspam predict -m spam.nbm < message.eml
       find ~/Maildir/new -type f | nbspam predict -m spam.nbm --files-from - -f jsonl
     """
-    from ..store.container import is_table_model
+    from ..service.predicting import predict as predict_inputs
     from . import render
 
     layer = _layer(user, user_models)
@@ -896,106 +814,31 @@ def predict(
         from .stdin import hint_on_terminal
 
         hint_on_terminal()
-    if is_table_model(model_path):
-        if engine == "dask" or layer is not None:
-            option = "--engine dask" if engine == "dask" else "--user"
-            raise NbspamError(f"{option} scores messages, not rows of a typed table")
-        _predict_table(model_path, (p for p, _ in _paths(paths, files_from, null)), fmt)
-        return
-    if layer is not None and engine == "dask":
-        raise NbspamError("--user scores with the local scorer: give --engine local")
     if files_from is None and paths in ((), ("-",)) and layer is None:
         # one message on stdin (a mail filter's case): score it without numpy or scipy
         from .stdin import predict_stdin
 
         if predict_stdin(model_path, fmt):
             return
-
-    from ..service.array_scoring import load_scorer
-
-    tls = (tls_ca_file, tls_cert, tls_key)
-    _check_engine(engine, scheduler, tls)
     report = Reporter("scored")
-    scorer = load_scorer(model_path, layer)
-    listed = list(_paths(paths, files_from, null, literal_paths))
-    messages = read_inputs(listed, report.problems, follow_links=follow_links)
-    messages = report.read(messages, _input_bytes(listed))
-    if engine == "dask":
-        from ..service.cluster import predict as predict_on_cluster
-
-        with _dask_client(scheduler, jobs, tls) as client:
-            results = predict_on_cluster(model_path, messages, client)
-            for line in render.predictions(results, scorer.labels, fmt):
-                emit(line)
-        sys.exit(report.finish())
-    results = scorer.predict_messages(messages, jobs=jobs)
-    for line in render.predictions(results, scorer.labels, fmt):
+    inputs = list(_paths(paths, files_from, null, literal_paths))
+    report.total = _input_bytes(inputs)
+    done = predict_inputs(
+        model_path,
+        inputs,
+        report.problems,
+        engine=_engine(engine, scheduler, tls_ca_file, tls_cert, tls_key, jobs),
+        layer=layer,
+        follow_links=follow_links,
+        watch=report.watch,
+    )
+    for line in render.predictions(done.results, done.labels, fmt):
         emit(line)
-    sys.exit(report.finish())
-
-
-def _predict_table(model_path: str, paths: Iterable[str], fmt: str) -> None:
-    """`predict` with a table model: every row of each table PATH."""
-    from collections import Counter
-
-    from ..models.table_model import load_table_model
-    from ..text.tables import read_table
-    from . import render
-
-    model = load_table_model(model_path)
-    unseen: Counter = Counter()
-    for path in paths:
-        if path == "-":
-            raise NbspamError(f"{model_path} is a table model: give the tables to score as PATH")
-        table = read_table(path)
-        for line in render.predictions(model.predict(table, unseen), model.labels, fmt):
-            emit(line)
-    note = render.unseen_note(unseen)
+        report.progress(1)  # rows of tables, which are not read as messages
+    note = render.unseen_note(done.unseen)
     if note:
         say(f"note: {note}")
-
-
-def _update_table(model_path: str, paths: list[str], sign: int, label: str | None) -> None:
-    """`learn` and `forget` with a table model: the rows of each table PATH, each under its
-    label column (or, for `learn --label`, every row as that label)."""
-    from ..models.table_model import update_table_file
-    from ..text.tables import read_table
-
-    if not paths:
-        raise click.UsageError("a table model learns and forgets the rows of a table: give PATH")
-    n = sum(update_table_file(model_path, read_table(path), sign, label) for path in paths)
-    verb = "learned" if sign > 0 else "forgot"
-    say(f"{verb} {n:,} row(s)" + (f" as {label}" if label else ""))
-
-
-def _merge_tables(models: tuple[str, ...], output: str) -> bool:
-    """`merge` of table models; False where the first model is not one."""
-    from ..models.table_model import load_table_model, merge_table_models, save_table_model
-    from ..store.container import is_table_model
-
-    if not is_table_model(models[0]):
-        return False
-    merged = merge_table_models([load_table_model(path) for path in models])
-    save_table_model(merged, output)
-    say(f"merged {len(models)} table models into {output}")
-    return True
-
-
-def _explain_table(model_path: str, paths: list[str], top: int | None, fmt: str) -> None:
-    """`explain` with a table model: the columns, or each row's contributions."""
-    from ..models.table_model import describe, explain_rows, load_table_model
-    from ..text.tables import read_table
-    from . import render
-
-    model = load_table_model(model_path)
-    if not paths:
-        for line in render.table_description(describe(model), fmt):
-            emit(line)
-        return
-    for path in paths:
-        for e in explain_rows(model, read_table(path)):
-            for line in render.row_explanation(e, fmt, top):
-                emit(line)
+    sys.exit(report.finish())
 
 
 @cli.command()
@@ -1040,31 +883,25 @@ def explain(
       nbspam explain -m spam.nbm sample_data/new/001.eml
       nbspam explain -m spam.nbm -f jsonl - < message.eml
     """
-    from ..models import explain as ex
-    from ..store.container import is_table_model
-    from ..store.modelfile import load_model
-    from ..text.features import Analyzer
+    from ..service.predicting import explain as explain_inputs
     from . import render
 
-    if is_table_model(model_path):
-        listed = [*paths, *_listed(files_from, null)]
-        _explain_table(model_path, listed, top, fmt)
-        return
-    model = load_model(model_path)
-    if against is not None and against not in model.labels:
-        raise NbspamError(f"--against {against!r} is not one of the labels {list(model.labels)}")
-    if not paths and files_from is None:
-        groups = ex.top_terms(model, top or 20, against=against)
-        for line in render.top_terms(groups, model.labels, ex.count_kind(model), fmt):
-            emit(line)
-        return
-    analyzer = Analyzer(model.tokenizer)
+    given = bool(paths) or files_from is not None
     report = Reporter("explained")
-    listed = _paths(paths, files_from, null, literal_paths)
-    for message in read_inputs(listed, report.problems, follow_links=follow_links):
-        e = ex.explain_message(model, message.id, analyzer.tokens(message.data), against=against)
-        for line in render.message_explanation(e, fmt, top):
+    model, explained = explain_inputs(
+        model_path,
+        list(_paths(paths, files_from, null, literal_paths)) if given else None,
+        report.problems,
+        top=top,
+        against=against,
+        follow_links=follow_links,
+    )
+    if not given:
+        for line in render.model_explanation(model, explained, fmt, top):
             emit(line)
+        return
+    for line in render.input_explanations(explained, fmt, top):
+        emit(line)
     sys.exit(report.finish())
 
 
@@ -1187,20 +1024,13 @@ def evaluate(
       nbspam evaluate train/ --test test/ -f json
       nbspam evaluate ../mail --online --learn errors --plot curve.svg
     """
-    import dataclasses
-    from functools import partial
-
-    from ..evaluation import evaluation as ev
-    from ..evaluation.report import report as evaluation_report
-    from ..fit.run_settings import settings_from
+    from .. import api
     from .render import render_report
 
     check_outputs(
         [("--scores", scores_file, "the --scores file"), ("--plot", plot, "the --plot file")],
         [*_data_inputs([*data, *test_data]), *_setting_inputs(config_file, options)],
     )
-    table_path, table_settings = _typed_table(data, options)
-    settings = settings_from(config_file, options)
     if online and (test_data or chronological):
         raise click.UsageError(
             "--online is a protocol of its own: not with --test or --chronological"
@@ -1213,93 +1043,34 @@ def evaluate(
         from ..evaluation.plot import check_plot
 
         check_plot(plot)
-    tls = (tls_ca_file, tls_cert, tls_key)
-    _check_engine(engine, scheduler, tls)
-    if online and engine == "dask":
-        raise NbspamError("--online learns one message at a time here: not with --engine dask")
     talk = Reporter("read")
-    labelled = partial(_read_labelled, talk, follow_links=follow_links, literal=literal_paths)
-    if online and table_path is None:
-        from ..evaluation.online import evaluate_online
-
-        result = evaluate_online(
-            labelled(data),
-            settings,
-            order=order,
-            seed=seed,
-            policy=learn_policy,
-            warmup=warmup,
-            autolearn_spam=autolearn_spam,
-            autolearn_ham=autolearn_ham,
-            progress=talk.progress,
-            jobs=jobs,
-        )
-        status = talk.finish()
-        evaluated = evaluation_report(result.scores, cutoffs=None, calibration=None)
-        evaluated["online"] = result.summary
-        for line in render_report(evaluated, fmt):
-            emit(line)
-        if scores_file:
-            ev.write_scores(result.scores, scores_file)
-        if plot:
-            from ..evaluation.plot import plot_online
-
-            plot_online(result.scores, result.curve, plot)
-            say(f"wrote {plot}")
-        sys.exit(status)
-    if table_path is not None:
-        if test_data or chronological or online:
-            raise NbspamError("a typed table is evaluated by cross-validation only (--folds)")
-        if engine == "dask":
-            raise NbspamError("--engine dask evaluates messages, not a typed table")
-        from ..evaluation.table_evaluation import cross_validate_table
-        from ..fit.table_training import table_rule
-
-        scores = cross_validate_table(
-            table_path,
-            dataclasses.replace(table_settings, tokenizer=settings.tokenizer),
-            auto=settings.training.event_model == AUTO,
-            folds=cv_folds,
-            seed=seed,
-            cfg=table_rule(settings),
-        )
-    else:
-        with _counter(engine, scheduler, jobs, tls) as counter:
-            if test_data:
-                messages = labelled(data)
-                tests = labelled(test_data)
-                scores = ev.holdout(
-                    messages, tests, settings, talk.progress, jobs=jobs, counter=counter
-                )
-            elif chronological:
-                scores = ev.chronological(
-                    labelled(data),
-                    settings,
-                    test_fraction=chronological,
-                    progress=talk.progress,
-                    jobs=jobs,
-                    counter=counter,
-                )
-            else:
-                messages = labelled(data)
-                scores = ev.cross_validate(
-                    messages,
-                    settings,
-                    folds=cv_folds,
-                    seed=seed,
-                    progress=talk.progress,
-                    jobs=jobs,
-                    counter=counter,
-                )
+    if not test_data:  # one stream read: its bytes are the bar's total
+        talk.total = _input_bytes([(spec, literal_paths) for spec in data], labelled=True)
+    evaluated = api.evaluate(
+        list(data),
+        folds=cv_folds,
+        seed=seed,
+        test=list(test_data) or None,
+        chronological=chronological,
+        online=online,
+        order=order,
+        learn=learn_policy,
+        warmup=warmup,
+        autolearn_spam=autolearn_spam,
+        autolearn_ham=autolearn_ham,
+        scores=scores_file,
+        plot=plot,
+        config=config_file,
+        reading=api.Reading(
+            talk.problems, talk.progress, follow_links, literal_paths, watch=talk.watch
+        ),
+        engine=_engine(engine, scheduler, tls_ca_file, tls_cert, tls_key, jobs),
+        **_table(options),
+    )
     status = talk.finish()
-    for line in render_report(evaluation_report(scores, cutoffs=None, calibration=None), fmt):
+    for line in render_report(evaluated, fmt):
         emit(line)
-    if scores_file:
-        ev.write_scores(scores, scores_file)
     if plot:
-        from ..evaluation.plot import plot_evaluation
-
-        plot_evaluation(scores, plot, cutoffs=ev.typical_cutoffs(scores))
         say(f"wrote {plot}")
     sys.exit(status)
 
@@ -1330,10 +1101,10 @@ class FilterCommand(click.Command):
             raise
 
 
-def _move_option(kind: str, what: str):
-    """The option --move-KIND: where `filter` moves messages of one verdict."""
+def _move_option(verdict: str, what: str):
+    """The option --move-VERDICT: where `filter` moves messages of one verdict."""
     return click.option(
-        f"--move-{kind}",
+        f"--move-{verdict}",
         metavar="DIR",
         type=click.Path(file_okay=False),
         help=f"Folders: move {what} to DIR, a Maildir (created if missing) or an existing plain folder.",
@@ -1474,8 +1245,7 @@ def filter_mail(
         raise click.UsageError("--exit-status is for one message on stdin (no PATH)")
     if layer is not None:
         raise click.UsageError("--user is for one message on stdin (no PATH)")
-    from ..service.array_scoring import load_scorer
-    from ..service.filtering import filter_folders, report_writer
+    from ..service.filtering import filter_paths, report_writer
     from ..service.mailstore import default_state_path
 
     state_path = state_path or default_state_path(model_path)
@@ -1487,12 +1257,11 @@ def filter_mail(
         ],
         _inputs(paths),
     )
-    scorer = load_scorer(model_path)
     report = Reporter("filtered")
     moves = {"spam": move_spam, "unsure": move_unsure, "ham": move_ham}
     with report_writer(report_path, stdout=emit) as write:
-        summary = filter_folders(
-            scorer,
+        lines = filter_paths(
+            model_path,
             paths,
             moves,
             state_path=state_path,
@@ -1502,23 +1271,10 @@ def filter_mail(
             progress=report.progress,
             jobs=jobs,
             autolearn=learner,
-            model_path=model_path,
         )
     status = report.finish()
-    say(summary.line(dry_run=dry_run))
-    if learner is not None:
-        from ..service.filtering import learn_confident
-
-        sure = summary.autolearned
-        spam = sum(m.label == scorer.positive for m in sure)
-        if dry_run:
-            say(f"autolearn: {len(sure):,} sure enough to learn, none learned")
-        else:
-            learned = learn_confident(model_path, sure)
-            say(
-                f"autolearn: {learned:,} learned of {len(sure):,} sure enough "
-                f"({spam:,} spam, {len(sure) - spam:,} ham; the rest learned before)",
-            )
+    for line in lines:
+        say(line)
     sys.exit(status)
 
 
@@ -1567,8 +1323,7 @@ def learn(
       nbspam learn -m spam.nbm --label spam missed-spam.eml
       nbspam learn -m spam.nbm --label ham ~/Maildir/.Ham/cur
     """
-    from ..service.journalled import learn as learn_messages
-    from ..store.container import is_table_model
+    from ..service.learning import learn as learn_inputs
 
     listed = list(_paths(paths, files_from, null, literal_paths))
     given = [path for path, _ in listed] if paths or files_from is not None else []
@@ -1576,24 +1331,21 @@ def learn(
     check_outputs(
         [("-m", model_path, "the model"), ("--user", layer, "the user's layer")], _inputs(given)
     )
-    if is_table_model(model_path):
-        if layer is not None:
-            raise NbspamError("--user is for models of messages, not of typed tables")
-        _update_table(model_path, given, +1, label)
-        return
-    if label is None:
-        raise click.UsageError(
-            "Missing option '-l' / '--label': the label the messages are learned as."
-        )
     report = Reporter("learned")
-    messages = read_inputs(listed, report.problems, follow_links=follow_links)
-    messages = report.read(messages, _input_bytes(listed))
-    change = learn_messages(model_path, messages, label, layer=layer, new_label=new_label)
-    status = report.finish()
-    say(
-        f"learned {change.learned + change.relabelled:,} message(s) as {label} "
-        f"({change.relabelled:,} moved from another label, {change.unchanged:,} already known)",
+    report.total = _input_bytes(listed)
+    line = learn_inputs(
+        model_path,
+        listed,
+        label,
+        report.problems,
+        given=bool(given),
+        layer=layer,
+        new_label=new_label,
+        follow_links=follow_links,
+        watch=report.watch,
     )
+    status = report.finish()
+    say(line)
     sys.exit(status)
 
 
@@ -1626,8 +1378,7 @@ def forget(
     Example:
       nbspam forget -m spam.nbm wrongly-learned.eml
     """
-    from ..service.journalled import forget as forget_messages
-    from ..store.container import is_table_model
+    from ..service.learning import forget as forget_inputs
 
     listed = list(_paths(paths, files_from, null, literal_paths))
     given = [path for path, _ in listed] if paths or files_from is not None else []
@@ -1635,19 +1386,19 @@ def forget(
     check_outputs(
         [("-m", model_path, "the model"), ("--user", layer, "the user's layer")], _inputs(given)
     )
-    if is_table_model(model_path):
-        if layer is not None:
-            raise NbspamError("--user is for models of messages, not of typed tables")
-        _update_table(model_path, given, -1, None)
-        return
     report = Reporter("forgot")
-    messages = read_inputs(listed, report.problems, follow_links=follow_links)
-    messages = report.read(messages, _input_bytes(listed))
-    change = forget_messages(model_path, messages, layer=layer)
-    for name in change.unknown:
-        report.problems.skip(name, "not learned by this model, nothing to forget")
+    report.total = _input_bytes(listed)
+    line = forget_inputs(
+        model_path,
+        listed,
+        report.problems,
+        given=bool(given),
+        layer=layer,
+        follow_links=follow_links,
+        watch=report.watch,
+    )
     status = report.finish()
-    say(f"forgot {change.forgotten:,} message(s)")
+    say(line)
     sys.exit(status)
 
 
@@ -1860,21 +1611,14 @@ def merge(models: tuple[str, ...], output: str) -> None:
       nbspam train part1/ -o a.nbm && nbspam train part2/ -o b.nbm
       nbspam merge a.nbm b.nbm -o all.nbm
     """
-    from ..service.update import merge as merge_models
-    from ..service.update import merged_note
-    from ..store.modelfile import load_model, write_model
+    from ..service.learning import merge as merge_models
 
     if len(models) < 2:
         raise click.UsageError("merge needs two or more models")
     check_outputs([("-o", output, "the merged model")], [(m, f"the model {m}") for m in models])
     _check_output(output)
-    if _merge_tables(models, output):
-        return
-    parts = [load_model(path) for path in models]
-    merged = merge_models(parts)
-    write_model(merged, output)
-    say(f"merged {len(models)} models into {output}")
-    say(f"note: {merged_note(parts)}")
+    for line in merge_models(models, output):
+        say(line)
 
 
 @cli.command()
@@ -1909,18 +1653,21 @@ def dump(model_path: str, output: str | None) -> None:
     line feed and carriage return are written as \\\\, \\t, \\n, \\r, other control
     characters as \\uXXXX.
 
+    A table model's dump is the line '# nbspam table dump 1', its model file's JSON header
+    (indented), and the line 'end'.
+
     \b
     Example:
       nbspam dump -m spam.nbm -o spam.dump
       nbspam dump -m spam.nbm | awk -F'\\t' 'NF == 5' | sort -t$'\\t' -k3,3nr | head
     """
-    from ..store.dump import dump_chunks
-    from ..store.modelfile import load_model
+    from ..store.kinds import dump as dump_chunks
+    from ..store.kinds import load
 
     if output is not None:
         _check_output(output)
         check_outputs([("-o", output, "the dump")], [(model_path, "the model being dumped")])
-    model = load_model(model_path)
+    model = load(model_path)
     if output is None:
         out = sys.stdout.buffer
         try:
@@ -1943,7 +1690,7 @@ def dump(model_path: str, output: str | None) -> None:
 @click.argument("source", default="-", metavar="[DUMP|-]")
 @output_model_option(default=False)
 def restore(source: str, output: str) -> None:
-    """Make a model file of a dump written by 'nbspam dump'.
+    """Make a model file of a dump written by 'nbspam dump' (of either kind of model).
 
     Reads DUMP ('-' or none: stdin) and writes the model to -o MODEL, replaced atomically
     under its lock. Written by the same version of nbspam, it is the file that was dumped,
@@ -1957,8 +1704,9 @@ def restore(source: str, output: str) -> None:
       nbspam dump -m old.nbm | nbspam restore -o new.nbm
     """
     from ..errors import InputError, os_reason
-    from ..store.dump import restore as restore_model
-    from ..store.modelfile import write_model
+    from ..store.kinds import restore as restore_model
+    from ..store.kinds import save
+    from .render import restored_line
 
     _check_output(output)
     if source == "-":
@@ -1971,11 +1719,8 @@ def restore(source: str, output: str) -> None:
             raise InputError(f"cannot read {source}: {os_reason(error)}") from None
         with stream:
             model = restore_model(stream)
-    write_model(model, output)
-    say(
-        f"restored {output}: {len(model.labels)} classes, {len(model.terms):,} terms, "
-        f"{len(model.seen_labels):,} messages learned",
-    )
+    save(model, output)
+    say(restored_line(output, model))
 
 
 @cli.command()
@@ -1993,19 +1738,11 @@ def info(model_path: str, fmt: str) -> None:
       nbspam info -m spam.nbm
       nbspam info -m spam.nbm -f json | jq .settings.train.alpha
     """
-    from ..store.container import is_table_model
-    from ..store.modelfile import load_model, part_sizes, read_header
-    from .render import model_info, table_model_info
+    from ..store.kinds import describe
+    from .render import info as model_info
 
-    if is_table_model(model_path):
-        from ..models.table_model import load_table_model
-
-        table = load_table_model(model_path)
-        for line in table_model_info(model_path, table, os.path.getsize(model_path), fmt):
-            emit(line)
-        return
-    header, model = read_header(model_path), load_model(model_path)
-    for line in model_info(model_path, header, model, fmt, sizes=part_sizes(model_path)):
+    model, facts = describe(model_path)
+    for line in model_info(model_path, model, facts, fmt):
         emit(line)
 
 

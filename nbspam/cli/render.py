@@ -842,6 +842,7 @@ def table_model_info(model_path: str, model: Any, size: int, fmt: str) -> Iterat
         "label_column": model.label_column,
         "columns": columns,
         "alpha": model.alpha,
+        "prior": model.prior if isinstance(model.prior, str) else dict(model.prior),
         "cutoffs": None if model.cutoffs is None else list(model.cutoffs),
         "calibration": None if model.calibration is None else list(model.calibration),
         "history": model.info,
@@ -866,7 +867,12 @@ def table_model_info(model_path: str, model: Any, size: int, fmt: str) -> Iterat
         by_kind.setdefault(kind, []).append(c.name)
     for kind, names in by_kind.items():
         yield f"columns:    {kind}: {', '.join(names)}"
-    yield f"settings:   alpha {model.alpha:g} (categorical columns), prior fitted"
+    prior = (
+        model.prior
+        if isinstance(model.prior, str)
+        else ",".join(f"{k}={w:g}" for k, w in model.prior)
+    )
+    yield f"settings:   alpha {model.alpha:g} (categorical columns), prior {prior}"
     if model.cutoffs is not None:
         yield f"cutoffs:    below {model.cutoffs[0]:+.3f}, from {model.cutoffs[1]:+.3f} log-odds"
     if model.calibration is not None:
@@ -949,3 +955,53 @@ def row_explanation(e: dict[str, Any], fmt: Format, top: int | None) -> Iterator
         rest = sum(v for _, v in e["contributions"][len(shown) :])
         yield f"  {rest:>+12.4f}  ({hidden} more columns)"
     yield f"  {e['log_odds']:>+12.4f}  = log-odds"
+
+
+def model_explanation(
+    model: Any, explained: Any, fmt: Format, top: int | None = None
+) -> Iterator[str]:
+    """`explain` without inputs: each class's terms of most weight (a model of messages) or
+    each column's statistics (a table model), as ``model.explain()`` gave them."""
+    if model.kind == "table":
+        yield from table_description(explained, fmt)
+        return
+    from ..models.explain import count_kind
+
+    yield from top_terms(explained, model.labels, count_kind(model), fmt)
+
+
+def input_explanations(explained: Iterable[Any], fmt: Format, top: int | None) -> Iterator[str]:
+    """`explain` with inputs: each message's or row's contributions, in turn."""
+    for e in explained:
+        if isinstance(e, dict):  # a row of a table (`table_model.explain_rows`)
+            yield from row_explanation(e, fmt, top)
+        else:
+            yield from message_explanation(e, fmt, top)
+
+
+def info(model_path: str, model: Any, facts: dict[str, Any], fmt: str) -> Iterator[str]:
+    """What `info` shows of a model file of either kind (`store.kinds.describe`)."""
+    if model.kind == "table":
+        yield from table_model_info(model_path, model, facts["size"], fmt)
+        return
+    yield from model_info(model_path, facts["header"], model, fmt, sizes=facts["sizes"])  # type: ignore[arg-type]
+
+
+def train_summary_of(model: Any, output: str, size: int, *, verbose: bool = False) -> list[str]:
+    """What `train` says of the model it wrote, of either kind."""
+    if model.kind == "table":
+        return table_train_summary(model, output, size)
+    return train_summary(model, output, size, verbose=verbose)
+
+
+def restored_line(output: str, model: Any) -> str:
+    """What `restore` says of the model it wrote."""
+    if model.kind == "table":
+        return (
+            f"restored {output}: a table model, {len(model.labels)} classes, "
+            f"{len(model.columns)} columns, {sum(model.class_count):,} rows learned"
+        )
+    return (
+        f"restored {output}: {len(model.labels)} classes, {len(model.terms):,} terms, "
+        f"{len(model.seen_labels):,} messages learned"
+    )

@@ -6,15 +6,19 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ..errors import NbspamError
+from ..text.vocabulary import count_rows
 from . import naive_bayes as nb
 from .decision import verdict
 from .fisher import log_chi2_sf
-from .model import Model, predict_matrix, transform
-from .scoring_forms import FisherForm
+from .scoring_forms import FisherForm, predict_counts
+
+Model = Any
+"""A `model.Model`, which this module does not import: `Model.explain` calls it."""
 
 
 @dataclass(frozen=True)
@@ -139,8 +143,8 @@ def explain_message(
     sc = model.form
     if isinstance(sc, FisherForm):
         return _explain_fisher(model, sc, message_id, tokens)
-    X = transform(model, [tokens])
-    log_posts, log_odds_all = predict_matrix(model, X)
+    X = count_rows([tokens], model.form.index, grow=False)
+    log_posts, log_odds_all = predict_counts(model.form, X)
     log_odds = None if log_odds_all is None else float(log_odds_all[0])
     order = np.argsort(-log_posts[0])
     if model.is_binary:
@@ -186,7 +190,7 @@ def _explain_fisher(
     model: Model, form: FisherForm, message_id: str, tokens: Sequence[str]
 ) -> FisherExplanation:
     """The clues of one message and how its Robinson–Fisher score follows from them."""
-    row = transform(model, [tokens]).getrow(0)
+    row = count_rows([tokens], model.form.index, grow=False).getrow(0)
     clues = sorted(
         (
             Clue(
@@ -202,7 +206,7 @@ def _explain_fisher(
     k = len(clues)
     sum_f = math.fsum(c.log_f for c in clues)
     sum_not = math.fsum(c.log_not_f for c in clues)
-    log_odds = float(predict_matrix(model, row)[1][0])
+    log_odds = float(predict_counts(model.form, row)[1][0])
     positive, negative = model.labels[model.positive_index], model.labels[model.negative_index]
     known = sum(1 for t in tokens if t in model.form.index.ids)
     return FisherExplanation(

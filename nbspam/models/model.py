@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -22,7 +22,7 @@ from ..core.settings import (
     TrainConfig,
 )
 from ..core.sparse import sp
-from ..errors import TrainingError
+from ..errors import NbspamError, TrainingError
 from ..mail.message import Message
 from ..text.counting import ChunkCounts, LabelledChunks, count_chunk, count_chunks
 from ..text.counts import ClassCounts
@@ -38,9 +38,14 @@ from ..text.vocabulary import (
     stop_terms,
 )
 from . import naive_bayes as nb
-from .decision import UNSURE, Prediction, prediction  # noqa: F401  (UNSURE: re-exported)
+from .decision import (  # noqa: F401  (UNSURE: re-exported)
+    UNSURE,
+    Prediction,
+    prediction,
+    stored_cutoffs,
+)
 from .event_models import event_model
-from .scoring_forms import FisherForm, LinearForm
+from .scoring_forms import FisherForm, LinearForm, predict_counts
 
 
 @dataclass(frozen=True, eq=False)
@@ -108,6 +113,65 @@ class Model:
     def form(self) -> LinearForm | FisherForm:
         """The model's scoring form (`scoring_forms`), derived from the counts on first use."""
         return make_form(self)
+
+    # -- the model interface (`interface.NaiveBayesModel`) ------------------------------------
+
+    kind: ClassVar[str] = "messages"
+
+    @property
+    def positive(self) -> str | None:
+        """The class the log-odds point to (two classes); None for more."""
+        return self.training.positive if self.is_binary else None
+
+    def predict(self, messages: Iterable[Message], *, jobs: int = 1) -> Iterator[Prediction]:
+        """A `decision.Prediction` for each `message.Message` (`score`)."""
+        return score(self, messages, jobs=jobs)
+
+    def explain(
+        self,
+        messages: Iterable[Message] | None = None,
+        *,
+        top: int = 20,
+        against: str | None = None,
+    ) -> Any:
+        """Without messages, each class's ``top`` terms of most weight (`explain.top_terms`);
+        with them, an `explain.MessageExplanation` (or `explain.FisherExplanation`) of each.
+        ``against``: more than two classes, the class compared with (default the runner-up)."""
+        from ..text.features import Analyzer
+        from . import explain as ex
+
+        if against is not None and against not in self.labels:
+            raise TrainingError(f"--against {against!r} is not one of the labels {list(self.labels)}")
+        if messages is None:
+            return ex.top_terms(self, top, against=against)
+        analyzer = Analyzer(self.tokenizer)
+        return (
+            ex.explain_message(self, m.id, analyzer.tokens(m.data), against=against)
+            for m in messages
+        )
+
+    def merge(self, others: Sequence[Model]) -> Model:
+        """`merge` of this model and ``others``."""
+        return merge([self, *others])
+
+    def describe(self) -> dict[str, Any]:
+        """What `info` shows: labels with their messages, positive class, vocabulary,
+        settings, decision rule and history."""
+        return {
+            "kind": self.kind,
+            "labels": {label: int(n) for label, n in zip(self.labels, self.class_count)},
+            "positive": self.training.positive,
+            "messages": int(self.class_count.sum()),
+            "terms_seen": len(self.terms),
+            "terms_kept": int(self.form.kept.size),
+            "settings": {
+                "train": dataclasses.asdict(self.training),
+                "tokenizer": dataclasses.asdict(self.tokenizer),
+            },
+            "cutoffs": stored_cutoffs(self.cutoffs),
+            "calibration": None if self.calibration is None else list(self.calibration),
+            "history": self.info,
+        }
 
 
 UNKNOWN_TIME = -1
@@ -398,14 +462,8 @@ def transform(model: Model, token_lists: Iterable[Sequence[str]]) -> sp.csr_matr
 
 def predict_matrix(model: Model, X: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray | None]:
     """(log posteriors (n, C), log-odds (n,) or None) for a matrix from `transform`, by the
-    model's scoring form (`scoring_forms`): the log-odds never saturates, a message at log-odds 800
-    scores 800."""
-    form = model.form
-    F = X
-    if form.binary:  # f(x) = [x > 0]: presence
-        F = X.copy()
-        F.data = np.ones_like(F.data)
-    return form.predict(F)
+    model's scoring form (`scoring_forms.predict_counts`)."""
+    return predict_counts(model.form, X)
 
 
 def score(
@@ -496,3 +554,118 @@ def _clipped(counts: ClassCounts) -> ClassCounts:
     term_count = np.maximum(counts.term_count, 0)
     doc_count = np.minimum(np.maximum(counts.doc_count, 0), term_count)
     return dataclasses.replace(counts, term_count=term_count, doc_count=doc_count)
+
+
+# -- merging: the counts of models trained on disjoint messages, added ---------------------
+
+
+AUTO_CHOSEN = (
+    "event_model",
+    "alpha",
+    "complement_norm",
+    "strength",
+    "stop_words",
+    "min_count",
+    "select",
+    "max_features",
+    "word_pairs",
+)
+
+
+def merge(models: Sequence[Model]) -> Model:
+    """Add models trained on disjoint sets of messages with the same settings.
+
+    The counts add up exactly, to those of training on all the messages. The settings that
+    auto chose for each part (`AUTO_CHOSEN`: the event model, its smoothing, the words
+    left out) may differ between parts trained with ``--event-model auto``: the merged
+    model takes those of the part that learned most messages (ties: the first given), and
+    that part's cutoffs and calibration, as if it had learned the other parts' messages
+    (`learn` keeps a model's settings and decision rule). Models with other differences in
+    their settings are refused, and so are models that learned a message in common (it
+    would be counted twice).
+    """
+    first = models[0]
+    for other in models[1:]:
+        if other.tokenizer != first.tokenizer:
+            diff = _first_difference(first.tokenizer, other.tokenizer)
+            raise NbspamError(f"cannot merge models with different settings: {diff}")
+        a, b = _compared(first), _compared(other)
+        if a != b:
+            raise NbspamError(
+                f"cannot merge models with different settings: {_first_difference(a, b)}"
+            )
+    seen: dict[bytes, str] = {}
+    times: dict[bytes, int] = {}
+    total: ClassCounts | None = None
+    for model in models:
+        times.update(times_map(model))
+        for digest, label in seen_map(model).items():
+            if digest in seen:
+                raise NbspamError(
+                    "cannot merge models that learned the same message (it would be counted "
+                    "twice); train the parts on disjoint sets of messages"
+                )
+            seen[digest] = label
+        total = model.counts if total is None else total.plus(model.counts)
+    largest = largest_part(models)
+    settings = Settings(tokenizer=first.tokenizer, training=largest.training)
+    info: dict = {"created": utc_timestamp(), "merged": len(models)}
+    if "auto" in largest.info:
+        info["auto"] = {**largest.info["auto"], "merged": merged_note(models)}
+    for key, what in (("expired", "digests"), ("pruned", "terms_dropped")):
+        # forget must still know that digests were expired, or terms dropped, from a part
+        parts = [m.info[key] for m in models if isinstance(m.info.get(key), dict)]
+        if parts:
+            info[key] = {
+                what: sum(p.get(what, 0) for p in parts if type(p.get(what, 0)) is int),
+                "last": max(str(p.get("last", "")) for p in parts),
+            }
+    merged = from_counts(total.pruned(), settings, info, seen, times=times)
+    return dataclasses.replace(merged, cutoffs=largest.cutoffs, calibration=largest.calibration)
+
+
+def largest_part(models: Sequence[Model]) -> Model:
+    """The model that learned most messages (ties: the first)."""
+    sizes = [int(m.class_count.sum()) for m in models]
+    return models[sizes.index(max(sizes))]
+
+
+def merged_note(models: Sequence[Model]) -> str:
+    """How merge chose the settings and decision rule of the merged model."""
+    largest = largest_part(models)
+    total = sum(int(m.class_count.sum()) for m in models)
+    size = int(largest.class_count.sum())
+    same = all(_chosen(m) == _chosen(largest) for m in models)
+    chosen = "the same settings" if same else "different settings"
+    return (
+        f"the {len(models)} parts had {chosen} (event model {largest.training.event_model}, as "
+        f"the largest part chose); the merged model takes the settings, cutoffs and "
+        f"calibration of the largest part ({size:,} of the {total:,} messages), fitted on "
+        f"it alone: train on all the messages to fit them on everything"
+    )
+
+
+def _chosen(model: Model) -> tuple:
+    return tuple(getattr(model.training, name) for name in AUTO_CHOSEN)
+
+
+def _compared(model: Model):
+    """A model's training settings as merge compares them: those auto chose left out,
+    where auto chose them."""
+    from ..core.settings import TrainConfig
+
+    if "auto" not in model.info:
+        return model.training
+    defaults = TrainConfig()
+    return dataclasses.replace(
+        model.training, **{name: getattr(defaults, name) for name in AUTO_CHOSEN}
+    )
+
+
+def _first_difference(a, b) -> str:
+    for f in dataclasses.fields(a):
+        if getattr(a, f.name) != getattr(b, f.name):
+            return (
+                f"{f.name} is {getattr(a, f.name)!r} in one and {getattr(b, f.name)!r} in another"
+            )
+    return "unknown"

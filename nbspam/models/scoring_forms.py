@@ -108,3 +108,16 @@ class FisherForm(_Kept):
 def pick(items: Sequence[str], positions: np.ndarray) -> tuple[str, ...]:
     """The items at the given positions, as a tuple."""
     return tuple(map(items.__getitem__, positions.tolist()))
+
+
+def predict_counts(
+    form: LinearForm | FisherForm, X: sp.csr_matrix
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """(log posteriors (n, C), log-odds (n,) or None) of count rows X (n, k) over the form's
+    kept terms: presence where the form is binary, else the counts. The log-odds never
+    saturates: a message at log-odds 800 scores 800."""
+    F = X
+    if form.binary:  # f(x) = [x > 0]: presence
+        F = X.copy()
+        F.data = np.ones_like(F.data)
+    return form.predict(F)

@@ -1,6 +1,6 @@
 """The `TableModel`: naive Bayes over the columns of a table, whose joint log-likelihood adds
 the log prior and every column's log P(x_a | c) (`columns`); its exact statistics, learning
-and forgetting rows, explaining them, merging, and its model file.
+and forgetting rows, explaining them and merging. Its model file is `store.tablefile`'s.
 """
 
 from __future__ import annotations
@@ -8,21 +8,17 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import math
-import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ..core.settings import TokenizerConfig
-from ..errors import ConfigError, InputError, ModelFileError, TrainingError
-from ..store.schema import number_pair
+from ..errors import ConfigError, InputError, TrainingError
 from ..text.tables import (
     DEFAULT_BINS,
-    KINDS,
-    TABLE_KIND,
     Table,
     Words,
     detect_kind,
@@ -30,7 +26,6 @@ from ..text.tables import (
 )
 from . import columns as col
 from . import naive_bayes as nb
-from .decision import read_cutoffs, stored_cutoffs
 
 # --------------------------------------------------------------------------------------------
 # Columns
@@ -154,6 +149,9 @@ class TableModel:
     """Two classes: the (negative, positive) cutoffs on the log-odds, as a Model's."""
     calibration: tuple[float, float] | None = None
     """Two classes: the Platt calibration (a, b), as a Model's."""
+    prior: Any = "fitted"
+    """The class prior, as a Model's (--prior): 'fitted' (N_c / N), 'uniform' or
+    ((label, weight), ...)."""
     notes: list[str] = field(default_factory=list, repr=False, compare=False)
     """What training has to say of the table (not kept in the model file)."""
 
@@ -187,6 +185,12 @@ class TableModel:
         return out
 
     def log_prior(self) -> np.ndarray:
+        """log pi_c (C,): fitted N_c / N, or the weights of --prior normalised."""
+        if self.prior != "fitted":
+            return nb.class_log_prior(
+                np.array(self.class_count, dtype=np.float64),
+                nb.prior_weights(self.prior, self.labels),
+            )
         counts = np.array(self.class_count, dtype=np.float64)
         return np.log(counts) - np.log(counts.sum())
 
@@ -224,8 +228,55 @@ class TableModel:
         _, parts = self.column_log_likelihoods(table, unseen)
         return self.log_prior()[None, :] + sum(parts, np.zeros((len(table), len(self.labels))))
 
-    def predict(self, table: Table, unseen: Counter | None = None) -> Iterator[Any]:
-        """A `decision.Prediction` per row, as `predict` prints them."""
+    # -- the model interface (`interface.NaiveBayesModel`) ------------------------------------
+
+    kind: ClassVar[str] = "table"
+
+    def predict(
+        self, tables: Table | Iterable[Table], unseen: Counter | None = None
+    ) -> Iterator[Any]:
+        """A `decision.Prediction` per row of each table (its ``id`` PATH#LINE), as
+        `predict` prints them. Categories never seen in training are counted in
+        ``unseen`` (`column_log_likelihoods`)."""
+        for table in [tables] if isinstance(tables, Table) else tables:
+            yield from self.predict_table(table, unseen)
+
+    def explain(self, tables: Table | Iterable[Table] | None = None, **options: Any) -> Any:
+        """Without tables, each column's statistics (`column_statistics`); with them, each
+        row's log-odds as a bias plus one contribution per column (`explain_rows`)."""
+        if tables is None:
+            return column_statistics(self)
+        return (
+            e
+            for table in ([tables] if isinstance(tables, Table) else tables)
+            for e in explain_rows(self, table)
+        )
+
+    def merge(self, others: Sequence[TableModel]) -> TableModel:
+        """`merge_table_models` of this model and ``others``."""
+        return merge_table_models([self, *others])
+
+    def describe(self) -> dict[str, Any]:
+        """What `info` shows: rows per class, positive class, label column, each column's
+        kind (and bin edges), alpha, decision rule and history."""
+        return {
+            "kind": self.kind,
+            "labels": {label: int(n) for label, n in zip(self.labels, self.class_count)},
+            "positive": self.positive if self.is_binary else None,
+            "label_column": self.label_column,
+            "columns": [
+                {"column": c.name, "kind": c.kind, **({"bin_edges": c.edges} if c.edges else {})}
+                for c in self.columns
+            ],
+            "alpha": self.alpha,
+            "prior": self.prior if isinstance(self.prior, str) else dict(self.prior),
+            "cutoffs": None if self.cutoffs is None else list(self.cutoffs),
+            "calibration": None if self.calibration is None else list(self.calibration),
+            "history": self.info,
+        }
+
+    def predict_table(self, table: Table, unseen: Counter | None = None) -> Iterator[Any]:
+        """A `decision.Prediction` per row of one table."""
         from .decision import prediction
 
         jll = self.joint_log_likelihood(table, unseen)
@@ -304,6 +355,7 @@ class TableSettings:
     alpha: float = 1.0
     positive: str | None = None
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    prior: Any = "fitted"
 
 
 def given_kinds(patterns: dict[str, str], names: Iterable[str]) -> dict[str, str]:
@@ -371,6 +423,7 @@ def empty_model(table: Table, settings: TableSettings, path: str = "the table") 
         raise TrainingError(f"--positive {positive!r} is not one of the labels {list(labels)}")
     if len(labels) == 2 and positive is None:
         positive = "spam" if "spam" in labels else ("1" if "1" in labels else labels[-1])
+    nb.prior_weights(settings.prior, labels)  # names the labels it must
     kinds = choose_kinds(table, settings, path)
     columns = []
     for name, kind in kinds.items():
@@ -393,6 +446,7 @@ def empty_model(table: Table, settings: TableSettings, path: str = "the table") 
         alpha=settings.alpha,
         positive=positive,
         tokenizer=settings.tokenizer,
+        prior=settings.prior,
     )
     return model
 
@@ -550,31 +604,22 @@ def _non_negative(model: TableModel) -> bool:
     return True
 
 
-def update_table_file(path: str, table: Table, sign: int, label: str | None = None) -> int:
-    """Learn (sign 1) or forget (sign -1) the rows of a table, each under its label column
-    or, where ``label`` is given, every row as ``label``: the rows of a table in the table model at ``path``, under the model's lock;
-    the file is replaced only when every row was counted. Returns the rows counted."""
-    from ..store.container import remove_leftovers
-    from ..store.lock import model_lock
-
-    with model_lock(path):
-        remove_leftovers(path)
-        model = load_table_model(path)
-        if label is not None:
-            if label not in model.labels:
-                raise InputError(
-                    f"{path} has no label {label!r} (its labels: {', '.join(model.labels)})"
-                )
-            kept = [j for j, n in enumerate(table.names) if n != model.label_column]
-            every = Words([label], np.zeros(len(table), dtype=np.int64))
-            table = Table(
-                [table.names[j] for j in kept] + [model.label_column],
-                ids=table.ids,
-                cells=[table.cells[j] for j in kept] + [every],
-            )
-        n = add_rows(model, table, sign)
-        save_table_model(model, path)
-    return n
+def relabelled(
+    model: TableModel, table: Table, label: str | None, where: str = "the model"
+) -> Table:
+    """The table with every row labelled ``label`` (one of the labels of the model, called
+    ``where`` in the error), in the model's label column; the table itself for None."""
+    if label is None:
+        return table
+    if label not in model.labels:
+        raise InputError(f"{where} has no label {label!r} (its labels: {', '.join(model.labels)})")
+    kept = [j for j, n in enumerate(table.names) if n != model.label_column]
+    every = Words([label], np.zeros(len(table), dtype=np.int64))
+    return Table(
+        [table.names[j] for j in kept] + [model.label_column],
+        ids=table.ids,
+        cells=[table.cells[j] for j in kept] + [every],
+    )
 
 
 def subset(table: Table, rows: Iterable[int]) -> Table:
@@ -606,7 +651,7 @@ def explain_rows(model: TableModel, table: Table) -> Iterator[dict[str, Any]]:
         }
 
 
-def describe(model: TableModel) -> dict[str, Any]:
+def column_statistics(model: TableModel) -> list[dict[str, Any]]:
     """The model's columns: per Gaussian column the mean and variance per class (and for two
     classes whether its boundary is linear, equal variances, or quadratic); per categorical
     or Bernoulli column each category's log-odds weight (two classes) or log theta."""
@@ -643,149 +688,6 @@ def describe(model: TableModel) -> dict[str, Any]:
     return out
 
 
-# --------------------------------------------------------------------------------------------
-# The model file
-# --------------------------------------------------------------------------------------------
-
-
-def to_header(model: TableModel) -> dict[str, Any]:
-    """The model as the JSON header of a model file: exact sums as hexadecimal text."""
-    cols = []
-    for c in model.columns:
-        entry: dict[str, Any] = {"name": c.name, "kind": c.kind}
-        if c.kind == "gaussian":
-            entry["n"] = c.stats.n
-            entry["s1"] = [hex(v) for v in c.stats.s1]
-            entry["s2"] = [hex(v) for v in c.stats.s2]
-        elif c.kind in ("categorical", "bernoulli"):
-            entry["categories"] = c.stats.categories
-            entry["counts"] = c.stats.counts
-            if c.edges is not None:
-                entry["edges"] = c.edges
-                entry["zero_bin"] = c.zero_bin
-        elif c.kind == "text":
-            entry["rows"] = c.stats.rows
-            entry["terms"] = c.stats.terms
-        cols.append(entry)
-    return {
-        "table": {
-            "kind": TABLE_KIND,
-            "labels": list(model.labels),
-            "class_count": model.class_count,
-            "label_column": model.label_column,
-            "alpha": model.alpha,
-            "positive": model.positive,
-            "tokenizer": dataclasses.asdict(model.tokenizer),
-            "columns": cols,
-            "info": model.info,
-            "cutoffs": stored_cutoffs(model.cutoffs),
-            "calibration": None if model.calibration is None else list(model.calibration),
-        }
-    }
-
-
-def from_header(path: str | os.PathLike[str], header: dict[str, Any]) -> TableModel:
-    """A TableModel from a model file's header, every field checked (ModelFileError)."""
-    try:
-        return _from_header(header["table"])
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ModelFileError(f"{path} is not a valid nbspam table model: {exc!r}") from None
-
-
-def _counts(values: Any, size: int) -> list[int]:
-    if not isinstance(values, list) or len(values) != size:
-        raise ValueError("a count list of the wrong size")
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values):
-        raise ValueError("a count that is not a whole number >= 0")
-    return list(values)
-
-
-def _from_header(t: dict[str, Any]) -> TableModel:
-    from ..core.settings import config_from_dict
-
-    if t["kind"] != TABLE_KIND:
-        raise ValueError("not a table model")
-    labels = tuple(t["labels"])
-    if len(labels) < 2 or not all(isinstance(v, str) and v for v in labels):
-        raise ValueError("labels")
-    if list(labels) != sorted(set(labels)):
-        raise ValueError("labels not sorted and unique")
-    C = len(labels)
-    alpha = float(t["alpha"])
-    if not math.isfinite(alpha) or alpha < 0:
-        raise ValueError("alpha")
-    positive = t["positive"]
-    if positive is not None and positive not in labels:
-        raise ValueError("positive")
-    columns = []
-    for entry in t["columns"]:
-        name, kind = entry["name"], entry["kind"]
-        if not isinstance(name, str) or kind not in KINDS:
-            raise ValueError(f"column {name!r}")
-        column = Column(name, kind)
-        if kind == "gaussian":
-            n = _counts(entry["n"], C)
-            s1 = [int(v, 16) for v in entry["s1"]]
-            s2 = [int(v, 16) for v in entry["s2"]]
-            column.stats = col.Gaussian(n, s1, s2)
-            if len(s1) != C or len(s2) != C or not column.stats.consistent():
-                raise ValueError(f"column {name!r}: sums that no values within ±1e150 give")
-        elif kind in ("categorical", "bernoulli"):
-            cats = entry["categories"]
-            if not all(isinstance(v, str) for v in cats) or len(set(cats)) != len(cats):
-                raise ValueError(f"column {name!r}: categories")
-            counts = [_counts(row, len(cats)) for row in entry["counts"]]
-            if len(counts) != C:
-                raise ValueError(f"column {name!r}: counts")
-            column.stats = col.Categorical(list(cats), counts, fixed=kind == "bernoulli")
-            if "edges" in entry:
-                edges = [float(e) for e in entry["edges"]]
-                if not all(math.isfinite(e) for e in edges) or edges != sorted(set(edges)):
-                    raise ValueError(f"column {name!r}: edges")
-                column.edges, column.zero_bin = edges, bool(entry["zero_bin"])
-        elif kind == "text":
-            rows = _counts(entry["rows"], C)
-            terms = {str(k): _counts(v, C) for k, v in entry["terms"].items()}
-            column.stats = TextStats(rows, terms)
-        columns.append(column)
-    return TableModel(
-        labels=labels,
-        class_count=_counts(t["class_count"], C),
-        columns=columns,
-        label_column=str(t["label_column"]),
-        alpha=alpha,
-        positive=positive,
-        tokenizer=config_from_dict(TokenizerConfig, t["tokenizer"]),
-        info=dict(t.get("info") or {}),
-        cutoffs=_cutoffs(number_pair(t.get("cutoffs"), "cutoffs"), C),
-        calibration=number_pair(t.get("calibration"), "calibration"),
-    )
-
-
-def _cutoffs(pair: tuple[float, float] | None, classes: int) -> tuple[float, float] | None:
-    if pair is None:
-        return None
-    if classes != 2 or pair[0] > pair[1]:
-        raise ValueError("cutoffs")
-    return read_cutoffs(pair)
-
-
-def save_table_model(model: TableModel, path: str | os.PathLike[str]) -> None:
-    """Write the model as a model file (`container`) whose header holds it all; no arrays."""
-    from ..store import container
-
-    container.write(path, to_header(model), {})
-
-
-def load_table_model(path: str | os.PathLike[str]) -> TableModel:
-    from ..store import container
-
-    box = container.read(path)
-    if "table" not in box.header:
-        raise ModelFileError(f"{path} is a model of messages, not of a table")
-    return from_header(path, box.header)
-
-
 def merge_table_models(models: Sequence[TableModel]) -> TableModel:
     """Add table models trained on disjoint rows with the same columns (names, kinds, bin
     edges), labels and settings: the result equals training on all the rows, with no
@@ -799,6 +701,7 @@ def merge_table_models(models: Sequence[TableModel]) -> TableModel:
             m.alpha,
             m.positive,
             m.tokenizer,
+            m.prior,
             [(c.name, c.kind, c.edges, c.zero_bin) for c in m.columns],
         )
 

@@ -586,3 +586,51 @@ def report_writer(path: str | None, *, stdout: Callable[[str], None]) -> Iterato
 
     with out:
         yield write
+
+
+def filter_paths(
+    model_path: str,
+    paths: Iterable[str],
+    moves: Mapping[str, str | None],
+    *,
+    state_path: str,
+    dry_run: bool = False,
+    problems: Problems | None = None,
+    report: Report | None = None,
+    progress: Callable[[int], None] | None = None,
+    jobs: int = 1,
+    autolearn: Autolearn | None = None,
+) -> list[str]:
+    """`nbspam filter PATH...`: `filter_folders` with the model file at ``model_path``,
+    then with ``autolearn`` the messages sure enough learned into it (`learn_confident`;
+    none in a dry run). Returns the lines to say: the run's summary, and what autolearn
+    learned."""
+    from .array_scoring import load_scorer
+
+    scorer = load_scorer(model_path)
+    summary = filter_folders(
+        scorer,
+        paths,
+        moves,
+        state_path=state_path,
+        dry_run=dry_run,
+        problems=problems,
+        report=report,
+        progress=progress,
+        jobs=jobs,
+        autolearn=autolearn,
+        model_path=model_path,
+    )
+    lines = [summary.line(dry_run=dry_run)]
+    if autolearn is not None:
+        sure = summary.autolearned
+        spam = sum(m.label == scorer.positive for m in sure)
+        if dry_run:
+            lines.append(f"autolearn: {len(sure):,} sure enough to learn, none learned")
+        else:
+            learned = learn_confident(model_path, sure)
+            lines.append(
+                f"autolearn: {learned:,} learned of {len(sure):,} sure enough "
+                f"({spam:,} spam, {len(sure) - spam:,} ham; the rest learned before)"
+            )
+    return lines

@@ -11,21 +11,23 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
 from ..core.parallel import CHUNK
-from ..core.settings import Settings
 from ..errors import NbspamError, TrainingError
 from ..mail.headers import message_digest
 from ..mail.message import Message
-from ..models.model import (
+from ..models.model import (  # noqa: F401  (re-exported)
+    AUTO_CHOSEN,
     UNKNOWN_TIME,
     ClassCountsBuilder,
     Model,
     apply_counts,
-    from_counts,
+    largest_part,
+    merge,
+    merged_note,
     seen_map,
     times_map,
     utc_timestamp,
@@ -190,109 +192,6 @@ def forget(model: Model, messages: Iterable[Message]) -> tuple[Model, Change]:
 
 #: The training settings that ``--event-model auto`` chooses (`selection`): parts whose
 #: event model and settings auto chose may differ in these, and merge still adds them.
-AUTO_CHOSEN = (
-    "event_model",
-    "alpha",
-    "complement_norm",
-    "strength",
-    "stop_words",
-    "min_count",
-    "select",
-    "max_features",
-    "word_pairs",
-)
-
-
-def merge(models: Sequence[Model]) -> Model:
-    """Add models trained on disjoint sets of messages with the same settings.
-
-    The counts add up exactly, to those of training on all the messages. The settings that
-    auto chose for each part (`AUTO_CHOSEN`: the event model, its smoothing, the words
-    left out) may differ between parts trained with ``--event-model auto``: the merged
-    model takes those of the part that learned most messages (ties: the first given), and
-    that part's cutoffs and calibration, as if it had learned the other parts' messages
-    (`learn` keeps a model's settings and decision rule). Models with other differences in
-    their settings are refused, and so are models that learned a message in common (it
-    would be counted twice).
-    """
-    first = models[0]
-    for other in models[1:]:
-        if other.tokenizer != first.tokenizer:
-            diff = _first_difference(first.tokenizer, other.tokenizer)
-            raise NbspamError(f"cannot merge models with different settings: {diff}")
-        a, b = _compared(first), _compared(other)
-        if a != b:
-            raise NbspamError(
-                f"cannot merge models with different settings: {_first_difference(a, b)}"
-            )
-    seen: dict[bytes, str] = {}
-    times: dict[bytes, int] = {}
-    total: ClassCounts | None = None
-    for model in models:
-        times.update(times_map(model))
-        for digest, label in seen_map(model).items():
-            if digest in seen:
-                raise NbspamError(
-                    "cannot merge models that learned the same message (it would be counted "
-                    "twice); train the parts on disjoint sets of messages"
-                )
-            seen[digest] = label
-        total = model.counts if total is None else total.plus(model.counts)
-    largest = largest_part(models)
-    settings = Settings(tokenizer=first.tokenizer, training=largest.training)
-    info: dict = {"created": utc_timestamp(), "merged": len(models)}
-    if "auto" in largest.info:
-        info["auto"] = {**largest.info["auto"], "merged": merged_note(models)}
-    for key, what in (("expired", "digests"), ("pruned", "terms_dropped")):
-        # forget must still know that digests were expired, or terms dropped, from a part
-        parts = [m.info[key] for m in models if isinstance(m.info.get(key), dict)]
-        if parts:
-            info[key] = {
-                what: sum(p.get(what, 0) for p in parts if type(p.get(what, 0)) is int),
-                "last": max(str(p.get("last", "")) for p in parts),
-            }
-    merged = from_counts(total.pruned(), settings, info, seen, times=times)
-    return dataclasses.replace(merged, cutoffs=largest.cutoffs, calibration=largest.calibration)
-
-
-def largest_part(models: Sequence[Model]) -> Model:
-    """The model that learned most messages (ties: the first)."""
-    sizes = [int(m.class_count.sum()) for m in models]
-    return models[sizes.index(max(sizes))]
-
-
-def merged_note(models: Sequence[Model]) -> str:
-    """How merge chose the settings and decision rule of the merged model."""
-    largest = largest_part(models)
-    total = sum(int(m.class_count.sum()) for m in models)
-    size = int(largest.class_count.sum())
-    same = all(_chosen(m) == _chosen(largest) for m in models)
-    chosen = "the same settings" if same else "different settings"
-    return (
-        f"the {len(models)} parts had {chosen} (event model {largest.training.event_model}, as "
-        f"the largest part chose); the merged model takes the settings, cutoffs and "
-        f"calibration of the largest part ({size:,} of the {total:,} messages), fitted on "
-        f"it alone: train on all the messages to fit them on everything"
-    )
-
-
-def _chosen(model: Model) -> tuple:
-    return tuple(getattr(model.training, name) for name in AUTO_CHOSEN)
-
-
-def _compared(model: Model):
-    """A model's training settings as merge compares them: those auto chose left out,
-    where auto chose them."""
-    from ..core.settings import TrainConfig
-
-    if "auto" not in model.info:
-        return model.training
-    defaults = TrainConfig()
-    return dataclasses.replace(
-        model.training, **{name: getattr(defaults, name) for name in AUTO_CHOSEN}
-    )
-
-
 def _counted(messages: list[Message], model: Model) -> ClassCounts | None:
     """The counts of labelled messages, tokenized as the model does (None for none)."""
     if not messages:
@@ -300,15 +199,6 @@ def _counted(messages: list[Message], model: Model) -> ClassCounts | None:
     table = ClassCountsBuilder()
     table.add(messages, model.tokenizer)
     return table.totals()
-
-
-def _first_difference(a, b) -> str:
-    for f in dataclasses.fields(a):
-        if getattr(a, f.name) != getattr(b, f.name):
-            return (
-                f"{f.name} is {getattr(a, f.name)!r} in one and {getattr(b, f.name)!r} in another"
-            )
-    return "unknown"
 
 
 PRUNE_NOTE = (

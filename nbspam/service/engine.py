@@ -1,0 +1,73 @@
+"""Where messages are tokenized and counted (--engine): worker processes on this machine, or
+the workers of a Dask cluster (`cluster`). The checks every command that takes --engine
+makes, in one place."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConfigError, NbspamError
+
+
+@dataclass(frozen=True)
+class Engine:
+    """--engine (``local`` or ``dask``), --scheduler, its TLS files (--tls-ca-file,
+    --tls-cert, --tls-key) and --jobs."""
+
+    name: str = "local"
+    scheduler: str | None = None
+    tls_ca_file: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    jobs: int = 1
+
+    @property
+    def dask(self) -> bool:
+        return self.name == "dask"
+
+    def check(self) -> None:
+        """--scheduler is for --engine dask, and its TLS files for --scheduler."""
+        if self.scheduler is not None and not self.dask:
+            raise ConfigError("--scheduler is for --engine dask")
+        if self.scheduler is None and any((self.tls_ca_file, self.tls_cert, self.tls_key)):
+            raise ConfigError("--tls-ca-file, --tls-cert and --tls-key are for --scheduler")
+
+    def refuse(self, what: str) -> None:
+        """Refuse --engine dask where it cannot serve: ``what`` says why, after
+        '--engine dask '."""
+        if self.dask:
+            raise NbspamError(f"--engine dask {what}")
+
+    @contextlib.contextmanager
+    def client(self) -> Iterator[Any]:
+        """The Dask client of --scheduler (with the TLS files), or of a local cluster of
+        --jobs workers, for the length of the block."""
+        from .cluster import dask_client
+
+        with dask_client(
+            self.scheduler,
+            self.jobs,
+            ca_file=self.tls_ca_file,
+            cert=self.tls_cert,
+            key=self.tls_key,
+        ) as client:
+            yield client
+
+    @contextlib.contextmanager
+    def counter(self) -> Iterator[Any]:
+        """What tokenizes and counts (`counting.count_chunks`' signature): worker processes
+        here, or the Dask cluster, connected to (or started) for the length of the block."""
+        from ..text.counting import count_chunks
+
+        if not self.dask:
+            yield count_chunks
+            return
+        from functools import partial
+
+        from .cluster import count_chunks as count_on_cluster
+
+        with self.client() as client:
+            yield partial(count_on_cluster, client)
