@@ -243,3 +243,40 @@ def test_a_mime_boundary_gives_no_token():
     tokens = Analyzer(build_settings({}).tokenizer).tokens(mail)
     assert "content-type:multipart" in tokens and "content-type:alternative" in tokens
     assert not [t for t in tokens if "4128429132648534529" in t or "nextpart" in t]
+
+
+def _bucket(a: str, b: str, buckets: int) -> str:
+    """The hashed pair term of two adjacent words, computed by hand (`pair_tokens`)."""
+    import zlib
+
+    return f"pair:{(zlib.crc32(a.encode()) * 0x9E3779B1 ^ zlib.crc32(b.encode())) % buckets}"
+
+
+PAIRS_MAIL = b"Subject: Cheap pills today\nFrom: Ann Lee <ann@example.com>\n\nbuy cheap pills\n"
+
+
+@pytest.mark.parametrize("word_pairs", ["none", "headers", "all"])
+def test_word_pairs_of_the_subject_and_headers_only_leave_the_body_without_pairs(word_pairs):
+    body = ["buy", "cheap", "pills"]
+    subject = ["subject:cheap", "subject:pills", "subject:today"]
+    sender = ["from:ann", "from:lee"]
+    if word_pairs == "all":
+        body += [_bucket("buy", "cheap", 64), _bucket("cheap", "pills", 64)]
+    if word_pairs != "none":
+        subject += ["subject:" + _bucket("cheap", "pills", 64)]
+        subject += ["subject:" + _bucket("pills", "today", 64)]
+        sender += ["from:" + _bucket("ann", "lee", 64)]
+    expected = (
+        body
+        + subject
+        + sender
+        + ["from:addr:ann@example.com", "from:domain:example.com"]
+        + ["header:subject", "header:from"]
+    )
+    config = TokenizerConfig(word_pairs=word_pairs, pair_buckets=64)
+    assert Analyzer(config).tokens(PAIRS_MAIL) == expected
+    # plain text has no headers: pairs only with "all"
+    text = ["buy", "cheap", "pills"]
+    if word_pairs == "all":
+        text += [_bucket("buy", "cheap", 64), _bucket("cheap", "pills", 64)]
+    assert Analyzer(config).tokens("Buy cheap pills") == text

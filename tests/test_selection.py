@@ -322,7 +322,9 @@ def test_word_pairs_are_hashed_into_a_fixed_number_of_buckets():
     def bucket(a, b, buckets):
         return (zlib.crc32(a.encode()) * 0x9E3779B1 ^ zlib.crc32(b.encode())) % buckets
 
-    analyzer = Analyzer(build_settings({"mail": "never", "pairs": 16}).tokenizer)
+    analyzer = Analyzer(
+        build_settings({"mail": "never", "word_pairs": "all", "pair_buckets": 16}).tokenizer
+    )
     assert analyzer.tokens("Buy cheap pills") == [
         "buy",
         "cheap",
@@ -330,7 +332,9 @@ def test_word_pairs_are_hashed_into_a_fixed_number_of_buckets():
         f"pair:{bucket('buy', 'cheap', 16)}",
         f"pair:{bucket('cheap', 'pills', 16)}",
     ]
-    mail = Analyzer(build_settings({"pairs": 16}).tokenizer).tokens(b"Subject: Hi there\n\nyes")
+    mail = Analyzer(build_settings({"word_pairs": "all", "pair_buckets": 16}).tokenizer).tokens(
+        b"Subject: Hi there\n\nyes"
+    )
     assert f"subject:pair:{bucket('hi', 'there', 16)}" in mail
     # however many words, at most 16 pair terms
     rng = np.random.default_rng(0)
@@ -339,6 +343,15 @@ def test_word_pairs_are_hashed_into_a_fixed_number_of_buckets():
     assert 1 < len(pairs) <= 16
     assert not any(
         t.startswith("pair:") for t in Analyzer(build_settings({}).tokenizer).tokens(text)
+    )
+
+
+def _without_pairs(values: dict):
+    """Settings that count the word pairs and score without them, as auto's "+ without
+    word pairs" does (not a setting of its own)."""
+    settings = build_settings(values)
+    return dataclasses.replace(
+        settings, training=dataclasses.replace(settings.training, score_pairs=False)
     )
 
 
@@ -353,7 +366,9 @@ def test_the_model_without_its_word_pairs_is_the_model_that_never_counted_them()
     ]
     messages = [Message(str(i), text, label) for i, (label, text) in enumerate(texts)]
     base = {"event_model": "multinomial", "mail": "never"}
-    counted = fit_messages(messages, build_settings({**base, "pairs": 64, "word_pairs": False}))
+    counted = fit_messages(
+        messages, _without_pairs({**base, "word_pairs": "all", "pair_buckets": 64})
+    )
     never = fit_messages(messages, build_settings(base))
     assert any(t.startswith("pair:") for t in counted.terms)
     assert counted.form.terms == never.form.terms
@@ -372,7 +387,9 @@ def test_the_model_without_its_word_pairs_leaves_out_the_pairs_of_the_headers_to
     ]
     messages = [Message(str(i), text.encode(), label) for i, (label, text) in enumerate(texts)]
     base = {"event_model": "multinomial", "mail": "always"}
-    counted = fit_messages(messages, build_settings({**base, "pairs": 64, "word_pairs": False}))
+    counted = fit_messages(
+        messages, _without_pairs({**base, "word_pairs": "all", "pair_buckets": 64})
+    )
     never = fit_messages(messages, build_settings(base))
     assert any(t.startswith("subject:pair:") for t in counted.terms)
     assert counted.form.terms == never.form.terms
@@ -380,8 +397,8 @@ def test_the_model_without_its_word_pairs_leaves_out_the_pairs_of_the_headers_to
 
 
 def test_auto_tries_the_model_without_word_pairs_where_they_are_counted(sample_messages):
-    for pairs, tried in ((0, False), (1024, True)):
-        settings = resolve_settings({"pairs": pairs}, source="test")
+    for pairs, tried in (("none", False), ("headers", True), ("all", True)):
+        settings = resolve_settings({"word_pairs": pairs, "pair_buckets": 1024}, source="test")
         choice = selection.internal_cv(tokenized(sample_messages, settings), settings)
         names = [row.name for row in choice.tried]
         assert ("+ without word pairs" in names) is tried

@@ -193,7 +193,7 @@ AUTO_CHOSEN = (
     "min_count",
     "select",
     "max_features",
-    "word_pairs",
+    "score_pairs",
 )
 
 
