@@ -78,6 +78,7 @@ def test_a_candidate_wins_only_by_removing_a_clear_share_of_the_error(sample_mes
         "+ alpha 1",
         "+ stop words",
         "+ min-count 2",
+        "+ without word pairs",  # the default counts those of the subject and headers
         f"+ {half:,} words by mutual information",
     ]
     # the second round changes the first round's winner, one setting at a time
@@ -86,6 +87,7 @@ def test_a_candidate_wins_only_by_removing_a_clear_share_of_the_error(sample_mes
         ("bernoulli", 1.0, 1, 0, None),
         ("bernoulli", 0.5, 1, 175, None),
         ("bernoulli", 0.5, 2, 0, None),
+        ("bernoulli", 0.5, 1, 0, None),  # without word pairs: planned as the winner's AUC
         ("bernoulli", 0.5, 1, 0, half),
     ]
     assert choice.rule is not None and choice.rule.calibration is not None
@@ -369,7 +371,7 @@ def test_the_model_without_its_word_pairs_is_the_model_that_never_counted_them()
     counted = fit_messages(
         messages, _without_pairs({**base, "word_pairs": "all", "pair_buckets": 64})
     )
-    never = fit_messages(messages, build_settings(base))
+    never = fit_messages(messages, build_settings({**base, "word_pairs": "none"}))
     assert any(t.startswith("pair:") for t in counted.terms)
     assert counted.form.terms == never.form.terms
     np.testing.assert_allclose(counted.form.weights, never.form.weights, rtol=1e-12)
@@ -390,7 +392,7 @@ def test_the_model_without_its_word_pairs_leaves_out_the_pairs_of_the_headers_to
     counted = fit_messages(
         messages, _without_pairs({**base, "word_pairs": "all", "pair_buckets": 64})
     )
-    never = fit_messages(messages, build_settings(base))
+    never = fit_messages(messages, build_settings({**base, "word_pairs": "none"}))
     assert any(t.startswith("subject:pair:") for t in counted.terms)
     assert counted.form.terms == never.form.terms
     np.testing.assert_allclose(counted.form.weights, never.form.weights, rtol=1e-12)

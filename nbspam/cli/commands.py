@@ -469,7 +469,7 @@ _TRAIN_OPTIONS = [
     click.option(
         "--word-pairs",
         type=click.Choice(WORD_PAIRS),
-        help="Also count each two adjacent words, hashed into --pair-buckets buckets: none, those of the subject and headers (cheap: headers are short), or all, the body's too (tokenizing takes about twice as long). Auto then also tries the model without them. [default: none]",
+        help="Also count each two adjacent words, hashed into --pair-buckets buckets: none, those of the subject and headers (cheap: headers are short), or all, the body's too (tokenizing takes about twice as long). Auto then also tries the model without them. [default: headers]",
     ),
     click.option(
         "--pair-buckets",

@@ -102,7 +102,7 @@ class TokenizerConfig:
     # which adjacent word pairs are counted: none, those of the subject and headers, or all
     # (the body's and plain text's too), each hashed into pair_buckets buckets:
     # `tokenizer.pair_tokens`
-    word_pairs: Literal["none", "headers", "all"] = "none"
+    word_pairs: Literal["none", "headers", "all"] = "headers"
     pair_buckets: int = 1 << 20
     mail: Literal["auto", "always", "never"] = "auto"
     subject_tokens: bool = True
