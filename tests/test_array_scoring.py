@@ -129,7 +129,7 @@ def test_a_message_of_many_distinct_terms_is_scored_by_dictionary(saved):
     assert scorer._tables is not None  # one lookup a term, not 5,000 binary searches
 
 
-def test_one_message_on_stdin_imports_neither_numpy_nor_scipy(saved):
+def test_one_message_on_stdin_imports_neither_numpy_nor_scipy_nor_pathlib(saved):
     _, path = saved
     probe = (
         "import sys, runpy\n"
@@ -137,6 +137,7 @@ def test_one_message_on_stdin_imports_neither_numpy_nor_scipy(saved):
         "try:\n    runpy.run_module('nbspam', run_name='__main__')\n"
         "except SystemExit:\n    pass\n"
         "print(sorted(m for m in ('numpy', 'scipy') if m in sys.modules))\n"
+        "print(sorted(m for m in ('pathlib', 'nbspam.store.journal') if m in sys.modules))\n"
     )
     message = (SAMPLE / "new" / "002.eml").read_bytes()
     out = (
@@ -148,6 +149,9 @@ def test_one_message_on_stdin_imports_neither_numpy_nor_scipy(saved):
     )
     assert json.loads(out[0])["path"] == "-"
     assert out[1] == "[]"
+    # nor pathlib (with urllib.parse and ipaddress, a tenth of the start), nor the journal's
+    # module where the model has no journal
+    assert out[2] == "[]"
 
 
 def test_scoring_one_message_loads_neither_hashlib_nor_an_unneeded_html_parser(saved):
@@ -200,3 +204,96 @@ def test_predicting_a_folder_imports_neither_numpy_nor_scipy(saved):
     ).stdout.splitlines()
     assert len(out) == len(list((SAMPLE / "new").iterdir())) + 1
     assert out[-1] == "[]"
+
+
+def test_one_message_checks_the_pages_it_reads_and_only_those(tmp_path):
+    """The one-message path reads the model a page at a time and verifies each page it
+    reads against the file's page checksums: a weight of the message's terms corrupted is
+    refused in one line; a corrupted count, which scoring never reads, is not read at all
+    (the commands that read the whole file still refuse it)."""
+    from nbspam.store.container import PAGE, PAGES
+    from tests.helpers import cli_run
+    from tests.test_hostile_models import MESSAGE, _column, unpack
+
+    model = tmp_path / "m.nbm"
+    assert cli_run("train", SAMPLE / "train", "-o", model).exit_code == 0
+    data = model.read_bytes()
+    header, arrays = unpack(data)
+    assert PAGES in arrays
+    head_len = int.from_bytes(data[12:16], "little")
+    start = (16 + head_len + 7) // 8 * 8
+    offsets = json.loads(data[16 : 16 + head_len])["arrays"]
+    message = tmp_path / "one.eml"
+    message.write_bytes(MESSAGE)
+    expected = cli_run("predict", "-m", model, input=MESSAGE).stdout
+    # a byte of the weight of "winner"; a byte in the middle of the counts, pages away from
+    # the arrays scoring reads
+    for name, at, scored in [
+        ("score_weights", _column(arrays, b"winner") * 8, False),
+        ("term_count", len(arrays["term_count"][2]) // 2, True),
+    ]:
+        raw = bytearray(data)
+        raw[start + offsets[name]["offset"] + at] ^= 0x40
+        bad = tmp_path / f"{name}.nbm"
+        bad.write_bytes(bytes(raw))
+        result = cli_run("predict", "-m", bad, input=MESSAGE)
+        if scored:
+            assert (result.exit_code, result.stdout) == (0, expected)
+        else:
+            assert (result.exit_code, result.stdout) == (1, "")
+            assert result.stderr == f"Error: {bad} is corrupt (checksum mismatch)\n"
+        info = cli_run("info", "-m", bad)
+        assert (info.exit_code, info.stderr) == (
+            1,
+            f"Error: {bad} is corrupt (checksum mismatch)\n",
+        )
+    assert len(arrays["term_count"][2]) > 4 * PAGE
+
+
+def _wide_model(tmp_path, messages: int, words: int = 40):
+    """A model of ``messages`` short texts of ``words`` words each, most of them seen once:
+    a vocabulary of about ``messages * words`` terms."""
+    texts = [
+        Message(f"m{i}", " ".join(f"w{i}x{j}" for j in range(words)) + " shared", label)
+        for i, label in zip(range(messages), ["ham", "spam"] * messages)
+    ]
+    model = fit_messages(texts, build_settings({"event_model": "multinomial", "cutoffs": "-5,5"}))
+    path = tmp_path / f"wide{messages}.nbm"
+    save_model(model, path)
+    return model, path
+
+
+def test_paged_lookup_finds_every_term_and_no_other_across_many_groups(tmp_path):
+    """The one-message lookup (a search over groups of terms, then within one) finds the
+    column of every term of a vocabulary of many groups, and nothing between them."""
+    from nbspam.service.array_scoring import GROUP
+
+    model, path = _wide_model(tmp_path, 120)
+    quick = load_array_scorer(path)
+    assert quick._paged is not None and len(model.terms) > 12 * GROUP
+    assert [quick.column(t) for t in model.terms] == list(range(len(model.terms)))
+    between = [t + "\x01" for t in model.terms[:: GROUP // 4]] + ["", "\uffff", "0"]
+    assert [quick.column(t) for t in between] == [None] * len(between)
+    message = "w3x1 w77x39 shared w119x0 nothing"
+    assert (
+        quick.predict("m", message).log_odds == next(score(model, [Message("m", message)])).log_odds
+    )
+
+
+def test_one_message_reads_pages_that_do_not_grow_with_the_model(tmp_path):
+    """Scoring one message reads the pages its terms lead to (a few a term, and two a level
+    of the search among groups of terms), not the file: a small share of a model of 40,000
+    terms, and never more than `Pages.KEPT` pages kept in memory."""
+    from nbspam.service.array_scoring import GROUP
+    from nbspam.store.container import PAGE, Pages
+
+    message = " ".join(f"w{i}x{i % 40}" for i in range(0, 1000, 67)) + " shared unknown words"
+    model, path = _wide_model(tmp_path, 1000)
+    quick = load_array_scorer(path)
+    assert (
+        quick.predict("m", message).log_odds == next(score(model, [Message("m", message)])).log_odds
+    )
+    terms, levels = 18, (len(model.terms) // GROUP).bit_length()
+    read, pages = quick._box.pages.reads, path.stat().st_size // PAGE
+    assert read <= 6 * terms + 2 * levels and read < pages / 4, (read, pages)
+    assert len(quick._box.pages._pages) <= Pages.KEPT

@@ -225,7 +225,7 @@ def test_empty_input_is_no_message_passed_on_as_it_came_with_status_3(model_path
 
 def test_a_corrupt_or_missing_model_lets_the_message_through_unchanged(model_path, tmp_path):
     raw = bytearray(Path(model_path).read_bytes())
-    raw[len(raw) // 2] ^= 0xFF
+    raw[40] ^= 0x01  # in the header, which every reader checks
     corrupt = tmp_path / "corrupt.nbm"
     corrupt.write_bytes(bytes(raw))
     data = MESSAGE.replace(b"\n", b"\r\n") + b"\xff\xfe broken bytes \x00"

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from nbspam.cli import fast_start
-from nbspam.store.container import MAGIC
+from nbspam.store.container import MAGIC, PAGE, PAGES
 from tests.helpers import cli_run, nbspam_process
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
@@ -46,9 +46,14 @@ def unpack(data: bytes) -> tuple[dict, dict[str, list]]:
     return header, arrays
 
 
-def pack(header, arrays: dict[str, list], *, table=_MADE, head: bytes | None = None) -> bytes:
-    """A model file of this header and these arrays with a valid checksum. The array table
-    says what ``arrays`` hold unless ``table`` replaces it; ``head`` replaces the JSON."""
+def pack(
+    header, arrays: dict[str, list], *, table=_MADE, head: bytes | None = None, pages=True
+) -> bytes:
+    """A model file of this header and these arrays with a valid checksum, and valid page
+    checksums if it has them (as a crafter computes them). The array table says what
+    ``arrays`` hold unless ``table`` replaces it; ``head`` replaces the JSON."""
+    if pages and PAGES in arrays:
+        return _with_pages(header, arrays, table, head)
     blobs, offset, made = [], 0, {}
     for name, (dtype, shape, data) in arrays.items():
         made[name] = {"dtype": dtype, "shape": shape, "offset": offset}
@@ -61,6 +66,22 @@ def pack(header, arrays: dict[str, list], *, table=_MADE, head: bytes | None = N
         head = json.dumps(header, sort_keys=True, ensure_ascii=False).encode()
     body = _PREFIX.pack(MAGIC, 1, len(head)) + head
     body += b"\0" * (-len(body) % 8) + b"".join(blobs)
+    return body + struct.pack("<I", zlib.crc32(body))
+
+
+def _with_pages(header, arrays, table, head) -> bytes:
+    """`pack` with the page checksums of what it packs, computed from a first packing."""
+    others = {name: spec for name, spec in arrays.items() if name != PAGES}
+    empty = {**others, PAGES: ["<u4", arrays[PAGES][1], b""]}
+    body = pack(header, empty, table=table, head=head, pages=False)
+    _, _, head_len = _PREFIX.unpack_from(body)
+    start = (_PREFIX.size + head_len + 7) // 8 * 8
+    blobs = body[start:-4]
+    crcs = [zlib.crc32(body[:start])]
+    crcs += [zlib.crc32(blobs[at : at + PAGE]) for at in range(0, len(blobs), PAGE)]
+    crcs += [0] * (arrays[PAGES][1][0] - len(crcs))  # a table that no longer fits: refused
+    data = struct.pack(f"<{len(crcs)}I", *crcs)
+    body = body[:-4] + data + b"\0" * (-len(data) % 8)
     return body + struct.pack("<I", zlib.crc32(body))
 
 
@@ -112,10 +133,17 @@ def _unsorted_terms(header, arrays):
     arrays["terms"][2] = b"\n".join(terms)
 
 
-# Where a flaw is refused: ALL commands; or where the vocabulary is decoded (VOCAB: predict
-# with a PATH, info, learn); or where a whole Model is built (FULL: info, learn). Scoring one
-# message reads neither the counts nor the whole vocabulary, and does not check them.
-ALL, VOCAB, FULL = "all", "vocab", "full"
+# Where a flaw is refused: ALL commands; or where the whole scoring table is read (WHOLE:
+# predict with a PATH, info, learn); or where the vocabulary is decoded (VOCAB: the same); or where a
+# whole Model is built (FULL: info, learn). Scoring one message reads neither the counts, the
+# learned messages nor the whole vocabulary, and checks only what it reads.
+ALL, WHOLE, VOCAB, FULL = "all", "whole", "vocab", "full"
+
+
+def _column(arrays, term: bytes) -> int:
+    """The column of ``term`` (a term of MESSAGE) in the model's vocabulary."""
+    return arrays["terms"][2].split(b"\n").index(term)
+
 
 CASES = [
     ("header is a list", lambda h, a: [h], ALL),
@@ -205,12 +233,22 @@ CASES = [
     ("class_count for 3 labels", lambda h, a: _set(a["class_count"][1], 0, 3), ALL),
     ("offsets not from 0", lambda h, a: put(a, "term_offsets", 0, "<I", 1), ALL),
     ("offsets beyond terms", lambda h, a: put(a, "term_offsets", -1, "<i", -1), ALL),
-    ("a NaN weight", lambda h, a: put(a, "score_weights", 3, "<d", math.nan), ALL),
-    ("an infinite weight", lambda h, a: put(a, "score_weights", 0, "<d", -math.inf), ALL),
-    ("seen label 2 of 2", lambda h, a: put(a, "seen_labels", 0, "<i", 2), ALL),
-    ("seen label -1", lambda h, a: put(a, "seen_labels", 1, "<i", -1), ALL),
+    ("a NaN weight", lambda h, a: put(a, "score_weights", 3, "<d", math.nan), WHOLE),
+    ("an infinite weight", lambda h, a: put(a, "score_weights", 0, "<d", -math.inf), WHOLE),
+    (
+        "a NaN weight of the message",
+        lambda h, a: put(a, "score_weights", _column(a, b"winner"), "<d", math.nan),
+        ALL,
+    ),
+    (
+        "an infinite weight of the message",
+        lambda h, a: put(a, "score_weights", _column(a, b"programme"), "<d", math.inf),
+        ALL,
+    ),
+    ("seen label 2 of 2", lambda h, a: put(a, "seen_labels", 0, "<i", 2), FULL),
+    ("seen label -1", lambda h, a: put(a, "seen_labels", 1, "<i", -1), FULL),
     ("a NaN coefficient", lambda h, a: put(a, "score_coef", 0, "<d", math.nan), FULL),
-    ("a NaN intercept", lambda h, a: put(a, "score_intercept", 0, "<d", math.nan), FULL),
+    ("a NaN intercept", lambda h, a: put(a, "score_intercept", 0, "<d", math.nan), ALL),
     ("a negative count", lambda h, a: put(a, "doc_count", 0, "<i", -1), FULL),
     ("a negative class count", lambda h, a: put(a, "class_count", 0, "<i", -5), FULL),
     ("terms not UTF-8", lambda h, a: _set(a["terms"], 2, b"\xff" + a["terms"][2][1:]), VOCAB),

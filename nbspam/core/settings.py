@@ -6,10 +6,12 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field, fields
-from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 EventModel = Literal["multinomial", "bernoulli", "fisher", "complement"]
 EVENT_MODELS: tuple[str, ...] = ("multinomial", "bernoulli", "fisher", "complement")
@@ -184,6 +186,8 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
 
     Keys are the command-line option names, in kebab-case or snake_case.
     """
+    from pathlib import Path
+
     import yaml
 
     try:

@@ -177,10 +177,10 @@ class Models:
 
     def _read(self, version: tuple) -> Loaded:
         """The site model read anew: its scoring table alone where it has no journal records
-        (a memory map), else the model with its journal applied."""
+        (read a page at a time as messages need them: a reload reads the header, whatever
+        the size of the model), else the model with its journal applied."""
         scorer = load_array_scorer(self.site)
         if scorer is not None:
-            scorer.build_index()  # a dictionary lookup a term instead of a binary search
             return Loaded(version, scorer, fingerprint=scorer._box.fingerprint)
         return self._of_file(version)
 

@@ -15,15 +15,17 @@ import functools
 import math
 import operator
 import os
+import struct
 import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import repeat
 from typing import TYPE_CHECKING
 
+from ..errors import ModelFileError
 from ..models.decision import Prediction, log_posterior_two, prediction
 from ..models.fisher import fisher_log_odds
-from ..store import schema
+from ..store import container, schema
 from ..text.features import Analyzer
 
 if TYPE_CHECKING:  # the one-message path imports neither: a filter started per delivery
@@ -50,17 +52,18 @@ class ArrayScorer:
         # Robinson–Fisher: the rows of coef are ln f and ln(1 - f); the score is not linear
         self.fisher = header["score"].get("combine") == "fisher"
         self._box = box
-        self._terms = bytes(box.view("terms"))
-        self._offsets = box.values("term_offsets")
-        self._size = len(self._offsets) - 1
-        coef = box.values("score_coef")
+        self._size = box.views["term_offsets"][2][0] - 1
+        self._paged = PagedTable(path, box) if box.pages is not None else None
+        if self._paged is None:
+            self._terms = bytes(box.view("terms"))
+            self._offsets = box.values("term_offsets")
         # the rows of coef (C, d), the intercept (C,) and the log-odds weights (d,)
         self._rows: list[Sequence[float]] = [
-            coef[c * self._size : (c + 1) * self._size] for c in range(len(self.labels))
+            self._vector("score_coef", c * self._size) for c in range(len(self.labels))
         ]
         self._intercept = box.values("score_intercept")
         self._weights: Sequence[float] | None = (
-            box.values("score_weights") if self.positive and not self.fisher else None
+            self._vector("score_weights", 0) if self.positive and not self.fisher else None
         )
         self._analyzer = Analyzer(self.tokenizer)
         self._tables: list[dict[str, float]] | None = None
@@ -93,6 +96,7 @@ class ArrayScorer:
         self.bias = None if self.fisher else form.bias
         self._size = len(model.terms)
         self._index = vocabulary_index(model.terms) if index is None else index
+        self._paged = None
 
         def whole(values) -> Sequence[float]:  # over the whole vocabulary, 0 where dropped
             vector = np.zeros(self._size)
@@ -108,6 +112,12 @@ class ArrayScorer:
         self._clue_table = None
         return self
 
+    def _vector(self, name: str, start: int) -> Sequence[float]:
+        """The weights of array ``name`` from index ``start`` (d of them)."""
+        if self._paged is not None:
+            return PagedWeights(self._paged, name, start)
+        return self._box.values(name)[start : start + self._size]
+
     def _vectors(self) -> list[Sequence[float]]:
         """The weight vectors a score sums: the log-odds weights of a two-class model, else
         each class's row of coef."""
@@ -117,6 +127,8 @@ class ArrayScorer:
         """Build, for each weight vector a score sums, a dictionary term -> weight, for
         scoring many messages: one lookup a term, no column in between."""
         if self._tables is None and self._index is None:
+            if self._paged is not None:
+                self._read_whole()
             terms = schema.terms(self.path, self._box)
             if self.fisher:
                 log_f = self._fisher_rows()[0]
@@ -124,6 +136,20 @@ class ArrayScorer:
                 self._tables = []
             else:
                 self._tables = [dict(zip(terms, vector)) for vector in self._vectors()]
+
+    def _read_whole(self) -> None:
+        """Read every page of the scoring table of a file read a page at a time (each page
+        checked), with the weights checked as `schema.read` checks them."""
+        self._paged = None
+        self._rows = [self._vector("score_coef", c * self._size) for c in range(len(self.labels))]
+        if self._weights is not None:
+            self._weights = self._vector("score_weights", 0)
+        for vector in self._vectors():
+            if not math.isfinite(sum(vector)):
+                raise ModelFileError(
+                    f"{self.path} is not a valid nbspam model: "
+                    "the scoring table holds a number that is not finite"
+                )
 
     def _fisher_rows(self) -> tuple[Sequence[float], Sequence[float]]:
         """(ln f, ln(1 - f)) of every term of a Fisher model: the rows of the positive and
@@ -138,6 +164,8 @@ class ArrayScorer:
         if self._index is not None:
             return self._index.get(term)
         key = term.encode("utf-8", "surrogatepass")
+        if self._paged is not None:
+            return self._paged.column(key)
         terms, offsets = self._terms, self._offsets
         low, high = 0, self._size
         while low < high:
@@ -228,6 +256,98 @@ class ArrayScorer:
         ]
 
 
+GROUP = 256  # terms whose offsets are read together by `PagedTable`
+
+
+class PagedTable:
+    """The sorted vocabulary of a model file read a page at a time (`schema.paged`), to
+    look terms up in: a binary search over groups of `GROUP` terms by their first term
+    (the first terms read are kept: every search starts with the same few), then one
+    among the terms of the group, whose offsets and bytes are read in one piece each. A
+    lookup reads a few pages, whatever the size of the model."""
+
+    def __init__(self, path: str | os.PathLike[str] | None, box: schema.ModelFile) -> None:
+        pages = box.pages
+        assert pages is not None
+        self.path, self.pages = path, pages
+        self._terms_at, self._terms_size = pages.blob("terms")
+        self._offsets_at, offsets_size = pages.blob("term_offsets")
+        self._size = box.views["term_offsets"][2][0] - 1
+        self._step = offsets_size // (self._size + 1)  # 4 or 8 bytes an offset
+        self._code = "I" if self._step == 4 else "Q"
+        self._groups = (self._size + GROUP - 1) // GROUP
+        self._first: dict[int, bytes] = {}
+
+    def _offsets(self, start: int, stop: int) -> tuple[int, ...]:
+        """term_offsets[start:stop]."""
+        data = self.pages.read(self._offsets_at + start * self._step, (stop - start) * self._step)
+        return struct.unpack(f"<{stop - start}{self._code}", data)
+
+    def _terms(self, low: int, high: int) -> bytes:
+        """The bytes of the terms from offset ``low`` to ``high`` (one past the last's line
+        break), which must lie inside the terms."""
+        if not 0 <= low < high <= self._terms_size + 1:
+            raise ModelFileError(
+                f"{self.path} is not a valid nbspam model: the term offsets do not match the terms"
+            )
+        return self.pages.read(self._terms_at + low, high - 1 - low)
+
+    def first(self, group: int) -> bytes:
+        """The first term of ``group``."""
+        term = self._first.get(group)
+        if term is None:
+            term = self._first[group] = self._terms(
+                *self._offsets(group * GROUP, group * GROUP + 2)
+            )
+        return term
+
+    def column(self, key: bytes) -> int | None:
+        """The column of the term whose UTF-8 is ``key``, None if it has none."""
+        if not self._groups:
+            return None
+        low, high, known = 0, self._groups, self._first
+        while high - low > 1:  # the last group whose first term is <= key
+            mid = (low + high) // 2
+            first = known.get(mid)
+            if (self.first(mid) if first is None else first) <= key:
+                low = mid
+            else:
+                high = mid
+        start = low * GROUP
+        offsets = self._offsets(start, min(start + GROUP, self._size) + 1)
+        base = offsets[0]
+        terms = self._terms(base, offsets[-1]) + b"\n"
+        low, high = 0, len(offsets) - 1
+        while low < high:  # as in a vocabulary read whole: offsets out of order only miss
+            mid = (low + high) // 2
+            found = terms[offsets[mid] - base : offsets[mid + 1] - 1 - base]
+            if found < key:
+                low = mid + 1
+            elif found > key:
+                high = mid
+            else:
+                return start + mid
+        return None
+
+
+class PagedWeights:
+    """A vector of weights (d floats of one array from ``start``) read a value at a time
+    from the pages of a `PagedTable`'s file, each value checked finite."""
+
+    def __init__(self, table: PagedTable, name: str, start: int) -> None:
+        self._table, self._name = table, name
+        self._at = table.pages.blob(name)[0] + 8 * start
+
+    def __getitem__(self, col: int) -> float:
+        (value,) = struct.unpack("<d", self._table.pages.read(self._at + 8 * col, 8))
+        if not math.isfinite(value):
+            raise ModelFileError(
+                f"{self._table.path} is not a valid nbspam model: "
+                f"{self._name} holds a number that is not finite"
+            )
+        return value
+
+
 def vocabulary_index(terms: Sequence[str]) -> dict[str, int]:
     """Each term of a vocabulary to its column, for `ArrayScorer.of_model`."""
     return {term: col for col, term in enumerate(terms)}
@@ -290,13 +410,26 @@ def load_scorer(
 def load_array_scorer(path: str | os.PathLike[str]) -> ArrayScorer | None:
     """The scoring table of a model file, or None where this path cannot be used (a file
     without a table, with `journal` records not folded into it yet, a model of a typed
-    table, or a big-endian machine); refuses a bad file
-    as `schema.read` does."""
-    from ..store.journal import has_records
-
-    box = schema.read(path, table_model=True)
+    table, or a big-endian machine); refuses a bad file as `schema.read` does. A file with
+    page checksums is read a page at a time (`schema.paged`): one message reads the pages
+    its terms lead to, a batch (`ArrayScorer.build_index`) every page of the table."""
+    box = schema.paged(path) if sys.byteorder == "little" else None
+    if box is None:  # a file without page checksums, or a table model: read whole
+        box = schema.read(path, table_model=True)
     if box is None or sys.byteorder != "little" or not box.has_scoring_table:
         return None
-    if has_records(path, box.fingerprint):  # the table is of the file, not its journal
+    if _has_journal(path, box.fingerprint):  # the table is of the file, not its journal
+        if box.pages is not None:
+            box.pages.close()
         return None
     return ArrayScorer(box, path)
+
+
+def _has_journal(path: str | os.PathLike[str], fingerprint: tuple[int, int]) -> bool:
+    """`journal.has_records`, where there is a journal file at all: most models have none,
+    and then the journal module is not even imported."""
+    if not os.path.lexists(os.path.realpath(path) + container.JOURNAL_SUFFIX):
+        return False
+    from ..store.journal import has_records
+
+    return has_records(path, fingerprint)

@@ -10,6 +10,12 @@ Layout (all integers little-endian)::
     blobs      raw little-endian arrays, each starting at a multiple of 8 bytes
     checksum   4 bytes   CRC-32 of everything before it (uint32)
 
+A model file also ends its blobs with ``page_crc`` (uint32, `PAGES`): the CRC-32 of the
+magic, version, length, header and padding, then of each `PAGE` bytes of the blobs before
+it. A reader of a few values (`open_paged`: scoring one message) reads the header and the
+pages that hold them, each checked against its CRC-32, so that its time and memory follow
+the message, not the file; a file without page checksums is read whole.
+
 Standard library only, so that scoring one message needs neither numpy nor scipy.
 """
 
@@ -21,10 +27,9 @@ import re
 import stat
 import struct
 import zlib
+from collections import OrderedDict
 from collections.abc import Iterable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..errors import ModelFileError
@@ -36,45 +41,74 @@ from .safefiles import (
     permissions_of,
 )
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
 MAGIC = b"\x89NBSPAM\n"
 FORMAT_VERSION = 1
 FORMAT_NAME = "nbspam-model"
 _PREFIX = struct.Struct("<8sII")
 _DIGEST = 4  # a CRC-32: it catches corruption; truncation is caught by the sizes too
 MAX_HEADER = 16 * 2**20  # bytes of JSON: settings, labels and history need far less
+JOURNAL_SUFFIX = ".journal"  # the name of a model's journal: the model's, and this
+PAGE = 4096  # bytes of blobs under one CRC-32 of `PAGES`
+PAGES = "page_crc"
+_CRC = struct.Struct("<I")
+
+# (Plain classes, not dataclasses: importing dataclasses costs the one-message path more
+# than scoring the message.)
 
 
-@dataclass(frozen=True)
 class Blob:
     """One array to store: its raw bytes, its dtype string (e.g. '<f8') and shape."""
 
-    data: bytes
-    dtype: str
-    shape: tuple[int, ...]
+    __slots__ = ("data", "dtype", "shape")
+
+    def __init__(self, data: bytes, dtype: str, shape: tuple[int, ...]) -> None:
+        self.data, self.dtype, self.shape = data, dtype, shape
 
 
-@dataclass(frozen=True)
 class Container:
-    """A checked model file: its JSON header and its blobs' bytes by name (zero-copy views)."""
+    """A checked model file: its JSON header and its blobs by name, as (bytes, dtype,
+    shape): zero-copy views of a file read whole, or None where `pages` reads them."""
 
-    header: dict[str, Any]
-    views: dict[str, tuple[memoryview, str, tuple[int, ...]]]
-    fingerprint: tuple[int, int] = (0, 0)
-    """(size, stored CRC-32) of the file: what a `journal` beside it is bound to."""
+    __slots__ = ("header", "views", "fingerprint", "pages")
+
+    def __init__(
+        self,
+        header: dict[str, Any],
+        views: dict[str, tuple[Any, str, tuple[int, ...]]],
+        fingerprint: tuple[int, int] = (0, 0),
+        pages: Pages | None = None,
+    ) -> None:
+        self.header, self.views = header, views
+        self.fingerprint = fingerprint
+        """(size, stored CRC-32) of the file: what a `journal` beside it is bound to."""
+        self.pages = pages
+        """Of a file read a page at a time (`open_paged`): what reads and checks them."""
 
     def view(self, name: str) -> memoryview:
         """The bytes of blob ``name``."""
         return self.views[name][0]
 
 
-def write(path: str | os.PathLike[str], header: dict[str, Any], blobs: dict[str, Blob]) -> None:
+def write(
+    path: str | os.PathLike[str],
+    header: dict[str, Any],
+    blobs: dict[str, Blob],
+    *,
+    pages: bool = False,
+) -> None:
     """Write a container atomically: a temporary file in the folder of the `target`, flushed
     to disk, then renamed over it. A reader sees the old file or the new, never half; a
-    symbolic link stays a link to the new file."""
+    symbolic link stays a link to the new file. With ``pages``, the blobs end with
+    `PAGES`, the checksums of the header and of each page of the blobs."""
     table, offset = {}, 0
     for name, blob in blobs.items():
         table[name] = {"dtype": blob.dtype, "shape": list(blob.shape), "offset": offset}
         offset += _aligned(len(blob.data))
+    if pages:
+        table[PAGES] = {"dtype": "<u4", "shape": [_page_count(offset)], "offset": offset}
     header = {
         **header,
         "format": FORMAT_NAME,
@@ -87,6 +121,12 @@ def write(path: str | os.PathLike[str], header: dict[str, Any], blobs: dict[str,
     parts.append(b"\0" * (_aligned(_PREFIX.size + len(head)) - _PREFIX.size - len(head)))
     for blob in blobs.values():
         parts += [blob.data, b"\0" * (_aligned(len(blob.data)) - len(blob.data))]
+    if pages:
+        body = memoryview(b"".join(parts[3:]))
+        crcs = [zlib.crc32(b"".join(parts[:3]))]
+        crcs += [zlib.crc32(body[at : at + PAGE]) for at in range(0, len(body), PAGE)]
+        data = struct.pack(f"<{len(crcs)}I", *crcs)
+        parts += [data, b"\0" * (_aligned(len(data)) - len(data))]
     crc = 0
     for part in parts:
         crc = zlib.crc32(part, crc)
@@ -95,7 +135,7 @@ def write(path: str | os.PathLike[str], header: dict[str, Any], blobs: dict[str,
     # a journal beside the file it replaces belongs to that file: its records are in this
     # one (a fold), or this one replaces them (train -o, restore)
     real = target(path)
-    real.with_name(real.name + ".journal").unlink(missing_ok=True)
+    real.with_name(real.name + JOURNAL_SUFFIX).unlink(missing_ok=True)
 
 
 def read(path: str | os.PathLike[str]) -> Container:
@@ -105,20 +145,138 @@ def read(path: str | os.PathLike[str]) -> Container:
     Never reads more than the header promises: the file must be a regular file (a FIFO or
     a device would block or never end) whose size is exactly what its array table adds up to.
     """
+    f = _open(path)
+    try:
+        return _read(path, f)
+    except OSError as exc:
+        raise ModelFileError(f"cannot read model file {path}: {exc.strerror or exc}") from None
+    finally:
+        f.close()
+
+
+def open_paged(path: str | os.PathLike[str]) -> Container | None:
+    """The container at ``path`` with its header checked as by `read` (the header's own
+    checksum included) and its blobs left unread: its `Container.pages` reads them a page
+    at a time, each checked against its checksum. None for a file without page checksums,
+    which `read` reads whole. The file stays open while the pages are in use."""
+    f = _open(path)
+    try:
+        header, start, table, size = _head(path, f)
+        if PAGES not in table:
+            f.close()
+            return None
+        pages = Pages(path, f, start, table)
+        crc = _CRC.unpack(pages.pread(_DIGEST, size - _DIGEST))[0]
+    except OSError as exc:
+        f.close()
+        raise ModelFileError(f"cannot read model file {path}: {exc.strerror or exc}") from None
+    except BaseException:
+        f.close()
+        raise
+    views = {name: (None, dtype, shape) for name, (dtype, shape, _, _) in table.items()}
+    return Container(header, views, (size, crc), pages)
+
+
+class Pages:
+    """The blobs of an open model file read a `PAGE` at a time (`open_paged`), each page
+    checked against its CRC-32 in `PAGES` when it is read: a corrupt page a reader reads is
+    refused as a corrupt file is, and what it reads costs time in proportion to the pages
+    it touches. The last `KEPT` pages read are kept, so memory does not grow with the file."""
+
+    KEPT = 256  # pages (1 MiB)
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        f: Any,
+        start: int,
+        table: dict[str, tuple[str, tuple[int, ...], int, int]],
+    ) -> None:
+        self.path, self._file, self._start = path, f, start
+        self._blobs = {name: (offset, nbytes) for name, (_, _, offset, nbytes) in table.items()}
+        dtype, shape, self._end, _ = table[PAGES]  # the pages cover the blobs before it
+        if dtype != "<u4" or shape != (_page_count(self._end),):
+            raise invalid(path, f"array {PAGES} does not fit the arrays before it")
+        self._pages: OrderedDict[int, bytes] = OrderedDict()
+        self.reads = 0  # pages read (and checked) so far
+        self._crcs: dict[int, tuple[int, ...]] = {}  # a page of checksums, by its number
+        if zlib.crc32(self.pread(start, 0)) != self._crc(0):
+            raise ModelFileError(f"{path} is corrupt (checksum mismatch)")
+
+    def pread(self, size: int, at: int) -> bytes:
+        """``size`` bytes of the file from ``at``, unchecked; a file cut short is truncated."""
+        data = os.pread(self._file.fileno(), size, at)
+        if len(data) != size:
+            raise ModelFileError(f"{self.path} is truncated")
+        return data
+
+    def blob(self, name: str) -> tuple[int, int]:
+        """(where blob ``name`` starts among the blobs, its bytes)."""
+        return self._blobs[name]
+
+    def read(self, at: int, size: int) -> bytes:
+        """``size`` bytes of the blobs from ``at`` (as `blob` places them), checked."""
+        if at < 0 or size < 0 or at + size > self._end:
+            raise invalid(self.path, "a read outside its arrays")
+        if not size:
+            return b""
+        first, last = at // PAGE, (at + size - 1) // PAGE
+        at -= first * PAGE
+        if first == last:
+            page = self._pages.get(first) or self._page(first)
+            return page[at : at + size]
+        return b"".join(map(self._page, range(first, last + 1)))[at : at + size]
+
+    def _page(self, number: int) -> bytes:
+        page = self._pages.get(number)
+        if page is None:
+            at = number * PAGE
+            page = self.pread(min(PAGE, self._end - at), self._start + at)
+            if zlib.crc32(page) != self._crc(number + 1):
+                raise ModelFileError(f"{self.path} is corrupt (checksum mismatch)")
+            if len(self._pages) >= self.KEPT:
+                self._pages.popitem(last=False)  # the oldest
+            self._pages[number] = page
+            self.reads += 1
+        return page
+
+    def _crc(self, index: int) -> int:
+        """Entry ``index`` of `PAGES`, read with the entries beside it (a page of them)."""
+        group, count = divmod(index, PAGE // 4)
+        crcs = self._crcs.get(group)
+        if crcs is None:
+            entries = min(PAGE // 4, _page_count(self._end) - group * (PAGE // 4))
+            data = self.pread(4 * entries, self._start + self._end + group * PAGE)
+            crcs = self._crcs[group] = struct.unpack(f"<{entries}I", data)
+        return crcs[count]
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def _open(path: str | os.PathLike[str]) -> Any:
+    """The model file at ``path`` open for reading (unbuffered), refused (ModelFileError)
+    where it cannot be read or is not a regular file (a FIFO or a device would block or
+    never end)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise ModelFileError(f"cannot read model file {path}: {exc.strerror or exc}") from None
     try:
         stats = os.fstat(fd)
-        if not stat.S_ISREG(stats.st_mode):
-            os.close(fd)
-            kind = file_kind(stats.st_mode)
-            raise ModelFileError(f"cannot read model file {path}: {kind}, not a regular file")
-        with os.fdopen(fd, "rb", buffering=0) as f:
-            return _read(path, f, stats.st_size)
     except OSError as exc:
+        os.close(fd)
         raise ModelFileError(f"cannot read model file {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(stats.st_mode):
+        os.close(fd)
+        kind = file_kind(stats.st_mode)
+        raise ModelFileError(f"cannot read model file {path}: {kind}, not a regular file")
+    return os.fdopen(fd, "rb", buffering=0)
+
+
+def _page_count(blobs: int) -> int:
+    """The entries of `PAGES` for ``blobs`` bytes of blobs: the header's, and a page's each."""
+    return 1 + (blobs + PAGE - 1) // PAGE
 
 
 def is_table_model(path: str | os.PathLike[str]) -> bool:
@@ -164,7 +322,12 @@ def invalid(path: str | os.PathLike[str], what: str) -> ModelFileError:
     return ModelFileError(f"{path} is not a valid nbspam model: {what}")
 
 
-def _read(path: str | os.PathLike[str], f: Any, size: int) -> Container:
+def _head(
+    path: str | os.PathLike[str], f: Any
+) -> tuple[dict[str, Any], int, dict[str, tuple[str, tuple[int, ...], int, int]], int]:
+    """(the header, where the blobs start, the array table, the file's size) of the model
+    file open as ``f``, checked: what it is, its format, its sizes."""
+    size = os.fstat(f.fileno()).st_size
     prefix = f.read(_PREFIX.size)
     if len(prefix) < _PREFIX.size or not prefix.startswith(MAGIC):
         raise not_a_model(path, prefix)
@@ -199,6 +362,11 @@ def _read(path: str | os.PathLike[str], f: Any, size: int) -> Container:
         raise ModelFileError(f"{path} is truncated")
     if size > expected:
         raise invalid(path, f"{size - expected:,} bytes more than its header describes")
+    return header, start, table, size
+
+
+def _read(path: str | os.PathLike[str], f: Any) -> Container:
+    header, start, table, expected = _head(path, f)
     f.seek(0)
     parts, left = [], expected
     while left:  # one read, but where the system gives less (2 GB at most on Linux)
@@ -312,6 +480,8 @@ def target(path: str | os.PathLike[str]) -> Path:
     """Where writing ``path`` (a model, or a file updated under its `lock`) goes: through
     symbolic links to the final target, which must be a regular file if it exists (a
     device, a FIFO or a folder is never replaced)."""
+    from pathlib import Path  # not at import: scoring one message never writes
+
     real = Path(os.path.realpath(path))
     try:
         mode = real.stat().st_mode
@@ -330,6 +500,8 @@ def remove_leftovers(path: str | os.PathLike[str]) -> None:
     Only names `write` gives this very file match: ``.NAME.<8 random>.tmp``, not those of
     another model whose name merely starts with NAME.
     """
+    from pathlib import Path
+
     real = Path(os.path.realpath(path))  # where `write` puts them: beside the target
     own = re.compile(re.escape(f".{real.name}.") + r"[a-z0-9_]{8}\.tmp")
     for leftover in real.parent.iterdir():
@@ -393,7 +565,10 @@ def write_file(
             os.fsync(f.fileno())
         os.replace(tmp, real)
     except BaseException as exc:
-        Path(tmp).unlink(missing_ok=True)
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
         if isinstance(exc, OSError):
             raise ModelFileError(f"cannot write {what} {path}: {exc.strerror or exc}") from None
         raise

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ModelFileError, NbspamError, TrainingError, os_reason
-from .container import fsync_folder, target
+from .container import JOURNAL_SUFFIX, fsync_folder, target
 from .safefiles import open_side_file
 
 MAGIC = b"\x89NBSJNL\n"
@@ -66,7 +66,7 @@ hundred messages; the fold costs one rewrite of the model)."""
 MAX_JOURNAL = 256 << 20
 """The most bytes of journal a reader reads (a user layer is never folded: it is refused
 past this, with a one-line error)."""
-SUFFIX = ".journal"
+SUFFIX = JOURNAL_SUFFIX
 
 
 @dataclass(frozen=True)

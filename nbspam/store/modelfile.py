@@ -14,6 +14,7 @@ vocabulary (zero for terms the filters drop), and for two-class models ``score_w
 ``score_coef`` holds ln f in the positive class's row and ln(1 - f) in the other (zero
 for words that are no clue), with ``"combine": "fisher"`` in the header and no weights. It
 is derived from the counts when the file is written, never read back into a Model.
+``page_crc`` (`container.PAGES`) lets one message be scored from the pages it reads.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def save_model(model: Model, path: str | os.PathLike[str]) -> None:
         name: Blob(np.ascontiguousarray(a).tobytes(), a.dtype.str, a.shape)
         for name, a in arrays.items()
     }
-    container.write(path, header, blobs)
+    container.write(path, header, blobs, pages=True)
 
 
 def write_model(model: Model, path: str | os.PathLike[str]) -> None:
@@ -157,6 +158,7 @@ _PARTS = {
     "score_coef": "scoring",
     "score_intercept": "scoring",
     "score_weights": "scoring",
+    container.PAGES: "scoring",
 }
 
 

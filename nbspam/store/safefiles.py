@@ -27,9 +27,12 @@ import errno
 import os
 import stat
 from collections.abc import Iterable
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import UnsafeFileError, os_reason
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 _NAME_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_"
 
@@ -136,6 +139,8 @@ def check_regular(fd: int, path: str | os.PathLike[str], what: str, *, writing: 
 def check_side_path(path: str | os.PathLike[str], what: str) -> Path:
     """``path`` itself, after refusing a symbolic link or an existing file that is not a
     regular file there: where a file beside a model is written (replaced by a rename)."""
+    from pathlib import Path  # not at import: scoring one message never writes
+
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:

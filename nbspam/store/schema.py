@@ -49,9 +49,11 @@ ARRAYS: dict[str, tuple[tuple[str, ...], tuple[str | int, ...]]] = {
     "score_coef": (("<f8",), ("C", "d")),
     "score_intercept": (("<f8",), ("C",)),
     "score_weights": (("<f8",), ("d",)),
+    container.PAGES: (("<u4",), ("pages",)),  # its size is checked by `container.Pages`
 }
 _SCORING = ("score_coef", "score_intercept", "score_weights")
-_OPTIONAL = ("seen_times",)  # files written before learn times were recorded lack it
+# files written before learn times were recorded lack seen_times; before page checksums, page_crc
+_OPTIONAL = ("seen_times", container.PAGES)
 _HEADER = {
     "format": True,
     "format_version": True,
@@ -83,6 +85,7 @@ class ModelFile:
         "calibration",
         "info",
         "fingerprint",
+        "pages",
     )
 
     def __init__(
@@ -100,19 +103,22 @@ class ModelFile:
         self.tokenizer, self.training = tokenizer, train
         self.cutoffs, self.calibration, self.info = cutoffs, calibration, info
         self.fingerprint = (0, 0)
+        self.pages: container.Pages | None = None  # a file read a page at a time (`paged`)
 
     @property
     def has_scoring_table(self) -> bool:
         return "score_coef" in self.views
 
     def view(self, name: str) -> memoryview:
-        """The bytes of array ``name``."""
-        return self.views[name][0]
+        """The bytes of array ``name`` (of a file read a page at a time: all its pages)."""
+        view = self.views[name][0]
+        if view is None and self.pages is not None:
+            view = memoryview(self.pages.read(*self.pages.blob(name)))
+        return view
 
     def values(self, name: str) -> memoryview:
         """Array ``name`` as a flat memory view of numbers (native order)."""
-        view, dtype, _ = self.views[name]
-        return view.cast(_FORMATS[dtype])
+        return self.view(name).cast(_FORMATS[self.views[name][1]])
 
 
 _FORMATS = {"|u1": "B", "<i4": "i", "<u4": "I", "<i8": "q", "<u8": "Q", "<f8": "d"}
@@ -182,6 +188,43 @@ def mapped(path: str | os.PathLike[str]) -> ModelFile:
         return _checked(box, values=False)
     except (ValueError, ConfigError) as exc:
         raise container.invalid(path, str(exc)) from None
+
+
+def paged(path: str | os.PathLike[str]) -> ModelFile | None:
+    """The model file at ``path`` for scoring one message, read a page at a time
+    (`container.open_paged`): its header and the shapes of its arrays checked as by `read`,
+    the ends of its term offsets, and the intercepts and bias finite; every other value is
+    checked where it is read, and every page read against its checksum. None for a file
+    without page checksums or a model of a typed table, which `read` reads whole. Time and
+    memory do not grow with the model."""
+    box = container.open_paged(path)
+    if box is None:
+        return None
+    pages = box.pages
+    try:
+        if "table" in box.header:
+            pages.close()
+            return None
+        checked = _checked(box, values=False)
+        checked.pages = pages
+        offsets_at, offsets_size = pages.blob("term_offsets")
+        step = offsets_size // checked.views["term_offsets"][2][0]
+        first = int.from_bytes(pages.read(offsets_at, step), "little")
+        last = int.from_bytes(pages.read(offsets_at + offsets_size - step, step), "little")
+        size = pages.blob("terms")[1]
+        if first != 0 or last != (size + 1 if offsets_size > step else 0):
+            raise ValueError("the term offsets do not span the terms")
+        if checked.has_scoring_table and not all(
+            map(math.isfinite, checked.values("score_intercept"))
+        ):
+            raise ValueError("score_intercept holds a number that is not finite")
+    except (ValueError, ConfigError) as exc:
+        pages.close()
+        raise container.invalid(path, str(exc)) from None
+    except BaseException:
+        pages.close()
+        raise
+    return checked
 
 
 def _checked(box: container.Container, *, values: bool = True) -> ModelFile:

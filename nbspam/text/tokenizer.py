@@ -8,7 +8,6 @@ import string
 import unicodedata
 import zlib
 from itertools import filterfalse
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.settings import TokenizerConfig
@@ -133,6 +132,8 @@ def load_stop_words(spec: str, config: TokenizerConfig) -> tuple[str, ...]:
     """
     if spec == "none":
         return ()
+    from pathlib import Path
+
     if spec == "english":  # read beside this module: importlib.resources costs 8 ms of imports
         text = (Path(__file__).parents[1] / "data" / "english_stop_words.txt").read_text("utf-8")
     else:
