@@ -41,13 +41,13 @@ class Analyzer:
 
     def __init__(self, config: TokenizerConfig) -> None:
         self.config = config
-        tokenizer = Tokenizer(config)
-        self.words = tokenizer.words
-        self.split = tokenizer.split
-        if config.word_pairs == "headers":  # the body's text without its pairs
-            tokenizer = Tokenizer(dataclasses.replace(config, word_pairs="none"))
+        tokenizer = Tokenizer(config)  # the body's and plain text's pairs only with 'all'
         self.body_words = tokenizer.words
         self.body_split = tokenizer.split
+        if config.word_pairs == "headers":  # the subject and headers with their pairs
+            tokenizer = Tokenizer(dataclasses.replace(config, word_pairs="all"))
+        self.words = tokenizer.words
+        self.split = tokenizer.split
         patterns = "|".join(fnmatch.translate(h) for h in config.ignore_headers) or "(?!)"
         self._ignored = functools.lru_cache(maxsize=4096)(re.compile(patterns).match)
         self._value_headers = frozenset(config.value_headers)

@@ -154,9 +154,9 @@ class Tokenizer:
     def __init__(self, config: TokenizerConfig) -> None:
         self.config = config
         self._stop = frozenset(config.stop_words)
-        # hashed word pairs of every text tokenized (0: none); `features.Analyzer` gives the
-        # body a tokenizer without them where only the subject's and headers' are counted
-        self._pairs = config.pair_buckets if config.word_pairs != "none" else 0
+        # hashed word pairs of the text (0: none): a text's own only with word_pairs 'all';
+        # `features.Analyzer` tokenizes the subject and headers as 'all' where they get theirs
+        self._pairs = config.pair_buckets if config.word_pairs == "all" else 0
         # What the ASCII scan drops when no word is too long: the stop words and, for a
         # minimum length of 2, the one-character words it can find (a letter or a digit).
         self._drop: frozenset[str] | None = None
