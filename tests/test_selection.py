@@ -131,7 +131,7 @@ def test_the_candidates_share_each_folds_counts_and_fishers_log_odds(sample_mess
         crossval, "fisher_log_odds", lambda *a: computed.append(a) or real_fisher(*a), raising=False
     )
     choice = selection.internal_cv(data, settings)
-    assert len(choice.tried) == 9
+    assert len(choice.tried) == 10  # with the model without its word pairs
     # all the rows once, then the rows of each of the 5 folds once
     assert sorted(counted) == [9, 9, 10, 10, 10, 48]
     fisher = dataclasses.replace(settings.training, event_model="fisher")
