@@ -96,8 +96,6 @@ def report(
 
 
 _MATRICES: dict = {}
-#: --header-pairs-only: the body's word pairs (``pair:<n>``) left out of the count rows
-HEADER_PAIRS_ONLY = False
 
 
 def count_matrix(data, tokenizer) -> tuple:
@@ -130,9 +128,6 @@ def nbspam_scores(data, labels, splits, values: dict) -> tuple[np.ndarray, np.nd
     printed per split. Messages of no test part score NaN."""
     settings = resolve_settings(values, source="--set")
     X, terms = count_matrix(data, settings.tokenizer)
-    if HEADER_PAIRS_ONLY:
-        body = np.array([t.startswith("pair:") for t in terms])
-        X, terms = X[:, ~body].tocsr(), [t for t, b in zip(terms, body, strict=True) if not b]
     y = np.array(labels, dtype=object)
     scores = np.full(len(labels), np.nan)
     cutoffs = np.full((len(labels), 2), np.nan)
@@ -279,15 +274,7 @@ def main() -> None:
         action="store_true",
         help="also split by date (each label's older half trains, the newer half is judged)",
     )
-    parser.add_argument(
-        "--header-pairs-only",
-        action="store_true",
-        help="with --set pairs=N, leave out the pairs of the body and keep those of the "
-        "subject and headers (subject:pair:<n>), as a tokenizer setting for them would count",
-    )
     args = parser.parse_args()
-    global HEADER_PAIRS_ONLY
-    HEADER_PAIRS_ONLY = args.header_pairs_only
 
     paths, data, labels = load_corpus(args.corpus)
     is_spam = np.array([lab == "spam" for lab in labels])

@@ -211,3 +211,25 @@ def test_the_one_message_path_prints_what_the_full_scorer_prints(model_path, mon
     full = CliRunner().invoke(cli, ["predict", "-m", model_path, "-f", fmt], input=message)
     assert full.exit_code == 0, full.output
     assert fast.stdout == full.stdout_bytes
+
+
+def test_one_message_with_word_pairs_of_the_headers_scores_as_the_batch_does(sample_models):
+    """The pairs of the subject and headers are counted by every path that tokenizes: the
+    one-message path (the model file's tables, no numpy) gives the batch's log-odds to the
+    bit, and the explanation holds pairs of the headers but no pair of the body."""
+    import json
+
+    from tests.helpers import cli_run
+
+    model = str(sample_models("--word-pairs", "headers", "--event-model", "multinomial"))
+    path = SAMPLE / "new" / "002.eml"
+    fast = run("predict", "-m", model, "-f", "jsonl", stdin=path.read_bytes())
+    assert fast.returncode == 0, fast.stderr
+    batch = cli_run("predict", "-m", model, "-f", "jsonl", path)
+    assert batch.exit_code == 0, batch.stderr
+    assert json.loads(fast.stdout)["log_odds"] == json.loads(batch.stdout)["log_odds"]
+    explained = json.loads(cli_run("explain", "-m", model, "-f", "jsonl", path).stdout)
+    assert explained["log_odds"] == json.loads(batch.stdout)["log_odds"]
+    terms = [c["term"] for c in explained["contributions"]]
+    assert any(t.startswith("received:pair:") for t in terms)
+    assert not any(t.startswith("pair:") for t in terms)

@@ -34,7 +34,8 @@ Buy now at http://shop.example.co.uk/x and www.deals.example.com today
 
 
 def counts(data: bytes, **settings) -> Counter:
-    return Counter(Analyzer(TokenizerConfig(**settings)).tokens(data))
+    """The tokens of ``data``, word pairs left out unless asked (they have their own test)."""
+    return Counter(Analyzer(TokenizerConfig(**{"word_pairs": "none", **settings})).tokens(data))
 
 
 def test_every_kind_of_token_of_a_message():
@@ -177,7 +178,8 @@ def test_the_received_queue_id_pattern_is_its_plain_form(text):
 def test_header_values_remembered_give_the_tokens_of_their_text(ngrams):
     """Header values are tokenized one by one and remembered; the tokens are those of all
     the values as one text, the first time and from memory, with n-grams across values."""
-    analyzer = Analyzer(TokenizerConfig(ngrams=ngrams))
+    # (word pairs, counted value by value, do not run on from one value to the next)
+    analyzer = Analyzer(TokenizerConfig(ngrams=ngrams, word_pairs="none"))
     values = [
         "from relay.example.net by mx.example.org with ESMTP for <ann@example.org>",
         "from client (HELO " + "x" * 60 + ") by relay.example.net",  # a skip: token
@@ -215,7 +217,7 @@ def test_plain_text_is_cut_at_max_body_chars_as_a_mail_body_is(as_bytes):
 
 def test_a_header_value_is_cut_at_max_body_chars_once_normalised():
     # U+FDFA becomes 18 characters, 4 words: 10,000 of them made 40,000 subject tokens
-    config = TokenizerConfig(max_body_chars=1000)
+    config = TokenizerConfig(max_body_chars=1000, word_pairs="none")
     raw = b"Subject: " + "\ufdfa".encode() * 10_000 + b"\n\nhi"
     subject = [t for t in Analyzer(config).tokens(raw) if t.startswith("subject:")]
     # the first 1,000 characters: 55 copies of "صلى الله عليه وسلم" and "صلى الله ع",
@@ -243,3 +245,40 @@ def test_a_mime_boundary_gives_no_token():
     tokens = Analyzer(build_settings({}).tokenizer).tokens(mail)
     assert "content-type:multipart" in tokens and "content-type:alternative" in tokens
     assert not [t for t in tokens if "4128429132648534529" in t or "nextpart" in t]
+
+
+def _bucket(a: str, b: str, buckets: int) -> str:
+    """The hashed pair term of two adjacent words, computed by hand (`pair_tokens`)."""
+    import zlib
+
+    return f"pair:{(zlib.crc32(a.encode()) * 0x9E3779B1 ^ zlib.crc32(b.encode())) % buckets}"
+
+
+PAIRS_MAIL = b"Subject: Cheap pills today\nFrom: Ann Lee <ann@example.com>\n\nbuy cheap pills\n"
+
+
+@pytest.mark.parametrize("word_pairs", ["none", "headers", "all"])
+def test_word_pairs_of_the_subject_and_headers_only_leave_the_body_without_pairs(word_pairs):
+    body = ["buy", "cheap", "pills"]
+    subject = ["subject:cheap", "subject:pills", "subject:today"]
+    sender = ["from:ann", "from:lee"]
+    if word_pairs == "all":
+        body += [_bucket("buy", "cheap", 64), _bucket("cheap", "pills", 64)]
+    if word_pairs != "none":
+        subject += ["subject:" + _bucket("cheap", "pills", 64)]
+        subject += ["subject:" + _bucket("pills", "today", 64)]
+        sender += ["from:" + _bucket("ann", "lee", 64)]
+    expected = (
+        body
+        + subject
+        + sender
+        + ["from:addr:ann@example.com", "from:domain:example.com"]
+        + ["header:subject", "header:from"]
+    )
+    config = TokenizerConfig(word_pairs=word_pairs, pair_buckets=64)
+    assert Analyzer(config).tokens(PAIRS_MAIL) == expected
+    # plain text has no headers: pairs only with "all"
+    text = ["buy", "cheap", "pills"]
+    if word_pairs == "all":
+        text += [_bucket("buy", "cheap", 64), _bucket("cheap", "pills", 64)]
+    assert Analyzer(config).tokens("Buy cheap pills") == text

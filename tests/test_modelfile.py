@@ -130,3 +130,32 @@ def test_a_file_that_saved_the_event_model_as_model_loads(saved, model, tmp_path
     old = tmp_path / "old.nbm"
     old.write_bytes(pack(header, arrays))
     assert_same_model(load_model(old), model)
+
+
+@pytest.mark.parametrize(
+    "tokenizer, train, expected",
+    [
+        ({}, {}, ("none", 1 << 20, True)),  # written before word pairs
+        ({"pairs": 0}, {"word_pairs": True}, ("none", 1 << 20, True)),
+        ({"pairs": 64}, {"word_pairs": False}, ("all", 64, False)),
+    ],
+)
+def test_a_file_written_before_word_pairs_named_where_reads_as_before(
+    saved, tmp_path, tokenizer, train, expected
+):
+    """Files written before ``word_pairs`` saved the buckets as the tokenizer's ``pairs``
+    (0: none, N: every pair) and whether the model scored them as the training's
+    ``word_pairs``: they tokenize and score as they did."""
+    from tests.test_hostile_models import pack, unpack
+
+    header, arrays = unpack(saved.read_bytes())
+    for key in ("word_pairs", "pair_buckets"):
+        del header["tokenizer"][key]
+    del header["train"]["score_pairs"]
+    header["tokenizer"].update(tokenizer)
+    header["train"].update(train)
+    old = tmp_path / "old.nbm"
+    old.write_bytes(pack(header, arrays))
+    loaded = load_model(old)
+    word_pairs, buckets = loaded.tokenizer.word_pairs, loaded.tokenizer.pair_buckets
+    assert (word_pairs, buckets, loaded.training.score_pairs) == expected

@@ -78,6 +78,7 @@ def test_a_candidate_wins_only_by_removing_a_clear_share_of_the_error(sample_mes
         "+ alpha 1",
         "+ stop words",
         "+ min-count 2",
+        "+ without word pairs",  # the default counts those of the subject and headers
         f"+ {half:,} words by mutual information",
     ]
     # the second round changes the first round's winner, one setting at a time
@@ -86,6 +87,7 @@ def test_a_candidate_wins_only_by_removing_a_clear_share_of_the_error(sample_mes
         ("bernoulli", 1.0, 1, 0, None),
         ("bernoulli", 0.5, 1, 175, None),
         ("bernoulli", 0.5, 2, 0, None),
+        ("bernoulli", 0.5, 1, 0, None),  # without word pairs: planned as the winner's AUC
         ("bernoulli", 0.5, 1, 0, half),
     ]
     assert choice.rule is not None and choice.rule.calibration is not None
@@ -129,7 +131,7 @@ def test_the_candidates_share_each_folds_counts_and_fishers_log_odds(sample_mess
         crossval, "fisher_log_odds", lambda *a: computed.append(a) or real_fisher(*a), raising=False
     )
     choice = selection.internal_cv(data, settings)
-    assert len(choice.tried) == 9
+    assert len(choice.tried) == 10  # with the model without its word pairs
     # all the rows once, then the rows of each of the 5 folds once
     assert sorted(counted) == [9, 9, 10, 10, 10, 48]
     fisher = dataclasses.replace(settings.training, event_model="fisher")
@@ -356,7 +358,9 @@ def test_word_pairs_are_hashed_into_a_fixed_number_of_buckets():
     def bucket(a, b, buckets):
         return (zlib.crc32(a.encode()) * 0x9E3779B1 ^ zlib.crc32(b.encode())) % buckets
 
-    analyzer = Analyzer(build_settings({"mail": "never", "pairs": 16}).tokenizer)
+    analyzer = Analyzer(
+        build_settings({"mail": "never", "word_pairs": "all", "pair_buckets": 16}).tokenizer
+    )
     assert analyzer.tokens("Buy cheap pills") == [
         "buy",
         "cheap",
@@ -364,7 +368,9 @@ def test_word_pairs_are_hashed_into_a_fixed_number_of_buckets():
         f"pair:{bucket('buy', 'cheap', 16)}",
         f"pair:{bucket('cheap', 'pills', 16)}",
     ]
-    mail = Analyzer(build_settings({"pairs": 16}).tokenizer).tokens(b"Subject: Hi there\n\nyes")
+    mail = Analyzer(build_settings({"word_pairs": "all", "pair_buckets": 16}).tokenizer).tokens(
+        b"Subject: Hi there\n\nyes"
+    )
     assert f"subject:pair:{bucket('hi', 'there', 16)}" in mail
     # however many words, at most 16 pair terms
     rng = np.random.default_rng(0)
@@ -373,6 +379,15 @@ def test_word_pairs_are_hashed_into_a_fixed_number_of_buckets():
     assert 1 < len(pairs) <= 16
     assert not any(
         t.startswith("pair:") for t in Analyzer(build_settings({}).tokenizer).tokens(text)
+    )
+
+
+def _without_pairs(values: dict):
+    """Settings that count the word pairs and score without them, as auto's "+ without
+    word pairs" does (not a setting of its own)."""
+    settings = build_settings(values)
+    return dataclasses.replace(
+        settings, training=dataclasses.replace(settings.training, score_pairs=False)
     )
 
 
@@ -387,8 +402,10 @@ def test_the_model_without_its_word_pairs_is_the_model_that_never_counted_them()
     ]
     messages = [Message(str(i), text, label) for i, (label, text) in enumerate(texts)]
     base = {"event_model": "multinomial", "mail": "never"}
-    counted = fit_messages(messages, build_settings({**base, "pairs": 64, "word_pairs": False}))
-    never = fit_messages(messages, build_settings(base))
+    counted = fit_messages(
+        messages, _without_pairs({**base, "word_pairs": "all", "pair_buckets": 64})
+    )
+    never = fit_messages(messages, build_settings({**base, "word_pairs": "none"}))
     assert any(t.startswith("pair:") for t in counted.terms)
     assert counted.form.terms == never.form.terms
     np.testing.assert_allclose(counted.form.weights, never.form.weights, rtol=1e-12)
@@ -406,16 +423,18 @@ def test_the_model_without_its_word_pairs_leaves_out_the_pairs_of_the_headers_to
     ]
     messages = [Message(str(i), text.encode(), label) for i, (label, text) in enumerate(texts)]
     base = {"event_model": "multinomial", "mail": "always"}
-    counted = fit_messages(messages, build_settings({**base, "pairs": 64, "word_pairs": False}))
-    never = fit_messages(messages, build_settings(base))
+    counted = fit_messages(
+        messages, _without_pairs({**base, "word_pairs": "all", "pair_buckets": 64})
+    )
+    never = fit_messages(messages, build_settings({**base, "word_pairs": "none"}))
     assert any(t.startswith("subject:pair:") for t in counted.terms)
     assert counted.form.terms == never.form.terms
     np.testing.assert_allclose(counted.form.weights, never.form.weights, rtol=1e-12)
 
 
 def test_auto_tries_the_model_without_word_pairs_where_they_are_counted(sample_messages):
-    for pairs, tried in ((0, False), (1024, True)):
-        settings = resolve_settings({"pairs": pairs}, source="test")
+    for pairs, tried in (("none", False), ("headers", True), ("all", True)):
+        settings = resolve_settings({"word_pairs": pairs, "pair_buckets": 1024}, source="test")
         choice = selection.internal_cv(tokenized(sample_messages, settings), settings)
         names = [row.name for row in choice.tried]
         assert ("+ without word pairs" in names) is tried

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from .. import __version__
-from ..core.settings import AUTO, EVENT_MODELS, MAIL_MODES, SELECTIONS, TrainConfig
+from ..core.settings import AUTO, EVENT_MODELS, MAIL_MODES, SELECTIONS, WORD_PAIRS, TrainConfig
 from ..errors import EXIT_SKIPPED, NbspamError
 from .boundary import failure
 from .output import output_error
@@ -478,16 +478,15 @@ _TRAIN_OPTIONS = [
         help="Also count word n-grams up to this length (2 adds word pairs). [default: 1]",
     ),
     click.option(
-        "--pairs",
-        type=int,
-        metavar="BUCKETS",
-        help="Also count each two adjacent words, hashed into this many buckets (e.g. 1048576): the vocabulary grows by at most BUCKETS terms, where --ngrams 2 grows it fivefold; auto then also tries the model without them. They take tokenizing about twice as long. [default: 0, none]",
+        "--word-pairs",
+        type=click.Choice(WORD_PAIRS),
+        help="Also count each two adjacent words, hashed into --pair-buckets buckets: none, those of the subject and headers (cheap: headers are short), or all, the body's too (tokenizing takes about twice as long). Auto then also tries the model without them. [default: headers]",
     ),
     click.option(
-        "--word-pairs/--no-word-pairs",
-        "word_pairs",
-        default=None,
-        help="With --pairs: whether the model scores with the pairs counted (they stay counted, so auto can try without). [default: --word-pairs]",
+        "--pair-buckets",
+        type=int,
+        metavar="BUCKETS",
+        help="How many buckets --word-pairs hashes the pairs into: the vocabulary grows by at most this many terms per header, where --ngrams 2 grows it fivefold. [default: 1048576]",
     ),
     click.option(
         "--binary/--counts",

@@ -31,6 +31,9 @@ TABLE_RULE: dict[str, float | None] = {"target_fpr": None, "cost_fp": 1.0, "cost
 MAIL_MODES: tuple[str, ...] = ("auto", "always", "never")
 #: How --max-features picks its terms: most documents, or most mutual information.
 SELECTIONS: tuple[str, ...] = ("frequency", "mi")
+#: Which adjacent word pairs the tokenizer counts: none, those of the subject and headers,
+#: or all (the body's and plain text's too).
+WORD_PAIRS: tuple[str, ...] = ("none", "headers", "all")
 
 #: Headers whose tokens are not counted by default. An upstream filter, the delivering
 #: server or the way a corpus was collected may have added them, so their tokens can give
@@ -98,8 +101,11 @@ class TokenizerConfig:
     long_words: Literal["skip", "drop"] = "skip"
     stop_words: tuple[str, ...] = ()
     ngrams: int = 1
-    # adjacent word pairs of the body, hashed into this many buckets (0: none): `features.pair_tokens`
-    pairs: int = 0
+    # which adjacent word pairs are counted: none, those of the subject and headers, or all
+    # (the body's and plain text's too), each hashed into pair_buckets buckets:
+    # `tokenizer.pair_tokens`
+    word_pairs: Literal["none", "headers", "all"] = "headers"
+    pair_buckets: int = 1 << 20
     mail: Literal["auto", "always", "never"] = "auto"
     subject_tokens: bool = True
     address_tokens: bool = True
@@ -145,8 +151,9 @@ class TrainConfig:
     background: float = 0.52
     min_dev: float = 0.375
     stop_words: tuple[str, ...] = ()
-    # whether the model scores with the word pairs the tokenizer counts (``pair:`` terms)
-    word_pairs: bool = True
+    # whether the model scores with the word pairs the tokenizer counts (``pair:`` terms):
+    # auto's "+ without word pairs" turns it off, a mask over the same counts (not a setting)
+    score_pairs: bool = True
 
 
 @dataclass(frozen=True)
@@ -170,7 +177,7 @@ MAX_LABEL_CHARS = 1000  # the longest label
 MAX_PAIRS = 1 << 24
 
 _TOKENIZER_KEYS = {f.name for f in fields(TokenizerConfig)} - {"stop_words"}
-_TRAIN_KEYS = {f.name for f in fields(TrainConfig)} - {"stop_words"}
+_TRAIN_KEYS = {f.name for f in fields(TrainConfig)} - {"stop_words", "score_pairs"}
 KNOWN_KEYS: frozenset[str] = frozenset(_TOKENIZER_KEYS | _TRAIN_KEYS | {"stop_words"})
 #: Settings of `filter`, not of training: one settings file serves both (train leaves them).
 FILTER_KEYS: frozenset[str] = frozenset({"header_style"})
@@ -257,7 +264,7 @@ def _check(key: str, value: Any) -> Any:
         "min_length": (1, MAX_TOKEN_LENGTH),
         "max_length": (1, MAX_TOKEN_LENGTH),
         "ngrams": (1, MAX_NGRAMS),
-        "pairs": (0, MAX_PAIRS),
+        "pair_buckets": (1, MAX_PAIRS),
         "min_count": (1, None),
         "max_body_chars": (1, None),
         "folds": (2, MAX_FOLDS),
@@ -275,13 +282,14 @@ def _check(key: str, value: Any) -> Any:
         "binary",
         "calibrate",
         "complement_norm",
-        "word_pairs",
+        "score_pairs",
     }
     choices = {
         "event_model": (AUTO, *EVENT_MODELS),
         "select": SELECTIONS,
         "mail": MAIL_MODES,
         "long_words": ("skip", "drop"),
+        "word_pairs": WORD_PAIRS,
     }
     if key in bools:
         if not isinstance(value, bool):
@@ -401,6 +409,7 @@ def config_from_dict(cls: type, values: Any) -> Any:
     if cls is TrainConfig and "model" in values and "event_model" not in values:
         # files and dumps written before the event model's one name saved it as "model"
         values = {("event_model" if key == "model" else key): v for key, v in values.items()}
+    values = _before_word_pairs(cls, values)
     unknown = set(values) - {f.name for f in fields(cls)}
     if unknown:
         raise ConfigError(f"unknown setting {sorted(unknown)[0]!r}")
@@ -410,6 +419,23 @@ def config_from_dict(cls: type, values: Any) -> Any:
     if isinstance(config, TrainConfig):
         check_selection(config)
     return config
+
+
+def _before_word_pairs(cls: type, values: dict[str, Any]) -> dict[str, Any]:
+    """Saved settings of a file or dump written before ``word_pairs`` named which pairs
+    are counted, as they read now: the tokenizer's ``pairs: N`` (N buckets, 0 none) counted
+    every pair, or none; a file without it counted none (where the default is now
+    otherwise), and the training's ``word_pairs`` true or false is ``score_pairs``."""
+    if cls is TokenizerConfig and "word_pairs" not in values:
+        values = dict(values)
+        buckets = values.pop("pairs", 0)
+        if buckets:
+            values["word_pairs"], values["pair_buckets"] = "all", buckets
+        else:
+            values["word_pairs"] = "none"
+    if cls is TrainConfig and isinstance(values.get("word_pairs"), bool):
+        values = {("score_pairs" if k == "word_pairs" else k): v for k, v in values.items()}
+    return values
 
 
 def _saved(key: str, value: Any) -> Any:

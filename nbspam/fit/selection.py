@@ -139,7 +139,7 @@ def second_round(
         Candidate("+ min-count 2", {"min_count": 2}),
     ]
     if pairs:
-        grid.append(Candidate("+ without word pairs", {"word_pairs": False}))
+        grid.append(Candidate("+ without word pairs", {"score_pairs": False}))
     if terms >= 2:
         grid.append(
             Candidate(
@@ -252,7 +252,7 @@ def choose(
         raise TrainingError("no candidate of --event-model auto could be trained")
     winner, first = best[1], name
     terms = len(totals.terms if totals is not None else data.terms)
-    pairs = settings.tokenizer.pairs > 0
+    pairs = settings.tokenizer.word_pairs != "none"
     candidates = second_round(winner, stop_words, terms, pairs=pairs)
     with stage(f"auto: changes to {first} tried", len(candidates)) as step:
         for candidate in candidates:  # each on the winner alone

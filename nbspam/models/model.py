@@ -191,7 +191,7 @@ def kept_columns(model: Model) -> np.ndarray:
     doc_freq = model.doc_count.sum(axis=0)
     if cfg.stop_words:
         doc_freq = np.where(stop_terms(model.terms, cfg.stop_words), 0, doc_freq)
-    if not cfg.word_pairs and model.tokenizer.pairs:
+    if not cfg.score_pairs and model.tokenizer.word_pairs != "none":
         doc_freq = np.where(pair_terms(model.terms), 0, doc_freq)
     rank = None  # --select frequency: the terms in most messages
     if cfg.select == "mi":
@@ -568,7 +568,7 @@ AUTO_CHOSEN = (
     "min_count",
     "select",
     "max_features",
-    "word_pairs",
+    "score_pairs",
 )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import functools
 import re
@@ -32,11 +33,19 @@ class Analyzer:
     and queue id; of Message-ID, its domain), ``attachment:<type>`` and
     ``attachment:.<ext>``. Headers matching ``ignore_headers`` give nothing. Anything else
     is plain text: its words.
+
+    Hashed word pairs (``word_pairs``) are counted in the subject and the headers (tagged
+    as they are: ``subject:pair:<n>``) unless it is 'none', and in the body and plain text
+    (``pair:<n>``) only where it is 'all'.
     """
 
     def __init__(self, config: TokenizerConfig) -> None:
         self.config = config
-        tokenizer = Tokenizer(config)
+        tokenizer = Tokenizer(config)  # the body's and plain text's pairs only with 'all'
+        self.body_words = tokenizer.words
+        self.body_split = tokenizer.split
+        if config.word_pairs == "headers":  # the subject and headers with their pairs
+            tokenizer = Tokenizer(dataclasses.replace(config, word_pairs="all"))
         self.words = tokenizer.words
         self.split = tokenizer.split
         patterns = "|".join(fnmatch.translate(h) for h in config.ignore_headers) or "(?!)"
@@ -67,7 +76,7 @@ class Analyzer:
         cut = len(data) > limit
         if cut:
             data = data[:limit]
-        out = self.words(data, in_order=False)
+        out = self.body_words(data, in_order=False)
         if self.config.number_tokens:
             out.extend(number_tokens(data))
         if cut:
@@ -77,7 +86,7 @@ class Analyzer:
     def mail_tokens(self, mail: ParsedMail) -> list[str]:
         """Tokens of a parsed message: body words, then the tagged tokens."""
         cfg = self.config
-        out, addresses = self.split(mail.body, in_order=False)
+        out, addresses = self.body_split(mail.body, in_order=False)
         out.extend(addresses)
         subject = self.words(mail.subject)
         out.extend(map("subject:".__add__, subject) if cfg.subject_tokens else subject)

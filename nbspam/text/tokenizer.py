@@ -154,6 +154,9 @@ class Tokenizer:
     def __init__(self, config: TokenizerConfig) -> None:
         self.config = config
         self._stop = frozenset(config.stop_words)
+        # hashed word pairs of the text (0: none): a text's own only with word_pairs 'all';
+        # `features.Analyzer` tokenizes the subject and headers as 'all' where they get theirs
+        self._pairs = config.pair_buckets if config.word_pairs == "all" else 0
         # What the ASCII scan drops when no word is too long: the stop words and, for a
         # minimum length of 2, the one-character words it can find (a letter or a digit).
         self._drop: frozenset[str] | None = None
@@ -193,7 +196,7 @@ class Tokenizer:
             in_order
             or text.isascii()
             or cfg.ngrams > 1
-            or cfg.pairs
+            or self._pairs
             or _ASCII_SEPARATORS.search(text)
         ):
             return self._split(text)
@@ -213,7 +216,7 @@ class Tokenizer:
         low, high, stop = cfg.min_length, cfg.max_length, self._stop
         if text.isascii():
             tokens = _ASCII_WORD_RE.findall(text)
-            if cfg.ngrams == 1 and not cfg.pairs:  # the common case: order does not matter
+            if cfg.ngrams == 1 and not self._pairs:  # the common case: order does not matter
                 long = bool(tokens) and max(map(len, tokens)) > high
                 if self._drop is not None and not long:  # a filter without a Python loop
                     return list(filterfalse(self._drop.__contains__, tokens)), addresses
@@ -244,8 +247,8 @@ class Tokenizer:
         """``words`` with their word n-grams and hashed word pairs, as the config asks."""
         if self.config.ngrams > 1:
             words.extend(_ngrams(words, self.config.ngrams))
-        if self.config.pairs:
-            words.extend(pair_tokens(words, self.config.pairs))
+        if self._pairs:
+            words.extend(pair_tokens(words, self._pairs))
         return words
 
     def _special(self, token: str, out: list[str]) -> None:
