@@ -129,7 +129,7 @@ def test_a_message_of_many_distinct_terms_is_scored_by_dictionary(saved):
     assert scorer._tables is not None  # one lookup a term, not 5,000 binary searches
 
 
-def test_one_message_on_stdin_imports_neither_numpy_nor_scipy_nor_pathlib(saved):
+def test_one_message_on_stdin_imports_neither_numpy_nor_scipy_nor_pathlib_nor_typing(saved):
     _, path = saved
     probe = (
         "import sys, runpy\n"
@@ -138,6 +138,7 @@ def test_one_message_on_stdin_imports_neither_numpy_nor_scipy_nor_pathlib(saved)
         "except SystemExit:\n    pass\n"
         "print(sorted(m for m in ('numpy', 'scipy') if m in sys.modules))\n"
         "print(sorted(m for m in ('pathlib', 'nbspam.store.journal') if m in sys.modules))\n"
+        "print(sorted(m for m in ('dataclasses', 'inspect', 'typing') if m in sys.modules))\n"
     )
     message = (SAMPLE / "new" / "002.eml").read_bytes()
     out = (
@@ -152,6 +153,8 @@ def test_one_message_on_stdin_imports_neither_numpy_nor_scipy_nor_pathlib(saved)
     # nor pathlib (with urllib.parse and ipaddress, a tenth of the start), nor the journal's
     # module where the model has no journal
     assert out[2] == "[]"
+    # nor dataclasses with inspect (ast, dis, tokenize) nor typing: nearly a `python -c pass`
+    assert out[3] == "[]"
 
 
 def test_scoring_one_message_loads_neither_hashlib_nor_an_unneeded_html_parser(saved):

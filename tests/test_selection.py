@@ -3,7 +3,6 @@ the column masks it tries (stop words); number tokens."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import numpy as np
@@ -108,8 +107,8 @@ def test_each_auc_in_the_table_is_the_candidates_own_cross_validation(sample_mes
     for row in choice.tried:
         # a second-round row changes the first round's winner
         start = winner.changes if row.name.startswith("+ ") else {}
-        cfg = dataclasses.replace(settings.training, **{**start, **row.changes})
-        scores = cross_validate_matrix(data, dataclasses.replace(settings, training=cfg))
+        cfg = settings.training.replace(**{**start, **row.changes})
+        scores = cross_validate_matrix(data, settings.replace(training=cfg))
         assert row.auc == selection.pooled_auc(scores), row.name
 
 
@@ -248,10 +247,9 @@ def test_masking_stop_words_gives_the_model_that_never_counted_them():
         {"stop_words": "english", "event_model": "multinomial", "mail": "never"}, source="test"
     )
     words = masked.training.stop_words
-    removed = dataclasses.replace(
-        masked,
-        tokenizer=dataclasses.replace(masked.tokenizer, stop_words=words),
-        training=dataclasses.replace(masked.training, stop_words=()),
+    removed = masked.replace(
+        tokenizer=masked.tokenizer.replace(stop_words=words),
+        training=masked.training.replace(stop_words=()),
     )
     a, b = fit_messages(messages, masked), fit_messages(messages, removed)
     assert len(a.terms) > len(b.terms)  # the mask's model still counts the stop words

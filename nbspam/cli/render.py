@@ -13,18 +13,21 @@ import json
 import re
 import shlex
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.jsonl import json_line
 from ..models.decision import Prediction, cutoff_text
 from ..service.explanation_text import explanation_lines
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # explain needs numpy; rendering a prediction must not
+    from typing import Any, Literal
+
     from ..models.explain import ClassTerms, FisherExplanation, MessageExplanation
     from ..models.model import Model
 
-Format = Literal["text", "jsonl", "tsv"]
-ReportFormat = Literal["text", "json", "markdown"]
+    Format = Literal["text", "jsonl", "tsv"]
+    ReportFormat = Literal["text", "json", "markdown"]
+
 REPORT_FORMATS: tuple[str, ...] = ("text", "json", "markdown")
 
 

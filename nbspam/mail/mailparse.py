@@ -8,12 +8,12 @@ import codecs
 import functools
 import itertools
 import re
-from dataclasses import dataclass
 from operator import itemgetter
-from typing import TYPE_CHECKING
 
+from ..core.record import Record
 from .htmltext import html_to_text
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # the email package is imported only for the mail the fast path leaves
     from email.message import Message
     from email.parser import BytesParser
@@ -21,8 +21,7 @@ if TYPE_CHECKING:  # the email package is imported only for the mail the fast pa
 __all__ = ["ParsedMail", "html_to_text", "looks_like_mail", "parse_mail"]
 
 
-@dataclass(frozen=True, slots=True)
-class ParsedMail:
+class ParsedMail(Record):
     """The parts of one message that a tokenizer needs."""
 
     headers: tuple[tuple[str, str], ...]
@@ -505,8 +504,7 @@ _MAX_DEPTH = 8  # multipart nesting; real mail needs three or four levels
 _MAX_PARTS = 1000  # parts of a message; more are left to the email package, which reads less
 
 
-@dataclass(frozen=True, slots=True)
-class _Leaf:
+class _Leaf(Record):
     """A non-multipart part as _describe sees it, with its still encoded payload."""
 
     ctype: str

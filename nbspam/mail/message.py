@@ -4,8 +4,11 @@ skipped and noted."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from ..core.record import Record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 EMPTY = "empty, not a message"
 # The most of one message that is read: a longer one is scored on its first bytes, which
@@ -17,8 +20,7 @@ BINARY_SNIFF_BYTES = 8 << 10
 BINARY = "binary data, not a message"
 
 
-@dataclass(frozen=True, slots=True)
-class Message:
+class Message(Record):
     """One message: its identifier, its raw bytes (or text, from a table), its label if known."""
 
     id: str

@@ -20,7 +20,6 @@ import os
 import stat
 import sys
 from collections.abc import Iterable, Iterator
-from typing import BinaryIO
 
 from ..errors import InputError, os_reason
 from .mbox import BLOCK, SEPARATOR, mbox_messages
@@ -30,6 +29,10 @@ from .message import (
     Problems,
     checked_message,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 LINK_AGAIN = "a symbolic link loop or a second link to it"
 LINK_OUT = "a symbolic link out of the folder, not followed (--follow-links follows it)"

@@ -185,9 +185,9 @@ def from_counts(
         raise TrainingError(f"--positive {positive!r} is not one of the labels {list(labels)}")
     if len(labels) == 2 and positive is None:
         positive = "spam" if "spam" in labels else labels[-1]
-    train_cfg = dataclasses.replace(train_cfg, positive=positive)
+    train_cfg = train_cfg.replace(positive=positive)
     if train_cfg.event_model == AUTO:
-        train_cfg = dataclasses.replace(train_cfg, event_model=AUTO_FALLBACK)
+        train_cfg = train_cfg.replace(event_model=AUTO_FALLBACK)
     nb.prior_weights(train_cfg.prior, labels)
     digests = sorted((seen or {}).items())
     model = Model(

@@ -688,7 +688,7 @@ def to_header(model: TableModel) -> dict[str, Any]:
             "label_column": model.label_column,
             "alpha": model.alpha,
             "positive": model.positive,
-            "tokenizer": dataclasses.asdict(model.tokenizer),
+            "tokenizer": model.tokenizer.as_dict(),
             "columns": cols,
             "info": model.info,
             "cutoffs": stored_cutoffs(model.cutoffs),

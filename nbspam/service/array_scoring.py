@@ -20,7 +20,6 @@ import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import repeat
-from typing import TYPE_CHECKING
 
 from ..errors import ModelFileError
 from ..models.decision import Prediction, log_posterior_two, prediction
@@ -28,6 +27,7 @@ from ..models.fisher import fisher_log_odds
 from ..store import container, schema
 from ..text.features import Analyzer
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # the one-message path imports neither: a filter started per delivery
     from ..mail.message import Message
     from ..models.model import Model

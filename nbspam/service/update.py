@@ -135,7 +135,7 @@ class Learner:
         self.changed = True
 
     def _count(self, message: Message, label: str, sign: int) -> None:
-        self._pending[sign].append(dataclasses.replace(message, label=label))
+        self._pending[sign].append(message.replace(label=label))
         self._bytes += len(message.data)
         if self._bytes >= CHUNK_BYTES or len(self._pending[sign]) >= CHUNK:
             self._flush()
@@ -177,7 +177,7 @@ def forget(model: Model, messages: Iterable[Message]) -> tuple[Model, Change]:
         if label is None:
             unknown.append(message.id)
         else:
-            minus.append(dataclasses.replace(message, label=label))
+            minus.append(message.replace(label=label))
     updated = apply_counts(model, None, _counted(minus, model), seen, times_map(model))
     return updated, Change(forgotten=len(minus), unknown=unknown)
 
@@ -282,9 +282,7 @@ def _compared(model: Model):
     if "auto" not in model.info:
         return model.training
     defaults = TrainConfig()
-    return dataclasses.replace(
-        model.training, **{name: getattr(defaults, name) for name in AUTO_CHOSEN}
-    )
+    return model.training.replace(**{name: getattr(defaults, name) for name in AUTO_CHOSEN})
 
 
 def _counted(messages: list[Message], model: Model) -> ClassCounts | None:
@@ -297,11 +295,9 @@ def _counted(messages: list[Message], model: Model) -> ClassCounts | None:
 
 
 def _first_difference(a, b) -> str:
-    for f in dataclasses.fields(a):
-        if getattr(a, f.name) != getattr(b, f.name):
-            return (
-                f"{f.name} is {getattr(a, f.name)!r} in one and {getattr(b, f.name)!r} in another"
-            )
+    for name in a.fields():
+        if getattr(a, name) != getattr(b, name):
+            return f"{name} is {getattr(a, name)!r} in one and {getattr(b, name)!r} in another"
     return "unknown"
 
 

@@ -8,11 +8,11 @@ import string
 import unicodedata
 import zlib
 from itertools import filterfalse
-from typing import TYPE_CHECKING
 
 from ..core.settings import TokenizerConfig
 from ..errors import ConfigError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import regex
 
