@@ -130,7 +130,8 @@ def test_a_message_of_many_distinct_terms_is_scored_by_dictionary(saved):
 
 
 def test_one_message_on_stdin_imports_neither_numpy_nor_scipy_nor_pathlib_nor_typing(saved):
-    _, path = saved
+    model, path = saved
+    unneeded = [m for m in NOT_ON_THE_PATH if model.training.event_model not in m]
     probe = (
         "import sys, runpy\n"
         f"sys.argv = ['nbspam', 'predict', '-m', {str(path)!r}, '-f', 'jsonl']\n"
@@ -139,6 +140,7 @@ def test_one_message_on_stdin_imports_neither_numpy_nor_scipy_nor_pathlib_nor_ty
         "print(sorted(m for m in ('numpy', 'scipy') if m in sys.modules))\n"
         "print(sorted(m for m in ('pathlib', 'nbspam.store.journal') if m in sys.modules))\n"
         "print(sorted(m for m in ('dataclasses', 'inspect', 'typing') if m in sys.modules))\n"
+        f"print(sorted(m for m in {unneeded!r} if m in sys.modules))\n"
     )
     message = (SAMPLE / "new" / "002.eml").read_bytes()
     out = (
@@ -155,6 +157,19 @@ def test_one_message_on_stdin_imports_neither_numpy_nor_scipy_nor_pathlib_nor_ty
     assert out[2] == "[]"
     # nor dataclasses with inspect (ast, dis, tokenize) nor typing: nearly a `python -c pass`
     assert out[3] == "[]"
+    # nor the readers of files, folders and tables, nor what a fisher model or a training
+    # summary needs
+    assert out[4] == "[]"
+
+
+NOT_ON_THE_PATH = (
+    "csv",
+    "shlex",
+    "nbspam.mail.messages",
+    "nbspam.mail.mbox",
+    "nbspam.service.explanation_text",
+    "nbspam.models.fisher",  # but for a fisher model
+)
 
 
 def test_scoring_one_message_loads_neither_hashlib_nor_an_unneeded_html_parser(saved):

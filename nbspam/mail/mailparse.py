@@ -11,14 +11,13 @@ import re
 from operator import itemgetter
 
 from ..core.record import Record
-from .htmltext import html_to_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the email package is imported only for the mail the fast path leaves
     from email.message import Message
     from email.parser import BytesParser
 
-__all__ = ["ParsedMail", "html_to_text", "looks_like_mail", "parse_mail"]
+__all__ = ["ParsedMail", "looks_like_mail", "parse_mail"]
 
 
 class ParsedMail(Record):
@@ -399,6 +398,8 @@ def _payload_text(
     """The visible text and link targets of a decoded text/plain or text/html payload."""
     text = decode_bytes(payload, charset, complete=complete)
     if ctype == "text/html":
+        from .htmltext import html_to_text  # imported for HTML only
+
         return html_to_text(text)
     return text.replace("\r\n", "\n").replace("\r", "\n"), ()
 

@@ -18,7 +18,6 @@ import errno
 import json
 import os
 import stat
-import sys
 from collections.abc import Iterable, Iterator
 
 from ..errors import InputError, os_reason
@@ -28,6 +27,7 @@ from .message import (
     Message,
     Problems,
     checked_message,
+    read_stdin,
 )
 
 TYPE_CHECKING = False
@@ -75,13 +75,6 @@ def read_messages(
                 yield from _read_path(match, problems, tables=True, follow_links=follow_links)
         else:
             yield from _read_path(path, problems, tables=True, follow_links=follow_links)
-
-
-def read_stdin(problems: Problems, stdin: BinaryIO | None = None) -> Message | None:
-    """The message on standard input, its first `MAX_MESSAGE_BYTES` (reading stops there:
-    the rest is never read); None, reported, for binary data."""
-    stream = stdin if stdin is not None else sys.stdin.buffer
-    return checked_message("-", stream.read(MAX_MESSAGE_BYTES + 1), problems)
 
 
 def label_spec(spec: str) -> tuple[str, str] | None:
