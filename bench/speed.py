@@ -36,6 +36,7 @@ import hashlib
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -46,7 +47,19 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 CORPORA = REPO.parent / "shared" / "corpora"
 DEFAULT_CORPORA = [CORPORA / "spamassassin", CORPORA / "sms-spam-collection"]
-NBSPAM, REFERENCE = "nbspam", "scikit-learn"
+NBSPAM, REFERENCE, BOGOFILTER = "nbspam", "scikit-learn", "bogofilter"
+#: A ratio this much worse than the last recorded one fails the run (--history).
+TOLERANCE = 0.10
+#: The ratios kept in the history: (name, phase, other tool, measure); each is nbspam's
+#: median over the other tool's, lower is better for nbspam.
+RATIOS = (
+    ("train / bogofilter", "train", BOGOFILTER, "seconds"),
+    ("score / bogofilter", "score_test", BOGOFILTER, "seconds"),
+    ("train / scikit-learn", "train", REFERENCE, "seconds"),
+    ("score / scikit-learn", "score_test", REFERENCE, "seconds"),
+    ("train memory / bogofilter", "train", BOGOFILTER, "tree_peak_mb"),
+)
+HISTORY_MARK = "<!-- ratio history: bench/speed.py --history appends one row per corpus here -->"
 QUICK_MESSAGES = 300
 
 # Runs one command and prints its wall time, exit status, CPU time and memory as JSON.
@@ -191,6 +204,21 @@ if __name__ == "__main__":
     else:
         score(sys.argv[2], sys.argv[3:])
 '''
+
+# bogofilter, as its users train and score mail files: -n (ham) and -s (spam) with -B (the
+# arguments are files), into a fresh word list; -v -B prints one line per message. Its exit
+# status is its last verdict (0 spam, 1 ham, 2 unsure); 3 is an error.
+#   sh bogofilter.sh train WORDLIST DIR     DIR holds ham/ and spam/
+#   sh bogofilter.sh score WORDLIST DIR     every file of DIR
+BOGOFILTER_SCRIPT = """\
+if [ "$1" = train ]; then
+  rm -rf "$2" && mkdir "$2" || exit 3
+  bogofilter -d "$2" -n -B "$3"/ham/*; [ $? -lt 3 ] || exit 3
+  bogofilter -d "$2" -s -B "$3"/spam/*; [ $? -lt 3 ] || exit 3
+else
+  bogofilter -d "$2" -v -B "$3"/*; [ $? -lt 3 ] || exit 3
+fi
+"""
 
 # The split, in a child process so that the benchmark never imports scikit-learn itself.
 # stdin: {"labels": [...], "limit": N or null}; stdout: indices of the kept and test messages.
@@ -337,6 +365,12 @@ def commands(tools: dict, folder: Path) -> tuple[dict, dict]:
         }
         for phase, tree in phases.items()
     }
+    if tools.get("bogofilter"):
+        bogo = ["/bin/sh", tools["bogofilter"]]
+        wordlist = str(folder / "bogofilter")
+        for phase, tree in phases.items():
+            verb = "train" if phase == "train" else "score"
+            batch[phase][BOGOFILTER] = [*bogo, verb, wordlist, str(folder / tree)]
     # memory against the number of messages: the test messages five times over
     batch["score_test_x5"] = {
         NBSPAM: [nbspam, "predict", "-m", model[NBSPAM], str(folder / "test_x5")]
@@ -404,7 +438,8 @@ def bench_corpus(root: Path, args: argparse.Namespace, tools: dict, runner: Runn
     runs: dict[str, dict[str, list[dict]]] = {p: {t: [] for t in batch[p]} for p in batch}
     notes: list[str] = []
     for repeat in range(args.repeats):
-        order = [NBSPAM, REFERENCE] if repeat % 2 == 0 else [REFERENCE, NBSPAM]
+        tools_run = [NBSPAM, REFERENCE, BOGOFILTER]  # each first in turn
+        order = tools_run[repeat % 3 :] + tools_run[: repeat % 3]
         for phase, argvs in batch.items():
             n = counts[phase][0]
             for tool in (t for t in order if t in argvs):
@@ -557,6 +592,100 @@ def targets(corpus: dict, medians: dict) -> tuple[list[str], dict]:
     return lines, {name: ok for name, (ok, _) in checks.items()}
 
 
+def ratios(medians: dict) -> dict[str, float]:
+    """nbspam's median over the other tool's for each of `RATIOS` whose tools both ran."""
+    out = {}
+    for name, phase, other, key in RATIOS:
+        runs = medians.get(phase, {})
+        if NBSPAM in runs and other in runs and runs[other][key] > 0:
+            out[name] = runs[NBSPAM][key] / runs[other][key]
+    return out
+
+
+def ratio_lines(corpus: str, found: dict[str, float]) -> list[str]:
+    """The ratios of one corpus as a Markdown table (lower is better for nbspam)."""
+    lines = [
+        f"| {corpus} | nbspam / other, same run |",
+        "|---|---:|",
+    ]
+    return lines + [f"| {name} | {value:.2f}x |" for name, value in found.items()]
+
+
+def regressions(
+    current: dict[str, float], last: dict[str, float], tolerance: float = TOLERANCE
+) -> list[str]:
+    """Each ratio of ``current`` more than ``tolerance`` above the one of ``last`` (ratios
+    are nbspam over another tool, lower is better), as 'NAME 1.45x, was 1.20x (+21%)'."""
+    out = []
+    for name, value in current.items():
+        before = last.get(name)
+        if before and value > before * (1 + tolerance):
+            out.append(f"{name} {value:.2f}x, was {before:.2f}x (+{value / before - 1:.0%})")
+    return out
+
+
+def history_rows(text: str) -> list[dict]:
+    """The rows of the ratio history below `HISTORY_MARK` in ``text``: date, commit, corpus,
+    verdict and one value per ratio of `RATIOS` (None where the ratio was not measured)."""
+    if HISTORY_MARK not in text:
+        return []
+    rows = []
+    for line in text.split(HISTORY_MARK, 1)[1].splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not line.startswith("| ") or len(cells) != 4 + len(RATIOS) or cells[0] == "date":
+            continue
+        if set(cells[0]) <= set("-:"):
+            continue
+        values = [float(c.rstrip("x")) if c not in ("", "-") else None for c in cells[3:-1]]
+        rows.append(
+            {
+                "date": cells[0],
+                "commit": cells[1],
+                "corpus": cells[2],
+                "ratios": {name: v for (name, *_), v in zip(RATIOS, values) if v is not None},
+                "verdict": cells[-1],
+            }
+        )
+    return rows
+
+
+def last_recorded(rows: list[dict], corpus: str) -> dict[str, float]:
+    """The ratios of the last row of ``corpus`` that was not itself a regression."""
+    kept = [r for r in rows if r["corpus"] == corpus and not r["verdict"].startswith("regress")]
+    return kept[-1]["ratios"] if kept else {}
+
+
+def history_header() -> list[str]:
+    names = [name for name, *_ in RATIOS]
+    return [
+        HISTORY_MARK,
+        "",
+        "| date | commit | corpus | " + " | ".join(names) + " | verdict |",
+        "|---|---|---|" + "---:|" * len(names) + "---|",
+    ]
+
+
+def append_history(path: Path, date: str, commit: str, results: list[dict]) -> list[str]:
+    """Compare each corpus's ratios with the last recorded row of that corpus in ``path``
+    (bench/RESULTS.md) and append a row for each; returns the regressions found."""
+    text = path.read_text() if path.exists() else ""
+    rows = history_rows(text)
+    found, lines = [], []
+    for corpus in results:
+        current = corpus["ratios"]
+        worse = regressions(current, last_recorded(rows, corpus["corpus"]))
+        found += [f"{corpus['corpus']}: {w}" for w in worse]
+        cells = [f"{current[n]:.2f}x" if n in current else "-" for n, *_ in RATIOS]
+        verdict = "regression: " + "; ".join(worse) if worse else "ok"
+        lines.append(
+            f"| {date} | {commit} | {corpus['corpus']} | " + " | ".join(cells) + f" | {verdict} |"
+        )
+    if HISTORY_MARK not in text:
+        text = text.rstrip("\n") + "\n\n## Ratio history\n\n" + "\n".join(history_header()) + "\n"
+    path.write_text(text.rstrip("\n") + "\n" + "\n".join(lines) + "\n")
+    return found
+
+
 def revision() -> str:
     """The commit of the checkout, whether the package has uncommitted changes, and a digest
     of the package's files (which tells whether they changed while the benchmark ran)."""
@@ -634,6 +763,14 @@ def main() -> None:
     )
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write every run here")
     parser.add_argument(
+        "--history",
+        type=Path,
+        metavar="FILE",
+        help="compare the ratios to bogofilter and scikit-learn with the last row of each "
+        "corpus in FILE (bench/RESULTS.md), append this run's rows, and exit with status 1 "
+        f"if any ratio is more than {TOLERANCE:.0%} worse",
+    )
+    parser.add_argument(
         "--nbspam",
         default=str(Path(sys.executable).parent / "nbspam"),
         help="the nbspam command [default: nbspam next to this Python]",
@@ -669,10 +806,18 @@ def main() -> None:
         work = Path(tmp)
         tools["reference"] = str(work / "reference.py")
         Path(tools["reference"]).write_text(REFERENCE_SCRIPT)
+        if shutil.which("bogofilter"):
+            tools["bogofilter"] = str(work / "bogofilter.sh")
+            Path(tools["bogofilter"]).write_text(BOGOFILTER_SCRIPT)
+        else:
+            log(
+                "note: bogofilter is not installed (apt-get install bogofilter): its ratios are skipped"
+            )
         runner = Runner(sys.executable, work)
         for root in corpora:
             corpus = bench_corpus(root, args, tools, runner)
             corpus["medians"] = summarise(corpus)
+            corpus["ratios"] = ratios(corpus["medians"])
             results.append(corpus)
     elapsed = time.perf_counter() - started
     load.append(os.getloadavg()[0])
@@ -708,8 +853,16 @@ def main() -> None:
         lines, corpus["targets"] = targets(corpus, corpus["medians"])
         out += ["", *lines]
         out += [f"- note: {n}" for n in corpus["notes"]]
-        out.append("")
+        out += ["", *ratio_lines(corpus["corpus"], corpus["ratios"]), ""]
     print("\n".join(out).rstrip())
+    worse = []
+    if args.history:
+        worse = append_history(
+            args.history,
+            time.strftime("%Y-%m-%d"),
+            commit.split(",")[0].removeprefix("commit "),
+            results,
+        )
     if args.json:
         record = {
             "command": command,
@@ -724,6 +877,8 @@ def main() -> None:
             "corpora": results,
         }
         args.json.write_text(json.dumps(record, indent=2) + "\n")
+    if worse:
+        raise SystemExit(f"speed regression above {TOLERANCE:.0%}: " + "; ".join(worse))
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from nbspam.core.settings import build_settings
-from nbspam.fit.training import Dates, decide
+from nbspam.fit.training import decide
 from nbspam.fit.training import train as train_locally
 from nbspam.mail.message import Message
 from nbspam.models.model import SampledRows, fit_counted
@@ -75,20 +75,6 @@ def test_tls_files_are_for_a_scheduler(tmp_path):
     result = cli_run("train", SAMPLE / "train", "-o", tmp_path / "m.nbm", "--tls-key", key)
     assert result.exit_code == 2
     assert "--tls-ca-file, --tls-cert and --tls-key are for --scheduler" in result.stderr
-
-
-def test_stride_is_the_one_rows_ends_with():
-    from nbspam.service.cluster import stride_for
-
-    for limit in (1, 3, 7, 10):
-        for n in range(0, 60):
-            rows = SampledRows(limit)
-            for start in range(0, n, 4):  # any chunking gives the same stride
-                k = min(4, n - start)
-                rows.seen += k
-                while -(-rows.seen // rows.stride) > limit:
-                    rows.stride *= 2
-            assert stride_for(n, limit) == rows.stride, (n, limit)
 
 
 try:
@@ -154,39 +140,67 @@ def test_dask_training_gives_the_model_of_local_training(
     assert local.info["duplicates"] == len(messages) - len(sample_messages)
 
 
+def sampled(rows: SampledRows, messages, limit: int) -> SampledRows:
+    """The rows of all the messages (``rows``, kept whole) cut to the sample's rule: of
+    the distinct messages, the ``limit`` with the smallest key (ties: by digest), in input
+    order."""
+    from nbspam.mail.headers import message_digest
+    from nbspam.service.tally import sample_key
+
+    firsts = {}
+    for message in messages:
+        firsts.setdefault(message_digest(message.data), len(firsts))
+    chosen = sorted(firsts, key=lambda d: (sample_key(d), d))[:limit]
+    keep = {firsts[d] for d in chosen}
+    cut = dataclasses.replace(rows, chunks=[])
+    for X, labels, numbers in rows.chunks:
+        mask = np.array([int(n) in keep for n in numbers], bool)
+        if mask.any():
+            cut.chunks.append((X[mask], [x for x, m in zip(labels, mask) if m], numbers[mask]))
+    return cut
+
+
 @pytest.mark.parametrize("limit", [5, 16, 17, 31])
-def test_the_cross_validation_sample_is_the_one_local_training_keeps(
+def test_the_cross_validation_sample_is_drawn_by_its_rule(
     client, sample_messages, monkeypatch, limit
 ):
-    """With fewer sample rows than messages the stride doubles; the rows kept, and so the
-    choice and the decision rule, are those of local training."""
+    """With fewer sample rows than messages, the rows kept are the ``limit`` distinct
+    messages of smallest `tally.sample_key`, in input order, whatever the partitions: the
+    model is local training's with that sample."""
+    from nbspam.mail.headers import message_digest, message_time
     from nbspam.service import cluster
 
-    monkeypatch.setattr(cluster, "CHUNK", 6)
     messages = with_duplicates(sample_messages)
-    rows = SampledRows(limit)
-    dates = Dates(SETTINGS.tokenizer.mail)  # as training.train reads them
-    counted = LabelledChunks(dates.reading(messages), SETTINGS.tokenizer)
-    model = fit_counted(counted, SETTINGS, rows=rows)
-    times = dates.of(counted.seen)
-    local = decide(model, rows, SETTINGS, times)
+    rows = SampledRows(len(messages))
+    fitted = fit_counted(LabelledChunks(messages, SETTINGS.tokenizer), SETTINGS, rows=rows)
+    rows = sampled(rows, messages, limit)
+    firsts = {}  # the dates of the distinct messages, in the order counted
+    for message in messages:
+        if message_digest(message.data) not in firsts:
+            moment = message_time(message.data, SETTINGS.tokenizer.mail)
+            firsts[message_digest(message.data)] = np.nan if moment is None else moment
+    times = [list(firsts.values())[n] for n in rows.numbers().tolist()]
+    assert not np.isnan(times).all()  # the drift is measured on them
+    local = decide(fitted, rows, SETTINGS, times)
     captured = {}
     real = cluster.decide
 
-    def spy(model, sample, settings, times):
+    def spy(model, sample, settings, times=None):
         captured["rows"], captured["times"] = sample, times
         return real(model, sample, settings, times)
 
     monkeypatch.setattr(cluster, "decide", spy)
-    on_dask = cluster.train(messages, SETTINGS, client, limit=limit)
-    assert_same_trained_model(on_dask, local)
-    mine, theirs = captured["rows"], rows
-    assert np.array_equal(captured["times"], times, equal_nan=True)  # the messages' dates
-    assert mine.stride == theirs.stride and mine.labels == theirs.labels
-    (X, terms), (Y, other) = mine.matrix(), theirs.matrix()
-    assert terms == other
-    assert (X != Y).nnz == 0 and X.dtype == Y.dtype
-    assert X.indices.tolist() == Y.indices.tolist()  # each row in the same order
+    for chunk in (6, 11):  # other partitions, the same sample
+        monkeypatch.setattr(cluster, "CHUNK", chunk)
+        on_dask = cluster.train(messages, SETTINGS, client, limit=limit)
+        assert_same_trained_model(on_dask, local)
+        mine = captured["rows"]
+        assert mine.labels == rows.labels and len(mine.labels) == limit
+        assert np.array_equal(captured["times"], times, equal_nan=True)  # the rows' dates
+        (X, terms), (Y, other) = mine.matrix(), rows.matrix()
+        assert terms == other
+        assert (X != Y).nnz == 0 and X.dtype == Y.dtype
+        assert X.indices.tolist() == Y.indices.tolist()  # each row in the same order
 
 
 def test_the_command_with_a_local_cluster(tmp_path):
@@ -462,19 +476,19 @@ def test_all_workers_lost_mid_training_is_one_error(processes, sample_messages, 
 
 #: `nbspam ARGS` (argv[3:]) in a child process that gives a scheduler argv[1] seconds to
 #: answer and, unless argv[2] is 0, kills the process argv[2] (a scheduler) as the third
-#: partition is sent to the cluster.
+#: partition is listed.
 CHILD = """
 import os, signal, sys
-from nbspam.service import cluster
+from nbspam.service import cluster, sources
 cluster.CONNECT_TIMEOUT, victim = float(sys.argv[1]), int(sys.argv[2])
-cluster.CHUNK = 4
-calls, real = [], cluster._submit_count
-def submit(*args):
-    calls.append(1)
-    if len(calls) == 3 and victim:
-        os.kill(victim, signal.SIGKILL)
-    return real(*args)
-cluster._submit_count = submit
+sources.PART_FILES = 4
+real = sources.list_parts
+def list_parts(*args, **kwargs):
+    for number, part in enumerate(real(*args, **kwargs)):
+        if number == 2 and victim:
+            os.kill(victim, signal.SIGKILL)
+        yield part
+sources.list_parts = list_parts
 from nbspam.cli.commands import main
 sys.argv = ["nbspam", *sys.argv[3:]]
 main()

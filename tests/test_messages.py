@@ -56,8 +56,10 @@ def set_cap(monkeypatch, size):
     import nbspam.mail.mbox
     import nbspam.mail.message
     import nbspam.mail.messages
+    import nbspam.mail.table_rows
 
-    for module in (nbspam.mail.message, nbspam.mail.messages, nbspam.mail.mbox):
+    modules = (nbspam.mail.message, nbspam.mail.messages, nbspam.mail.mbox, nbspam.mail.table_rows)
+    for module in modules:
         monkeypatch.setattr(module, "MAX_MESSAGE_BYTES", size)
 
 
@@ -1076,7 +1078,7 @@ def test_header_end_is_the_first_blank_line_of_either_kind(parts):
 def test_table_lines_are_those_of_the_whole_text_in_universal_newlines(parts, bom):
     import io
 
-    from nbspam.mail.messages import _text_lines
+    from nbspam.mail.table_rows import text_lines as _text_lines
 
     text = "".join(parts)
     data = (b"\xef\xbb\xbf" if bom else b"") + text.encode("utf-8")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from nbspam.core.settings import build_settings
-from nbspam.fit import selection
+from nbspam.fit import crossval, selection
 from nbspam.fit.crossval import Tokenized, cross_validate_matrix
 from nbspam.fit.run_settings import resolve_settings
 from nbspam.models.model import fit_messages
@@ -110,6 +110,40 @@ def test_each_auc_in_the_table_is_the_candidates_own_cross_validation(sample_mes
         cfg = settings.training.replace(**{**start, **row.changes})
         scores = cross_validate_matrix(data, settings.replace(training=cfg))
         assert row.auc == selection.pooled_auc(scores), row.name
+
+
+def test_the_candidates_share_each_folds_counts_and_fishers_log_odds(sample_messages, monkeypatch):
+    """The counts of each fold's rows are taken once for all the candidates, not once per
+    candidate, and a Fisher setting's row that keeps the sums it had under an earlier one
+    is not scored again; the scores are those of each setting cross-validated alone."""
+    settings = resolve_settings({}, source="test")
+    data = tokenized(sample_messages, settings)
+    counted, computed = [], []
+    real_counts = crossval.nb.class_counts
+    real_fisher = getattr(crossval, "fisher_log_odds", None)
+    monkeypatch.setattr(
+        crossval.nb, "class_counts", lambda X, *a: counted.append(X.shape[0]) or real_counts(X, *a)
+    )
+    monkeypatch.setattr(
+        crossval, "fisher_log_odds", lambda *a: computed.append(a) or real_fisher(*a), raising=False
+    )
+    choice = selection.internal_cv(data, settings)
+    assert len(choice.tried) == 9
+    # all the rows once, then the rows of each of the 5 folds once
+    assert sorted(counted) == [9, 9, 10, 10, 10, 48]
+    fisher = dataclasses.replace(settings.training, event_model="fisher")
+    stop = dataclasses.replace(
+        fisher, stop_words=selection.load_stop_words("english", settings.tokenizer)
+    )
+    shared = crossval.Folds(data, crossval.stratified_split(data.labels, 5, 42)[0], None)
+    for cfg, scored in ((fisher, 48), (stop, 36)):  # stop words change 36 rows' clues
+        trial = dataclasses.replace(settings, training=cfg)
+        computed.clear()
+        scores = cross_validate_matrix(data, trial, shared=shared)
+        assert len(computed) == scored
+        alone = cross_validate_matrix(data, trial)
+        assert len(computed) == scored + 48
+        assert scores.log_odds.tolist() == alone.log_odds.tolist()
 
 
 def test_more_than_two_labels_choose_among_the_linear_models_by_mean_auc():

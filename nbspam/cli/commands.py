@@ -667,16 +667,23 @@ def train(
     report = Reporter("read")
     if not specs:
         raise click.UsageError("give DATA to train on, or --files-from")
-    messages = itertools.chain(
-        read_labelled(data, report.problems, follow_links=follow_links, literal=literal_paths),
-        read_labelled(listed, report.problems, follow_links=follow_links, literal=True),
-    )
-    if engine == "dask":
-        from ..service.cluster import train as train_on_cluster
+    if engine == "dask":  # the workers read the messages: only their files are listed here
+        from ..service.cluster import train_parts
+        from ..service.sources import list_parts
 
+        parts = itertools.chain(
+            list_parts(data, report.problems, follow_links=follow_links, literal=literal_paths),
+            list_parts(listed, report.problems, follow_links=follow_links, literal=True),
+        )
         with _dask_client(scheduler, jobs, tls) as client:
-            model = train_on_cluster(messages, settings, client, progress=report.progress)
+            model = train_parts(
+                parts, settings, client, progress=report.progress, problems=report.problems
+            )
     else:
+        messages = itertools.chain(
+            read_labelled(data, report.problems, follow_links=follow_links, literal=literal_paths),
+            read_labelled(listed, report.problems, follow_links=follow_links, literal=True),
+        )
         model = train_model(messages, settings, progress=report.progress, jobs=jobs)
     from ..store.modelfile import write_model  # not before training: it starts its workers first
 

@@ -26,7 +26,7 @@ def cross_validate_table(
     table = read_table(path)
     y_all = table.column(settings.label_column) if table.has(settings.label_column) else []
     table = subset(table, [i for i, v in enumerate(y_all) if v])
-    y = table.column(settings.label_column) if table.rows else []
+    y = table.column(settings.label_column) if len(table) else []
     fold, protocol = stratified_split(y, folds, seed)
     jll: np.ndarray | None = None
     labels: tuple[str, ...] = ()
@@ -41,7 +41,7 @@ def cross_validate_table(
         part = model.joint_log_likelihood(subset(table, test), Counter())
         if jll is None:
             labels, positive = model.labels, model.positive
-            jll = np.zeros((len(table.rows), len(labels)))
+            jll = np.zeros((len(table), len(labels)))
         if model.labels != labels:
             raise TrainingError("a fold lacks a label; use fewer folds")
         jll[test] = part

@@ -21,7 +21,9 @@ from ..core.sparse import sp
 from ..errors import ConfigError, InputError
 from ..models import naive_bayes as nb
 from ..models.decision import Rule
+from ..models.fisher import fisher_log_odds
 from ..models.model import Model, from_counts, predict_matrix
+from ..models.scoring_forms import FisherForm
 from ..text.counts import ClassCounts
 from . import metrics
 
@@ -90,13 +92,15 @@ def cross_validate_matrix(
     seed: int = 42,
     tokenize_seconds: float | None = None,
     totals: ClassCounts | None = None,
+    shared: Folds | None = None,
 ) -> Scores:
     """Stratified k-fold cross-validation of tokenized messages: each scored by the model
     of the other folds.
 
     Folds come from `metrics.stratified_folds` (labels, ``folds``, ``seed``), so they depend
     only on the labels in input order. Raises InputError when a label has fewer messages
-    than folds. ``totals`` as for `score_split`.
+    than folds. ``totals`` as for `score_split`; ``shared``, the `Folds` of these rows,
+    ``folds`` and ``seed``, where several settings are cross-validated on them.
     """
     fold, protocol = stratified_split(data.labels, folds, seed)
     return score_split(
@@ -106,6 +110,7 @@ def cross_validate_matrix(
         protocol=protocol,
         tokenize_seconds=tokenize_seconds,
         totals=totals,
+        shared=shared,
     )
 
 
@@ -148,12 +153,15 @@ def score_split(
     protocol: dict[str, Any],
     tokenize_seconds: float | None = None,
     totals: ClassCounts | None = None,
+    shared: Folds | None = None,
 ) -> Scores:
     """Score each test fold k (``fold == k``) with a model fitted on all other rows, with
     the ``settings`` (or ``settings[k]``: each fold's own).
 
-    Rows with ``fold == -1`` are only ever trained on. ``totals``, the counts of a larger set of messages that holds these rows, make each
-    fold's model the one of all those messages but the fold's.
+    Rows with ``fold == -1`` are only ever trained on. ``totals``, the counts of a larger
+    set of messages that holds these rows, make each fold's model the one of all those
+    messages but the fold's. ``shared`` (`Folds` of the same rows, folds and totals) keeps
+    what does not depend on the settings from one call to the next.
     """
     fold = np.asarray(fold, dtype=np.int64)
     labels = np.array(data.labels, dtype=object)
@@ -163,23 +171,14 @@ def score_split(
     if not test_folds:
         raise InputError("no messages to evaluate: every message is for training")
     clock = time.perf_counter()
-    classes = sorted(set(data.labels) if totals is None else totals.labels)
-    y = np.searchsorted(np.array(classes, dtype=object), labels).astype(np.int64)
-    if totals is None:
-        counts = ClassCounts(
-            tuple(classes), tuple(data.terms), *nb.class_counts(data.X, y, len(classes))
-        )
-    else:  # the totals' labels in sorted order
-        counts = totals.in_order([totals.labels.index(c) for c in classes])
+    if shared is None:
+        shared = Folds(data, fold, totals)
     seconds["train"], seconds["score"] = time.perf_counter() - clock, 0.0
     first: Model | None = None
     for k in test_folds:  # one fold's model at a time: each is the size of the whole model
         clock = time.perf_counter()
         fold_settings = settings if isinstance(settings, Settings) else settings[k]
-        held = fold == k
-        if data.copies is not None:  # a message repeated in the training part counts once
-            held = held | repeats(data.copies, fold != k)
-        model = _fit_without(data, y, held, counts, fold_settings)
+        model = from_counts(shared.rest(k), fold_settings, sorted_terms=True)
         _check_test_labels(set(labels[fold == k]), model.labels)
         fitted = time.perf_counter()
         seconds["train"] += fitted - clock
@@ -187,8 +186,8 @@ def score_split(
             first = model
             log_post = np.full((len(labels), len(model.labels)), np.nan)
             log_odds = np.full(len(labels), np.nan) if model.is_binary else None
-        rows = np.flatnonzero(fold == k)
-        log_post[rows], odds = _predict_rows(model, data.X, rows)
+        rows, X = shared.test(k)
+        log_post[rows], odds = _predict_rows(model, X, shared)
         if log_odds is not None:
             log_odds[rows] = odds
         seconds["score"] += time.perf_counter() - fitted
@@ -207,31 +206,85 @@ def score_split(
     )
 
 
-def _fit_without(
-    data: Tokenized,
-    y: np.ndarray,
-    held_out: np.ndarray,
-    totals: ClassCounts,
-    settings: Settings,
-) -> Model:
-    """The model of every row but the held-out ones (mask (n,)), from counts.
+class Folds:
+    """What the cross-validations of several settings on the same rows and folds share,
+    computed once: the class counts of all the rows (or the ``totals`` they are a sample
+    of), the counts of each test fold's rows (over the terms they hold), and the Fisher
+    log-odds already computed (`fisher_log_odds` is a pure function of a row's sums over
+    its clues, and most rows keep their clues from one setting to the next: stop words are
+    no clues).
 
-    The counts of the training rows are the ``totals`` of all rows (rows labelled
-    ``totals.labels[y]``) less those of the held-out rows: integers, so the model is
-    exactly the one fitted on the training rows, and only the held-out rows are counted
-    again. A class with no training row is left out, as a fit on those rows would leave it.
+    A fold's model is fitted from the counts of the rest: the totals less the fold's rows
+    (`rest`), integers, so it is exactly the model fitted on the other rows, and only the
+    fold's rows are counted, once.
     """
-    held = nb.class_counts(data.X[held_out], y[held_out], len(totals.labels))
-    whole = (totals.class_count, totals.term_count, totals.doc_count)
-    rest = ClassCounts(totals.labels, totals.terms, *(t - h for t, h in zip(whole, held)))
-    return from_counts(rest.without_empty_classes(), settings, sorted_terms=True)
+
+    def __init__(self, data: Tokenized, fold: np.ndarray, totals: ClassCounts | None) -> None:
+        self.data = data
+        self.fold = np.asarray(fold, dtype=np.int64)
+        labels = np.array(data.labels, dtype=object)
+        classes = sorted(set(data.labels) if totals is None else totals.labels)
+        self.y = np.searchsorted(np.array(classes, dtype=object), labels).astype(np.int64)
+        if totals is None:
+            self.counts = ClassCounts(
+                tuple(classes), tuple(data.terms), *nb.class_counts(data.X, self.y, len(classes))
+            )
+        else:  # the totals' labels in sorted order
+            self.counts = totals.in_order([totals.labels.index(c) for c in classes])
+        self._held: dict[int, tuple[np.ndarray, ...]] = {}
+        self._fisher: dict[tuple[float, float, int], float] = {}
+
+    def rest(self, k: int) -> ClassCounts:
+        """The counts of every row but fold k's (and, where rows repeat a message, but the
+        repeats of the rest's own messages: a model counts a message once), without the
+        classes left with no row."""
+        if k not in self._held:
+            data, fold = self.data, self.fold
+            held = fold == k
+            if data.copies is not None:  # a message repeated in the training part counts once
+                held = held | repeats(data.copies, fold != k)
+            less = nb.class_counts(data.X[held], self.y[held], len(self.counts.labels))
+            cols = np.flatnonzero(less[2].any(axis=0))  # kept for the fold's own terms only
+            self._held[k] = less[0], cols, less[1][:, cols], less[2][:, cols]
+        class_less, cols, term_less, doc_less = self._held[k]
+        totals = self.counts
+        term_count, doc_count = totals.term_count.copy(), totals.doc_count.copy()
+        term_count[:, cols] -= term_less
+        doc_count[:, cols] -= doc_less
+        rest = ClassCounts(
+            totals.labels, totals.terms, totals.class_count - class_less, term_count, doc_count
+        )
+        return rest.without_empty_classes()
+
+    def fisher_log_odds(self, sum_log_f: float, sum_log_not_f: float, clues: int) -> float:
+        """`fisher.fisher_log_odds`, its values remembered for as many sums as there are
+        rows (memory bounded by the sample): enough for a setting's rows that keep the
+        clues they had under the first Fisher setting scored."""
+        key = (sum_log_f, sum_log_not_f, clues)
+        value = self._fisher.get(key)
+        if value is None:
+            value = fisher_log_odds(sum_log_f, sum_log_not_f, clues)
+            if len(self._fisher) < len(self.y):
+                self._fisher[key] = value
+        return value
+
+    def test(self, k: int) -> tuple[np.ndarray, sp.csr_matrix]:
+        """(the test rows of fold k, their count rows)."""
+        rows = np.flatnonzero(self.fold == k)
+        return rows, self.data.X[rows]
 
 
 def _predict_rows(
-    model: Model, X: sp.csr_matrix, rows: np.ndarray
+    model: Model, X: sp.csr_matrix, shared: Folds
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """(log posteriors, log-odds or None) of the given rows of the full count matrix."""
-    return predict_matrix(model, X[rows][:, model.form.kept])
+    """(log posteriors, log-odds or None) of count rows over the full vocabulary, as
+    `predict_matrix` gives them; a Fisher model's log-odds through the ones ``shared``
+    remembers."""
+    F = X[:, model.form.kept]
+    if isinstance(model.form, FisherForm):
+        F.data = np.ones_like(F.data)  # presence
+        return model.form.predict(F, shared.fisher_log_odds)
+    return predict_matrix(model, F)
 
 
 def _check_test_labels(test_labels: set[str], model_labels: Sequence[str]) -> None:

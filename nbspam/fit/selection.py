@@ -32,8 +32,10 @@ from ..text.counts import ClassCounts
 from ..text.tokenizer import load_stop_words
 from . import metrics
 from .calibration import DRIFT, drift_from_dates, rule_from_scores
-from .crossval import Scores, Tokenized, cross_validate_matrix
+from .crossval import Folds, Scores, Tokenized, cross_validate_matrix, stratified_split
 
+#: The seed of the folds every candidate is cross-validated on.
+SEED = 42
 #: AUCs closer than this are a tie, won by the simpler candidate (the one tried first).
 TIE = 1e-4
 #: How much of the best error 1 - AUC a candidate must remove to replace it: in the first
@@ -220,12 +222,16 @@ def choose(
     stop_words = cfg.stop_words or load_stop_words("english", settings.tokenizer)
     base = cfg.replace(stop_words=())
     tried: list[Tried] = []
+    # the counts of each fold's rest, its test rows and Fisher's log-odds, for every candidate
+    shared = Folds(data, stratified_split(data.labels, folds, SEED)[0], totals)
 
     def run(candidate: Candidate, start: TrainConfig) -> tuple[float, TrainConfig, Scores] | None:
         training = start.replace(**candidate.changes)
         trial = settings.replace(training=training)
         try:
-            scores = cross_validate_matrix(data, trial, folds=folds, totals=totals)
+            scores = cross_validate_matrix(
+                data, trial, folds=folds, seed=SEED, totals=totals, shared=shared
+            )
         except TrainingError as exc:  # a mask that leaves no term
             tried.append(Tried(candidate.name, candidate.changes, None, str(exc)))
             return None

@@ -81,6 +81,7 @@ class FoldStatistics:
         self.folds = np.unique(fold[fold >= 0]).tolist()
         self.parts = {k: subset(table, np.flatnonzero(fold == k)) for k in self.folds}
         self.counted: dict[tuple[str, str], list[Any]] = {}
+        """Per column and kind: the statistics of all the folds, then those of each fold."""
         self.empty: dict[int, tuple[TableSettings, TableModel]] = {}
         """Per settings (kept, so that its id stays its own), its model with no row counted."""
 
@@ -107,15 +108,16 @@ class FoldStatistics:
                 continue
             key = (column.name, column.kind)
             if key not in self.counted:
-                self.counted[key] = [
+                parts = [
                     column_counts(model, column_like(column, C), part, ys[j], +1)
                     for j, part in self.parts.items()
                 ]
-            parts = self.counted[key]
-            stats = parts[0]
-            for other in parts[1:]:
-                stats = _combine(stats, other, +1)
-            column.stats = _combine(stats, parts[self.folds.index(k)], -1)
+                whole = parts[0]
+                for other in parts[1:]:
+                    whole = _combine(whole, other, +1)
+                self.counted[key] = [whole, *parts]
+            whole, *parts = self.counted[key]
+            column.stats = _combine(whole, parts[self.folds.index(k)], -1)
         return model
 
     def _binned(
@@ -166,7 +168,7 @@ def fold_contributions(
     than two classes); each row scored by the model of the other folds (rows of fold -1 are
     left at 0). ``shared``: the statistics of the folds, counted once for several settings."""
     shared = shared or FoldStatistics(table, fold)
-    n = len(table.rows)
+    n = len(table)
     bias, contrib = np.zeros((n, 0)), None
     names: list[str] = []
     positive = None
@@ -389,9 +391,7 @@ def train_table(path: str, settings: TableSettings, auto: bool, cfg: Any) -> Tab
 
     table = read_table(path)
     model = fit_with_rule(table, settings, auto=auto, cfg=cfg, path=path)
-    model.info.update(
-        created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), rows=len(table.rows)
-    )
+    model.info.update(created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), rows=len(table))
     model.notes = table_notes(table, settings, model, auto=auto, calibrate=cfg.calibrate)
     return model
 
@@ -412,7 +412,7 @@ def table_notes(
     given = given_kinds(settings.kinds, table.names)
     for column in model.columns:
         if column.kind == "categorical" and column.edges is None and column.name not in given:
-            note = mostly_numbers_note(table.column(column.name), table.ids, column.name)
+            note = mostly_numbers_note(table, column.name)
             if note:
                 notes.append(note)
     few = [(n, label) for label, n in zip(model.labels, model.class_count) if n < AUTO_FOLDS]

@@ -45,7 +45,10 @@ def train(
 
     rows = SampledRows(CV_ROWS) if keep_rows else None
     model = fit_counted(counted, settings, rows=rows)  # auto: the fallback, until chosen
-    return decide(model, rows, settings, dates.of(counted.seen) if dates else None)
+    times = None
+    if dates is not None and rows is not None:
+        times = [dates.of(counted.seen)[n] for n in rows.numbers().tolist()]
+    return decide(model, rows, settings, times)
 
 
 class Dates:
@@ -78,8 +81,8 @@ def decide(
 ) -> Model:
     """The fitted model with auto's choice and the decision rule: from an internal
     cross-validation of the count rows ``rows`` kept while fitting, or without them only
-    the cutoffs given in the settings; ``times`` (the date of every message counted, in the
-    order counted, NaN where unknown) let the cutoffs be checked on a chronological split.
+    the cutoffs given in the settings; ``times`` (the date of each row of ``rows``, in their
+    order, NaN where unknown) let the cutoffs be checked on a chronological split.
     (`train`, and `cluster.train` after its reduce.)"""
     import numpy as np
 
@@ -96,7 +99,7 @@ def decide(
     data = Tokenized([str(i) for i in range(X.shape[0])], rows.labels, X, terms)
     row_times = None
     if times is not None and model.is_binary:
-        row_times = np.asarray(times, dtype=np.float64)[rows.numbers()]
+        row_times = np.asarray(times, dtype=np.float64)
         row_times = None if np.isnan(row_times).all() else row_times
     choice = internal_cv(data, settings, rows.totals, row_times)
     training = choice.training.replace(positive=model.training.positive)

@@ -12,16 +12,14 @@ instead of scored: memory stays bounded whatever the bytes.
 
 from __future__ import annotations
 
-import codecs
 import csv
 import errno
-import json
 import os
 import stat
 from collections.abc import Iterable, Iterator
 
 from ..errors import InputError, os_reason
-from .mbox import BLOCK, SEPARATOR, mbox_messages
+from .mbox import SEPARATOR, mbox_messages
 from .message import (
     MAX_MESSAGE_BYTES,
     Message,
@@ -29,6 +27,7 @@ from .message import (
     checked_message,
     read_stdin,
 )
+from .table_rows import TABLE_SUFFIXES, csv_rows, jsonl_values, lines_of, text_lines
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -40,7 +39,6 @@ LINK_SWAPPED = "a symbolic link where a file was, not followed"
 NOT_REGULAR = "not a regular file (a FIFO or a device)"
 # Never entered through a link, whatever the options: their files never end or never hold mail.
 SYSTEM_FOLDERS = ("/proc", "/sys", "/dev")
-TABLE_SUFFIXES = (".tsv", ".csv", ".jsonl", ".ndjson")
 
 
 def read_messages(
@@ -352,7 +350,7 @@ def _read_table(path: str, problems: Problems, target: str | None = None) -> Ite
     lower = path.lower()
     try:
         with os.fdopen(open_regular(target or path), "rb") as f:
-            lines = _text_lines(f, path, problems)
+            lines = text_lines(f, path, problems)
             if lower.endswith(".tsv"):
                 rows = _tsv_rows(lines)
             elif lower.endswith(".csv"):
@@ -367,50 +365,8 @@ def _read_table(path: str, problems: Problems, target: str | None = None) -> Ite
         problems.skip(path, f"not a valid CSV table: {exc}")
 
 
-def _text_lines(f: BinaryIO, path: str, problems: Problems) -> Iterator[str]:
-    """The lines of a UTF-8 file (a byte order mark dropped), each ending in "\\n" as in
-    universal newlines mode, decoded one at a time: bad bytes end the table at their line.
-
-    A line longer than `MAX_MESSAGE_BYTES` is not read into memory: it is reported as a
-    skipped row and given as an empty line (which every table reader passes over)."""
-    number = 0  # lines given so far
-    while raw := f.readline(MAX_MESSAGE_BYTES + 1):
-        if len(raw) > MAX_MESSAGE_BYTES and not raw.endswith(b"\n"):
-            size = len(raw) + _skip_line(f)
-            problems.skip(
-                f"{path}#{number + 1}",
-                f"a row of {size / (1 << 20):,.1f} MiB, "
-                f"longer than {MAX_MESSAGE_BYTES >> 20} MiB: not read",
-            )
-            raw = b"\n"
-        text = (raw.removeprefix(codecs.BOM_UTF8) if number == 0 else raw).decode("utf-8")
-        if "\r" in text:  # CR ends a line too, alone or before LF
-            *rows, text = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-            number += len(rows)
-            yield from (row + "\n" for row in rows)
-        if text:
-            number += 1
-            yield text
-
-
-def _skip_line(f: BinaryIO) -> int:
-    """Read past the rest of a line, a piece at a time; return how many bytes it had."""
-    size = 0
-    while piece := f.readline(BLOCK):
-        size += len(piece)
-        if piece.endswith(b"\n"):
-            break
-    return size
-
-
-def _lines(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
-    """(line number from 1, the line without its line end)."""
-    for number, line in enumerate(lines, start=1):
-        yield number, line[:-1] if line.endswith("\n") else line
-
-
 def _tsv_rows(lines: Iterable[str]) -> Iterator[tuple[int, str | None, str | None, str]]:
-    for line, row in _lines(lines):
+    for line, row in lines_of(lines):
         if row.strip():
             label, sep, body = row.partition("\t")
             yield (line, None, label.strip(), body) if sep else (line, None, None, row)
@@ -419,36 +375,33 @@ def _tsv_rows(lines: Iterable[str]) -> Iterator[tuple[int, str | None, str | Non
 def _csv_rows(
     lines: Iterable[str], path: str, problems: Problems
 ) -> Iterator[tuple[int, str | None, str | None, str]]:
-    csv.field_size_limit(max(csv.field_size_limit(), MAX_MESSAGE_BYTES))  # default: 128 KiB
-    reader = csv.DictReader(lines)
-    if reader.fieldnames is None:
+    rows = csv_rows(lines)
+    _, header = next(rows, (0, None))
+    if header is None:
         return
-    reader.fieldnames = [name.strip().lower() for name in reader.fieldnames]
-    if "text" not in reader.fieldnames:
+    names = [name.strip().lower() for name in header]
+    if "text" not in names:
         raise InputError(f"{path}: a CSV table needs a header row with a 'text' column")
-    start = reader.line_num + 1
-    for row in reader:
-        line, start = start, reader.line_num + 1  # a quoted field may span lines
-        if not any((value or "").strip() for value in row.values() if isinstance(value, str)):
+    place = {name: j for j, name in enumerate(names)}  # a name given twice: the last
+    text, label, row_id = place["text"], place.get("label"), place.get("id")
+    for line, row in rows:
+        if not any(value.strip() for value in row):
             continue
-        if row["text"] is None:
+        if len(row) <= text:
             problems.skip(f"{path}#{line}", "this row has no text field")
             continue
-        label = (row.get("label") or "").strip()
-        yield line, row.get("id") or None, label, row["text"]
+        yield (
+            line,
+            (row[row_id] if row_id is not None and row_id < len(row) else "") or None,
+            (row[label] if label is not None and label < len(row) else "").strip(),
+            row[text],
+        )
 
 
 def _jsonl_rows(
     lines: Iterable[str], path: str, problems: Problems
 ) -> Iterator[tuple[int, str | None, str | None, str]]:
-    for line, row in _lines(lines):
-        if not row.strip():
-            continue
-        try:
-            obj = json.loads(row)
-        except json.JSONDecodeError as exc:
-            problems.skip(f"{path}#{line}", f"not valid JSON: {exc.msg}")
-            continue
+    for line, obj in jsonl_values(lines, path, problems):
         if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
             problems.skip(f"{path}#{line}", "a JSON line needs an object with a 'text' string")
             continue

@@ -24,9 +24,9 @@ from ..text.tables import (
     KINDS,
     TABLE_KIND,
     Table,
+    Words,
     detect_kind,
     parse_number,
-    parse_numbers,
 )
 from . import columns as col
 from . import naive_bayes as nb
@@ -222,7 +222,7 @@ class TableModel:
     def joint_log_likelihood(self, table: Table, unseen: Counter | None = None) -> np.ndarray:
         """J (n, C): the log prior plus every column's log-likelihood."""
         _, parts = self.column_log_likelihoods(table, unseen)
-        return self.log_prior()[None, :] + sum(parts, np.zeros((len(table.rows), len(self.labels))))
+        return self.log_prior()[None, :] + sum(parts, np.zeros((len(table), len(self.labels))))
 
     def predict(self, table: Table, unseen: Counter | None = None) -> Iterator[Any]:
         """A `decision.Prediction` per row, as `predict` prints them."""
@@ -339,7 +339,7 @@ def choose_kinds(table: Table, settings: TableSettings, path: str) -> dict[str, 
         elif name.lower() == "id":
             kinds[name] = "ignore"
         else:
-            kinds[name] = detect_kind(table.column(name), table.ids, name)
+            kinds[name] = detect_kind(table, name)
     return kinds
 
 
@@ -376,7 +376,7 @@ def empty_model(table: Table, settings: TableSettings, path: str = "the table") 
     for name, kind in kinds.items():
         column = Column(name, kind)
         if kind == "binned" or (kind == "gaussian" and settings.bins is not None):
-            x = parse_numbers(table.column(name), table.ids, name)
+            x = table.numbers(name)
             column.kind = "categorical"
             bins = settings.bins or DEFAULT_BINS
             edges, zero_bin = bin_edges(x, bins, settings.binning)
@@ -450,7 +450,7 @@ def column_counts(
         if big.size:
             i = int(big[0])
             raise InputError(
-                f"{table.ids[i]}, column {column.name!r}: {table.rows[i][table.where[column.name]][:40]} "
+                f"{table.ids[i]}, column {column.name!r}: {table.cell(i, column.name)[:40]} "
                 "is beyond ±1e150, the range of a gaussian column; rescale the column (its "
                 f"logarithm, say) or give --column {column.name}=binned"
             )
@@ -489,10 +489,7 @@ def empty_stats(kind: str, classes: int) -> Any:
 
 def column_numbers(column: Column, table: Table) -> np.ndarray:
     """A numeric column's cells as floats (NaN missing), each read as `parse_number` does."""
-    name = column.name
-    return table.cached(
-        ("numbers", name), lambda: parse_numbers(table.column(name), table.ids, name)
-    )
+    return table.numbers(column.name)
 
 
 def column_categories(column: Column, table: Table) -> tuple[list[str], np.ndarray]:
@@ -506,19 +503,9 @@ def column_categories(column: Column, table: Table) -> tuple[list[str], np.ndarr
 
 def table_categories(table: Table, name: str) -> tuple[list[str], np.ndarray]:
     """The distinct cells of a column but '' in order of first appearance, and each row's
-    place among them (-1 where empty). Cached on the table, so that a part of the table
-    keeps the categories of the whole (some perhaps in none of its rows)."""
-    if ("codes", name) in table.cache:
-        return table.cache[("categories", name)], table.cache[("codes", name)]
-    seen: dict[str, int] = {}
-    codes = np.array([seen.setdefault(v, len(seen)) for v in table.column(name)], dtype=np.int64)
-    names = list(seen)
-    if "" in seen:
-        j = seen[""]
-        del names[j]
-        codes = np.where(codes == j, -1, codes - (codes > j))
-    table.cache[("categories", name)], table.cache[("codes", name)] = names, codes
-    return names, codes
+    place among them (-1 where empty), as the table keeps them (`tables.Words`): a part of
+    the table keeps the categories of the whole (some perhaps in none of its rows)."""
+    return table.categories(name)
 
 
 def number_categories(column: Column, x: np.ndarray) -> tuple[list[str], np.ndarray]:
@@ -578,13 +565,13 @@ def update_table_file(path: str, table: Table, sign: int, label: str | None = No
                 raise InputError(
                     f"{path} has no label {label!r} (its labels: {', '.join(model.labels)})"
                 )
-            names = [n for n in table.names if n != model.label_column] + [model.label_column]
-            rows = [
-                [cell for name, cell in zip(table.names, row) if name != model.label_column]
-                + [label]
-                for row in table.rows
-            ]
-            table = Table(names, rows, table.ids)
+            kept = [j for j, n in enumerate(table.names) if n != model.label_column]
+            every = Words([label], np.zeros(len(table), dtype=np.int64))
+            table = Table(
+                [table.names[j] for j in kept] + [model.label_column],
+                ids=table.ids,
+                cells=[table.cells[j] for j in kept] + [every],
+            )
         n = add_rows(model, table, sign)
         save_table_model(model, path)
     return n

@@ -1,22 +1,23 @@
 """Training on a Dask cluster (`train --engine dask`): the same model as `training.train`;
 and counting for `evaluate` and scoring for `predict` on one (`count_chunks`, `predict`).
 
-The messages are read here, in input order, and each distinct message is kept once, the
-first occurrence winning (by `headers.message_digest`, as `counting.LabelledChunks` does),
-in partitions of `parallel.CHUNK` messages. Each partition is sent to the cluster, whose
-workers parse, tokenize and count it (`counting.count_chunk`), then, once the number of
-messages is known, turn its counts into per-class counts and its share of the
-cross-validation sample (`model.SampledRows`: the rows whose number in the stream is a multiple
-of the final stride, the smallest power of two that leaves at most `model.CV_ROWS` rows).
-The per-class counts are added up in a tree of sparse additions (`counts.ClassCounts.plus`,
-over the union of the terms) on the workers. Then `training.decide` runs here, on the
-same totals and the same sample as local training, so the terms, counts, digests, auto's
-choice, cutoffs and calibration are those local training gives.
+The calling process lists the training data into parts (`sources`: paths and byte ranges,
+or messages given in memory) and never opens a message; it keeps at most
+`WINDOW_PER_WORKER` parts a worker in flight. For each part the workers (`tally`) read,
+digest, tokenize and count its distinct messages; fold its digests into buckets of the
+digests seen so far, in input order, which tells the part's copies of earlier messages;
+and make its per-class counts without them, which are added up in a binary tree of sums
+of sorted arrays as the parts finish. The cross-validation sample is the messages of
+smallest keyed hash of their digest (`tally.sample_key`), kept as the sums go. Then the
+model is made here from the total, the digests of the buckets and the sample, and
+`training.decide` runs on the same totals and sample as local training.
 
-Every task is a pure function of what it is sent, so a worker lost mid-run only costs its
-tasks being run again elsewhere (by Dask); a run that cannot finish (the scheduler lost,
-or no worker left for `NO_WORKERS_TIMEOUT`) ends in one `NbspamError` and writes nothing. Dask is an optional dependency: ``pip install
-'dask[distributed]'`` (or ``pip install '.[dask]'`` in nbspam's checkout).
+Every task is a pure function of what it is sent (and of the files it reads), so a worker
+lost mid-run only costs its tasks being run again elsewhere (by Dask: a bucket of digests
+lost is folded again from the parts); a run that cannot finish (the scheduler lost, or no
+worker left for `NO_WORKERS_TIMEOUT`) ends in one `NbspamError` and writes nothing. Dask
+is an optional dependency: ``pip install 'dask[distributed]'`` (or ``pip install
+'.[dask]'`` in nbspam's checkout).
 
 A Dask scheduler can run any code in its clients (its messages hold pickles), so nbspam
 talks only to one that proves who it is (`dask_client`): a scheduler it is given must be
@@ -38,10 +39,13 @@ from typing import Any
 
 from ..core.parallel import CHUNK, chunks
 from ..core.settings import AUTO, Settings, TokenizerConfig
-from ..errors import ConfigError, NbspamError
-from ..fit.training import Dates, decide
-from ..mail.message import Message
-from ..text.counting import ChunkCounts, count_chunk, first_copies
+from ..errors import ConfigError, NbspamError, TrainingError
+from ..fit.training import decide
+from ..mail.message import Message, Problems
+from ..models.model import CV_ROWS
+from ..text.counting import ChunkCounts, count_chunk
+from .sources import Part
+from .tally import digests_of
 
 MISSING = "--engine dask needs Dask: pip install 'dask[distributed]' (pipx inject nbspam 'dask[distributed]' under pipx)"
 NO_CRYPTOGRAPHY = (
@@ -217,78 +221,18 @@ def one_line(error: BaseException) -> str:
     return " ".join(str(error).split()) or type(error).__name__
 
 
-def stride_for(n: int, limit: int) -> int:
-    """The stride `model.SampledRows` ends with after n messages: the smallest power of two that
-    keeps at most ``limit`` of them (those numbered 0, stride, 2 * stride, ...)."""
-    stride = 1
-    while -(-n // stride) > limit:
-        stride *= 2
-    return stride
-
-
-def summarize(
-    counted: ChunkCounts, labels: list[str], first: int, stride: int
-) -> tuple[Any, ChunkCounts, list[str], list[int]]:
-    """On a worker: a partition's per-class counts (labels in order of first appearance,
-    terms in the partition's order), and the rows of it the sample takes (as `ChunkCounts`
-    over the same terms), with their labels and numbers in the stream; none with a
-    ``stride`` of 0."""
-    import numpy as np
-
-    from ..models import naive_bayes as nb
-    from ..text.counts import ClassCounts
-    from ..text.vocabulary import TermIndex, renumber
-
-    X = renumber(counted, TermIndex(), grow=True)
-    order = list(dict.fromkeys(labels))
-    y = np.array([order.index(label) for label in labels], np.int64)
-    part = ClassCounts(tuple(order), tuple(counted.terms), *nb.class_counts(X, y, len(order)))
-    numbers = [first + i for i in range(len(labels)) if stride and (first + i) % stride == 0]
-    take = [n - first for n in numbers]
-    sizes = list(counted.sizes)
-    starts = [0]
-    for size in sizes:
-        starts.append(starts[-1] + size)
-    cols, counts = [], []
-    for i in take:
-        cols.extend(counted.cols[starts[i] : starts[i + 1]])
-        counts.extend(counted.counts[starts[i] : starts[i + 1]])
-    sample = ChunkCounts(
-        counted.terms,
-        type(counted.cols)("i", cols),
-        type(counted.counts)("i", counts),
-        type(counted.sizes)("i", [sizes[i] for i in take]),
-    )
-    return part, sample, [labels[i] for i in take], numbers
-
-
-def add(a: Any, b: Any) -> Any:
-    """On a worker: the sum of two partial per-class counts (over the union of terms)."""
-    return a.plus(b)
-
-
-def _tree_sum(client: Any, parts: list[Any]) -> Any:
-    """The sum of futures of per-class counts, added pairwise on the cluster."""
-    while len(parts) > 1:
-        pairs = [
-            client.submit(add, parts[i], parts[i + 1], key=_key("add"))
-            for i in range(0, len(parts) - 1, 2)
-        ]
-        parts = pairs + ([parts[-1]] if len(parts) % 2 else [])
-    return parts[0]
-
-
-def _wait(client: Any, futures: list[Any]) -> None:
-    """Wait for ``futures``, failing (`NbspamError`) once the cluster has had no worker for
-    `NO_WORKERS_TIMEOUT` seconds."""
+def _wait(client: Any, futures: list[Any], *, first: bool = False) -> set[Any]:
+    """Wait for ``futures`` (with ``first``, for one of them at least), failing
+    (`NbspamError`) once the cluster has had no worker for `NO_WORKERS_TIMEOUT` seconds;
+    the futures done."""
     from distributed import TimeoutError as Pending
     from distributed import wait
 
+    when = "FIRST_COMPLETED" if first else "ALL_COMPLETED"
     alone_since = None
     while True:
         try:
-            wait(futures, timeout=0.5)
-            return
+            return set(wait(futures, timeout=0.5, return_when=when).done)
         except Pending:
             pass
         if client.nthreads():
@@ -311,26 +255,8 @@ def _key(name: str) -> str:
     return f"nbspam-{name}-{uuid.uuid4().hex}"
 
 
-class Partitions:
-    """The distinct messages of a stream in partitions, read here: ``seen`` maps each
-    digest to its label (the first occurrence's), ``duplicates`` counts the others, and
-    ``labels`` are the labels of the messages kept, in order of first appearance."""
-
-    def __init__(self, messages: Iterable[Message], progress: Callable[[int], None] | None):
-        self.seen: dict[bytes, str] = {}
-        self.duplicates = 0
-        self.total = 0
-        self._messages, self._progress = messages, progress
-
-    def __iter__(self) -> Iterator[tuple[list[str], list[bytes | str]]]:
-        for chunk in chunks(self._messages, CHUNK):
-            fresh = first_copies(chunk, self.seen)
-            self.duplicates += len(chunk) - len(fresh)
-            if self._progress:
-                self._progress(len(chunk))
-            if fresh:
-                self.total += len(fresh)
-                yield [m.label for m in fresh], [m.data for m in fresh]
+WINDOW_PER_WORKER = 2
+"""Parts in flight per worker: the calling process submits no more until one is done."""
 
 
 def train(
@@ -341,95 +267,211 @@ def train(
     progress: Callable[[int], None] | None = None,
     limit: int | None = None,
 ) -> Any:
-    """Train on a Dask cluster (``client``): the model `training.train` gives for the same
-    messages and settings. ``limit`` is the most rows the cross-validation sample keeps
+    """Train on a Dask cluster (``client``) on messages given in memory (they travel in
+    their partitions): the model `training.train` gives for the same messages and
+    settings. ``limit`` is the most rows the cross-validation sample keeps
     (`model.CV_ROWS`)."""
-    import numpy as np
+    from .sources import inline_parts
 
-    from ..errors import TrainingError
-    from ..models.model import CV_ROWS, SampledRows, from_counts, utc_timestamp
-    from ..text.vocabulary import TermIndex, renumber, sorted_order
+    return train_parts(
+        inline_parts(messages, CHUNK), settings, client, progress=progress, limit=limit
+    )
+
+
+def train_parts(
+    parts: Iterable[Part],
+    settings: Settings,
+    client: Any,
+    *,
+    progress: Callable[[int], None] | None = None,
+    problems: Problems | None = None,
+    limit: int | None = None,
+    min_docs: int | None = None,
+    max_terms: int | None = None,
+) -> Any:
+    """Train on a Dask cluster (``client``) on the partitions ``parts`` (`sources`), which
+    its workers read: the model `training.train` gives for the same messages and settings
+    (with ``min_docs`` or ``max_terms``, that model pruned as `update.prune` prunes its
+    terms). What the workers could not read is reported to ``problems``, the number of
+    messages read to ``progress``."""
+    from .tally import finish, fold, losers, merge, prune_terms, read_counts, report
 
     started = time.perf_counter()
     cfg = settings.training
     keep_rows = cfg.calibrate or cfg.event_model == AUTO
-    dates = Dates(settings.tokenizer.mail) if keep_rows else None  # read here, as locally
-    parts = Partitions(messages if dates is None else dates.reading(messages), progress)
+    limit = CV_ROWS if limit is None else limit
+    take = limit if keep_rows else 0
+    levels: dict[int, Any] = {}
+
+    def add_up(tally: Any, level: int = 0) -> None:
+        # a binary counter of partial sums: at most one a level, log2(parts) in all
+        while level in levels:
+            tally = client.submit(merge, levels.pop(level), tally, take, key=_key("merge"))
+            level += 1
+        levels[level] = tally
+
     try:
-        counted, labels = [], []
-        for part_labels, datas in parts:
-            counted.append(_submit_count(client, settings.tokenizer, datas))
-            labels.append(part_labels)
-        if not counted:
+        workers = max(1, len(client.scheduler_info()["workers"]))
+        buckets, window = max(2, workers), WINDOW_PER_WORKER * workers
+        states: list[Any] = [None] * buckets
+        pending: dict[Any, Any] = {}  # a part's report -> its tally
+        for number, part in enumerate(parts):
+            counted = client.submit(read_counts, settings.tokenizer, part, number, key=_key("read"))
+            lost = []
+            for b in range(buckets):
+                states[b] = client.submit(fold, states[b], counted, b, buckets, key=_key("fold"))
+                lost.append(client.submit(losers, states[b], key=_key("losers")))
+            tally = client.submit(finish, counted, lost, take, key=_key("finish"))
+            pending[client.submit(report, counted, key=_key("report"))] = tally
+            del counted, lost, tally
+            while len(pending) >= window:
+                _take_reports(client, pending, add_up, progress, problems)
+        while pending:
+            _take_reports(client, pending, add_up, progress, problems)
+        if not levels:
             raise TrainingError("no messages to train on")
-        stride = stride_for(parts.total, CV_ROWS if limit is None else limit)
-        summaries, first = [], 0
-        for future, part_labels in zip(counted, labels):
-            summaries.append(
-                client.submit(
-                    summarize,
-                    future,
-                    part_labels,
-                    first,
-                    stride if keep_rows else 0,
-                    key=_key("summarize"),
-                )
-            )
-            first += len(part_labels)
-        del counted  # the workers may drop a partition's counts once summarized
-        partials = [client.submit(_first, s, key=_key("part")) for s in summaries]
-        total = _tree_sum(client, partials)
-        rest = [client.submit(_rest, s, key=_key("rows")) for s in summaries]
-        _wait(client, [total, *rest])
-        total = total.result()
-        samples = client.gather(rest)
+        sums = [levels.pop(level) for level in sorted(levels)]
+        total = sums[0]
+        for other in sums[1:]:
+            total = client.submit(merge, total, other, take, key=_key("merge"))
+        del sums
+        if min_docs is not None or max_terms is not None:
+            total = client.submit(prune_terms, total, min_docs, max_terms, key=_key("prune"))
+        _wait(client, [total, *states])
+        tally = total.result()
+        del total
+        digests, digest_labels = digests_of(client.gather(states))
+        del states
     except NbspamError:
         raise
     except Exception as error:  # a worker or the scheduler lost, a task failed
         raise _failed(
             "training on the Dask cluster failed, no model was written", client, error
         ) from None
-    # labels in order of first appearance, as local training has them; terms sorted
-    arrival = list(dict.fromkeys(label for part in labels for label in part))
-    total = total.in_order(
-        [total.labels.index(label) for label in arrival], sorted_order(total.terms)
+    finally:
+        levels.clear()
+        release(client)
+    return _model(tally, digests, digest_labels, settings, started, keep_rows, limit)
+
+
+def _take_reports(
+    client: Any,
+    pending: dict[Any, Any],
+    add_up: Callable[[Any], None],
+    progress: Callable[[int], None] | None,
+    problems: Problems | None,
+) -> None:
+    """Wait for the reports of one or more parts in flight, pass them on, and add their
+    tallies up."""
+    for done in _wait(client, list(pending), first=True):
+        read, lines = done.result()
+        if problems is not None:
+            for where, reason in lines:
+                if reason is None:
+                    problems.note(where)
+                else:
+                    problems.skip(where, reason)
+        if progress:
+            progress(read)
+        add_up(pending.pop(done))
+
+
+def _model(
+    tally: Any,
+    digests: Any,
+    digest_labels: list[str],
+    settings: Settings,
+    started: float,
+    keep_rows: bool,
+    limit: int,
+) -> Any:
+    """The model of the cluster's total, with the cross-validation sample and the
+    decision rule (`training.decide`), as local training makes it."""
+    import dataclasses
+
+    import numpy as np
+    import scipy.sparse as sp
+
+    from ..models.model import SampledRows, from_counts, utc_timestamp
+    from ..text.counts import ClassCounts
+
+    if tally.read - tally.duplicates <= 0:
+        raise TrainingError("no messages to train on")
+    terms, place = tally.vocab.terms()
+    order = np.empty(len(place), np.int64)
+    order[place] = np.arange(len(place))
+    arrival = sorted(range(len(tally.labels)), key=lambda c: int(tally.first[c]))
+    total = ClassCounts(
+        tuple(tally.labels[c] for c in arrival),
+        tuple(terms),
+        tally.class_count[arrival],
+        tally.term_count[np.ix_(arrival, order)],
+        tally.doc_count[np.ix_(arrival, order)],
     )
     info = {
         "created": utc_timestamp(),
         "seconds": round(time.perf_counter() - started, 3),
-        "duplicates": parts.duplicates,
+        "duplicates": tally.duplicates,
     }
-    model = from_counts(
-        total, settings, info, parts.seen, sorted_terms=True, default_time=int(time.time())
+    now = int(time.time())
+    model = from_counts(total, settings, info, None, sorted_terms=True, default_time=now)
+    codes = {label: i for i, label in enumerate(model.labels)}
+    model = dataclasses.replace(
+        model,
+        seen_digests=digests,
+        seen_labels=np.array([codes[x] for x in digest_labels], np.int64),
+        seen_times=np.full(len(digest_labels), now, np.int64),
     )
     rows = None
     if keep_rows:
-        rows = SampledRows(CV_ROWS if limit is None else limit)
-        rows.seen, rows.stride = parts.total, stride
-        index = TermIndex(total.terms)
-        for sample, sample_labels, numbers in samples:
-            if not sample_labels:
-                continue
-            X = renumber(sample, index, grow=False)
-            X = X.__class__(
-                (X.data.astype(np.int32), X.indices.astype(np.int32), X.indptr.astype(np.int32)),
-                shape=X.shape,
-            )
-            rows.chunks.append((X, list(sample_labels), np.array(numbers, np.int64)))
-        rows.terms, rows.order, rows.totals = total.terms, np.arange(len(total.terms)), total
-    return decide(model, rows, settings, dates.of(parts.seen) if dates else None)
+        sample = tally.sample
+        columns, found = sample.vocab.columns_in(tally.vocab)
+        columns = np.where(found, place[np.minimum(columns, max(len(place) - 1, 0))], -1)
+        indices = columns[sample.indices]
+        known = indices >= 0
+        n = len(sample.labels)
+        sizes = np.bincount(np.repeat(np.arange(n), np.diff(sample.indptr))[known], minlength=n)
+        indptr = np.zeros(n + 1, np.int64)
+        np.cumsum(sizes, out=indptr[1:])
+        X = sp.csr_matrix(
+            (
+                sample.data[known].astype(np.int32),
+                indices[known].astype(np.int32),
+                indptr.astype(np.int32),
+            ),
+            shape=(n, len(terms)),
+        )
+        rows = SampledRows(limit)
+        rows.seen = tally.read - tally.duplicates
+        if n:
+            rows.chunks.append((X, list(sample.labels), sample.positions))
+        rows.terms, rows.order, rows.totals = total.terms, np.arange(len(terms)), total
+        return decide(model, rows, settings, sample.times.tolist())
+    return decide(model, rows, settings)
+
+
+def release(client: Any) -> None:
+    """Have the workers give the memory of a run back to the system (a Python process
+    keeps what it freed otherwise); a cluster that cannot is left as it is."""
+    try:
+        client.run(_trim)
+    except Exception:  # noqa: BLE001 - a lost cluster has nothing to give back
+        pass
+
+
+def _trim() -> None:
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
 
 
 def _submit_count(client: Any, tokenizer: TokenizerConfig, datas: list[bytes | str]) -> Any:
     return client.submit(count_chunk, tokenizer, datas, key=_key("count"))
-
-
-def _first(summary: tuple) -> Any:
-    return summary[0]
-
-
-def _rest(summary: tuple) -> tuple:
-    return summary[1:]
 
 
 # -- counting for evaluate -------------------------------------------------------------------

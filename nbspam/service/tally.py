@@ -1,0 +1,544 @@
+"""What the workers of `train --engine dask` make of the training data, as numpy arrays:
+the counts of a part, the digests that find duplicates, the cross-validation sample, and
+how they add up (`cluster` runs these as tasks).
+
+- `read_counts` (a part): read, digest, tokenize and count each distinct message of it
+  (the first copy in the part wins), the rows kept until the part's duplicates of earlier
+  parts are known.
+- `fold` (a digest bucket): the digests of the distinct messages whose digest starts in
+  the bucket, sorted (16 bytes, a position and a label each), folded in with each part in
+  input order, so that a digest already there marks the part's copy as a duplicate: the
+  first copy in the input wins, as in local training.
+- `finish` (a part): its per-class counts without those duplicates, and its candidates for
+  the sample; `merge` adds two such tallies up (in any order, any grouping: the sum is the
+  same).
+
+Terms are kept as sorted arrays of their UTF-8 bytes (`Vocab`), not as Python objects, and
+the per-class counts as int64 arrays beside them; two tallies add up by a merge of sorted
+arrays.
+
+The cross-validation sample is drawn without knowing how many messages there are: of the
+distinct messages, the ``limit`` whose `sample_key` (a keyed hash of the digest) is
+smallest, in input order. It depends on the messages alone, not on their partitions nor on
+the order of the additions: local training keeps the same sample by the same rule.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..core.parallel import CHUNK, chunks
+from ..core.settings import TokenizerConfig
+from ..mail.headers import message_digest, message_time
+from ..mail.message import Problems
+from ..text.counting import ChunkCounts, count_chunk
+from .sources import Part, read_part
+
+SHORT = 64
+"""Terms of at most this many UTF-8 bytes (and no NUL byte) sit in a fixed-width array;
+the rare longer ones in an array of their own."""
+SAMPLE_SEED = b"nbspam cross-validation sample"
+POSITION_BITS = 32
+"""A message's position in the input: its part's number << 32 | its number in the part."""
+
+
+def sample_key(digest: bytes) -> int:
+    """The key of a message for the cross-validation sample (the smallest are taken): the
+    first 8 bytes, big-endian, of BLAKE2b of its digest keyed with `SAMPLE_SEED`."""
+    return int.from_bytes(hashlib.blake2b(digest, digest_size=8, key=SAMPLE_SEED).digest(), "big")
+
+
+def _encode(term: str) -> bytes:
+    return term.encode("utf-8", "surrogatepass")
+
+
+def _decode(term: bytes) -> str:
+    return term.decode("utf-8", "surrogatepass")
+
+
+# -- terms as sorted arrays -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Vocab:
+    """Distinct terms as UTF-8 bytes, each array sorted (byte order is code point order):
+    ``short`` (fixed width) then ``long``; a term's column is its place in that order."""
+
+    short: np.ndarray = field(default_factory=lambda: np.zeros(0, "S1"))
+    long: np.ndarray = field(default_factory=lambda: np.zeros(0, object))
+
+    def __len__(self) -> int:
+        return len(self.short) + len(self.long)
+
+    @classmethod
+    def of(cls, terms: Sequence[str]) -> tuple[Vocab, np.ndarray]:
+        """The vocabulary of distinct ``terms`` and the column of each."""
+        raw = [_encode(t) for t in terms]
+        is_long = np.fromiter(map(len, raw), np.int64, len(raw)) > SHORT
+        if b"\0" in b"".join(raw):  # a NUL byte would be lost at the end of a fixed-width one
+            is_long |= np.fromiter((b"\0" in t for t in raw), bool, len(raw))
+        short_at, long_at = np.flatnonzero(~is_long), np.flatnonzero(is_long)
+        short = np.array([raw[i] for i in short_at.tolist()], "S") if short_at.size else None
+        long = np.array([raw[i] for i in long_at.tolist()] + [None], object)[:-1]
+        if short is None:
+            short = np.zeros(0, "S1")
+        s_order, l_order = np.argsort(short, kind="stable"), np.argsort(long, kind="stable")
+        vocab = cls(short[s_order], long[l_order])
+        column = np.empty(len(raw), np.int64)
+        column[short_at[s_order]] = np.arange(short_at.size)
+        column[long_at[l_order]] = short_at.size + np.arange(long_at.size)
+        return vocab, column
+
+    def union(self, other: Vocab) -> tuple[Vocab, np.ndarray, np.ndarray]:
+        """The union, and the columns in it of this one's terms and of the other's."""
+        short, short_a, short_b = _merged(self.short, other.short)
+        long = _union_objects(self.long, other.long)
+        maps = [
+            np.concatenate([at, len(short) + _positions(long, v.long)]).astype(np.int64)
+            for v, at in ((self, short_a), (other, short_b))
+        ]
+        return Vocab(short, long), maps[0], maps[1]
+
+    def take(self, columns: np.ndarray) -> Vocab:
+        """The terms of these sorted columns."""
+        n = len(self.short)
+        return Vocab(self.short[columns[columns < n]], self.long[columns[columns >= n] - n])
+
+    def columns_in(self, other: Vocab) -> tuple[np.ndarray, np.ndarray]:
+        """The column in ``other`` of each of these terms, and whether it is there."""
+        short = np.searchsorted(other.short, self.short)
+        long = _positions(other.long, self.long)
+        found = np.concatenate(
+            [
+                other.short[np.minimum(short, len(other.short) - 1)] == self.short
+                if len(other.short)
+                else np.zeros(len(self.short), bool),
+                np.array(
+                    [p < len(other.long) and other.long[p] == t for p, t in zip(long, self.long)],
+                    bool,
+                ),
+            ]
+        )
+        return np.concatenate([short, len(other.short) + long]).astype(np.int64), found
+
+    def terms(self) -> tuple[list[str], np.ndarray]:
+        """The terms as text sorted by code point, and the column of each in that order."""
+        short = [_decode(t) for t in self.short.tolist()]
+        long = [_decode(t) for t in self.long.tolist()]
+        if not long:
+            return short, np.arange(len(short), dtype=np.int64)
+        at = np.array([bisect.bisect_left(short, t) for t in long], np.int64)
+        # short term i is preceded by the long terms that sort before it
+        place = np.arange(len(short)) + np.searchsorted(at, np.arange(len(short)), side="right")
+        long_place = at + np.arange(len(long))
+        merged: list[str] = [""] * (len(short) + len(long))
+        for i, p in enumerate(place.tolist()):
+            merged[p] = short[i]
+        for i, p in enumerate(long_place.tolist()):
+            merged[p] = long[i]
+        return merged, np.concatenate([place, long_place]).astype(np.int64)
+
+
+def _merged(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The union of two sorted arrays of distinct terms, and where each term of either is
+    in it: a stable sort of the two runs (a merge, in linear time), then the repeats out."""
+    both = np.concatenate([a, b])
+    order = np.argsort(both, kind="stable")
+    ranked = both[order]
+    new = np.ones(len(ranked), bool)
+    new[1:] = ranked[1:] != ranked[:-1]
+    where = np.empty(len(both), np.int64)
+    where[order] = np.cumsum(new) - 1
+    return ranked[new], where[: len(a)], where[len(a) :]
+
+
+def _union_objects(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if not len(b):
+        return a
+    if not len(a):
+        return b
+    out = np.array(sorted(set(a.tolist()) | set(b.tolist())) + [None], object)
+    return out[:-1]
+
+
+def _positions(sorted_terms: np.ndarray, terms: np.ndarray) -> np.ndarray:
+    if not len(terms):
+        return np.zeros(0, np.int64)
+    listed = sorted_terms.tolist()
+    return np.array([bisect.bisect_left(listed, t) for t in terms.tolist()], np.int64)
+
+
+# -- a part read and counted ------------------------------------------------------------------
+
+
+class Recorded(Problems):
+    """Problems met on a worker, kept to be reported by the calling process."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[tuple[str, str | None]] = []
+
+    def skip(self, where: str, reason: str) -> None:
+        super().skip(where, reason)
+        self.lines.append((where, reason))
+
+    def note(self, text: str) -> None:
+        self.lines.append((text, None))
+
+
+@dataclass
+class PartCounts:
+    """A part read (`read_counts`): its distinct messages' digests (n, 16), positions,
+    dates (`headers.message_time`, NaN where none), labels and count rows (chunks of `counting.ChunkCounts`), how many messages were read, and
+    the problems met."""
+
+    digests: np.ndarray
+    positions: np.ndarray
+    times: np.ndarray
+    labels: list[str]
+    counted: list[ChunkCounts]
+    read: int
+    problems: list[tuple[str, str | None]]
+
+
+def read_counts(tokenizer: TokenizerConfig, part: Part, number: int) -> PartCounts:
+    """On a worker: read part ``number``, digest, tokenize and count its distinct messages."""
+    problems = Recorded()
+    seen: set[bytes] = set()
+    digests, positions, times, labels, counted = [], [], [], [], []
+    read = 0
+    for batch in chunks(read_part(part, problems), CHUNK):
+        datas = []
+        for data, label in batch:
+            digest = message_digest(data)
+            if digest not in seen:
+                seen.add(digest)
+                digests.append(digest)
+                positions.append(number << POSITION_BITS | read)
+                moment = message_time(data, tokenizer.mail)  # as local training reads it
+                times.append(math.nan if moment is None else moment)
+                labels.append(label)
+                datas.append(data)
+            read += 1
+        if datas:
+            counted.append(count_chunk(tokenizer, datas))
+    return PartCounts(
+        np.frombuffer(b"".join(digests), np.uint8).reshape(-1, 16),
+        np.array(positions, np.int64),
+        np.array(times, np.float64),
+        labels,
+        counted,
+        read,
+        problems.lines,
+    )
+
+
+def report(part: PartCounts) -> tuple[int, list[tuple[str, str | None]]]:
+    """What the calling process reports of a part: messages read, problems."""
+    return part.read, part.problems
+
+
+# -- duplicates: digest buckets folded in input order ------------------------------------------
+
+
+@dataclass
+class Bucket:
+    """The distinct messages seen so far whose digest falls in one bucket: digests (m, 16)
+    sorted, with the position and label of each (labels: indices into ``labels``);
+    ``losers`` the positions of the last part's messages found to be copies."""
+
+    digests: np.ndarray = field(default_factory=lambda: np.zeros((0, 16), np.uint8))
+    positions: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    codes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    labels: tuple[str, ...] = ()
+    losers: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+
+
+def bucket_of(digests: np.ndarray, buckets: int) -> np.ndarray:
+    """The bucket of each digest (by its first two bytes: the buckets are ranges of the
+    sorted digests)."""
+    head = digests[:, 0].astype(np.int64) << 8 | digests[:, 1]
+    return head * buckets >> 16
+
+
+def _keys(digests: np.ndarray) -> np.ndarray:
+    """The digests as one sortable void scalar each (bytes order)."""
+    return np.ascontiguousarray(digests).view("V16").ravel()
+
+
+def fold(state: Bucket | None, part: PartCounts, bucket: int, buckets: int) -> Bucket:
+    """On a worker: the bucket with the part's messages of it added; those already there
+    (an earlier part's copy) become ``losers``. Parts are folded in input order."""
+    state = state or Bucket()
+    mine = np.flatnonzero(bucket_of(part.digests, buckets) == bucket)
+    digests = part.digests[mine]
+    labels = tuple(sorted(set(state.labels) | {part.labels[i] for i in mine.tolist()}))
+    remap = np.array([labels.index(x) for x in state.labels], np.int64)
+    codes = np.array([labels.index(part.labels[i]) for i in mine.tolist()], np.int64)
+    old = state.digests
+    # sortable views: the digests as big-endian pairs of uint64
+    old_hi, old_lo = _halves(old)
+    new_hi, new_lo = _halves(digests)
+    at = _search(old_hi, old_lo, new_hi, new_lo)
+    found = np.zeros(len(mine), bool)
+    inside = at < len(old)
+    found[inside] = (old_hi[at[inside]] == new_hi[inside]) & (old_lo[at[inside]] == new_lo[inside])
+    fresh = ~found
+    order = np.lexsort((new_lo[fresh], new_hi[fresh]))
+    where = at[fresh][order]
+    return Bucket(
+        np.insert(old, where, digests[fresh][order], axis=0),
+        np.insert(state.positions, where, part.positions[mine][fresh][order]),
+        np.insert(
+            remap[state.codes] if len(state.codes) else state.codes, where, codes[fresh][order]
+        ),
+        labels,
+        part.positions[mine][found],
+    )
+
+
+def _halves(digests: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    pairs = np.ascontiguousarray(digests).view(">u8").reshape(-1, 2)
+    return pairs[:, 0].astype(np.uint64), pairs[:, 1].astype(np.uint64)
+
+
+def _search(hi: np.ndarray, lo: np.ndarray, new_hi: np.ndarray, new_lo: np.ndarray) -> np.ndarray:
+    """Where each (new_hi, new_lo) goes in the sorted pairs (hi, lo)."""
+    left = np.searchsorted(hi, new_hi, "left")
+    right = np.searchsorted(hi, new_hi, "right")
+    at = left.copy()
+    for i in np.flatnonzero(right > left).tolist():  # the same first 8 bytes: rare
+        at[i] = left[i] + np.searchsorted(lo[left[i] : right[i]], new_lo[i], "left")
+    return at
+
+
+def losers(state: Bucket) -> np.ndarray:
+    return state.losers
+
+
+# -- the counts of parts, added up -------------------------------------------------------------
+
+
+@dataclass
+class Sample:
+    """Candidate rows of the cross-validation sample: keys, digests, positions, dates, labels, and
+    the rows (CSR: indptr, indices into ``vocab``, data), in order of position."""
+
+    keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+    digests: np.ndarray = field(default_factory=lambda: np.zeros((0, 16), np.uint8))
+    positions: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    times: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
+    labels: list[str] = field(default_factory=list)
+    vocab: Vocab = field(default_factory=Vocab)
+    indptr: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+    indices: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    data: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+
+    def rows(self, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(indptr, indices, data) of the rows ``keep``, in that order."""
+        starts, ends = self.indptr[keep], self.indptr[keep + 1]
+        sizes = ends - starts
+        indptr = np.zeros(len(keep) + 1, np.int64)
+        np.cumsum(sizes, out=indptr[1:])
+        take = np.repeat(starts - indptr[:-1], sizes) + np.arange(indptr[-1])
+        return indptr, self.indices[take], self.data[take]
+
+
+@dataclass
+class Tally:
+    """Per-class counts of distinct messages over ``vocab`` (labels sorted), the first
+    position of each label, the sample's candidates, and the messages read and dropped as
+    duplicates."""
+
+    labels: tuple[str, ...]
+    vocab: Vocab
+    class_count: np.ndarray
+    term_count: np.ndarray
+    doc_count: np.ndarray
+    first: np.ndarray
+    sample: Sample
+    read: int = 0
+    duplicates: int = 0
+
+
+def finish(part: PartCounts, lost: Sequence[np.ndarray], limit: int) -> Tally:
+    """On a worker: the tally of a part without its copies of earlier parts' messages
+    (``lost``: their positions, from each bucket), with at most ``limit`` sample rows."""
+    from ..models import naive_bayes as nb
+    from ..text.vocabulary import TermIndex, renumber
+
+    gone = set(np.concatenate([np.zeros(0, np.int64), *lost]).tolist())
+    keep = np.array([p not in gone for p in part.positions.tolist()], bool)
+    labels = tuple(sorted({x for x, k in zip(part.labels, keep.tolist()) if k}))
+    index = TermIndex()
+    blocks = [renumber(c, index, grow=True) for c in part.counted]
+    X = _stack(blocks, len(index))
+    X = X[np.flatnonzero(keep)] if not keep.all() else X
+    y = np.array([labels.index(x) for x, k in zip(part.labels, keep.tolist()) if k], np.int64)
+    class_count, term_count, doc_count = nb.class_counts(X, y, len(labels))
+    every, column = Vocab.of(index.terms)
+    used = np.flatnonzero(doc_count.sum(axis=0) > 0)  # terms of copies alone go
+    order = np.argsort(column[used], kind="stable")
+    used = used[order]
+    vocab = every.take(np.sort(column[used]))
+    positions, times = part.positions[keep], part.times[keep]
+    first = np.array([positions[y == c].min() for c in range(len(labels))], np.int64)
+    digests = part.digests[keep]
+    keys = np.array([sample_key(d.tobytes()) for d in digests], np.uint64)
+    chosen = (
+        np.sort(np.lexsort((*_halves(digests)[::-1], keys))[:limit])
+        if limit
+        else np.zeros(0, np.int64)
+    )
+    rows = X[chosen]
+    sample = Sample(
+        keys[chosen],
+        digests[chosen],
+        positions[chosen],
+        times[chosen],
+        [labels[c] for c in y[chosen].tolist()],
+        every,
+        rows.indptr.astype(np.int64),
+        column[rows.indices],
+        rows.data.astype(np.int32),
+    )
+    return Tally(
+        labels,
+        vocab,
+        class_count,
+        term_count[:, used],
+        doc_count[:, used],
+        first,
+        _compact(sample),
+        part.read,
+        part.read - int(keep.sum()),
+    )
+
+
+def _stack(blocks: list, width: int) -> Any:
+    """CSR blocks of rows over the first columns of ``width``, stacked (each row's columns
+    in their order)."""
+    import scipy.sparse as sp
+
+    sizes = np.concatenate([np.zeros(0, np.int64), *(np.diff(b.indptr) for b in blocks)])
+    indptr = np.zeros(sizes.size + 1, np.int64)
+    np.cumsum(sizes, out=indptr[1:])
+    data = np.concatenate([np.zeros(0, np.int64), *(b.data for b in blocks)])
+    indices = np.concatenate([np.zeros(0, np.int64), *(b.indices for b in blocks)])
+    return sp.csr_matrix((data, indices, indptr), shape=(sizes.size, width))
+
+
+def _compact(sample: Sample) -> Sample:
+    """The sample with only the terms its rows use."""
+    present = np.zeros(len(sample.vocab), bool)
+    present[sample.indices] = True
+    used = np.flatnonzero(present)
+    remap = np.full(len(sample.vocab), -1, np.int64)
+    remap[used] = np.arange(len(used))
+    sample.vocab, sample.indices = sample.vocab.take(used), remap[sample.indices]
+    return sample
+
+
+def merge(a: Tally, b: Tally, limit: int) -> Tally:
+    """On a worker: the sum of two tallies of different messages."""
+    labels = tuple(sorted(set(a.labels) | set(b.labels)))
+    vocab, map_a, map_b = a.vocab.union(b.vocab)
+    shape = (len(labels), len(vocab))
+    term_count, doc_count = np.zeros(shape, np.int64), np.zeros(shape, np.int64)
+    class_count = np.zeros(len(labels), np.int64)
+    first = np.full(len(labels), np.iinfo(np.int64).max, np.int64)
+    for t, columns in ((a, map_a), (b, map_b)):
+        rows = np.array([labels.index(x) for x in t.labels], np.int64)
+        class_count[rows] += t.class_count
+        first[rows] = np.minimum(first[rows], t.first)
+        if len(columns):
+            term_count[np.ix_(rows, columns)] += t.term_count
+            doc_count[np.ix_(rows, columns)] += t.doc_count
+    return Tally(
+        labels,
+        vocab,
+        class_count,
+        term_count,
+        doc_count,
+        first,
+        _merge_samples(a.sample, b.sample, limit),
+        a.read + b.read,
+        a.duplicates + b.duplicates,
+    )
+
+
+def _merge_samples(a: Sample, b: Sample, limit: int) -> Sample:
+    vocab, map_a, map_b = a.vocab.union(b.vocab)
+    keys = np.concatenate([a.keys, b.keys])
+    digests = np.concatenate([a.digests, b.digests])
+    hi, lo = _halves(digests)
+    chosen = np.lexsort((lo, hi, keys))[:limit]
+    positions = np.concatenate([a.positions, b.positions])
+    chosen = chosen[np.argsort(positions[chosen], kind="stable")]
+    times = np.concatenate([a.times, b.times])
+    both = Sample(
+        keys,
+        digests,
+        positions,
+        times,
+        [*a.labels, *b.labels],
+        vocab,
+        np.concatenate([a.indptr, b.indptr[1:] + a.indptr[-1]]),
+        np.concatenate([map_a[a.indices], map_b[b.indices]]),
+        np.concatenate([a.data, b.data]),
+    )
+    indptr, indices, data = both.rows(chosen)
+    return _compact(
+        Sample(
+            keys[chosen],
+            digests[chosen],
+            positions[chosen],
+            times[chosen],
+            [both.labels[i] for i in chosen.tolist()],
+            vocab,
+            indptr,
+            indices,
+            data,
+        )
+    )
+
+
+def prune_terms(total: Tally, min_docs: int | None, max_terms: int | None) -> Tally:
+    """On a worker: the tally with `update.prune`'s rules for terms: those in fewer than
+    ``min_docs`` messages go, then of the rest only the ``max_terms`` in most messages are
+    kept (ties: in term order)."""
+    docs = total.doc_count.sum(axis=0)
+    keep = np.flatnonzero(docs >= (min_docs or 1))
+    if max_terms is not None and len(keep) > max_terms:
+        _, rank = total.vocab.terms()  # term order is code point order
+        top = np.lexsort((rank[keep], -docs[keep]))[:max_terms]
+        keep = np.sort(keep[top])
+    if len(keep) == len(total.vocab):
+        return total
+    return Tally(
+        total.labels,
+        total.vocab.take(keep),
+        total.class_count,
+        total.term_count[:, keep],
+        total.doc_count[:, keep],
+        total.first,
+        total.sample,
+        total.read,
+        total.duplicates,
+    )
+
+
+def digests_of(states: Iterable[Bucket]) -> tuple[np.ndarray, list[str]]:
+    """The digests of all buckets (sorted) and the label of each."""
+    digests, labels = [], []
+    for state in states:
+        digests.append(state.digests)
+        labels.extend(state.labels[c] for c in state.codes.tolist())
+    return np.concatenate([np.zeros((0, 16), np.uint8), *digests]), labels
