@@ -131,13 +131,11 @@ def test_the_candidates_share_each_folds_counts_and_fishers_log_odds(sample_mess
     assert len(choice.tried) == 9
     # all the rows once, then the rows of each of the 5 folds once
     assert sorted(counted) == [9, 9, 10, 10, 10, 48]
-    fisher = dataclasses.replace(settings.training, event_model="fisher")
-    stop = dataclasses.replace(
-        fisher, stop_words=selection.load_stop_words("english", settings.tokenizer)
-    )
+    fisher = settings.training.replace(event_model="fisher")
+    stop = fisher.replace(stop_words=selection.load_stop_words("english", settings.tokenizer))
     shared = crossval.Folds(data, crossval.stratified_split(data.labels, 5, 42)[0], None)
     for cfg, scored in ((fisher, 48), (stop, 36)):  # stop words change 36 rows' clues
-        trial = dataclasses.replace(settings, training=cfg)
+        trial = settings.replace(training=cfg)
         computed.clear()
         scores = cross_validate_matrix(data, trial, shared=shared)
         assert len(computed) == scored
