@@ -13,7 +13,10 @@ mail filter started for every delivery: it imports neither numpy nor scipy.
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 
 __version__ = "0.1.0"
 

@@ -129,8 +129,9 @@ def test_a_message_of_many_distinct_terms_is_scored_by_dictionary(saved):
     assert scorer._tables is not None  # one lookup a term, not 5,000 binary searches
 
 
-def test_one_message_on_stdin_imports_neither_numpy_nor_scipy_nor_pathlib(saved):
-    _, path = saved
+def test_one_message_on_stdin_imports_neither_numpy_nor_scipy_nor_pathlib_nor_typing(saved):
+    model, path = saved
+    unneeded = [m for m in NOT_ON_THE_PATH if model.training.event_model not in m]
     probe = (
         "import sys, runpy\n"
         f"sys.argv = ['nbspam', 'predict', '-m', {str(path)!r}, '-f', 'jsonl']\n"
@@ -138,6 +139,8 @@ def test_one_message_on_stdin_imports_neither_numpy_nor_scipy_nor_pathlib(saved)
         "except SystemExit:\n    pass\n"
         "print(sorted(m for m in ('numpy', 'scipy') if m in sys.modules))\n"
         "print(sorted(m for m in ('pathlib', 'nbspam.store.journal') if m in sys.modules))\n"
+        "print(sorted(m for m in ('dataclasses', 'inspect', 'typing') if m in sys.modules))\n"
+        f"print(sorted(m for m in {unneeded!r} if m in sys.modules))\n"
     )
     message = (SAMPLE / "new" / "002.eml").read_bytes()
     out = (
@@ -152,20 +155,36 @@ def test_one_message_on_stdin_imports_neither_numpy_nor_scipy_nor_pathlib(saved)
     # nor pathlib (with urllib.parse and ipaddress, a tenth of the start), nor the journal's
     # module where the model has no journal
     assert out[2] == "[]"
+    # nor dataclasses with inspect (ast, dis, tokenize) nor typing: nearly a `python -c pass`
+    assert out[3] == "[]"
+    # nor the readers of files, folders and tables, nor what a fisher model, an explanation
+    # or a training summary needs
+    assert out[4] == "[]"
+
+
+NOT_ON_THE_PATH = (
+    "csv",
+    "shlex",
+    "nbspam.mail.messages",
+    "nbspam.mail.mbox",
+    "nbspam.service.explanation_text",
+    "nbspam.models.fisher",  # but for a fisher model
+)
 
 
 def test_scoring_one_message_loads_neither_hashlib_nor_an_unneeded_html_parser(saved):
     # hashlib loads OpenSSL, 3-10 ms of a cold start: only training (message digests) needs
-    # it; the HTML parser (some 20 ms) is loaded for HTML only
+    # it; the HTML parser (some 20 ms) is loaded for HTML only, and with it (by logging)
+    # `string`, whose Template compiles a pattern at import, which plain text does without
     _, path = saved
     probe = (
         "import sys, runpy\n"
         f"sys.argv = ['nbspam', 'predict', '-m', {str(path)!r}]\n"
         "try:\n    runpy.run_module('nbspam', run_name='__main__')\n"
         "except SystemExit:\n    pass\n"
-        "print('hashlib' in sys.modules, 'selectolax' in sys.modules)\n"
+        "print(*(m in sys.modules for m in ('hashlib', 'selectolax', 'string')))\n"
     )
-    for name, loaded in (("001.eml", "False False"), ("002.eml", "False True")):  # text, HTML
+    for name, loaded in (("001.eml", "False False False"), ("002.eml", "False True True")):
         message = (SAMPLE / "new" / name).read_bytes()
         out = subprocess.run(
             [sys.executable, "-c", probe], input=message, capture_output=True, check=True

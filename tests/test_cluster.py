@@ -112,7 +112,7 @@ def with_duplicates(messages):
     """The messages with some repeated, one of them under the other label (the first
     occurrence wins), in an order that puts repeats in other partitions."""
     spam = next(m for m in messages if m.label == "spam")
-    moved = dataclasses.replace(spam, id="again", label="ham")
+    moved = spam.replace(id="again", label="ham")
     return [*messages[:10], moved, *messages, *messages[5:9]]
 
 

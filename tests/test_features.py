@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections import Counter
 from urllib.parse import urlsplit
@@ -90,7 +89,7 @@ def test_each_kind_can_be_switched_off():
 
 
 def test_ignored_headers_give_nothing():
-    config = dataclasses.replace(TokenizerConfig(), ignore_headers=("received", "x-*"))
+    config = TokenizerConfig(ignore_headers=("received", "x-*"))
     tokens = Counter(Analyzer(config).tokens(MAIL))
     assert not [t for t in tokens if t.startswith(("received:", "x-mailer:", "header:x-"))]
     assert tokens["header:received"] == 0 and tokens["header:delivered-to"] == 1

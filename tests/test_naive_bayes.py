@@ -234,7 +234,7 @@ def test_complement_textbook_by_hand():
 def test_complement_weight_normalisation_by_hand():
     model, _ = textbook("complement")
     normed = dataclasses.replace(
-        model, training=dataclasses.replace(model.training, complement_norm=True)
+        model, training=model.training.replace(complement_norm=True)
     )
     t = normed.form.index.terms
     # each class's w divided by sum_k |w_kc| over the 6 terms
@@ -303,7 +303,7 @@ def test_priors_fitted_uniform_and_explicit():
 
 def test_alpha_zero_is_floored_and_says_so():
     model, X = textbook("multinomial")
-    zero = dataclasses.replace(model, training=dataclasses.replace(model.training, alpha=0.0))
+    zero = dataclasses.replace(model, training=model.training.replace(alpha=0.0))
     with pytest.warns(nb.SmoothingWarning, match="alpha = 0"):
         log_post, log_odds = predict_matrix(zero, X)
     assert np.all(np.isfinite(log_post)) and np.isfinite(log_odds[0])
@@ -321,7 +321,7 @@ def test_min_count_and_max_features_filter_the_scored_vocabulary():
     model, _ = textbook("multinomial")
 
     def kept(**settings):
-        changed = dataclasses.replace(model.training, **settings)
+        changed = model.training.replace(**settings)
         return list(dataclasses.replace(model, training=changed).form.index.terms)
 
     assert kept(min_count=2) == ["chinese"]  # the only word in two or more documents

@@ -55,9 +55,7 @@ def test_min_docs_equals_training_then_dropping_those_terms(model):
 def test_min_docs_of_a_model_trained_on_its_kept_terms_scores_them_the_same(model):
     """Bernoulli scores each kept term from its own document counts and the class counts:
     pruning rare terms leaves the weights of the others as they were."""
-    full = dataclasses.replace(
-        model, training=dataclasses.replace(model.training, event_model="bernoulli")
-    )
+    full = dataclasses.replace(model, training=model.training.replace(event_model="bernoulli"))
     pruned, _ = prune(full, min_docs=2)
     kept = [full.terms.index(t) for t in pruned.terms]
     np.testing.assert_allclose(pruned.form.coef, full.form.coef[:, kept])
@@ -113,7 +111,7 @@ def test_forget_after_expiry_is_refused_and_without_expiry_an_unknown_message_is
     expired, _ = prune(model, keep_digests=0)
     with pytest.raises(NbspamError, match="it may have been learned"):
         forget(expired, sample_messages[:1])
-    never = dataclasses.replace(sample_messages[0], data=b"Subject: new\n\nnever seen")
+    never = sample_messages[0].replace(data=b"Subject: new\n\nnever seen")
     _, change = forget(model, [never])
     assert change.unknown == [never.id]
 
@@ -133,7 +131,7 @@ def test_forget_after_pruning_terms_subtracts_only_the_terms_left(model, sample_
 def test_learning_a_pruned_word_again_counts_it_from_zero(model, sample_messages):
     pruned, _ = prune(model, min_docs=5)
     dropped = next(t for t in model.terms if t not in set(pruned.terms) and t.isalpha())
-    message = dataclasses.replace(sample_messages[0], data=f"Subject: x\n\n{dropped}".encode())
+    message = sample_messages[0].replace(data=f"Subject: x\n\n{dropped}".encode())
     grown, _ = learn(pruned, [message], "spam")
     j = grown.terms.index(dropped)
     assert grown.doc_count[:, j].sum() == 1
@@ -337,8 +335,8 @@ def test_a_hand_made_record_of_expiry_is_shown_without_failing(model):
     header = {
         "format_version": 1,
         "nbspam_version": "x",
-        "tokenizer": dataclasses.asdict(model.tokenizer),
-        "train": dataclasses.asdict(model.training),
+        "tokenizer": model.tokenizer.as_dict(),
+        "train": model.training.as_dict(),
     }
     lines = list(model_info("m", header, odd, "text"))
     assert "expired:    {'digests': 'many'}" in lines

@@ -3,7 +3,6 @@ the column masks it tries (stop words); number tokens."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import numpy as np
@@ -110,8 +109,8 @@ def test_each_auc_in_the_table_is_the_candidates_own_cross_validation(sample_mes
     for row in choice.tried:
         # a second-round row changes the first round's winner
         start = winner.changes if row.name.startswith("+ ") else {}
-        cfg = dataclasses.replace(settings.training, **{**start, **row.changes})
-        scores = cross_validate_matrix(data, dataclasses.replace(settings, training=cfg))
+        cfg = settings.training.replace(**{**start, **row.changes})
+        scores = cross_validate_matrix(data, settings.replace(training=cfg))
         assert row.auc == selection.pooled_auc(scores), row.name
 
 
@@ -134,13 +133,11 @@ def test_the_candidates_share_each_folds_counts_and_fishers_log_odds(sample_mess
     assert len(choice.tried) == 10  # with the model without its word pairs
     # all the rows once, then the rows of each of the 5 folds once
     assert sorted(counted) == [9, 9, 10, 10, 10, 48]
-    fisher = dataclasses.replace(settings.training, event_model="fisher")
-    stop = dataclasses.replace(
-        fisher, stop_words=selection.load_stop_words("english", settings.tokenizer)
-    )
+    fisher = settings.training.replace(event_model="fisher")
+    stop = fisher.replace(stop_words=selection.load_stop_words("english", settings.tokenizer))
     shared = crossval.Folds(data, crossval.stratified_split(data.labels, 5, 42)[0], None)
     for cfg, scored in ((fisher, 48), (stop, 36)):  # stop words change 36 rows' clues
-        trial = dataclasses.replace(settings, training=cfg)
+        trial = settings.replace(training=cfg)
         computed.clear()
         scores = cross_validate_matrix(data, trial, shared=shared)
         assert len(computed) == scored
@@ -284,10 +281,9 @@ def test_masking_stop_words_gives_the_model_that_never_counted_them():
         {"stop_words": "english", "event_model": "multinomial", "mail": "never"}, source="test"
     )
     words = masked.training.stop_words
-    removed = dataclasses.replace(
-        masked,
-        tokenizer=dataclasses.replace(masked.tokenizer, stop_words=words),
-        training=dataclasses.replace(masked.training, stop_words=()),
+    removed = masked.replace(
+        tokenizer=masked.tokenizer.replace(stop_words=words),
+        training=masked.training.replace(stop_words=()),
     )
     a, b = fit_messages(messages, masked), fit_messages(messages, removed)
     assert len(a.terms) > len(b.terms)  # the mask's model still counts the stop words
@@ -386,9 +382,7 @@ def _without_pairs(values: dict):
     """Settings that count the word pairs and score without them, as auto's "+ without
     word pairs" does (not a setting of its own)."""
     settings = build_settings(values)
-    return dataclasses.replace(
-        settings, training=dataclasses.replace(settings.training, score_pairs=False)
-    )
+    return settings.replace(training=settings.training.replace(score_pairs=False))
 
 
 def test_the_model_without_its_word_pairs_is_the_model_that_never_counted_them():

@@ -124,13 +124,13 @@ def test_merge_of_parts_trained_with_the_defaults_takes_the_largest_parts_choice
     # what auto may choose on another part (the defaults gave 'complement' on one shard and
     # 'multinomial' on another)
     other = "complement" if a.training.event_model != "complement" else "multinomial"
-    b = dataclasses.replace(b, training=dataclasses.replace(b.training, event_model=other))
+    b = dataclasses.replace(b, training=b.training.replace(event_model=other))
     for parts in ([a, b], [b, a]):
         merged = merge(parts)
         assert merged.training == a.training
         assert (merged.cutoffs, merged.calibration) == (a.cutoffs, a.calibration)
         assert "the merged model takes the settings" in merged.info["auto"]["merged"]
-        union = fit_messages(messages, dataclasses.replace(SETTINGS, training=a.training))
+        union = fit_messages(messages, SETTINGS.replace(training=a.training))
         same_model(merged, union)
 
 

@@ -11,20 +11,21 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.jsonl import json_line
 from ..models.decision import Prediction, cutoff_text
-from ..service.explanation_text import explanation_lines
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # explain needs numpy; rendering a prediction must not
+    from typing import Any, Literal
+
     from ..models.explain import ClassTerms, FisherExplanation, MessageExplanation
     from ..models.model import Model
 
-Format = Literal["text", "jsonl", "tsv"]
-ReportFormat = Literal["text", "json", "markdown"]
+    Format = Literal["text", "jsonl", "tsv"]
+    ReportFormat = Literal["text", "json", "markdown"]
+
 REPORT_FORMATS: tuple[str, ...] = ("text", "json", "markdown")
 
 
@@ -152,6 +153,8 @@ def message_explanation(
                 ]
             )
         return
+    from ..service.explanation_text import explanation_lines
+
     yield from explanation_lines(e, top)
 
 
@@ -227,6 +230,8 @@ def fisher_explanation(e: FisherExplanation, fmt: Format, top: int | None) -> It
             yield "\t".join(cells)
         yield "\t".join([tsv_cell(e.id), "(sums)", "", repr(e.sum_log_f), repr(e.sum_log_not_f)])
         return
+    from ..service.explanation_text import explanation_lines
+
     yield from explanation_lines(e, top)
 
 
@@ -319,10 +324,11 @@ def tsv_cell(text: str) -> str:
     """A TSV cell, escaped as PostgreSQL's text format and Linear TSV do: backslash, tab,
     line feed and carriage return as ``\\\\``, ``\\t``, ``\\n``, ``\\r``; a byte of a name
     that is not UTF-8 as ``\\xNN``, any other lone surrogate as ``\\uXXXX``."""
-    return _TSV_SPECIAL.sub(_tsv_escape, text)
+    return re.sub(_TSV_SPECIAL, _tsv_escape, text)
 
 
-_TSV_SPECIAL = re.compile("[\\\\\t\n\r\ud800-\udfff]")
+# compiled on first use (and kept by re): the text output of scoring one message needs none
+_TSV_SPECIAL = "[\\\\\t\n\r\ud800-\udfff]"
 _TSV_ESCAPES = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 
@@ -385,7 +391,9 @@ def train_summary(model: Model, output: str, size: int, *, verbose: bool = False
         if drift and model.cutoffs is not None:
             lines.append(f"drift: {drift}")
     lines.append(f"wrote {output} ({size / 1e6:.1f} MB)")
-    lines.append(f"next: nbspam predict -m {shlex.quote(output)} MESSAGE")
+    from shlex import quote
+
+    lines.append(f"next: nbspam predict -m {quote(output)} MESSAGE")
     return lines
 
 

@@ -11,8 +11,7 @@ import functools
 import sys
 
 from ..errors import EXIT_SKIPPED
-from ..mail.message import Problems
-from ..mail.messages import read_stdin
+from ..mail.message import Problems, read_stdin
 from ..service.array_scoring import load_array_scorer
 from .render import predictions
 

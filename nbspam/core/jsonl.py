@@ -12,7 +12,8 @@ def json_line(value: object, **options: object) -> str:
     that are not UTF-8) written as ``\\udcxx`` escapes: the line is valid UTF-8, and
     ``os.fsencode(json.loads(line)["path"])`` gives back the name's bytes."""
     text = json.dumps(value, ensure_ascii=False, **options)
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return re.sub(_SURROGATE, lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+# compiled on first use (and kept by re): the text output of scoring one message needs none
+_SURROGATE = "[\ud800-\udfff]"

@@ -3,17 +3,18 @@ from a flat mapping and a YAML file; `settings` resolves a run's settings from t
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import ConfigError
+from .record import Record
 
-if TYPE_CHECKING:
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is not imported at run time: a mail filter's cold start reads this
     from pathlib import Path
+    from typing import Any, Literal
 
-EventModel = Literal["multinomial", "bernoulli", "fisher", "complement"]
+    EventModel = Literal["multinomial", "bernoulli", "fisher", "complement"]
+
 EVENT_MODELS: tuple[str, ...] = ("multinomial", "bernoulli", "fisher", "complement")
 #: --event-model auto: the event model and its settings chosen by internal cross-validation
 #: (`selection`); a trained model always holds the event model chosen, never 'auto'.
@@ -90,8 +91,7 @@ DEFAULT_VALUE_HEADERS: tuple[str, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class TokenizerConfig:
+class TokenizerConfig(Record):
     """How a message becomes tokens. Saved in the model so `predict` tokenizes as `train` did."""
 
     normalize: bool = True
@@ -118,8 +118,7 @@ class TokenizerConfig:
     max_body_chars: int = 200_000
 
 
-@dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(Record):
     """How counts become a model. ``prior`` is 'fitted', 'uniform' or a label -> weight map.
     ``stop_words`` are the resolved stop words: the model leaves out every term made of one
     (an n-gram holding one), a column mask over counts that keep them."""
@@ -156,15 +155,16 @@ class TrainConfig:
     score_pairs: bool = True
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(Record):
     """Everything `train` needs; `stop_words` is the user's choice before it is resolved."""
 
-    tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
-    training: TrainConfig = field(default_factory=TrainConfig)
+    tokenizer: TokenizerConfig = TokenizerConfig()
+    training: TrainConfig = TrainConfig()
     stop_words: str = "none"
     # the settings the user gave (a file or options), where a typed table's defaults differ
-    given: frozenset[str] = field(default=frozenset(), compare=False)
+    given: frozenset[str] = frozenset()
+
+    _uncompared = frozenset({"given"})
 
 
 #: Upper bounds of settings whose cost grows with their value (n-grams of length n make
@@ -176,8 +176,8 @@ MAX_LABELS = 1000  # the most labels a model holds
 MAX_LABEL_CHARS = 1000  # the longest label
 MAX_PAIRS = 1 << 24
 
-_TOKENIZER_KEYS = {f.name for f in fields(TokenizerConfig)} - {"stop_words"}
-_TRAIN_KEYS = {f.name for f in fields(TrainConfig)} - {"stop_words", "score_pairs"}
+_TOKENIZER_KEYS = set(TokenizerConfig.fields()) - {"stop_words"}
+_TRAIN_KEYS = set(TrainConfig.fields()) - {"stop_words", "score_pairs"}
 KNOWN_KEYS: frozenset[str] = frozenset(_TOKENIZER_KEYS | _TRAIN_KEYS | {"stop_words"})
 #: Settings of `filter`, not of training: one settings file serves both (train leaves them).
 FILTER_KEYS: frozenset[str] = frozenset({"header_style"})
@@ -230,7 +230,7 @@ def build_settings(values: dict[str, Any], *, source: str = "settings") -> Setti
         tokenizer=TokenizerConfig(**tok), training=TrainConfig(**trn), given=frozenset(checked)
     )
     if "stop_words" in checked:
-        settings = dataclasses.replace(settings, stop_words=checked["stop_words"])
+        settings = settings.replace(stop_words=checked["stop_words"])
     if settings.tokenizer.max_length < settings.tokenizer.min_length:
         raise ConfigError("max_length must be at least min_length")
     check_selection(settings.training)
@@ -410,7 +410,7 @@ def config_from_dict(cls: type, values: Any) -> Any:
         # files and dumps written before the event model's one name saved it as "model"
         values = {("event_model" if key == "model" else key): v for key, v in values.items()}
     values = _before_word_pairs(cls, values)
-    unknown = set(values) - {f.name for f in fields(cls)}
+    unknown = set(values) - set(cls.fields())
     if unknown:
         raise ConfigError(f"unknown setting {sorted(unknown)[0]!r}")
     config = cls(**{key: _saved(key, value) for key, value in values.items()})

@@ -262,7 +262,7 @@ def nested_scores(
             + ", ".join(f"{name} ({n} of {len(choices)})" for name, n in names.most_common()),
             "auto_by_fold": {str(k): name for k, name in picked.items()},
         }
-    per_fold = {k: dataclasses.replace(settings, training=c.training) for k, c in choices.items()}
+    per_fold = {k: settings.replace(training=c.training) for k, c in choices.items()}
     scores = score_split(data, fold, per_fold, protocol=protocol, tokenize_seconds=tokenize_seconds)
     scores = dataclasses.replace(scores, seconds={**scores.seconds, "internal CV": chosen})
     rules = {k: c.rule for k, c in choices.items() if c.rule is not None}

@@ -34,7 +34,6 @@ again only when something was learned since the last message.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -326,11 +325,11 @@ def run_online(
             known.add(stream.digests[i])
             fresh.append(i)
     choice = internal_cv(subset(data, np.array(fresh, np.int64)), settings)
-    training = dataclasses.replace(choice.training, positive=positive)
+    training = choice.training.replace(positive=positive)
     rule = choice.rule
     cutoffs = rule.cutoffs if rule is not None else None
     calibration = rule.calibration if rule is not None else None
-    online = dataclasses.replace(settings, training=training)
+    online = settings.replace(training=training)
     learner = Learner(data, classes, online)  # type: ignore[arg-type]
     for i in range(w):
         learner.learn(i, stream.digests[i], data.labels[i])

@@ -7,7 +7,6 @@ stop words are resolved here because that needs `tokenizer` (text), a layer abov
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from ..core.settings import Settings, build_settings, load_yaml
@@ -29,6 +28,4 @@ def resolve_settings(values: dict[str, Any], *, source: str) -> Settings:
     for errors."""
     settings = build_settings(values, source=source)
     words = load_stop_words(settings.stop_words, settings.tokenizer)
-    return dataclasses.replace(
-        settings, training=dataclasses.replace(settings.training, stop_words=words)
-    )
+    return settings.replace(training=settings.training.replace(stop_words=words))

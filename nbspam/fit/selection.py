@@ -183,7 +183,7 @@ def internal_cv(
     folds = min(cfg.folds, min(counts.values()))
     auto = cfg.event_model == AUTO
     if folds < 2 or len(counts) < 2:
-        training = dataclasses.replace(cfg, event_model=AUTO_FALLBACK) if auto else cfg
+        training = cfg.replace(event_model=AUTO_FALLBACK) if auto else cfg
         return Choice(
             training, Rule(cfg.cutoffs, None) if binary else None, (), None, len(data.labels), 0
         )
@@ -202,7 +202,7 @@ def decided(
     """The two-class ``choice`` with its decision rule from its out-of-fold scores, the
     drift margin measured on the messages' ``times`` where they carry dates."""
     assert choice.scores is not None
-    chosen = dataclasses.replace(settings, training=choice.training)
+    chosen = settings.replace(training=choice.training)
     drift = None if times is None else drift_from_dates(data, times, chosen, folds)
     share = DRIFT if drift is None else float(drift["drift"])
     rule = rule_from_scores(choice.scores, choice.training, drift=share)
@@ -221,14 +221,14 @@ def choose(
     first round's event models, then the changes of the second round on its winner."""
     cfg = settings.training
     stop_words = cfg.stop_words or load_stop_words("english", settings.tokenizer)
-    base = dataclasses.replace(cfg, stop_words=())
+    base = cfg.replace(stop_words=())
     tried: list[Tried] = []
     # the counts of each fold's rest, its test rows and Fisher's log-odds, for every candidate
     shared = Folds(data, stratified_split(data.labels, folds, SEED)[0], totals)
 
     def run(candidate: Candidate, start: TrainConfig) -> tuple[float, TrainConfig, Scores] | None:
-        training = dataclasses.replace(start, **candidate.changes)
-        trial = dataclasses.replace(settings, training=training)
+        training = start.replace(**candidate.changes)
+        trial = settings.replace(training=training)
         try:
             scores = cross_validate_matrix(
                 data, trial, folds=folds, seed=SEED, totals=totals, shared=shared

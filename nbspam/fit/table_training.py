@@ -342,7 +342,7 @@ def table_rule(settings: Any) -> Any:
     from ..core.settings import TABLE_RULE
 
     kept = {key: value for key, value in TABLE_RULE.items() if key not in settings.given}
-    return dataclasses.replace(settings.training, **kept)
+    return settings.training.replace(**kept)
 
 
 def fit_with_rule(

@@ -102,7 +102,7 @@ def decide(
         row_times = np.asarray(times, dtype=np.float64)
         row_times = None if np.isnan(row_times).all() else row_times
     choice = internal_cv(data, settings, rows.totals, row_times)
-    training = dataclasses.replace(choice.training, positive=model.training.positive)
+    training = choice.training.replace(positive=model.training.positive)
     info = dict(model.info)
     if auto:
         info["auto"] = choice.info()

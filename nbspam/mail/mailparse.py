@@ -8,21 +8,19 @@ import codecs
 import functools
 import itertools
 import re
-from dataclasses import dataclass
 from operator import itemgetter
-from typing import TYPE_CHECKING
 
-from .htmltext import html_to_text
+from ..core.record import Record
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # the email package is imported only for the mail the fast path leaves
     from email.message import Message
     from email.parser import BytesParser
 
-__all__ = ["ParsedMail", "html_to_text", "looks_like_mail", "parse_mail"]
+__all__ = ["ParsedMail", "looks_like_mail", "parse_mail"]
 
 
-@dataclass(frozen=True, slots=True)
-class ParsedMail:
+class ParsedMail(Record):
     """The parts of one message that a tokenizer needs."""
 
     headers: tuple[tuple[str, str], ...]
@@ -400,6 +398,8 @@ def _payload_text(
     """The visible text and link targets of a decoded text/plain or text/html payload."""
     text = decode_bytes(payload, charset, complete=complete)
     if ctype == "text/html":
+        from .htmltext import html_to_text  # imported for HTML only
+
         return html_to_text(text)
     return text.replace("\r\n", "\n").replace("\r", "\n"), ()
 
@@ -505,8 +505,7 @@ _MAX_DEPTH = 8  # multipart nesting; real mail needs three or four levels
 _MAX_PARTS = 1000  # parts of a message; more are left to the email package, which reads less
 
 
-@dataclass(frozen=True, slots=True)
-class _Leaf:
+class _Leaf(Record):
     """A non-multipart part as _describe sees it, with its still encoded payload."""
 
     ctype: str

@@ -6,9 +6,12 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from typing import BinaryIO
 
 from .message import MAX_MESSAGE_BYTES
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 BLOCK = 1 << 20  # an mbox is read this much at a time
 _LOOKAHEAD = 4096  # more than a match of SEPARATOR can span

@@ -1,11 +1,17 @@
 """One message as every reader hands it on: its identifier, its bytes, its label, and the
 checks each read applies (a size cap, empty and binary data); `Problems` collects what was
-skipped and noted."""
+skipped and noted; `read_stdin`, the one message on standard input."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import sys
+
+from ..core.record import Record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import BinaryIO
 
 EMPTY = "empty, not a message"
 # The most of one message that is read: a longer one is scored on its first bytes, which
@@ -17,8 +23,7 @@ BINARY_SNIFF_BYTES = 8 << 10
 BINARY = "binary data, not a message"
 
 
-@dataclass(frozen=True, slots=True)
-class Message:
+class Message(Record):
     """One message: its identifier, its raw bytes (or text, from a table), its label if known."""
 
     id: str
@@ -74,6 +79,14 @@ def checked_message(
         problems.note(f"{where}: {cut_text(size)}")
         data = data[:MAX_MESSAGE_BYTES]
     return Message(where, data)
+
+
+def read_stdin(problems: Problems, stdin: BinaryIO | None = None) -> Message | None:
+    """The message on standard input, its first `MAX_MESSAGE_BYTES` (reading stops there:
+    the rest is never read); None, reported, for binary data. (Here, not in `messages`, so
+    that scoring one message imports none of the readers of files, folders and tables.)"""
+    stream = stdin if stdin is not None else sys.stdin.buffer
+    return checked_message("-", stream.read(MAX_MESSAGE_BYTES + 1), problems)
 
 
 def cut_text(size: int | None) -> str:

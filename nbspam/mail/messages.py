@@ -16,9 +16,7 @@ import csv
 import errno
 import os
 import stat
-import sys
 from collections.abc import Iterable, Iterator
-from typing import BinaryIO
 
 from ..errors import InputError, os_reason
 from .mbox import SEPARATOR, mbox_messages
@@ -27,8 +25,13 @@ from .message import (
     Message,
     Problems,
     checked_message,
+    read_stdin,
 )
 from .table_rows import TABLE_SUFFIXES, csv_rows, jsonl_values, lines_of, text_lines
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 LINK_AGAIN = "a symbolic link loop or a second link to it"
 LINK_OUT = "a symbolic link out of the folder, not followed (--follow-links follows it)"
@@ -70,13 +73,6 @@ def read_messages(
                 yield from _read_path(match, problems, tables=True, follow_links=follow_links)
         else:
             yield from _read_path(path, problems, tables=True, follow_links=follow_links)
-
-
-def read_stdin(problems: Problems, stdin: BinaryIO | None = None) -> Message | None:
-    """The message on standard input, its first `MAX_MESSAGE_BYTES` (reading stops there:
-    the rest is never read); None, reported, for binary data."""
-    stream = stdin if stdin is not None else sys.stdin.buffer
-    return checked_message("-", stream.read(MAX_MESSAGE_BYTES + 1), problems)
 
 
 def label_spec(spec: str) -> tuple[str, str] | None:

@@ -9,24 +9,20 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass
-from typing import NamedTuple
+from collections import namedtuple
+
+from ..core.record import Record
 
 UNSURE = "unsure"
 
 
-class Rule(NamedTuple):
-    """A two-class model's decision rule: (ham, spam) cutoffs on the log-odds, Platt (a, b).
-
-    Either is None when the training messages were too few for an internal cross-validation.
-    """
-
-    cutoffs: tuple[float, float] | None
-    calibration: tuple[float, float] | None
+# (typing.NamedTuple would import typing, which scoring one message does without)
+Rule = namedtuple("Rule", ["cutoffs", "calibration"])
+Rule.__doc__ = """A two-class model's decision rule: (ham, spam) cutoffs on the log-odds, Platt (a, b),
+each a pair of floats or None (too few training messages for an internal cross-validation)."""
 
 
-@dataclass(frozen=True)
-class Prediction:
+class Prediction(Record):
     """The verdict on one message.
 
     label: the most probable label; probabilities: posteriors in model label order. Two-class

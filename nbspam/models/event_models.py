@@ -13,32 +13,34 @@ forget are shared by all. A new event model is a new class here and its name in
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar, Protocol
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # numpy is imported by the maths, not here: the one-message path reads this
+    from typing import ClassVar, Protocol
+
     import numpy as np
 
     from ..core.settings import TrainConfig
     from ..text.counts import ClassCounts
     from .scoring_forms import FisherForm, LinearForm
 
+    # a type only: Protocol is typing's, which the one-message path does not import
+    class Counted(Protocol):
+        """What an event model makes its scoring form from: a model's counts and settings
+        (`model.Model` is one)."""
 
-class Counted(Protocol):
-    """What an event model makes its scoring form from: a model's counts and settings
-    (`model.Model` is one)."""
+        labels: tuple[str, ...]
+        terms: Sequence[str]
+        class_count: np.ndarray
+        term_count: np.ndarray
+        doc_count: np.ndarray
+        training: TrainConfig
 
-    labels: tuple[str, ...]
-    terms: Sequence[str]
-    class_count: np.ndarray
-    term_count: np.ndarray
-    doc_count: np.ndarray
-    training: TrainConfig
+        @property
+        def is_binary(self) -> bool: ...
 
-    @property
-    def is_binary(self) -> bool: ...
-
-    @property
-    def positive_index(self) -> int: ...
+        @property
+        def positive_index(self) -> int: ...
 
 
 class EventModel:

@@ -11,8 +11,8 @@ numpy arrays.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import numpy as np
 

@@ -165,8 +165,8 @@ class Model:
             "terms_seen": len(self.terms),
             "terms_kept": int(self.form.kept.size),
             "settings": {
-                "train": dataclasses.asdict(self.training),
-                "tokenizer": dataclasses.asdict(self.tokenizer),
+                "train": self.training.as_dict(),
+                "tokenizer": self.tokenizer.as_dict(),
             },
             "cutoffs": stored_cutoffs(self.cutoffs),
             "calibration": None if self.calibration is None else list(self.calibration),
@@ -249,9 +249,9 @@ def from_counts(
         raise TrainingError(f"--positive {positive!r} is not one of the labels {list(labels)}")
     if len(labels) == 2 and positive is None:
         positive = "spam" if "spam" in labels else labels[-1]
-    train_cfg = dataclasses.replace(train_cfg, positive=positive)
+    train_cfg = train_cfg.replace(positive=positive)
     if train_cfg.event_model == AUTO:
-        train_cfg = dataclasses.replace(train_cfg, event_model=AUTO_FALLBACK)
+        train_cfg = train_cfg.replace(event_model=AUTO_FALLBACK)
     nb.prior_weights(train_cfg.prior, labels)
     digests = sorted((seen or {}).items())
     model = Model(
@@ -657,15 +657,11 @@ def _compared(model: Model):
     if "auto" not in model.info:
         return model.training
     defaults = TrainConfig()
-    return dataclasses.replace(
-        model.training, **{name: getattr(defaults, name) for name in AUTO_CHOSEN}
-    )
+    return model.training.replace(**{name: getattr(defaults, name) for name in AUTO_CHOSEN})
 
 
 def _first_difference(a, b) -> str:
-    for f in dataclasses.fields(a):
-        if getattr(a, f.name) != getattr(b, f.name):
-            return (
-                f"{f.name} is {getattr(a, f.name)!r} in one and {getattr(b, f.name)!r} in another"
-            )
+    for name in a.fields():
+        if getattr(a, name) != getattr(b, name):
+            return f"{name} is {getattr(a, name)!r} in one and {getattr(b, name)!r} in another"
     return "unknown"

@@ -20,14 +20,13 @@ import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import repeat
-from typing import TYPE_CHECKING
 
 from ..errors import ModelFileError
 from ..models.decision import Prediction, log_posterior_two, prediction
-from ..models.fisher import fisher_log_odds
 from ..store import container, schema
 from ..text.features import Analyzer
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # the one-message path imports neither: a filter started per delivery
     from ..mail.message import Message
     from ..models.model import Model
@@ -201,6 +200,8 @@ class ArrayScorer:
         if self.fisher:  # logit(I) from the sums of ln f and ln(1 - f) over the clues
             clues = self._clues(terms)
             sum_f, sum_not_f = _dot((f for f, _ in clues), None), _dot((n for _, n in clues), None)
+            from ..models.fisher import fisher_log_odds  # for a fisher model only
+
             log_odds = fisher_log_odds(sum_f, sum_not_f, len(clues))
             log_posterior = log_posterior_two(log_odds, self.labels.index(self.positive))
         elif self._weights is not None:  # two classes: the posteriors follow from the log-odds

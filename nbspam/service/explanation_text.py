@@ -8,10 +8,10 @@ daemon (`serve.scoring`); standard library only, as the explanations come from `
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from ..models.decision import cutoff_text
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # explain needs numpy; printing a prediction, which imports `render`, must not
     from ..models.explain import FisherExplanation, MessageExplanation
 

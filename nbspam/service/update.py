@@ -143,7 +143,7 @@ class Learner:
         self.changed = True
 
     def _count(self, message: Message, label: str, sign: int) -> None:
-        self._pending[sign].append(dataclasses.replace(message, label=label))
+        self._pending[sign].append(message.replace(label=label))
         self._bytes += len(message.data)
         if self._bytes >= CHUNK_BYTES or len(self._pending[sign]) >= CHUNK:
             self._flush()
@@ -185,7 +185,7 @@ def forget(model: Model, messages: Iterable[Message]) -> tuple[Model, Change]:
         if label is None:
             unknown.append(message.id)
         else:
-            minus.append(dataclasses.replace(message, label=label))
+            minus.append(message.replace(label=label))
     updated = apply_counts(model, None, _counted(minus, model), seen, times_map(model))
     return updated, Change(forgotten=len(minus), unknown=unknown)
 

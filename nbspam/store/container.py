@@ -29,7 +29,6 @@ import struct
 import zlib
 from collections import OrderedDict
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..errors import ModelFileError
@@ -41,8 +40,10 @@ from .safefiles import (
     permissions_of,
 )
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any
 
 MAGIC = b"\x89NBSPAM\n"
 FORMAT_VERSION = 1

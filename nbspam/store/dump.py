@@ -53,7 +53,6 @@ import json
 import re
 from array import array
 from collections.abc import Iterator
-from dataclasses import asdict
 from typing import IO, Any
 
 import numpy as np
@@ -100,8 +99,8 @@ def dump_lines(model: Model) -> Iterator[str]:
     yield FIRST_LINE
     yield f"# a model of nbspam, written by nbspam {__version__}; 'nbspam restore' reads it back"
     header = {
-        "tokenizer": asdict(model.tokenizer),
-        "train": asdict(model.training),
+        "tokenizer": model.tokenizer.as_dict(),
+        "train": model.training.as_dict(),
         "cutoffs": stored_cutoffs(model.cutoffs),
         "calibration": None if model.calibration is None else list(model.calibration),
         "info": model.info,

@@ -19,7 +19,6 @@ is derived from the counts when the file is written, never read back into a Mode
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from typing import Any
 
@@ -63,8 +62,8 @@ def save_model(model: Model, path: str | os.PathLike[str]) -> None:
         arrays["score_weights"] = weights
     header = {
         "labels": list(model.labels),
-        "tokenizer": dataclasses.asdict(model.tokenizer),
-        "train": dataclasses.asdict(model.training),
+        "tokenizer": model.tokenizer.as_dict(),
+        "train": model.training.as_dict(),
         "info": model.info,
         "cutoffs": stored_cutoffs(model.cutoffs),
         "calibration": None if model.calibration is None else list(model.calibration),

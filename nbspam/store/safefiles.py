@@ -27,10 +27,10 @@ import errno
 import os
 import stat
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from ..errors import UnsafeFileError, os_reason
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 

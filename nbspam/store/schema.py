@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 import operator
 import os
-from typing import Any
 
 from ..core.settings import (
     MAX_LABEL_CHARS,
@@ -33,6 +32,10 @@ from ..errors import ConfigError, ModelFileError
 from ..models.decision import read_cutoffs
 from ..models.event_models import event_model
 from . import container
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _INTS = ("<i4", "<i8")
 # name -> (the types it may have, its shape in the letters C labels, d terms, n messages

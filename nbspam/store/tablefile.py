@@ -5,7 +5,6 @@ in place, under the model's lock.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 from typing import Any
@@ -47,7 +46,7 @@ def to_header(model: TableModel) -> dict[str, Any]:
         "label_column": model.label_column,
         "alpha": model.alpha,
         "positive": model.positive,
-        "tokenizer": dataclasses.asdict(model.tokenizer),
+        "tokenizer": model.tokenizer.as_dict(),
         "columns": cols,
         "info": model.info,
         "cutoffs": stored_cutoffs(model.cutoffs),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import fnmatch
 import functools
 import re
@@ -45,7 +44,7 @@ class Analyzer:
         self.body_words = tokenizer.words
         self.body_split = tokenizer.split
         if config.word_pairs == "headers":  # the subject and headers with their pairs
-            tokenizer = Tokenizer(dataclasses.replace(config, word_pairs="all"))
+            tokenizer = Tokenizer(config.replace(word_pairs="all"))
         self.words = tokenizer.words
         self.split = tokenizer.split
         patterns = "|".join(fnmatch.translate(h) for h in config.ignore_headers) or "(?!)"

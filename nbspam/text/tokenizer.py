@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import functools
 import re
-import string
 import unicodedata
 import zlib
 from itertools import filterfalse
-from typing import TYPE_CHECKING
 
 from ..core.settings import TokenizerConfig
 from ..errors import ConfigError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import regex
 
@@ -35,6 +34,8 @@ _CJK_SPLIT = r"""(?V1)(?P<cjk>[\p{Han}\p{Hiragana}\p{Katakana}]+)
     | \p{Sc}?[[\p{L}\p{M}\p{N}]--[\p{Han}\p{Hiragana}\p{Katakana}]]+
       (?:['._\-][[\p{L}\p{M}\p{N}]--[\p{Han}\p{Hiragana}\p{Katakana}]]+)*"""
 
+# string.ascii_letters + string.digits: importing string compiles a pattern (Template's)
+_ASCII_LETTERS_DIGITS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 # The same patterns restricted to ASCII, where \p{L} \p{M} \p{N} are [A-Za-z0-9], \p{Sc} is $
 # and \s is [\t\n\v\f\r ]. Most mail is ASCII: the standard library's engine scans it about
 # twice as fast, and a process that sees only ASCII never imports `regex`.
@@ -161,7 +162,7 @@ class Tokenizer:
         # minimum length of 2, the one-character words it can find (a letter or a digit).
         self._drop: frozenset[str] | None = None
         if config.min_length <= 2:
-            short = string.ascii_letters + string.digits if config.min_length == 2 else ""
+            short = _ASCII_LETTERS_DIGITS if config.min_length == 2 else ""
             self._drop = self._stop | frozenset(short)
 
     def words(self, text: str, *, in_order: bool = True) -> list[str]:
