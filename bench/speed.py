@@ -768,7 +768,7 @@ def main() -> None:
         metavar="FILE",
         help="compare the ratios to bogofilter and scikit-learn with the last row of each "
         "corpus in FILE (bench/RESULTS.md), append this run's rows, and exit with status 1 "
-        f"if any ratio is more than {TOLERANCE:.0%%} worse",
+        f"if any ratio is more than {TOLERANCE * 100:.0f}%% worse",
     )
     parser.add_argument(
         "--nbspam",
