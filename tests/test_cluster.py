@@ -145,7 +145,7 @@ def sampled(rows: SampledRows, messages, limit: int) -> SampledRows:
     the distinct messages, the ``limit`` with the smallest key (ties: by digest), in input
     order."""
     from nbspam.mail.headers import message_digest
-    from nbspam.service.tally import sample_key
+    from nbspam.models.model import sample_key
 
     firsts = {}
     for message in messages:
@@ -171,9 +171,16 @@ def test_the_cross_validation_sample_is_drawn_by_its_rule(
     from nbspam.service import cluster
 
     messages = with_duplicates(sample_messages)
-    rows = SampledRows(len(messages))
+    every = SampledRows(len(messages))
+    fit_counted(LabelledChunks(messages, SETTINGS.tokenizer), SETTINGS, rows=every)
+    expected = sampled(every, messages, limit)
+    from nbspam.core.parallel import chunks
+
+    # local training draws it so too, chunk by chunk
+    monkeypatch.setattr("nbspam.text.counting.chunks", lambda items: chunks(items, 7))
+    rows = SampledRows(limit)
     fitted = fit_counted(LabelledChunks(messages, SETTINGS.tokenizer), SETTINGS, rows=rows)
-    rows = sampled(rows, messages, limit)
+    assert rows.labels == expected.labels and rows.numbers().tolist() == expected.numbers().tolist()
     firsts = {}  # the dates of the distinct messages, in the order counted
     for message in messages:
         if message_digest(message.data) not in firsts:

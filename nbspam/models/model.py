@@ -141,7 +141,9 @@ class Model:
         from . import explain as ex
 
         if against is not None and against not in self.labels:
-            raise TrainingError(f"--against {against!r} is not one of the labels {list(self.labels)}")
+            raise TrainingError(
+                f"--against {against!r} is not one of the labels {list(self.labels)}"
+            )
         if messages is None:
             return ex.top_terms(self, top, against=against)
         analyzer = Analyzer(self.tokenizer)
@@ -277,17 +279,40 @@ def from_counts(
 
 CV_ROWS = 10_000
 """The most messages whose count rows training keeps for its internal cross-validation."""
+SAMPLE_SEED = b"nbspam cross-validation sample"
+
+
+def sample_key(digest: bytes) -> int:
+    """The key of a message for the cross-validation sample (the smallest are taken): the
+    first 8 bytes, big-endian, of BLAKE2b of its digest keyed with `SAMPLE_SEED`."""
+    import hashlib
+
+    return int.from_bytes(hashlib.blake2b(digest, digest_size=8, key=SAMPLE_SEED).digest(), "big")
+
+
+def digest_halves(digests: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Digests (n, 16) of uint8 as two big-endian uint64 halves: sorting by (hi, lo) is
+    sorting the digests' bytes."""
+    pairs = np.ascontiguousarray(digests).view(">u8").reshape(-1, 2)
+    return pairs[:, 0].astype(np.uint64), pairs[:, 1].astype(np.uint64)
+
+
+def sample_order(keys: np.ndarray, digests: np.ndarray) -> np.ndarray:
+    """The rows in the order the sample takes them: by `sample_key`, ties by digest."""
+    hi, lo = digest_halves(digests)
+    return np.lexsort((lo, hi, keys))
 
 
 @dataclass
 class SampledRows:
     """Per-message count rows (not summed per class, unlike `ClassCounts`) kept while
-    training, for the internal cross-validation: of every message
-    while there are at most ``limit``, then a systematic sample (every ``stride``-th message
-    of the stream, the stride doubling whenever the sample outgrows the limit), so that
-    memory does not grow with the number of messages. One matrix per chunk, columns
-    numbered in order of first appearance, and the label of each row; the sample is the
-    same for any number of jobs.
+    training, for the internal cross-validation: of every distinct message while there are
+    at most ``limit``, then of the ``limit`` with the smallest `sample_key` (a keyed hash of
+    the message's digest, ties by the digest), in the order counted. The sample so needs
+    neither the number of messages in advance nor more than ``limit`` rows at a time, and
+    it is the same for any number of jobs and any partitions (`tally`, on a Dask cluster,
+    draws the same one). One matrix per chunk, columns numbered in order of first
+    appearance, and the label of each row.
 
     ``totals`` are the counts of all the messages: the cross-validation fits each fold's
     model on all the messages but that fold's.
@@ -297,39 +322,46 @@ class SampledRows:
     chunks: list[tuple[sp.csr_matrix, list[str], np.ndarray]] = field(default_factory=list)
     """(rows, their labels, their numbers in the stream) of each chunk."""
     seen: int = 0
-    stride: int = 1
     terms: tuple[str, ...] = ()
     """The terms sorted by code point, once known."""
     order: np.ndarray | None = None
     """The permutation that sorts the terms of the columns into ``terms``, once known."""
     totals: ClassCounts | None = None
     """The counts of all the messages, over the sorted terms, once known."""
+    ranks: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
+    """(keys, digests) of each chunk's rows, what the sample is drawn by."""
 
     @property
     def labels(self) -> list[str]:
         return [label for _, labels, _ in self.chunks for label in labels]
 
-    def add(self, X: sp.csr_matrix, labels: Sequence[str]) -> None:
-        """Keep the rows of a chunk that the sample takes (as int32: half the memory)."""
+    def add(self, X: sp.csr_matrix, labels: Sequence[str], digests: Sequence[bytes]) -> None:
+        """Keep the rows of a chunk (``digests``: its messages') that the sample takes (as
+        int32: half the memory)."""
         numbers = np.arange(self.seen, self.seen + X.shape[0])
         self.seen += X.shape[0]
         X = sp.csr_matrix(
             (X.data.astype(np.int32), X.indices.astype(np.int32), X.indptr.astype(np.int32)),
             shape=X.shape,
         )
-        self.chunks.append(self._taken(X, list(labels), numbers))
-        while sum(len(labels) for _, labels, _ in self.chunks) > self.limit:
-            self.stride *= 2
-            self.chunks = [self._taken(*chunk) for chunk in self.chunks]
-        self.chunks = [chunk for chunk in self.chunks if chunk[1]]  # none left empty
-
-    def _taken(
-        self, X: sp.csr_matrix, labels: list[str], numbers: np.ndarray
-    ) -> tuple[sp.csr_matrix, list[str], np.ndarray]:
-        keep = numbers % self.stride == 0
-        if keep.all():
-            return X, labels, numbers
-        return X[keep], [label for label, k in zip(labels, keep.tolist()) if k], numbers[keep]
+        keys = np.array([sample_key(d) for d in digests], np.uint64)
+        raw = np.frombuffer(b"".join(digests), np.uint8).reshape(-1, 16)
+        self.chunks.append((X, list(labels), numbers))
+        self.ranks.append((keys, raw))
+        kept = sum(len(labels) for _, labels, _ in self.chunks)
+        if kept > self.limit:
+            keys = np.concatenate([k for k, _ in self.ranks])
+            digests_kept = np.concatenate([d for _, d in self.ranks])
+            drop = np.zeros(kept, bool)
+            drop[sample_order(keys, digests_kept)[self.limit :]] = True
+            chunks, ranks, at = [], [], 0
+            for (Y, y, n), (k, d) in zip(self.chunks, self.ranks):
+                keep = ~drop[at : at + len(y)]
+                at += len(y)
+                if keep.any():
+                    chunks.append((Y[keep], [v for v, t in zip(y, keep.tolist()) if t], n[keep]))
+                    ranks.append((k[keep], d[keep]))
+            self.chunks, self.ranks = chunks, ranks
 
     def numbers(self) -> np.ndarray:
         """The number of each row in the stream of messages counted (n,)."""
@@ -372,7 +404,7 @@ def fit_counted(
     for labels, chunk in counted:
         X = counts.add_counts(chunk, labels)
         if rows is not None:
-            rows.add(X, labels)
+            rows.add(X, labels, counted.digests(rows.seen, len(labels)))
     if not counts.labels:
         raise TrainingError("no messages to train on")
     total = counts.totals()

@@ -8,7 +8,7 @@ digest, tokenize and count its distinct messages; fold its digests into buckets 
 digests seen so far, in input order, which tells the part's copies of earlier messages;
 and make its per-class counts without them, which are added up in a binary tree of sums
 of sorted arrays as the parts finish. The cross-validation sample is the messages of
-smallest keyed hash of their digest (`tally.sample_key`), kept as the sums go. Then the
+smallest keyed hash of their digest (`model.sample_key`, as local training draws it), kept as the sums go. Then the
 model is made here from the total, the digests of the buckets and the sample, and
 `training.decide` runs on the same totals and sample as local training.
 

@@ -26,7 +26,6 @@ the order of the additions: local training keeps the same sample by the same rul
 from __future__ import annotations
 
 import bisect
-import hashlib
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -38,21 +37,15 @@ from ..core.parallel import CHUNK, chunks
 from ..core.settings import TokenizerConfig
 from ..mail.headers import message_digest, message_time
 from ..mail.message import Problems
+from ..models.model import digest_halves, sample_key
 from ..text.counting import ChunkCounts, count_chunk
 from .sources import Part, read_part
 
 SHORT = 64
 """Terms of at most this many UTF-8 bytes (and no NUL byte) sit in a fixed-width array;
 the rare longer ones in an array of their own."""
-SAMPLE_SEED = b"nbspam cross-validation sample"
 POSITION_BITS = 32
 """A message's position in the input: its part's number << 32 | its number in the part."""
-
-
-def sample_key(digest: bytes) -> int:
-    """The key of a message for the cross-validation sample (the smallest are taken): the
-    first 8 bytes, big-endian, of BLAKE2b of its digest keyed with `SAMPLE_SEED`."""
-    return int.from_bytes(hashlib.blake2b(digest, digest_size=8, key=SAMPLE_SEED).digest(), "big")
 
 
 def _encode(term: str) -> bytes:
@@ -307,9 +300,7 @@ def fold(state: Bucket | None, part: PartCounts, bucket: int, buckets: int) -> B
     )
 
 
-def _halves(digests: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    pairs = np.ascontiguousarray(digests).view(">u8").reshape(-1, 2)
-    return pairs[:, 0].astype(np.uint64), pairs[:, 1].astype(np.uint64)
+_halves = digest_halves
 
 
 def _search(hi: np.ndarray, lo: np.ndarray, new_hi: np.ndarray, new_lo: np.ndarray) -> np.ndarray:

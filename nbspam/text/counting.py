@@ -8,6 +8,7 @@ CSR rows over a vocabulary.
 
 from __future__ import annotations
 
+import itertools
 import time
 from array import array
 from collections import Counter, defaultdict
@@ -103,6 +104,12 @@ class LabelledChunks:
 
     def __iter__(self) -> Iterator[tuple[list[str], ChunkCounts]]:
         return self._results
+
+    def digests(self, start: int, n: int) -> list[bytes]:
+        """The digests of the ``n`` distinct messages counted from number ``start`` on (the
+        chunks are counted ahead of the caller, never behind)."""
+        ahead = len(self.seen) - start  # the digests from start on are the newest
+        return list(itertools.islice(reversed(self.seen), ahead))[::-1][:n]
 
     def _fresh(
         self, messages: Iterable[Message], progress: Callable[[int], None] | None
