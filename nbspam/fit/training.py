@@ -47,7 +47,8 @@ def train(
     model = fit_counted(counted, settings, rows=rows)  # auto: the fallback, until chosen
     times = None
     if dates is not None and rows is not None:
-        times = [dates.of(counted.seen)[n] for n in rows.numbers().tolist()]
+        every = dates.of(counted.seen)
+        times = [every[n] for n in rows.numbers().tolist()]
     return decide(model, rows, settings, times)
 
 
