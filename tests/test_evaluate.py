@@ -190,19 +190,22 @@ def test_training_keeps_rows_of_a_sample_and_scores_it_with_models_of_all_the_re
     import nbspam.models.model
     from nbspam.fit.crossval import score_split
     from nbspam.fit.training import train as train_with_rule
+    from nbspam.mail.headers import message_digest
+    from nbspam.models.model import sample_key
 
     messages = sorted(small_corpus(), key=lambda m: m.label)  # 13 ham, then 8 spam
     monkeypatch.setattr(nbspam.models.model, "CV_ROWS", 12)
     model = train_with_rule(messages, SETTINGS)
-    # 21 messages, at most 12 rows kept: every second one, 7 ham and 4 spam, in 4 folds;
-    # each fold is scored by the model of the 17 or 18 messages outside it
+    # 21 messages, at most 12 rows kept: the 12 of smallest keyed hash of their digest, in
+    # the order read, in 4 folds; each fold is scored by the model of the messages outside it
     data = tokenize_all(messages, SETTINGS.tokenizer)
-    sample = np.arange(0, 21, 2)
+    keys = [(sample_key(message_digest(m.data)), message_digest(m.data)) for m in messages]
+    sample = np.sort(np.array(sorted(range(21), key=keys.__getitem__)[:12]))
     labels = np.array(data.labels, dtype=object)[sample]
     fold = np.full(21, -1)
     fold[sample] = metrics.stratified_folds(labels, 4, 42)
     scores = score_split(data, fold, SETTINGS, protocol={})
-    assert scores.evaluated.sum() == 11
+    assert scores.evaluated.sum() == 12
     cfg = SETTINGS.training
     expected = choose_cutoffs(scores, cost_fp=15.0, cost_fn=cfg.cost_fn, cost_unsure=0.2)
     assert model.cutoffs == expected and model.calibration == calibrate(scores)
@@ -210,19 +213,23 @@ def test_training_keeps_rows_of_a_sample_and_scores_it_with_models_of_all_the_re
     np.testing.assert_array_equal(model.class_count, [13, 8])
 
 
-def test_rows_keep_every_stride_th_message_within_their_limit():
+def test_rows_keep_the_messages_of_smallest_key_within_their_limit():
     import scipy.sparse as sp
 
-    from nbspam.models.model import SampledRows
+    from nbspam.models.model import SampledRows, sample_key
 
+    digests = [bytes([i]) * 16 for i in range(16)]
     rows = SampledRows(limit=5)
     for start, n in ((0, 4), (4, 4), (8, 3), (11, 2), (13, 3)):
         X = sp.csr_matrix(np.arange(start, start + n, dtype=np.int64).reshape(-1, 1) + 1)
-        rows.add(X, [f"m{i}" for i in range(start, start + n)])
-    # 16 messages: every second is 8, over the limit, so every fourth; the last chunk
-    # (13 to 15) gives none and is not kept
-    assert (rows.stride, rows.labels) == (4, ["m0", "m4", "m8", "m12"])
-    assert [X.toarray().ravel().tolist() for X, _, _ in rows.chunks] == [[1], [5], [9], [13]]
+        rows.add(X, [f"m{i}" for i in range(start, start + n)], digests[start : start + n])
+    # 16 messages, 5 kept: those of the 5 smallest keys, in the order they came
+    chosen = sorted(sorted(range(16), key=lambda i: sample_key(digests[i]))[:5])
+    assert rows.labels == [f"m{i}" for i in chosen]
+    assert rows.numbers().tolist() == chosen
+    assert [v for X, _, _ in rows.chunks for v in X.toarray().ravel().tolist()] == [
+        i + 1 for i in chosen
+    ]
 
 
 def test_cross_validate_refuses_bad_fold_counts():
