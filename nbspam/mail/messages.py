@@ -120,7 +120,9 @@ def read_labelled(
             problems.skip(spec, "no such file or directory")
 
 
-def _read_label_folders(root: str, problems: Problems, follow_links: bool) -> Iterator[Message]:
+def label_folders(root: str, problems: Problems, follow_links: bool) -> Iterator[tuple[str, str]]:
+    """(label, folder) of each label folder of ``root``, in order; files directly in it are
+    noted and left, links out of it reported and left (unless ``follow_links``)."""
     if is_maildir(root):
         raise InputError(f"{root} is a Maildir, which has no labels: give LABEL={root}")
     links = _Links(root, follow_links)
@@ -135,6 +137,11 @@ def _read_label_folders(root: str, problems: Problems, follow_links: bool) -> It
         folder = os.path.join(root, label)
         if is_link and links.target(folder, problems) is None:
             continue
+        yield label, folder
+
+
+def _read_label_folders(root: str, problems: Problems, follow_links: bool) -> Iterator[Message]:
+    for label, folder in label_folders(root, problems, follow_links):
         for message in _read_path(folder, problems, tables=False, follow_links=follow_links):
             yield Message(message.id, message.data, label)
 

@@ -43,16 +43,21 @@ def local_glob(pattern: str) -> list[str]:
     return sorted(glob.glob(os.path.expanduser(pattern), recursive=True))
 
 
-def url_messages(url: str, problems: Problems) -> Iterator[Message]:
-    """The messages of every file matching the URL (a pattern or one file), in sorted
-    order; a file named .mbox holds many. Each is read up to `MAX_MESSAGE_BYTES`. A scheme
-    not in `URL_SCHEMES` is refused (InputError), before fsspec is asked."""
+def check_url(url: str) -> None:
+    """Refuse (InputError) a URL whose scheme is not in `URL_SCHEMES`, or a chained one,
+    before fsspec is asked."""
     scheme = url.partition("://")[0]
     if scheme.lower() not in URL_SCHEMES or "::" in url:
         raise InputError(
             f"{url}: no such file, and not a URL nbspam reads "
             f"(it reads s3://, gs://, az://, http:// and https://)"
         )
+
+
+def url_files(url: str) -> list:
+    """The fsspec files matching the URL (a pattern or one file), sorted by path; the
+    scheme checked first (`check_url`)."""
+    check_url(url)
     try:
         import fsspec
     except ImportError:
@@ -63,10 +68,18 @@ def url_messages(url: str, problems: Problems) -> Iterator[Message]:
         files = fsspec.open_files(url, mode="rb")
     except (ImportError, ValueError) as exc:  # no back end for the protocol, a bad URL
         raise InputError(f"{url}: {exc}") from None
+    return sorted(files, key=lambda f: f.path)
+
+
+def url_messages(url: str, problems: Problems) -> Iterator[Message]:
+    """The messages of every file matching the URL (a pattern or one file), in sorted
+    order; a file named .mbox holds many. Each is read up to `MAX_MESSAGE_BYTES`. A scheme
+    not in `URL_SCHEMES` is refused (InputError), before fsspec is asked."""
+    files = url_files(url)
     if not files:
         problems.skip(url, "no file matches")
         return
-    for handle in sorted(files, key=lambda f: f.path):
+    for handle in files:
         name = handle.fs.unstrip_protocol(handle.path)
         try:
             with handle as f:

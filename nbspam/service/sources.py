@@ -30,17 +30,15 @@ from ..mail.mbox import BLOCK, SEPARATOR, mbox_messages
 from ..mail.message import MAX_MESSAGE_BYTES, Message, Problems, checked_message
 from ..mail.messages import (
     TABLE_SUFFIXES,
-    _Links,
     _read_table,
-    folder_entries,
     folder_files,
-    is_maildir,
+    label_folders,
     label_spec,
     open_regular,
     read_file,
     read_stdin,
 )
-from ..mail.remote import URL_SCHEMES, is_glob, is_url, local_glob
+from ..mail.remote import check_url, is_glob, is_url, local_glob, url_files
 
 PART_FILES = 1000
 """The most files in one part (a worker reads them a few hundred at a time)."""
@@ -155,20 +153,7 @@ def _path_items(
 
 def _label_folders(root: str, problems: Problems, follow_links: bool) -> Iterator[Item]:
     """As `messages.read_labelled` reads a folder of label folders."""
-    if is_maildir(root):
-        raise InputError(f"{root} is a Maildir, which has no labels: give LABEL={root}")
-    links = _Links(root, follow_links)
-    entries = folder_entries(root, problems)
-    stray = [name for name, is_folder, _, _ in entries if not is_folder]
-    if stray:
-        problems.note(
-            f"{len(stray)} file(s) directly in {root} ignored (only files in label folders "
-            f"count): {', '.join(stray[:3])}{' ...' if len(stray) > 3 else ''}"
-        )
-    for label, _, _, is_link in (entry for entry in entries if entry[1]):
-        folder = os.path.join(root, label)
-        if is_link and links.target(folder, problems) is None:
-            continue
+    for label, folder in label_folders(root, problems, follow_links):
         yield from _named(folder, label, problems, tables=False, follow_links=follow_links)
 
 
@@ -206,31 +191,12 @@ def _file_items(path: str, target: str, label: str) -> Iterator[Item]:
 def _url_items(url: str, label: str, problems: Problems) -> Iterator[Item]:
     """The files of a URL (a pattern or one file), listed by fsspec, in sorted order: only
     the schemes `remote.URL_SCHEMES` allows, as `remote.url_messages` reads them."""
-    _check_url(url)
-    try:
-        import fsspec
-    except ImportError:
-        raise InputError(
-            f"{url}: reading URLs needs fsspec: pip install fsspec (it comes with 'dask[distributed]')"
-        ) from None
-    try:
-        files = fsspec.open_files(url, mode="rb")
-    except (ImportError, ValueError) as exc:
-        raise InputError(f"{url}: {exc}") from None
+    files = url_files(url)
     if not files:
         problems.skip(url, "no file matches")
-    for handle in sorted(files, key=lambda f: f.path):
+    for handle in files:
         name = handle.fs.unstrip_protocol(handle.path)
         yield Item("url", name, name, label)
-
-
-def _check_url(url: str) -> None:
-    scheme = url.partition("://")[0]
-    if scheme.lower() not in URL_SCHEMES or "::" in url:
-        raise InputError(
-            f"{url}: no such file, and not a URL nbspam reads "
-            f"(it reads s3://, gs://, az://, http:// and https://)"
-        )
 
 
 # -- on a worker -----------------------------------------------------------------------------
@@ -329,7 +295,7 @@ class _Region:
 
 def _url_file(item: Item, problems: Problems) -> Iterator[bytes]:
     """The messages of one file of a URL, read as `remote.url_messages` reads it."""
-    _check_url(item.target)
+    check_url(item.target)
     import fsspec
 
     try:
