@@ -247,8 +247,26 @@ def _wait(client: Any, futures: list[Any], *, first: bool = False) -> set[Any]:
 
 
 def _result(client: Any, future: Any) -> Any:
-    _wait(client, [future])
-    return future.result()
+    """The result of ``future``, failing as `_wait` does. A finished task's data can go
+    with its worker and be computed again, so fetching it waits on the cluster too."""
+    from distributed import TimeoutError as Pending
+
+    alone_since = None
+    while True:
+        _wait(client, [future])
+        try:
+            return future.result(timeout=0.5)
+        except (Pending, TimeoutError):
+            pass
+        if client.nthreads():
+            alone_since = None
+            continue
+        alone_since = alone_since or time.monotonic()
+        if time.monotonic() - alone_since > NO_WORKERS_TIMEOUT:
+            raise NbspamError(
+                f"the Dask cluster has had no worker for {NO_WORKERS_TIMEOUT:g} s; "
+                "nothing was written"
+            )
 
 
 def _key(name: str) -> str:
@@ -338,9 +356,9 @@ def train_parts(
         if min_docs is not None or max_terms is not None:
             total = client.submit(prune_terms, total, min_docs, max_terms, key=_key("prune"))
         _wait(client, [total, *states])
-        tally = total.result()
+        tally = _result(client, total)
         del total
-        digests, digest_labels = digests_of(client.gather(states))
+        digests, digest_labels = digests_of([_result(client, state) for state in states])
         del states
     except NbspamError:
         raise
@@ -364,7 +382,7 @@ def _take_reports(
     """Wait for the reports of one or more parts in flight, pass them on, and add their
     tallies up."""
     for done in _wait(client, list(pending), first=True):
-        read, size, lines = done.result()
+        read, size, lines = _result(client, done)
         if problems is not None:
             for where, reason in lines:
                 if reason is None:
