@@ -138,7 +138,7 @@ def nbspam_scores(data, labels, splits, values: dict) -> tuple[np.ndarray, np.nd
         part = Tokenized([str(i) for i in train_idx], list(y[train_idx]), X[train_idx], terms)
         dated = header_times(data, settings.tokenizer.mail)[train_idx]
         choice = internal_cv(part, settings, times=None if np.isnan(dated).all() else dated)
-        fold_settings = dataclasses.replace(settings, training=choice.training)
+        fold_settings = settings.replace(training=choice.training)
         if settings.training.event_model == AUTO:
             chosen.append(choice.chosen)
         model = fit(X[train_idx], list(y[train_idx]), terms, fold_settings, sorted_terms=True)
