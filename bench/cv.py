@@ -20,7 +20,6 @@ to 0.45, spam from 0.99).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime
 import re
 import sys
