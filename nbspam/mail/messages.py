@@ -112,12 +112,17 @@ def read_labelled(
                 else:
                     problems.skip(message.id, "no label in this row")
         elif os.path.exists(spec):
-            raise InputError(
-                f"{spec} has no labels: give a folder with one subfolder per label, a table, "
-                f"or LABEL={spec}"
-            )
+            raise no_labels(spec)
         else:
             problems.skip(spec, "no such file or directory")
+
+
+def no_labels(spec: str) -> InputError:
+    """The error of training data that exists but carries no labels."""
+    return InputError(
+        f"{spec} has no labels: give a folder with one subfolder per label, a table, "
+        f"or LABEL={spec}"
+    )
 
 
 def label_folders(root: str, problems: Problems, follow_links: bool) -> Iterator[tuple[str, str]]:

@@ -229,21 +229,12 @@ def _wait(client: Any, futures: list[Any], *, first: bool = False) -> set[Any]:
     from distributed import wait
 
     when = "FIRST_COMPLETED" if first else "ALL_COMPLETED"
-    alone_since = None
+    alone = _Alone(client)
     while True:
         try:
             return set(wait(futures, timeout=0.5, return_when=when).done)
         except Pending:
-            pass
-        if client.nthreads():
-            alone_since = None
-            continue
-        alone_since = alone_since or time.monotonic()
-        if time.monotonic() - alone_since > NO_WORKERS_TIMEOUT:
-            raise NbspamError(
-                f"the Dask cluster has had no worker for {NO_WORKERS_TIMEOUT:g} s; "
-                "nothing was written"
-            )
+            alone.check()
 
 
 def _result(client: Any, future: Any) -> Any:
@@ -251,18 +242,28 @@ def _result(client: Any, future: Any) -> Any:
     with its worker and be computed again, so fetching it waits on the cluster too."""
     from distributed import TimeoutError as Pending
 
-    alone_since = None
+    alone = _Alone(client)
     while True:
         _wait(client, [future])
         try:
             return future.result(timeout=0.5)
         except (Pending, TimeoutError):
-            pass
-        if client.nthreads():
-            alone_since = None
-            continue
-        alone_since = alone_since or time.monotonic()
-        if time.monotonic() - alone_since > NO_WORKERS_TIMEOUT:
+            alone.check()
+
+
+class _Alone:
+    """How long a cluster has had no worker: `check` fails (`NbspamError`) past
+    `NO_WORKERS_TIMEOUT` seconds without one."""
+
+    def __init__(self, client: Any) -> None:
+        self.client, self.since = client, None
+
+    def check(self) -> None:
+        if self.client.nthreads():
+            self.since = None
+            return
+        self.since = self.since or time.monotonic()
+        if time.monotonic() - self.since > NO_WORKERS_TIMEOUT:
             raise NbspamError(
                 f"the Dask cluster has had no worker for {NO_WORKERS_TIMEOUT:g} s; "
                 "nothing was written"

@@ -25,7 +25,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from ..errors import InputError
 from ..mail.mbox import BLOCK, SEPARATOR, mbox_messages
 from ..mail.message import MAX_MESSAGE_BYTES, Message, Problems, checked_message
 from ..mail.messages import (
@@ -34,6 +33,7 @@ from ..mail.messages import (
     folder_files,
     label_folders,
     label_spec,
+    no_labels,
     open_regular,
     read_file,
     read_stdin,
@@ -123,10 +123,7 @@ def _items(
         elif spec.lower().endswith(TABLE_SUFFIXES):
             yield Item("table", spec, spec, None)
         elif os.path.exists(spec):
-            raise InputError(
-                f"{spec} has no labels: give a folder with one subfolder per label, a table, "
-                f"or LABEL={spec}"
-            )
+            raise no_labels(spec)
         else:
             problems.skip(spec, "no such file or directory")
 
