@@ -327,6 +327,24 @@ def test_calibrate_fits_platt_on_the_evaluated_scores_only():
     assert calibrate(scores) == metrics.fit_platt([-3, -1, 2, 1, 4], [0, 1, 0, 1, 1])
 
 
+def test_calibration_of_scores_that_rank_backwards_is_flat_not_falling():
+    # the spam score lower than the ham: unconstrained Platt fits a < 0, and the calibrated
+    # probability would fall as the log-odds rise (0.41 then 0.34 within the unsure band).
+    # The flat fit instead: a = 0, b = logit of the mean regularised target, here spam's
+    # (2 + 1) / (2 + 2) = 0.75 twice and ham's 1 / (3 + 2) = 0.2 three times: mean 0.42
+    from nbspam.fit.calibration import rule_from_log_odds
+    from nbspam.models.decision import calibrated_probability
+
+    odds, labels = [-2, -1, 1, 2, 3], ["spam", "spam", "ham", "ham", "ham"]
+    a, b = calibrate(binary_scores(odds, labels))
+    assert a == 0.0 and b == pytest.approx(math.log(0.42 / 0.58))
+    given = build_settings({"cutoffs": [0.0, 1.5]}).training
+    rule = rule_from_log_odds(np.array(odds, float), np.array(labels) == "spam", given)
+    assert rule.calibration == (a, b)
+    ps = [calibrated_probability(rule.calibration, x, rule.cutoffs) for x in (-2, 0.5, 1, 3)]
+    assert ps == [pytest.approx(0.42), pytest.approx(0.42), pytest.approx(0.42), 0.5]
+
+
 # --------------------------------------------------------------------------------------------
 # The report
 # --------------------------------------------------------------------------------------------
