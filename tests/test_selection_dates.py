@@ -91,3 +91,19 @@ def test_with_dates_auto_chooses_what_wins_on_the_newer_mail(monkeypatch):
         "mean of the pooled out-of-fold ROC AUC and the ROC AUC of a split by date"
     )
     assert info["candidates"][1]["date_auc"] == second.date_auc
+
+
+def test_train_and_info_say_the_choice_was_also_judged_by_date(monkeypatch):
+    from nbspam.cli.render import auto_lines
+
+    monkeypatch.setattr(selection, "first_round", two_candidates)
+    data, times = drifting()
+    dated = auto_lines(selection.internal_cv(data, SETTINGS, times=times).info())
+    assert dated[0] == (
+        "event model: without zzz, chosen by cross-validation (5 folds of 480 messages) "
+        "and a split by date (each ROC AUC the mean of the two)"
+    )
+    undated = auto_lines(selection.internal_cv(data, SETTINGS).info())
+    assert undated[0] == (
+        "event model: multinomial, chosen by cross-validation (5 folds of 480 messages)"
+    )
