@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy.stats import chi2
 
+from nbspam.models import fisher
 from nbspam.models.fisher import (
     BACKGROUND,
     STRENGTH,
@@ -97,7 +98,7 @@ def test_logit_i_matches_the_direct_formula_where_it_does_not_saturate():
     assert fisher_log_odds(sum_f, sum_not, k) == pytest.approx(math.log(i / (1 - i)), rel=1e-9)
 
 
-def test_many_messages_at_once_score_as_each_alone_to_the_bit():
+def test_many_messages_at_once_score_as_each_alone_to_the_bit(monkeypatch):
     """`fisher_log_odds_many` (training's cross-validation, batch scoring) gives each message
     the log-odds of `fisher_log_odds` (the one-message path), to the bit: no clue, a clue
     of f = 1/2, few and many clues, sums far beyond float64's exp, the lower tail summed
@@ -117,6 +118,9 @@ def test_many_messages_at_once_score_as_each_alone_to_the_bit():
     want = [fisher_log_odds(a, b, int(k)) for a, b, k in zip(sums[0], sums[1], clues)]
     assert got.tolist() == want
     assert got[:10].tolist() == [0.0] * 10
+    # the same in blocks of at most 16 steps of each message (the memory bound)
+    monkeypatch.setattr(fisher, "_BLOCK", 64)
+    assert fisher_log_odds_many(sums[0], sums[1], clues).tolist() == want
     assert fisher_log_odds_many(np.zeros(0), np.zeros(0), np.zeros(0, int)).size == 0
 
 

@@ -25,6 +25,8 @@ MIN_DEV = 0.375
 #: A term of a series below 2^-53 of its largest, 1, leaves the sum (at least 1) unchanged:
 #: it is less than half the spacing of floats there.
 _INVISIBLE = 2.0**-53
+#: The most terms `fisher_log_odds_many` holds in an array at once, beyond 16 a message.
+_BLOCK = 1 << 18
 
 
 def word_probabilities(
@@ -211,7 +213,8 @@ def _add_terms(
     for j = base + 1 - s (``sign`` -1), or * (m / j) for j = base + s (``sign`` 1).
 
     All the rows' series are taken side by side, a block of steps at a time (16, 32, 64,
-    ...), while some row's last term can still change its total: as the terms fall, none
+    ... while the block holds at most `_BLOCK` terms), while some row's last term can
+    still change its total: as the terms fall, none
     after one below `_INVISIBLE` can (where the loops stop), so the totals are those of the
     loops to the bit. Products and sums are `np.multiply/add.accumulate`, sequential, as
     the loops' are."""
@@ -229,7 +232,7 @@ def _add_terms(
         total[rows] = np.add.accumulate(np.vstack([total[rows], terms]), axis=0)[-1]
         going = terms[-1] >= _INVISIBLE
         rows, term = rows[going], terms[-1, going]
-        done, width = done + width, 2 * width
+        done, width = done + width, max(16, min(2 * width, _BLOCK // max(rows.size, 1)))
 
 
 def _logaddexp_many(a: np.ndarray, b: np.ndarray) -> np.ndarray:
