@@ -78,18 +78,23 @@ def renumber(counted: ChunkCounts, index: TermIndex, *, grow: bool) -> sp.csr_ma
     With ``grow`` new terms get new columns (in the order of ``counted.terms``); without,
     the counts of terms ``index`` lacks are dropped.
     """
-    cols = index.columns(counted.terms, grow=grow)
+    return rows_over(counted, index.columns(counted.terms, grow=grow), len(index))
+
+
+def rows_over(counted: ChunkCounts, cols: np.ndarray, width: int) -> sp.csr_matrix:
+    """`renumber`'s rows, the chunk's terms being the columns ``cols`` (-1: dropped) of
+    ``width``."""
     indices = cols[np.frombuffer(counted.cols, np.int32)]
     data = np.frombuffer(counted.counts, np.int32).astype(np.int64)
     sizes = np.frombuffer(counted.sizes, np.int32)
-    if not grow and (indices < 0).any():
+    if (indices < 0).any():
         known = indices >= 0
         rows = np.repeat(np.arange(sizes.size), sizes)
         sizes = np.bincount(rows[known], minlength=sizes.size)
         indices, data = indices[known], data[known]
     indptr = np.zeros(sizes.size + 1, np.int64)
     np.cumsum(sizes, out=indptr[1:])
-    return sp.csr_matrix((data, indices, indptr), shape=(sizes.size, len(index)))
+    return sp.csr_matrix((data, indices, indptr), shape=(sizes.size, width))
 
 
 def _stack(blocks: Sequence[sp.csr_matrix], width: int) -> sp.csr_matrix:
