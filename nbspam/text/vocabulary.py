@@ -133,10 +133,10 @@ def stack_in_order(blocks: Sequence[sp.csr_matrix], order: np.ndarray) -> sp.csr
     ``order``, which is cheaper than a column selection; each row keeps its indices in the
     order of its blocks (for `renumber`'s rows, the order in which its terms first appear),
     so that a product sums a row in the order `model.score` and the scoring table do."""
-    rank = np.empty(len(order), np.int64)
+    # int32 where they fit, as scipy stores them: no int64 copy of every index on the way
+    rank = np.empty(len(order), np.int32 if len(order) < 2**31 else np.int64)
     rank[order] = np.arange(len(order))
     X = _stack(blocks, len(order))
-    # scipy stores the indices as int32 where they fit, half the memory of int64
     return sp.csr_matrix((X.data, rank[X.indices], X.indptr), shape=X.shape)
 
 
