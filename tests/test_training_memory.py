@@ -76,3 +76,35 @@ def test_the_sample_rows_are_kept_once_after_they_are_stacked(sample_messages):
     assert rows.numbers().tolist() == numbers and rows.labels == labels
     Y, again = rows.matrix()  # the same rows again
     assert again == terms and (X != Y).nnz == 0 and X.indices.tolist() == Y.indices.tolist()
+
+
+def test_a_folds_sums_are_made_over_its_own_terms():
+    from nbspam.core.sparse import sp
+    from nbspam.fit.crossval import Folds, Tokenized
+
+    d = 200_000  # terms; each of 10 messages holds 3 of them
+    indices = np.array([[i, i + 1, d - 1 - i] for i in range(10)]).ravel()
+    X = sp.csr_matrix((np.arange(1, 31), indices, np.arange(0, 31, 3)), shape=(10, d))
+    labels = ["ham", "spam"] * 5
+    fold = np.arange(10) % 5
+    shared = Folds(
+        Tokenized([str(i) for i in range(10)], labels, X, [f"t{j:06d}" for j in range(d)]),
+        fold,
+        None,
+    )
+    tracemalloc.start()
+    try:
+        rest = shared.rest(0)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # the model's two count arrays (2 labels x 200,000 terms x 8 bytes each) must be copied:
+    # 6.4 MB; the fold's sums over the whole vocabulary would be as much again
+    assert peak < 8_000_000
+    others = fold != 0
+    dense = X.toarray()
+    for c, label in enumerate(("ham", "spam")):
+        mine = others & (np.array(labels) == label)
+        assert rest.term_count[c].tolist() == dense[mine].sum(axis=0).tolist()
+        assert rest.doc_count[c].tolist() == (dense[mine] > 0).sum(axis=0).tolist()
+    assert rest.class_count.tolist() == [4, 4]
