@@ -210,6 +210,28 @@ def test_the_cross_validation_sample_is_drawn_by_its_rule(
         assert X.indices.tolist() == Y.indices.tolist()  # each row in the same order
 
 
+def test_the_scheduler_forgets_the_parts_already_added_up(client, sample_messages, monkeypatch):
+    """At each checkpoint the sum so far and the buckets of digests are fetched and sent
+    back as tasks of their own: the scheduler then holds the tasks of the parts since the
+    last checkpoint, not of every part (which it did before, to make any result again), so
+    the number of its tasks does not grow with the parts; the model is local training's."""
+    from nbspam.service import cluster
+
+    monkeypatch.setattr(cluster, "CHUNK", 2)  # 32 parts
+    monkeypatch.setattr(cluster, "CHECKPOINT_PARTS", 4, raising=False)
+    scheduler = client.cluster.scheduler
+    messages = with_duplicates(sample_messages)
+    held = []  # the tasks the scheduler holds as each part is done
+
+    def progress(read, size):
+        held.append(len(scheduler.tasks))
+
+    on_dask = cluster.train(messages, SETTINGS, client, progress=progress)
+    assert_same_trained_model(on_dask, train_locally(messages, SETTINGS))
+    assert len(held) == 32
+    assert max(held) <= 80, held  # 8 parts at most (4 in flight, 4 since the checkpoint)
+
+
 def test_the_command_with_a_local_cluster(tmp_path):
     local, on_dask = tmp_path / "local.nbm", tmp_path / "dask.nbm"
     assert cli_run("train", SAMPLE / "train", "-o", local).exit_code == 0
@@ -403,13 +425,18 @@ def test_predicting_on_a_scheduler_and_two_worker_processes(processes, sample_mo
 
 
 @pytest.mark.slow
-def test_a_worker_killed_mid_training_costs_only_a_rerun(processes, sample_messages, monkeypatch):
+@pytest.mark.parametrize("checkpoint", [32, 2])
+def test_a_worker_killed_mid_training_costs_only_a_rerun(
+    processes, sample_messages, monkeypatch, checkpoint
+):
     """One worker is killed after it has counted partitions and before the run ends: Dask
-    counts them again on the other, and the model is the one of local training."""
+    counts them again on the other (and runs again the checkpoints it held, from the data
+    they were sent), and the model is the one of local training."""
     from nbspam.service import cluster
 
     workers = processes.workers
     monkeypatch.setattr(cluster, "CHUNK", 4)
+    monkeypatch.setattr(cluster, "CHECKPOINT_PARTS", checkpoint)
     messages = with_duplicates(sample_messages)
     local = train_locally(messages, SETTINGS)
 

@@ -276,6 +276,11 @@ def _key(name: str) -> str:
 
 WINDOW_PER_WORKER = 2
 """Parts in flight per worker: the calling process submits no more until one is done."""
+CHECKPOINT_PARTS = 32
+"""Parts between checkpoints: there the calling process fetches the buckets of digests and
+the sum so far, and sends them back as tasks of their own, so that the scheduler can forget
+the tasks of the parts before (Dask keeps every task whose result a later one was made of,
+to make it again if a worker is lost)."""
 
 
 def train(
@@ -329,6 +334,17 @@ def train_parts(
             level += 1
         levels[level] = tally
 
+    def add_all() -> Any:
+        # the sum of the partial sums (and of the last checkpoint's), or None
+        sums = [levels.pop(level) for level in sorted(levels)]
+        total = base
+        for other in sums:
+            if total is not None:
+                other = client.submit(merge, total, other, take, key=_key("merge"))
+            total = other
+        return total
+
+    base: Any = None  # the sum of the parts before the last checkpoint
     try:
         workers = max(1, len(client.scheduler_info()["workers"]))
         buckets, window = max(2, workers), WINDOW_PER_WORKER * workers
@@ -345,15 +361,16 @@ def train_parts(
             del counted, lost, tally
             while len(pending) >= window:
                 _take_reports(client, pending, add_up, progress, problems)
+            if (number + 1) % CHECKPOINT_PARTS == 0:
+                while pending:
+                    _take_reports(client, pending, add_up, progress, problems)
+                base, *states = _checkpoint(client, [add_all(), *states])
         while pending:
             _take_reports(client, pending, add_up, progress, problems)
-        if not levels:
+        total = add_all()
+        base = None
+        if total is None:
             raise TrainingError("no messages to train on")
-        sums = [levels.pop(level) for level in sorted(levels)]
-        total = sums[0]
-        for other in sums[1:]:
-            total = client.submit(merge, total, other, take, key=_key("merge"))
-        del sums
         if min_docs is not None or max_terms is not None:
             total = client.submit(prune_terms, total, min_docs, max_terms, key=_key("prune"))
         _wait(client, [total, *states])
@@ -369,8 +386,25 @@ def train_parts(
         ) from None
     finally:
         levels.clear()
+        base = None
         release(client)
     return _model(tally, digests, digest_labels, settings, started, keep_rows, limit)
+
+
+def _checkpoint(client: Any, futures: list[Any]) -> list[Any]:
+    """Tasks that give the results of ``futures`` as they are now, fetched here and sent
+    back inside the tasks themselves: the scheduler forgets the tasks they were made of,
+    and a task lost with its worker is run again from what it holds."""
+    import warnings
+
+    held = [_result(client, future) for future in futures]
+    with warnings.catch_warnings():  # Dask warns of a large task: this one is meant to be
+        warnings.simplefilter("ignore")
+        return [client.submit(_same, value, key=_key("checkpoint")) for value in held]
+
+
+def _same(value: Any) -> Any:
+    return value
 
 
 def _take_reports(
