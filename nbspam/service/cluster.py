@@ -290,15 +290,23 @@ def train(
     *,
     progress: Callable[[int, int], None] | None = None,
     limit: int | None = None,
+    min_docs: int | None = None,
+    max_terms: int | None = None,
 ) -> Any:
     """Train on a Dask cluster (``client``) on messages given in memory (they travel in
     their partitions): the model `training.train` gives for the same messages and
     settings. ``limit`` is the most rows the cross-validation sample keeps
-    (`model.CV_ROWS`)."""
+    (`model.CV_ROWS`); ``min_docs`` and ``max_terms`` as for `train_parts`."""
     from .sources import inline_parts
 
     return train_parts(
-        inline_parts(messages, CHUNK), settings, client, progress=progress, limit=limit
+        inline_parts(messages, CHUNK),
+        settings,
+        client,
+        progress=progress,
+        limit=limit,
+        min_docs=min_docs,
+        max_terms=max_terms,
     )
 
 
@@ -315,8 +323,9 @@ def train_parts(
 ) -> Any:
     """Train on a Dask cluster (``client``) on the partitions ``parts`` (`sources`), which
     its workers read: the model `training.train` gives for the same messages and settings
-    (with ``min_docs`` or ``max_terms``, that model pruned as `update.prune` prunes its
-    terms). What the workers could not read is reported to ``problems``, the number of
+    (with ``min_docs`` or ``max_terms``, that model's terms, counts and digests pruned as
+    `update.prune` prunes them, on the worker that makes the last sum, and its decision
+    rule fitted on the pruned counts). What the workers could not read is reported to ``problems``, the number of
     messages read and their bytes to ``progress``."""
     from .tally import finish, fold, losers, merge, prune_terms, read_counts, report
 
@@ -376,7 +385,7 @@ def train_parts(
         _wait(client, [total, *states])
         tally = _result(client, total)
         del total
-        digests, digest_labels = digests_of([_result(client, state) for state in states])
+        digests = digests_of([_result(client, state) for state in states])
         del states
     except NbspamError:
         raise
@@ -388,7 +397,7 @@ def train_parts(
         levels.clear()
         base = None
         release(client)
-    return _model(tally, digests, digest_labels, settings, started, keep_rows, limit)
+    return _model(tally, digests, settings, started, keep_rows, limit)
 
 
 def _checkpoint(client: Any, futures: list[Any]) -> list[Any]:
@@ -431,8 +440,7 @@ def _take_reports(
 
 def _model(
     tally: Any,
-    digests: Any,
-    digest_labels: list[str],
+    digests: tuple[Any, Any, tuple[str, ...]],
     settings: Settings,
     started: float,
     keep_rows: bool,
@@ -461,19 +469,22 @@ def _model(
         tally.term_count[np.ix_(arrival, order)],
         tally.doc_count[np.ix_(arrival, order)],
     )
-    info = {
+    info: dict[str, Any] = {
         "created": utc_timestamp(),
         "seconds": round(time.perf_counter() - started, 3),
         "duplicates": tally.duplicates,
     }
+    if tally.pruned:  # as `update.prune` records it
+        info["pruned"] = {"terms_dropped": tally.pruned, "last": info["created"]}
     now = int(time.time())
     model = from_counts(total, settings, info, None, sorted_terms=True, default_time=now)
-    codes = {label: i for i, label in enumerate(model.labels)}
+    seen, seen_codes, seen_labels = digests  # `tally.digests_of`
+    codes = np.array([model.labels.index(x) for x in seen_labels], np.int64)
     model = dataclasses.replace(
         model,
-        seen_digests=digests,
-        seen_labels=np.array([codes[x] for x in digest_labels], np.int64),
-        seen_times=np.full(len(digest_labels), now, np.int64),
+        seen_digests=seen,
+        seen_labels=codes[seen_codes] if len(seen_codes) else seen_codes,
+        seen_times=np.full(len(seen), now, np.int64),
     )
     rows = None
     if keep_rows:

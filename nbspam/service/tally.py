@@ -348,8 +348,8 @@ class Sample:
 @dataclass
 class Tally:
     """Per-class counts of distinct messages over ``vocab`` (labels sorted), the first
-    position of each label, the sample's candidates, and the messages read and dropped as
-    duplicates."""
+    position of each label, the sample's candidates, the messages read and dropped as
+    duplicates, and the terms pruned (`prune_terms`)."""
 
     labels: tuple[str, ...]
     vocab: Vocab
@@ -360,6 +360,7 @@ class Tally:
     sample: Sample
     read: int = 0
     duplicates: int = 0
+    pruned: int = 0
 
 
 def finish(part: PartCounts, lost: Sequence[np.ndarray], limit: int) -> Tally:
@@ -526,13 +527,18 @@ def prune_terms(total: Tally, min_docs: int | None, max_terms: int | None) -> Ta
         total.sample,
         total.read,
         total.duplicates,
+        len(total.vocab) - len(keep),
     )
 
 
-def digests_of(states: Iterable[Bucket]) -> tuple[np.ndarray, list[str]]:
-    """The digests of all buckets (sorted) and the label of each."""
-    digests, labels = [], []
+def digests_of(states: Iterable[Bucket]) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+    """The digests of all buckets (sorted), the label of each (an index into the labels
+    that follow) and those labels: arrays, no Python object a message."""
+    states = list(states)
+    labels = tuple(sorted({x for state in states for x in state.labels}))
+    digests, codes = [np.zeros((0, 16), np.uint8)], [np.zeros(0, np.int64)]
     for state in states:
         digests.append(state.digests)
-        labels.extend(state.labels[c] for c in state.codes.tolist())
-    return np.concatenate([np.zeros((0, 16), np.uint8), *digests]), labels
+        remap = np.array([labels.index(x) for x in state.labels], np.int64)
+        codes.append(remap[state.codes] if len(state.codes) else state.codes)
+    return np.concatenate(digests), np.concatenate(codes), labels
