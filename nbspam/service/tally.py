@@ -247,12 +247,11 @@ def report(part: PartCounts) -> tuple[int, int, list[tuple[str, str | None]]]:
 @dataclass
 class Bucket:
     """The distinct messages seen so far whose digest falls in one bucket: digests (m, 16)
-    sorted, with the position and label of each (labels: indices into ``labels``);
+    sorted, with the label of each (indices into ``labels``): 20 bytes a message;
     ``losers`` the positions of the last part's messages found to be copies."""
 
     digests: np.ndarray = field(default_factory=lambda: np.zeros((0, 16), np.uint8))
-    positions: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    codes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    codes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     labels: tuple[str, ...] = ()
     losers: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
@@ -276,8 +275,8 @@ def fold(state: Bucket | None, part: PartCounts, bucket: int, buckets: int) -> B
     mine = np.flatnonzero(bucket_of(part.digests, buckets) == bucket)
     digests = part.digests[mine]
     labels = tuple(sorted(set(state.labels) | {part.labels[i] for i in mine.tolist()}))
-    remap = np.array([labels.index(x) for x in state.labels], np.int64)
-    codes = np.array([labels.index(part.labels[i]) for i in mine.tolist()], np.int64)
+    remap = np.array([labels.index(x) for x in state.labels], np.int32)
+    codes = np.array([labels.index(part.labels[i]) for i in mine.tolist()], np.int32)
     old = state.digests
     # sortable views: the digests as big-endian pairs of uint64
     old_hi, old_lo = _halves(old)
@@ -291,7 +290,6 @@ def fold(state: Bucket | None, part: PartCounts, bucket: int, buckets: int) -> B
     where = at[fresh][order]
     return Bucket(
         np.insert(old, where, digests[fresh][order], axis=0),
-        np.insert(state.positions, where, part.positions[mine][fresh][order]),
         np.insert(
             remap[state.codes] if len(state.codes) else state.codes, where, codes[fresh][order]
         ),
@@ -536,7 +534,7 @@ def digests_of(states: Iterable[Bucket]) -> tuple[np.ndarray, np.ndarray, tuple[
     that follow) and those labels: arrays, no Python object a message."""
     states = list(states)
     labels = tuple(sorted({x for state in states for x in state.labels}))
-    digests, codes = [np.zeros((0, 16), np.uint8)], [np.zeros(0, np.int64)]
+    digests, codes = [np.zeros((0, 16), np.uint8)], [np.zeros(0, np.int32)]
     for state in states:
         digests.append(state.digests)
         remap = np.array([labels.index(x) for x in state.labels], np.int64)
