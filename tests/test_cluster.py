@@ -232,6 +232,27 @@ def test_the_scheduler_forgets_the_parts_already_added_up(client, sample_message
     assert max(held) <= 80, held  # 8 parts at most (4 in flight, 4 since the checkpoint)
 
 
+def test_results_are_fetched_from_the_workers_not_through_the_scheduler(sample_messages):
+    """The clients nbspam makes fetch results (the checkpoints, the total, the digests) from
+    the workers themselves: the scheduler is never asked to gather them, so they never sit
+    in its memory. (Dask falls back to its scheduler for a worker it cannot reach.)"""
+    from nbspam.service import cluster
+
+    asked = []
+    with cluster.dask_client(None, 1) as client:
+        scheduler = client.cluster.scheduler
+        real = scheduler.handlers["gather"]
+
+        async def gather(*args, **kwargs):
+            asked.append(kwargs.get("keys"))
+            return await real(*args, **kwargs)
+
+        scheduler.handlers["gather"] = gather
+        on_dask = cluster.train(sample_messages, SETTINGS, client)
+    assert asked == []
+    assert_same_trained_model(on_dask, train_locally(sample_messages, SETTINGS))
+
+
 def test_the_command_with_a_local_cluster(tmp_path):
     local, on_dask = tmp_path / "local.nbm", tmp_path / "dask.nbm"
     assert cli_run("train", SAMPLE / "train", "-o", local).exit_code == 0

@@ -91,7 +91,9 @@ def dask_client(
     certificate ``cert`` and ``key``; where not given, those of Dask's settings
     ``distributed.comm.tls``), or of a local cluster of ``workers`` worker processes started
     (and stopped) here. Dask's log stays quiet meanwhile: its failures end in one
-    `NbspamError`."""
+    `NbspamError`. Results are fetched from the workers themselves (through the scheduler,
+    Dask's default, where a worker cannot be reached), so that they do not pass through
+    the scheduler's memory."""
     if scheduler is not None:
         check_scheduler(scheduler)
     try:
@@ -105,7 +107,7 @@ def dask_client(
             cluster = None
             if scheduler is None:
                 cluster = _local_cluster(workers)
-                made = Client(cluster)
+                made = Client(cluster, direct_to_workers=True)
             else:
                 made = _connect(scheduler, _security(ca_file, cert, key))
             try:
@@ -150,7 +152,9 @@ def _connect(address: str, security: Any) -> Any:
             )
 
     try:
-        return BoundedClient(address, security=security, timeout=CONNECT_TIMEOUT)
+        return BoundedClient(
+            address, security=security, timeout=CONNECT_TIMEOUT, direct_to_workers=True
+        )
     except asyncio.TimeoutError:
         reason = f"no answer in {CONNECT_TIMEOUT:g} s"
     except (OSError, ValueError) as error:
