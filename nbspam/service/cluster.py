@@ -7,14 +7,18 @@ or messages given in memory) and never opens a message; it keeps at most
 digest, tokenize and count its distinct messages; fold its digests into buckets of the
 digests seen so far, in input order, which tells the part's copies of earlier messages;
 and make its per-class counts without them, which are added up in a binary tree of sums
-of sorted arrays as the parts finish. The cross-validation sample is the messages of
-smallest keyed hash of their digest (`model.sample_key`, as local training draws it), kept as the sums go. Then the
-model is made here from the total, the digests of the buckets and the sample, and
-`training.decide` runs on the same totals and sample as local training.
+of sorted arrays as the parts finish. Every `CHECKPOINT_PARTS` parts the sum so far and
+the buckets are fetched and sent back as tasks of their own (`_checkpoint`), so that the
+scheduler forgets the tasks of the parts before; results are fetched from the workers, not
+through the scheduler. The cross-validation sample is the messages of smallest keyed
+hash of their digest (`model.sample_key`, as local training draws it), kept as the sums
+go. Then the model is made here from the total, the digests of the buckets and the
+sample, and `training.decide` runs on the same totals and sample as local training.
 
 Every task is a pure function of what it is sent (and of the files it reads), so a worker
 lost mid-run only costs its tasks being run again elsewhere (by Dask: a bucket of digests
-lost is folded again from the parts); a run that cannot finish (the scheduler lost, or no
+lost is folded again from the parts since the last checkpoint, a checkpoint from the data
+its task holds); a run that cannot finish (the scheduler lost, or no
 worker left for `NO_WORKERS_TIMEOUT`) ends in one `NbspamError` and writes nothing. Dask
 is an optional dependency: ``pip install 'dask[distributed]'`` (or ``pip install
 '.[dask]'`` in nbspam's checkout).
@@ -329,8 +333,8 @@ def train_parts(
     its workers read: the model `training.train` gives for the same messages and settings
     (with ``min_docs`` or ``max_terms``, that model's terms, counts and digests pruned as
     `update.prune` prunes them, on the worker that makes the last sum, and its decision
-    rule fitted on the pruned counts). What the workers could not read is reported to ``problems``, the number of
-    messages read and their bytes to ``progress``."""
+    rule fitted on the pruned counts). What the workers could not read is reported to
+    ``problems``, the number of messages read and their bytes to ``progress``."""
     from .tally import finish, fold, losers, merge, prune_terms, read_counts, report
 
     started = time.perf_counter()
