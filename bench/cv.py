@@ -7,14 +7,19 @@ Each fold's training part also gets the cutoffs `train` would give it (its own i
 cross-validation), and the false positives, false negatives and unsure messages at them are
 counted. With --by-date the corpus is also split by date where its messages carry one
 (SpamAssassin by the Date header, enron1 by the date in its file names): each label's older
-half trains, the newer half is judged; bogofilter is judged at its shipped cutoffs (ham up
-to 0.45, spam from 0.99).
+half trains, the newer half is judged; a corpus without dates (SMS) gets a file-order split
+instead, labelled as such: each label's first half in the corpus's order (its files sorted by
+path) trains, its second half is judged. bogofilter is judged at its shipped cutoffs (ham up
+to 0.45, spam from 0.99). With --train-cost each run's settings also train one model on the
+whole corpus with `nbspam train` in a process of its own (one job), whose CPU seconds (user
+and system) and terms kept and seen are printed.
 
     python bench/cv.py ../shared/corpora/spamassassin
     python bench/cv.py ../shared/corpora/enron1 --by-date --bogofilter
     python bench/cv.py ../shared/corpora/sms-spam-collection --set event-model=bernoulli --set mail=never
     python bench/cv.py CORPUS --sklearn       # also the scikit-learn CountVectorizer pipelines
     python bench/cv.py CORPUS --bogofilter    # also bogofilter, where Debian's package is installed
+    python bench/cv.py CORPUS --variant "pairs:word-pairs=all" --train-cost
 """
 
 from __future__ import annotations
@@ -191,6 +196,44 @@ def by_date(labels: list[str], times: np.ndarray) -> list[tuple[np.ndarray, np.n
     return [(np.sort(np.concatenate(train)), np.sort(np.concatenate(test)))]
 
 
+def file_order(labels: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """One split for a corpus without dates: each label's first half in the corpus's order
+    (the files sorted by path) trains, its second half is judged."""
+    y = np.array(labels, dtype=object)
+    train, test = [], []
+    for label in sorted(set(labels)):
+        idx = np.flatnonzero(y == label)
+        train.append(idx[: len(idx) // 2])
+        test.append(idx[len(idx) // 2 :])
+    return [(np.sort(np.concatenate(train)), np.sort(np.concatenate(test)))]
+
+
+def train_cost(corpus: Path, values: dict) -> str:
+    """CPU seconds (user + system) of `nbspam train` on the whole corpus with ``values``
+    as its options (one job, a process of its own), and the model's terms kept and seen."""
+    import resource
+    import subprocess
+    import tempfile
+
+    from nbspam.api import load
+
+    options = []
+    for key, value in values.items():
+        options += [f"--{key.replace('_', '-')}", str(value)]
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "cost.nbm"
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        command = [sys.executable, "-m", "nbspam", "train", str(corpus), "-o", str(out)]
+        subprocess.run([*command, "-q", "--jobs", "1", *options], check=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        info = load(out).model.describe()
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return (
+        f"  train on all {info['messages']:,}: {cpu:.1f} CPU s, "
+        f"terms {info['terms_kept']:,} kept of {info['terms_seen']:,} seen"
+    )
+
+
 def sklearn_scores(data, labels, splits, bernoulli: bool) -> np.ndarray:
     from sklearn.feature_extraction.text import CountVectorizer
     from sklearn.naive_bayes import BernoulliNB, MultinomialNB
@@ -271,7 +314,14 @@ def main() -> None:
     parser.add_argument(
         "--by-date",
         action="store_true",
-        help="also split by date (each label's older half trains, the newer half is judged)",
+        help="also split by date (each label's older half trains, the newer half is judged); "
+        "without dates, by the files' order (each label's first half trains)",
+    )
+    parser.add_argument(
+        "--train-cost",
+        action="store_true",
+        help="also train each run's settings on the whole corpus with `nbspam train` "
+        "(one job) and print its CPU seconds and the model's terms",
     )
     args = parser.parse_args()
 
@@ -281,7 +331,9 @@ def main() -> None:
     if args.by_date:
         times = message_times(paths, data)
         if times is None:
-            print("--by-date: no message carries a date, skipped", flush=True)
+            protocols.append(
+                ("file order: no dates; each label's first half trains", file_order(labels))
+            )
         else:
             split = by_date(labels, times)
             undated = int(np.isnan(times).sum())
@@ -301,6 +353,8 @@ def main() -> None:
             started = time.perf_counter()
             scores, cutoffs = nbspam_scores(data, labels, splits, values)
             report(name, scores, is_spam, time.perf_counter() - started, cutoffs)
+            if args.train_cost and protocol == protocols[0][0]:
+                print(train_cost(args.corpus, values), flush=True)
         if args.sklearn:
             for bern in (False, True):
                 started = time.perf_counter()

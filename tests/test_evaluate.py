@@ -327,6 +327,24 @@ def test_calibrate_fits_platt_on_the_evaluated_scores_only():
     assert calibrate(scores) == metrics.fit_platt([-3, -1, 2, 1, 4], [0, 1, 0, 1, 1])
 
 
+def test_calibration_of_scores_that_rank_backwards_is_flat_not_falling():
+    # the spam score lower than the ham: unconstrained Platt fits a < 0, and the calibrated
+    # probability would fall as the log-odds rise (0.41 then 0.34 within the unsure band).
+    # The flat fit instead: a = 0, b = logit of the mean regularised target, here spam's
+    # (2 + 1) / (2 + 2) = 0.75 twice and ham's 1 / (3 + 2) = 0.2 three times: mean 0.42
+    from nbspam.fit.calibration import rule_from_log_odds
+    from nbspam.models.decision import calibrated_probability
+
+    odds, labels = [-2, -1, 1, 2, 3], ["spam", "spam", "ham", "ham", "ham"]
+    a, b = calibrate(binary_scores(odds, labels))
+    assert a == 0.0 and b == pytest.approx(math.log(0.42 / 0.58))
+    given = build_settings({"cutoffs": [0.0, 1.5]}).training
+    rule = rule_from_log_odds(np.array(odds, float), np.array(labels) == "spam", given)
+    assert rule.calibration == (a, b)
+    ps = [calibrated_probability(rule.calibration, x, rule.cutoffs) for x in (-2, 0.5, 1, 3)]
+    assert ps == [pytest.approx(0.42), pytest.approx(0.42), pytest.approx(0.42), 0.5]
+
+
 # --------------------------------------------------------------------------------------------
 # The report
 # --------------------------------------------------------------------------------------------
@@ -397,6 +415,25 @@ def test_report_metrics_by_hand(hand_report):
     assert r["seconds"] == {"tokenize": 2.0, "train": 1.5, "score": 0.3}
 
 
+def test_report_says_when_the_calibrated_probability_is_not_to_be_trusted(hand_report):
+    # the online report had a calibrated Brier score of 0.351 against 0.0149 raw and said
+    # nothing. Platt (0, 0) gives 1/2 to every message: Brier 0.25, where the raw
+    # posteriors sigmoid(s) of the hand scores give
+    spam = [y == "spam" for y in HAND_LABELS]
+    raw = sum((sigmoid(s) - y) ** 2 for s, y in zip(HAND_ODDS, spam, strict=True)) / 6
+    assert raw == pytest.approx(0.15369, abs=1e-5)
+    r = report(binary_scores(HAND_ODDS, HAND_LABELS), cutoffs=None, calibration=(0.0, 0.0))
+    note = (
+        f"the calibrated probability is worse than the raw posterior here (Brier 0.25000 "
+        f"against {raw:.5f}): do not rely on it for these messages"
+    )
+    assert r["calibration"]["note"] == note
+    assert f"  note: {note}" in list(render_report(r, "text"))
+    # the hand report's calibration (Brier 0.0825) is better than raw: nothing to say
+    assert hand_report["calibration"]["note"] is None
+    assert "note: the calibrated" not in "\n".join(render_report(hand_report, "text"))
+
+
 def test_report_json_keys_and_infinite_cutoffs():
     scores = binary_scores(HAND_ODDS, HAND_LABELS)
     r = report(scores, cutoffs=(-math.inf, math.inf), calibration=None)
@@ -427,7 +464,7 @@ def test_report_json_keys_and_infinite_cutoffs():
         "unsure_rate",
         "confusion",
     ]
-    assert list(r["calibration"]) == ["platt", "calibrated_by", "raw", "calibrated"]
+    assert list(r["calibration"]) == ["platt", "calibrated_by", "raw", "calibrated", "note"]
     assert list(r["calibration"]["raw"]) == ["brier", "log_loss", "reliability"]
     assert (r["cutoffs"]["ham_cutoff"], r["cutoffs"]["spam_cutoff"]) == ("-inf", "inf")
     assert r["cutoffs"]["unsure"] == 6

@@ -8,10 +8,12 @@ import numpy as np
 import pytest
 from scipy.stats import chi2
 
+from nbspam.models import fisher
 from nbspam.models.fisher import (
     BACKGROUND,
     STRENGTH,
     fisher_log_odds,
+    fisher_log_odds_many,
     is_clue,
     log_chi2_cdf,
     log_chi2_sf,
@@ -94,6 +96,44 @@ def test_logit_i_matches_the_direct_formula_where_it_does_not_saturate():
     h, s = chi2.sf(-2 * sum_f, 2 * k), chi2.sf(-2 * sum_not, 2 * k)
     i = (1 + h - s) / 2
     assert fisher_log_odds(sum_f, sum_not, k) == pytest.approx(math.log(i / (1 - i)), rel=1e-9)
+
+
+def test_many_messages_at_once_score_as_each_alone_to_the_bit(monkeypatch):
+    """`fisher_log_odds_many` (training's cross-validation, batch scoring) gives each message
+    the log-odds of `fisher_log_odds` (the one-message path), to the bit: no clue, a clue
+    of f = 1/2, few and many clues, sums far beyond float64's exp, the lower tail summed
+    (Q > 1/2) and taken as log1p(-Q)."""
+    rng = np.random.default_rng(7)
+    n = 3000
+    clues = rng.integers(1, 400, n)
+    clues[:300] = rng.integers(1, 4, 300)
+    per_clue = rng.choice([0.01, 0.3, 0.7, 2.0, 9.0], (2, n))
+    sums = -rng.random((2, n)) * clues * per_clue
+    clues[:5] = 0
+    sums[:, 5:10] = 0.0
+    sums[:, 10] = (-5000.0, -1e-3)
+    sums[:, 11] = (math.log(0.5), math.log(0.5))
+    clues[11] = 1
+    got = fisher_log_odds_many(sums[0], sums[1], clues)
+    want = [fisher_log_odds(a, b, int(k)) for a, b, k in zip(sums[0], sums[1], clues)]
+    assert got.tolist() == want
+    assert got[:10].tolist() == [0.0] * 10
+    # the same in blocks of at most 16 steps of each message (the memory bound)
+    monkeypatch.setattr(fisher, "_BLOCK", 64)
+    assert fisher_log_odds_many(sums[0], sums[1], clues).tolist() == want
+    assert fisher_log_odds_many(np.zeros(0), np.zeros(0), np.zeros(0, int)).size == 0
+
+
+@pytest.mark.parametrize("m", [0.01, 0.5, 3.0, 40.0, 300.0, 495.0, 520.0])
+def test_many_tails_agree_with_scipy(m):
+    ks = np.array([1, 2, 5, 40, 500])
+    many = fisher_log_odds_many(np.full(5, -m), np.full(5, -m / 3), ks)
+    for k, got in zip(ks.tolist(), many.tolist()):
+        h, s = chi2.sf(2 * m, 2 * k), chi2.sf(2 * m / 3, 2 * k)
+        ln_i = math.log((1 + h - s) / 2) if (1 + h - s) / 2 > 1e-300 else None
+        ln_not_i = math.log((1 - h + s) / 2) if (1 - h + s) / 2 > 1e-300 else None
+        if ln_i is not None and ln_not_i is not None and abs(ln_i - ln_not_i) < 30:
+            assert got == pytest.approx(ln_i - ln_not_i, rel=1e-9, abs=1e-9), k
 
 
 # -- the fisher event model ---------------------------------------------------------------

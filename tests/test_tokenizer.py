@@ -407,3 +407,21 @@ def test_the_tokens_of_real_mail_stay_the_same(spamassassin, word_pairs, count, 
         digest.update("\n".join(tokens).encode("utf-8", "surrogatepass") + b"\0")
     assert (len(paths[::20]), counted) == (303, count)
     assert digest.hexdigest() == sha256
+
+
+def test_word_pairs_hash_each_two_words_in_a_row_and_skip_long_words_and_ngrams():
+    import zlib
+
+    from nbspam.text.tokenizer import pair_tokens
+
+    def pair(a: str, b: str, buckets: int) -> str:  # the CRC-32 of each word, combined
+        return f"pair:{(zlib.crc32(a.encode()) * 0x9E3779B1 ^ zlib.crc32(b.encode())) % buckets}"
+
+    assert pair_tokens(["cheap", "meds", "now"], 1 << 20) == [
+        pair("cheap", "meds", 1 << 20),
+        pair("meds", "now", 1 << 20),
+    ]
+    # skip: tokens and n-grams are no words of a pair: their neighbours pair up
+    words = ["cheap", "skip:x 30", "meds", "cheap meds", "now"]
+    assert pair_tokens(words, 7) == [pair("cheap", "meds", 7), pair("meds", "now", 7)]
+    assert pair_tokens(["one"], 7) == [] and pair_tokens([], 7) == []

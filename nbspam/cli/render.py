@@ -751,6 +751,8 @@ def _calibration_section(report: dict[str, Any]) -> _Section:
     if cal["calibrated"] is not None:
         blocks.append(f"calibrated: {cal['calibrated_by']}")
         kinds.append(("calibrated", cal["calibrated"]))
+    if cal["note"]:
+        blocks.append(f"note: {cal['note']}")
     blocks.append(
         _Grid(
             ("probability", "Brier", "log loss"),

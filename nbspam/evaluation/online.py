@@ -4,9 +4,12 @@ Messages go in order (oldest first by Date header, as given, or shuffled with a 
 A warm-up prefix (`warmup_size`: the first 10% of the messages, at most 1,000) is trained on
 as `train` would train on it: its messages are all learned with their true labels, and the
 internal cross-validation of `selection.internal_cv` on them alone fixes, once, the event
-model (with --event-model auto) and the decision rule: the ham and spam cutoffs on the
-log-odds and the Platt calibration. These stay fixed for the rest of the stream, as they
-stay fixed when `learn` updates a model. The warm-up messages are not scored.
+model (with --event-model auto) and the first decision rule: the ham and spam cutoffs on the
+log-odds and the Platt calibration. The event model stays fixed for the rest of the stream;
+the rule is refitted every `REFIT` messages on the running scores (the warm-up's out of
+fold and each later message's before it was learned), as a long-running filter that is
+retrained now and then would have it, unless the cutoffs were given. The warm-up messages
+are not scored.
 
 Every later message i is scored by the model of the counts learned so far: the warm-up and
 the messages before i that the training policy learned. So its log-odds are those that

@@ -209,12 +209,28 @@ def _calibration(
     else:
         calibrated, how = None, None
     platt = None if calibration is None else {"a": calibration[0], "b": calibration[1]}
+    raw_quality = _probability_quality(raw, pos)
+    quality = None if calibrated is None else _probability_quality(calibrated, pos)
     return {
         "platt": platt,
         "calibrated_by": how,
-        "raw": _probability_quality(raw, pos),
-        "calibrated": None if calibrated is None else _probability_quality(calibrated, pos),
+        "raw": raw_quality,
+        "calibrated": quality,
+        "note": None if quality is None else _untrusted(raw_quality, quality),
     }
+
+
+def _untrusted(raw: dict[str, Any], calibrated: dict[str, Any]) -> str | None:
+    """What to say where the calibrated probability is worse than the raw posterior by the
+    Brier score (the mean squared error of the probability, which the raw posterior's
+    overconfidence does not blow up as it does the log loss), else None."""
+    if calibrated["brier"] <= raw["brier"]:
+        return None
+    return (
+        f"the calibrated probability is worse than the raw posterior here (Brier "
+        f"{calibrated['brier']:.5f} against {raw['brier']:.5f}): do not rely on it for these "
+        "messages"
+    )
 
 
 def _probability_quality(prob: np.ndarray, pos: np.ndarray) -> dict[str, Any]:

@@ -48,7 +48,7 @@ def rule_from_log_odds(odds: np.ndarray, pos: np.ndarray, cfg: TrainConfig) -> R
     cutoffs = cfg.cutoffs or _cutoffs(
         odds, pos, cfg.target_fpr, cfg.cost_fp, cfg.cost_fn, cfg.cost_unsure
     )
-    return Rule(cutoffs, metrics.fit_platt(odds, pos))
+    return Rule(cutoffs, platt(odds, pos))
 
 
 def _binary_scores(scores: Scores) -> tuple[np.ndarray, np.ndarray]:
@@ -208,10 +208,21 @@ def expected_fpr(scores: Scores, cutoffs: tuple[float, float]) -> dict[str, floa
 
 
 def calibrate(scores: Scores) -> tuple[float, float]:
-    """Platt parameters (a, b) fitted on all out-of-sample log-odds (`metrics.fit_platt`).
+    """Platt parameters (a, b) fitted on all out-of-sample log-odds (`platt`).
 
     These are for a model trained on all the data: P(positive) = 1 / (1 + exp(-(a s + b))).
     The report judges calibration with the held-out fits of ``Scores.calibrated`` instead.
     """
     odds, pos = _binary_scores(scores)
-    return metrics.fit_platt(odds, pos)
+    return platt(odds, pos)
+
+
+def platt(odds: np.ndarray, pos: np.ndarray) -> tuple[float, float]:
+    """Platt (a, b) on log-odds (n,) and whether each message is positive (n,), with a slope
+    of at least 0: where the scores rank the labels backwards (a few messages, or mail that
+    changed) the best fit of a > 0 is the flat one, the positives' share (a = 0), so the
+    calibrated probability never falls as the log-odds rise."""
+    a, b = metrics.fit_platt(odds, pos)
+    if a < 0:
+        return metrics.fit_platt(np.zeros(len(odds)), pos)
+    return a, b

@@ -126,15 +126,12 @@ def message_time(data: bytes | str, mail: str = "auto") -> float | None:
 
     if mail == "never" or (mail == "auto" and not looks_like_mail(data)):
         return None
-    from email.parser import BytesHeaderParser  # only chronological splits read dates
-    from email.policy import compat32
-    from email.utils import parsedate_to_datetime
+    from email.utils import parsedate_to_datetime  # only chronological splits read dates
 
     data = skip_mbox_line(data)
     end = header_end(data)
-    head = data if end < 0 else data[:end]
-    value = BytesHeaderParser(policy=compat32).parsebytes(head + b"\n\n").get("date")
-    if not isinstance(value, str):
+    value = date_value(data if end < 0 else data[:end])
+    if value is None:
         return None
     try:
         moment = parsedate_to_datetime(value)
@@ -146,3 +143,32 @@ def message_time(data: bytes | str, mail: str = "auto") -> float | None:
         return moment.timestamp()
     except (OverflowError, OSError, ValueError):
         return None
+
+
+# After a line feed: a line the standard library's header parser would not read as a header
+# line (a field name of printable ASCII and a colon, or a continuation), and a Date field
+# with its continuation lines. (Each starts with the line feed, which `re` looks for in C.)
+_NOT_HEADER_LINE = re.compile(rb"\n(?![ \t]|[\x21-\x39\x3b-\x7e]+:)")
+_DATE = re.compile(rb"\n[dD][aA][tT][eE]:([^\n]*(?:\n[ \t][^\n]*)*)")
+
+
+def date_value(head: bytes) -> str | None:
+    """The value of the first Date field of a header block, as the standard library's
+    header parser (policy compat32) gives it, its line breaks as LF; None where there is
+    none, or where it is not ASCII (that parser gives no string then).
+
+    An ordinary header block is searched by two patterns, some 50 times quicker than
+    parsing it; one that parser reads its own way (a bare CR, a line that is no header
+    line, a first line that continues nothing) is given to it.
+    """
+    plain = b"\n" + head.replace(b"\r\n", b"\n")  # every line after a line feed
+    if b"\r" in plain or plain[1:2] in (b" ", b"\t") or _NOT_HEADER_LINE.search(plain):
+        from email.parser import BytesHeaderParser
+        from email.policy import compat32
+
+        value = BytesHeaderParser(policy=compat32).parsebytes(head + b"\n\n").get("date")
+        return value if isinstance(value, str) else None
+    found = _DATE.search(plain)
+    if found is None or not found.group(1).isascii():
+        return None
+    return found.group(1).decode("ascii").lstrip(" \t")

@@ -5,7 +5,8 @@ bogofilter, SpamBayes and SpamAssassin's Bayes score mail this way. Their scores
 exactly 0 and 1 in floating point; computed here as log-tails, every message keeps its own
 rank, so a cutoff can sit at any false-positive rate. The functions are pure and use only
 the standard library (the one-message scorer runs without numpy); `word_probabilities` takes
-numpy arrays.
+numpy arrays, and `fisher_log_odds_many` scores many messages at once with numpy, equal to
+`fisher_log_odds` to the bit.
 """
 
 from __future__ import annotations
@@ -21,8 +22,11 @@ if TYPE_CHECKING:
 STRENGTH = 0.0178
 BACKGROUND = 0.52
 MIN_DEV = 0.375
-#: Terms of a series below the largest by this much (in log) no longer change a float64 sum.
-_NEGLIGIBLE = 50.0
+#: A term of a series below 2^-53 of its largest, 1, leaves the sum (at least 1) unchanged:
+#: it is less than half the spacing of floats there.
+_INVISIBLE = 2.0**-53
+#: The most terms `fisher_log_odds_many` holds in an array at once, beyond 16 a message.
+_BLOCK = 1 << 18
 
 
 def word_probabilities(
@@ -61,35 +65,33 @@ def log_chi2_sf(m: float, k: int) -> float:
     """log Q(2m, 2k): the log of the chi-square survival function at 2m with 2k degrees of
     freedom, from the finite sum of even degrees, Q = exp(-m) sum_{j<k} m^j / j!.
 
-    Exact where Q underflows (m ~ 1000s): -m + logsumexp_{j<k}(j ln m - ln j!). The terms
-    t_j = j ln m - ln j! rise while j < m and fall after, so the sum starts at the largest,
-    j* = min(k - 1, floor(m)), and goes both ways (t_{j+1} = t_j + ln m - ln(j + 1)) until
-    the terms are too small to change a float64 sum: some 10 sqrt(m) terms, not k.
+    Exact where Q underflows (m ~ 1000s): -m + t_j* + log sum_{j<k} e^(t_j - t_j*), with
+    t_j = j ln m - ln j!. The terms rise while j < m and fall after, so the sum starts at
+    the largest, j* = min(k - 1, floor(m)), at 1, and goes both ways, each term the one
+    before times j / m (downwards) or m / j (upwards), until a term is below `_INVISIBLE`:
+    some 10 sqrt(m) terms, not k. `fisher_log_odds_many` sums the same terms in the same
+    order, so it gives the same value to the bit.
     """
     if k <= 0:
         raise ValueError("a chi-square tail needs at least one clue (k >= 1)")
     if m <= 0.0:
         return 0.0
-    log_m = math.log(m)
     top_j = min(k - 1, int(m))
-    logs = _logs(max(k, top_j + 1))
-    top = top_j * log_m - math.lgamma(top_j + 1)
-    exp = math.exp
-    total, term, j = 1.0, 0.0, top_j  # term: t_j - t_j*
-    while j > 0:  # downwards: t_{j-1} = t_j - ln m + ln j
-        term += logs[j] - log_m
-        if term < -_NEGLIGIBLE:
+    total, term, j = 1.0, 1.0, top_j  # term: e^(t_j - t_j*)
+    while j > 0:  # downwards: t_(j-1) = t_j + ln j - ln m
+        term *= j / m
+        if term < _INVISIBLE:
             break
-        total += exp(term)
+        total += term
         j -= 1
-    term, j = 0.0, top_j
+    term, j = 1.0, top_j
     while j + 1 < k:  # upwards
         j += 1
-        term += log_m - logs[j]
-        if term < -_NEGLIGIBLE:
+        term *= m / j
+        if term < _INVISIBLE:
             break
-        total += exp(term)
-    return -m + top + math.log(total)
+        total += term
+    return -m + (top_j * math.log(m) - math.lgamma(top_j + 1)) + math.log(total)
 
 
 def log_chi2_cdf(m: float, k: int, log_q: float | None = None) -> float:
@@ -98,7 +100,8 @@ def log_chi2_cdf(m: float, k: int, log_q: float | None = None) -> float:
 
     Where Q <= 1/2 it is log1p(-Q); where Q > 1/2 (1 - Q small), m is below the median of
     the Gamma(k) distribution, itself below k, so the terms of the lower series fall from
-    j = k on: they are summed from there until they no longer count.
+    j = k on (each the one before times m / j): they are summed from there until a term is
+    below `_INVISIBLE` of the largest.
     """
     if log_q is None:
         log_q = log_chi2_sf(m, k)
@@ -106,17 +109,14 @@ def log_chi2_cdf(m: float, k: int, log_q: float | None = None) -> float:
         return math.log1p(-math.exp(log_q))
     if m <= 0.0:
         return -math.inf
-    log_m = math.log(m)
-    first = k * log_m - math.lgamma(k + 1)
-    exp = math.exp
-    total, term, j, top = 1.0, 0.0, k, 0.0  # term: t_j - t_k
+    total, term, j, top = 1.0, 1.0, k, 1.0  # term: e^(t_j - t_k)
     while True:
         j += 1
-        term += log_m - math.log(j)
+        term *= m / j
         top = max(top, term)
-        if j > m and term < top - _NEGLIGIBLE:
-            return -m + first + math.log(total)
-        total += exp(term)
+        if j > m and term < top * _INVISIBLE:
+            return -m + (k * math.log(m) - math.lgamma(k + 1)) + math.log(total)
+        total += term
 
 
 def fisher_log_odds(sum_log_f: float, sum_log_not_f: float, k: int) -> float:
@@ -135,20 +135,121 @@ def fisher_log_odds(sum_log_f: float, sum_log_not_f: float, k: int) -> float:
     return _logaddexp(log_not_s, log_h) - _logaddexp(log_not_h, log_s)
 
 
-_LOGS = [0.0]
-"""ln j for j = 0, 1, ... (ln 0 stands as 0.0, never used), grown as needed."""
-
-
-def _logs(n: int) -> list[float]:
-    """`_LOGS` holding ln j for every j <= n."""
-    if len(_LOGS) <= n:
-        _LOGS.extend(map(math.log, range(len(_LOGS), n + 1)))
-    return _LOGS
-
-
 def _logaddexp(a: float, b: float) -> float:
     """log(e^a + e^b), without overflow."""
     top = max(a, b)
     if top == -math.inf:
         return -math.inf
     return top + math.log1p(math.exp(-abs(a - b)))
+
+
+def fisher_log_odds_many(
+    sum_log_f: np.ndarray, sum_log_not_f: np.ndarray, clues: np.ndarray
+) -> np.ndarray:
+    """`fisher_log_odds` of many messages (arrays (n,) of the sums and clue counts), equal
+    to it to the bit for each: the series of all the messages are summed side by side in
+    numpy arrays, term after term in the order `log_chi2_sf` and `log_chi2_cdf` take them;
+    exp, log, log1p and lgamma, which numpy computes differently from `math`, are math's
+    (mapped over the values), and every other step is the same IEEE operation either way."""
+    import numpy as np
+
+    sum_log_f = np.asarray(sum_log_f, dtype=np.float64)
+    sum_log_not_f = np.asarray(sum_log_not_f, dtype=np.float64)
+    clues = np.asarray(clues, dtype=np.int64)
+    out = np.zeros(clues.shape, dtype=np.float64)
+    has = np.flatnonzero(clues > 0)
+    if has.size:
+        k = clues[has]
+        ham_m, spam_m = -sum_log_f[has], -sum_log_not_f[has]
+        log_h, log_s = _log_sf_many(ham_m, k), _log_sf_many(spam_m, k)
+        log_not_h, log_not_s = _log_cdf_many(ham_m, k, log_h), _log_cdf_many(spam_m, k, log_s)
+        out[has] = _logaddexp_many(log_not_s, log_h) - _logaddexp_many(log_not_h, log_s)
+    return out
+
+
+def _log_sf_many(m: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """`log_chi2_sf` of each (m, k), k >= 1."""
+    import numpy as np
+
+    out = np.zeros(m.shape)
+    rows = np.flatnonzero(m > 0.0)
+    if rows.size:
+        m, k = m[rows], k[rows]
+        top_j = np.minimum(m, k - 1).astype(np.int64)  # min(k - 1, int(m))
+        total = np.ones(m.shape)
+        _add_terms(total, m, top_j + 1, -1, top_j)  # downwards: times j / m
+        _add_terms(total, m, top_j, 1, k - 1 - top_j)  # upwards: times m / j
+        top = top_j * _math(math.log, m) - _math(math.lgamma, top_j + 1)
+        out[rows] = -m + top + _math(math.log, total)
+    return out
+
+
+def _log_cdf_many(m: np.ndarray, k: np.ndarray, log_q: np.ndarray) -> np.ndarray:
+    """`log_chi2_cdf` of each (m, k) with its ``log_q``."""
+    import numpy as np
+
+    out = np.full(m.shape, -math.inf)
+    low = log_q <= -math.log(2.0)
+    out[low] = _math(math.log1p, -_math(math.exp, log_q[low]))
+    # Q > 1/2: m is below the median of Gamma(k), below k, and the terms fall from j = k on;
+    # were m >= k, they would rise first: such a row is summed by `log_chi2_cdf`
+    rows = np.flatnonzero(~low & (m > 0.0) & (m < k))
+    if rows.size:
+        m_, k_ = m[rows], k[rows]
+        total = np.ones(m_.shape)
+        _add_terms(total, m_, k_, 1, np.full(k_.shape, np.iinfo(np.int64).max))
+        first = k_ * _math(math.log, m_) - _math(math.lgamma, k_ + 1)
+        out[rows] = -m_ + first + _math(math.log, total)
+    for row in np.flatnonzero(~low & (m > 0.0) & (m >= k)):
+        out[row] = log_chi2_cdf(float(m[row]), int(k[row]), float(log_q[row]))
+    return out
+
+
+def _add_terms(
+    total: np.ndarray, m: np.ndarray, base: np.ndarray, sign: int, count: np.ndarray
+) -> None:
+    """Add to ``total`` (n,) the terms of falling series, s = 1 .. ``count`` (n,), one after
+    the other as the scalar loops add them: term_0 = 1 and term_s = term_(s-1) * (j / m)
+    for j = base + 1 - s (``sign`` -1), or * (m / j) for j = base + s (``sign`` 1).
+
+    All the rows' series are taken side by side, a block of steps at a time (16, 32, 64,
+    ... while the block holds at most `_BLOCK` terms), while some row's last term can
+    still change its total: as the terms fall, none
+    after one below `_INVISIBLE` can (where the loops stop), so the totals are those of the
+    loops to the bit. Products and sums are `np.multiply/add.accumulate`, sequential, as
+    the loops' are."""
+    import numpy as np
+
+    rows = np.flatnonzero(count > 0)
+    term = np.ones(rows.size)
+    done, width = 0, 16
+    while rows.size:
+        step = np.arange(done + 1, done + width + 1)[:, None]  # (w, 1): s
+        valid = step <= count[rows]
+        j = base[rows] + sign * step
+        ratio = np.where(valid, j / m[rows] if sign < 0 else m[rows] / j, 0.0)
+        terms = np.multiply.accumulate(np.vstack([term, ratio]), axis=0)[1:]
+        total[rows] = np.add.accumulate(np.vstack([total[rows], terms]), axis=0)[-1]
+        going = terms[-1] >= _INVISIBLE
+        rows, term = rows[going], terms[-1, going]
+        done, width = done + width, max(16, min(2 * width, _BLOCK // max(rows.size, 1)))
+
+
+def _logaddexp_many(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`_logaddexp` of each pair."""
+    import numpy as np
+
+    top = np.maximum(a, b)
+    with np.errstate(invalid="ignore"):
+        gap = -np.abs(a - b)
+    out = top + _math(math.log1p, _math(math.exp, gap))
+    out[top == -math.inf] = -math.inf
+    return out
+
+
+def _math(function, values: np.ndarray) -> np.ndarray:
+    """math's ``function`` of each value (numpy's exp, log, log1p differ from it in the
+    last bit for some values)."""
+    import numpy as np
+
+    return np.fromiter(map(function, values.tolist()), dtype=np.float64, count=values.size)

@@ -8,7 +8,7 @@ posteriors and (two classes) the log-odds of the positive class.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -17,7 +17,7 @@ import numpy as np
 from ..core.sparse import sp
 from ..text.vocabulary import TermIndex
 from . import naive_bayes as nb
-from .fisher import fisher_log_odds
+from .fisher import fisher_log_odds_many
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,20 +88,12 @@ class FisherForm(_Kept):
     def intercept(self) -> np.ndarray:
         return np.zeros(2)
 
-    def predict(
-        self,
-        F: sp.csr_matrix,
-        log_odds_of: Callable[[float, float, int], float] = fisher_log_odds,
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def predict(self, F: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
         """(log posteriors (n, 2), log-odds (n,)) of presence rows F (n, k): for each row the
-        sums of ln f and ln(1 - f) over its clues, and logit(I) from them (by
-        ``log_odds_of``: `fisher_log_odds`, or a function that remembers its values)."""
+        sums of ln f and ln(1 - f) over its clues, and logit(I) from them, all rows at once
+        (`fisher_log_odds_many`: each row's `fisher_log_odds` to the bit)."""
         sums = np.asarray(F @ np.column_stack([self.log_f, self.log_not_f]))
-        clues = np.diff(F.indptr)
-        log_odds = np.array(
-            [log_odds_of(a, b, k) for (a, b), k in zip(sums.tolist(), clues.tolist())],
-            dtype=np.float64,
-        )
+        log_odds = fisher_log_odds_many(sums[:, 0], sums[:, 1], np.diff(F.indptr))
         return nb.log_posterior_two(log_odds, self.positive), log_odds
 
 

@@ -6,7 +6,8 @@ import functools
 import re
 import unicodedata
 import zlib
-from itertools import filterfalse
+from itertools import filterfalse, islice, repeat
+from operator import mod, mul, xor
 
 from ..core.settings import TokenizerConfig
 from ..errors import ConfigError
@@ -318,8 +319,14 @@ def pair_tokens(words: list[str], buckets: int) -> list[str]:
     the vocabulary grows by at most ``buckets`` terms (per tag: ``subject:pair:<n>``),
     where pairs kept whole grew it fivefold. The hash (CRC-32 of each word, combined) is
     the same in every process and on every machine."""
-    codes = [_word_code(w) for w in words if not w.startswith("skip:") and " " not in w]
-    return [f"pair:{(a * 0x9E3779B1 ^ b) % buckets}" for a, b in zip(codes, codes[1:])]
+    joined = "".join(words)  # most lists have neither: then no test of each word
+    if " " in joined or "skip:" in joined:
+        words = [w for w in words if not w.startswith("skip:") and " " not in w]
+    codes = list(map(_word_code, words))
+    # (a * 0x9E3779B1 ^ b) % buckets of each two in a row, by maps in C: twice as quick on
+    # the few words of a header as a comprehension
+    mixed = map(xor, map(mul, codes, repeat(0x9E3779B1)), islice(codes, 1, None))
+    return list(map("pair:%d".__mod__, map(mod, mixed, repeat(buckets))))
 
 
 @functools.lru_cache(maxsize=65536)  # words repeat: most of a text's words are known ones
