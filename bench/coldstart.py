@@ -8,6 +8,7 @@ FOLDER``, from that folder, on models it reads:
 
     python bench/coldstart.py sample_data/new/001.eml small=small.nbm sa=sa.nbm
     python bench/coldstart.py MSG sa=sa.nbm --before ../old-checkout --before-model sa=sa-old.nbm
+    python bench/coldstart.py MSG sa=sa.nbm --filter       # and `nbspam filter -m MODEL`
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ def main() -> None:
     parser.add_argument("message", type=Path, help="the message scored on stdin")
     parser.add_argument("models", nargs="+", help="NAME=MODEL, scored by this checkout")
     parser.add_argument("--runs", type=int, default=21, help="runs of each [default: 21]")
+    parser.add_argument(
+        "--filter", action="store_true", help="also `nbspam filter -m MODEL` on each model"
+    )
     parser.add_argument("--before", type=Path, help="another checkout, run on --before-model")
     parser.add_argument("--before-model", action="append", default=[], help="NAME=MODEL")
     args = parser.parse_args()
@@ -48,16 +52,18 @@ def main() -> None:
     commands: dict[str, tuple[list[str], Path | None]] = {
         "python -c pass": ([python, "-c", "pass"], ROOT)
     }
+    verbs = ["predict", "filter"] if args.filter else ["predict"]
     for spec in args.models:
         name, _, model = spec.partition("=")
-        commands[name] = (
-            [python, "-m", "nbspam", "predict", "-m", str(Path(model).resolve())],
-            ROOT,
-        )
+        for verb in verbs:
+            argv = [python, "-m", "nbspam", verb, "-m", str(Path(model).resolve())]
+            commands[name if verb == "predict" else f"{name} filter"] = (argv, ROOT)
     for spec in args.before_model if args.before is not None else []:
         name, _, model = spec.partition("=")
-        argv = [python, "-m", "nbspam", "predict", "-m", str(Path(model).resolve())]
-        commands[f"{name} (before)"] = (argv, args.before.resolve())
+        for verb in verbs:
+            argv = [python, "-m", "nbspam", verb, "-m", str(Path(model).resolve())]
+            what = name if verb == "predict" else f"{name} filter"
+            commands[f"{what} (before)"] = (argv, args.before.resolve())
     message = args.message.resolve()
     times: dict[str, list[tuple[float, float, float]]] = {name: [] for name in commands}
     for _ in range(args.runs):

@@ -44,7 +44,12 @@ def saved(request, tmp_path_factory, sample_messages, sample_model_path):
         settings = build_settings({"min_count": 2, "event_model": model})
     elif request.param == "complement":  # on counts, normalised: the table holds its weights
         settings = build_settings(
-            {"event_model": "complement", "binary": False, "complement_norm": True, "cutoffs": "-5,5"}
+            {
+                "event_model": "complement",
+                "binary": False,
+                "complement_norm": True,
+                "cutoffs": "-5,5",
+            }
         )
     else:
         settings = build_settings({"event_model": request.param, "cutoffs": "-5,5"})
@@ -129,12 +134,17 @@ def test_a_message_of_many_distinct_terms_is_scored_by_dictionary(saved):
     assert scorer._tables is not None  # one lookup a term, not 5,000 binary searches
 
 
-def test_one_message_on_stdin_imports_neither_numpy_nor_scipy_nor_pathlib_nor_typing(saved):
+@pytest.mark.parametrize("command", [["predict", "-f", "jsonl"], ["filter"]])
+def test_one_message_on_stdin_imports_neither_numpy_nor_scipy_nor_pathlib_nor_typing(
+    saved, command
+):
     model, path = saved
+    if command[0] == "filter" and not model.is_binary:
+        pytest.skip("filter scores with two-class models only")
     unneeded = [m for m in NOT_ON_THE_PATH if model.training.event_model not in m]
     probe = (
         "import sys, runpy\n"
-        f"sys.argv = ['nbspam', 'predict', '-m', {str(path)!r}, '-f', 'jsonl']\n"
+        f"sys.argv = ['nbspam', {command[0]!r}, '-m', {str(path)!r}, *{command[1:]!r}]\n"
         "try:\n    runpy.run_module('nbspam', run_name='__main__')\n"
         "except SystemExit:\n    pass\n"
         "print(sorted(m for m in ('numpy', 'scipy') if m in sys.modules))\n"
@@ -150,7 +160,11 @@ def test_one_message_on_stdin_imports_neither_numpy_nor_scipy_nor_pathlib_nor_ty
         .stdout.decode()
         .splitlines()
     )
-    assert json.loads(out[0])["path"] == "-"
+    if command[0] == "predict":
+        assert json.loads(out[0])["path"] == "-"
+    else:  # the message, its verdict header first
+        assert out[0].startswith("X-Nbspam-Status: ") and len(out) > 5
+    out = out[-5:]  # what the probe printed after the command
     assert out[1] == "[]"
     # nor pathlib (with urllib.parse and ipaddress, a tenth of the start), nor the journal's
     # module where the model has no journal
@@ -158,7 +172,7 @@ def test_one_message_on_stdin_imports_neither_numpy_nor_scipy_nor_pathlib_nor_ty
     # nor dataclasses with inspect (ast, dis, tokenize) nor typing: nearly a `python -c pass`
     assert out[3] == "[]"
     # nor the readers of files, folders and tables, nor what a fisher model, an explanation
-    # or a training summary needs
+    # or a training summary needs, nor (filter) the folders' moves, state and lock
     assert out[4] == "[]"
 
 
@@ -167,6 +181,11 @@ NOT_ON_THE_PATH = (
     "shlex",
     "nbspam.mail.messages",
     "nbspam.mail.mbox",
+    "nbspam.mail.table_rows",
+    "nbspam.service.mailstore",
+    "nbspam.store.lock",
+    "shutil",
+    "tempfile",
     "nbspam.service.explanation_text",
     "nbspam.models.fisher",  # but for a fisher model
 )

@@ -237,9 +237,20 @@ class Folds:
             held = fold == k
             if data.copies is not None:  # a message repeated in the training part counts once
                 held = held | repeats(data.copies, fold != k)
-            less = nb.class_counts(data.X[held], self.y[held], len(self.counts.labels))
-            cols = np.flatnonzero(less[2].any(axis=0))  # kept for the fold's own terms only
-            self._held[k] = less[0], cols, less[1][:, cols], less[2][:, cols]
+            # summed over the fold's own terms (the columns its rows hold), not the whole
+            # vocabulary: a fold's temporaries are the fold's size, not the model's
+            X = data.X[held]
+            held_cols = np.zeros(X.shape[1], bool)
+            held_cols[X.indices] = True
+            cols = np.flatnonzero(held_cols)
+            local = np.zeros(X.shape[1], np.int32)
+            local[cols] = np.arange(cols.size)
+            own = sp.csr_matrix((X.data, local[X.indices], X.indptr), shape=(X.shape[0], cols.size))
+            less = nb.class_counts(own, self.y[held], len(self.counts.labels))
+            # as int32 where they fit (half the memory of the five folds' sums kept)
+            held_type = np.int32 if less[1].max(initial=0) < 2**31 else np.int64
+            term_less, doc_less = (a.astype(held_type) for a in less[1:])
+            self._held[k] = less[0], cols.astype(np.int32), term_less, doc_less
         class_less, cols, term_less, doc_less = self._held[k]
         totals = self.counts
         term_count, doc_count = totals.term_count.copy(), totals.doc_count.copy()

@@ -30,8 +30,9 @@ def train(
     at most `model.CV_ROWS` of them) are kept, and `selection.internal_cv` chooses the
     settings and gives the cutoffs and calibration from an internal cross-validation of
     them, each fold scored by a model of all the other messages. Without calibration only
-    cutoffs given in the settings are set. Either way memory is bounded by the model, not by
-    the number of messages. The choice of auto and the candidates it tried are kept in the
+    cutoffs given in the settings are set. Either way memory follows the vocabulary (the
+    model) and the sample, and grows with the number of messages only by a digest and a date
+    each (docs/speed.md, "Memory"). The choice of auto and the candidates it tried are kept in the
     model's ``info["auto"]``.
     """
     cfg = settings.training

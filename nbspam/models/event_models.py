@@ -21,7 +21,6 @@ if TYPE_CHECKING:  # numpy is imported by the maths, not here: the one-message p
     import numpy as np
 
     from ..core.settings import TrainConfig
-    from ..text.counts import ClassCounts
     from .scoring_forms import FisherForm, LinearForm
 
     # a type only: Protocol is typing's, which the one-message path does not import
@@ -53,7 +52,7 @@ class EventModel:
         raise NotImplementedError
 
     def linear(
-        self, counts: ClassCounts, log_prior: np.ndarray, cfg: TrainConfig
+        self, counts: KeptCounts, log_prior: np.ndarray, cfg: TrainConfig
     ) -> tuple[np.ndarray, np.ndarray]:
         """(coef (C, k), intercept (C,)) from the counts over the kept terms (k of them)."""
         raise NotImplementedError
@@ -62,24 +61,47 @@ class EventModel:
         """The scoring form of ``model`` over its kept terms (columns ``kept`` of its
         vocabulary): here, a naive Bayes model's linear form, with the class prior, and for
         two classes the log-odds weights and bias."""
-        from ..text.counts import ClassCounts
         from . import naive_bayes as nb
         from .scoring_forms import LinearForm
 
         cfg = model.training
         log_prior = nb.class_log_prior(model.class_count, nb.prior_weights(cfg.prior, model.labels))
-        # the counts of the kept columns; the linear forms read only the numbers, so the
-        # kept terms are not named here (an online evaluation derives forms many times)
-        counts = ClassCounts(
-            model.labels, (), model.class_count, model.term_count[:, kept], model.doc_count[:, kept]
-        )
-        coef, intercept = self.linear(counts, log_prior, cfg)
+        coef, intercept = self.linear(KeptCounts(model, kept), log_prior, cfg)
         positive = model.positive_index if model.is_binary else None
         weights = bias = None
         if positive is not None:
             weights, bias = nb.pair_weights(coef, intercept, positive, 1 - positive)
         presence = self.presence(cfg)
         return LinearForm(kept, model.terms, coef, intercept, presence, weights, bias, positive)
+
+
+class KeptCounts:
+    """A model's counts over its kept columns, as `ClassCounts` names them, each array of
+    counts taken when read: an event model reads one of the two, and a copy of the other
+    would be the size of the model's counts for nothing. The terms are not named (the
+    linear forms read only the numbers)."""
+
+    __slots__ = ("_model", "_kept")
+    terms = ()
+
+    def __init__(self, model: Counted, kept: np.ndarray) -> None:
+        self._model, self._kept = model, kept
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return self._model.labels
+
+    @property
+    def class_count(self) -> np.ndarray:
+        return self._model.class_count
+
+    @property
+    def term_count(self) -> np.ndarray:
+        return self._model.term_count[:, self._kept]
+
+    @property
+    def doc_count(self) -> np.ndarray:
+        return self._model.doc_count[:, self._kept]
 
 
 class Multinomial(EventModel):
@@ -92,14 +114,14 @@ class Multinomial(EventModel):
         return cfg.binary
 
     def linear(
-        self, counts: ClassCounts, log_prior: np.ndarray, cfg: TrainConfig
+        self, counts: KeptCounts, log_prior: np.ndarray, cfg: TrainConfig
     ) -> tuple[np.ndarray, np.ndarray]:
         from . import naive_bayes as nb
 
         return nb.multinomial_linear(self.occurrences(counts, cfg), log_prior, cfg.alpha)
 
     @staticmethod
-    def occurrences(counts: ClassCounts, cfg: TrainConfig) -> np.ndarray:
+    def occurrences(counts: KeptCounts, cfg: TrainConfig) -> np.ndarray:
         """(C, k): the messages holding each word (``binary``), else its occurrences."""
         return counts.doc_count if cfg.binary else counts.term_count
 
@@ -114,7 +136,7 @@ class Bernoulli(EventModel):
         return True
 
     def linear(
-        self, counts: ClassCounts, log_prior: np.ndarray, cfg: TrainConfig
+        self, counts: KeptCounts, log_prior: np.ndarray, cfg: TrainConfig
     ) -> tuple[np.ndarray, np.ndarray]:
         from . import naive_bayes as nb
 
@@ -131,7 +153,7 @@ class Complement(Multinomial):
     name = "complement"
 
     def linear(
-        self, counts: ClassCounts, log_prior: np.ndarray, cfg: TrainConfig
+        self, counts: KeptCounts, log_prior: np.ndarray, cfg: TrainConfig
     ) -> tuple[np.ndarray, np.ndarray]:
         from . import naive_bayes as nb
 

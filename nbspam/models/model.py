@@ -32,6 +32,7 @@ from ..text.vocabulary import (
     mutual_information,
     pair_terms,
     renumber,
+    rows_over,
     select_terms,
     sorted_order,
     stack_in_order,
@@ -358,7 +359,10 @@ class SampledRows:
             for (Y, y, n), (k, d) in zip(self.chunks, self.ranks):
                 keep = ~drop[at : at + len(y)]
                 at += len(y)
-                if keep.any():
+                if keep.all():  # not copied again: a chunk's rows are copied when they go
+                    chunks.append((Y, y, n))
+                    ranks.append((k, d))
+                elif keep.any():
                     chunks.append((Y[keep], [v for v, t in zip(y, keep.tolist()) if t], n[keep]))
                     ranks.append((k[keep], d[keep]))
             self.chunks, self.ranks = chunks, ranks
@@ -368,8 +372,13 @@ class SampledRows:
         return np.concatenate([numbers for _, _, numbers in self.chunks])
 
     def matrix(self) -> tuple[sp.csr_matrix, list[str]]:
-        """(X (n, d) over the sorted terms, the sorted terms)."""
-        return stack_in_order([X for X, _, _ in self.chunks], self.order), list(self.terms)
+        """(X (n, d) over the sorted terms, the sorted terms). The rows are then kept as X
+        alone (one chunk over the sorted terms), not twice."""
+        X = stack_in_order([X for X, _, _ in self.chunks], self.order)
+        if self.chunks:
+            self.chunks = [(X, self.labels, self.numbers())]
+            self.order = np.arange(len(self.terms))
+        return X, list(self.terms)
 
 
 def fit_messages(
@@ -408,32 +417,38 @@ def fit_counted(
     if not counts.labels:
         raise TrainingError("no messages to train on")
     total = counts.totals()
+    del counts  # the vocabulary's dictionary: the terms are kept in their sorted tuple
     order = sorted_order(total.terms)
     info = {
         "created": utc_timestamp(),
         "seconds": round(time.perf_counter() - counted.started, 3),
         "duplicates": counted.duplicates,
     }
-    total = total.in_order(terms=order)
-    if rows is not None:
-        rows.terms, rows.order, rows.totals = total.terms, order, total
-    return from_counts(
+    # labels and terms sorted at once: the model holds these arrays, not another copy
+    total = total.in_order(sorted(range(len(total.labels)), key=total.labels.__getitem__), order)
+    model = from_counts(
         total, settings, info, counted.seen, sorted_terms=True, default_time=int(time.time())
     )
+    if rows is not None:
+        rows.terms, rows.order, rows.totals = total.terms, order, model.counts
+    return model
 
 
 class ClassCountsBuilder:
     """`ClassCounts` built up from `ChunkCounts` a chunk at a time (mutable; labels and terms
-    in order of arrival); ``totals()`` gives the value."""
+    in order of arrival); ``totals()`` gives the value.
+
+    A chunk's counts are summed over its own terms and added in place to the totals, whose
+    arrays grow by doubling: the work and the temporaries of a chunk are those of its
+    terms, not of the whole vocabulary (a new pair of vocabulary-wide arrays a chunk, ever
+    larger, left the allocator with more free holes than counts)."""
 
     def __init__(self) -> None:
         self.index = TermIndex()
         self.labels: dict[str, int] = {}
-        self._totals = [
-            np.zeros(0, np.int64),
-            np.zeros((0, 0), np.int64),
-            np.zeros((0, 0), np.int64),
-        ]
+        self._class = np.zeros(0, np.int64)
+        self._term = np.zeros((0, 0), np.int64)
+        self._doc = np.zeros((0, 0), np.int64)
 
     def add(self, messages: Sequence[Message], tokenizer: TokenizerConfig) -> sp.csr_matrix:
         """Count a chunk of labelled messages; returns its count rows (over ``index``)."""
@@ -442,19 +457,40 @@ class ClassCountsBuilder:
 
     def add_counts(self, counted: ChunkCounts, labels: Sequence[str]) -> sp.csr_matrix:
         """Add a counted chunk with the label of each row; returns its rows over ``index``."""
-        X = renumber(counted, self.index, grow=True)
+        cols = self.index.columns(counted.terms, grow=True)
         y = np.array(
             [self.labels.setdefault(label, len(self.labels)) for label in labels], np.int64
         )
-        part = nb.class_counts(X, y, len(self.labels))
-        self._totals = [_grow(total, p.shape) + p for total, p in zip(self._totals, part)]
-        return X
+        self._reserve(len(self.labels), len(self.index))
+        own = rows_over(counted, np.arange(len(cols)), len(cols))  # over the chunk's terms
+        class_count, term_count, doc_count = nb.class_counts(own, y, len(self.labels))
+        c = len(self.labels)
+        self._class[:c] += class_count
+        self._term[:c, cols] += term_count
+        self._doc[:c, cols] += doc_count
+        return rows_over(counted, cols, len(self.index))
+
+    def _reserve(self, c: int, d: int) -> None:
+        """Room for c labels and d terms (doubling the terms' room when it runs out)."""
+        rows, room = self._term.shape
+        if c <= rows and d <= room:
+            return
+        rows, room = max(c, rows), room if d <= room else max(d, 2 * room, 1024)
+        self._class = _grow(self._class, (rows,))
+        self._term = _grow(self._term, (rows, room))
+        self._doc = _grow(self._doc, (rows, room))
 
     def totals(self) -> ClassCounts:
-        """The counts of all the chunks, labels and terms in order of arrival."""
-        shape_c, shape_cd = (len(self.labels),), (len(self.labels), len(self.index))
-        cc, tc, dc = (_grow(t, s) for t, s in zip(self._totals, (shape_c, shape_cd, shape_cd)))
-        return ClassCounts(tuple(self.labels), tuple(self.index.terms), cc, tc, dc)
+        """The counts of all the chunks, labels and terms in order of arrival (views of
+        the builder's arrays)."""
+        c, d = len(self.labels), len(self.index)
+        return ClassCounts(
+            tuple(self.labels),
+            tuple(self.index.terms),
+            self._class[:c],
+            self._term[:c, :d],
+            self._doc[:c, :d],
+        )
 
 
 def utc_timestamp() -> str:

@@ -27,36 +27,27 @@ autolearn never overrides what a person taught. What it does to accuracy is meas
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from contextlib import contextmanager
 
 from .. import __version__
-from ..core.jsonl import json_line
+from ..core.record import Record
 from ..core.settings import HEADER_STYLES, header_style_from
 from ..errors import EXIT_SKIPPED, FilterError, InputError, NbspamError, os_reason
-from ..mail.headers import add_headers, message_digest, one_line
+from ..mail.headers import add_headers, one_line
 from ..mail.message import BINARY, EMPTY, MAX_MESSAGE_BYTES, Message, Problems, is_binary, is_empty
-from ..mail.messages import folder_files, maildir_part, read_file, read_messages
 from ..models.decision import UNSURE, Prediction
-from ..store.lock import DEFAULT_TIMEOUT, model_lock
-from .mailstore import (
-    Destination,
-    FilterState,
-    find_copy,
-    finish_move,
-    holds,
-    move_message,
-    open_destination,
-    remove_leftovers,
-)
 
-if TYPE_CHECKING:  # the one-message path must not import numpy
+# The one message on stdin (`filter_stdin`) needs none of the folders' modules (the mail
+# readers, the moves and the state, the lock, the report's JSON): those are imported where
+# the folders are filtered, and the types here are for type checkers only, as numpy is.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
     from .array_scoring import ArrayScorer, ModelScorer
+    from .mailstore import Destination, FilterState
 
 SPAM, HAM = "spam", "ham"
 KINDS = (SPAM, UNSURE, HAM)
@@ -133,15 +124,15 @@ AUTOLEARN_SPAM = 0.999
 AUTOLEARN_HAM = 0.001
 
 
-@dataclass(frozen=True)
-class Autolearn:
+class Autolearn(Record):
     """Learn a message whose calibrated probability of spam is at least ``spam`` as the
     positive label, one at most ``ham`` as the negative label."""
 
     spam: float = AUTOLEARN_SPAM
     ham: float = AUTOLEARN_HAM
 
-    def __post_init__(self) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         if not 0.0 <= self.ham < 0.5 < self.spam <= 1.0:
             raise FilterError(
                 "the autolearn thresholds need 0 <= ham threshold < 0.5 < spam threshold "
@@ -223,6 +214,8 @@ def filter_stdin(
             output, error = data, _one_line_error(exc)
     stdout.write(output)
     if len(data) > MAX_MESSAGE_BYTES:
+        import shutil
+
         shutil.copyfileobj(stdin, stdout, 1 << 16)
         if error is None:
             print(f"note: -: scored the first {MAX_MESSAGE_BYTES >> 20} MiB", file=sys.stderr)
@@ -299,8 +292,7 @@ def with_header(data: bytes, prediction: Prediction, kind: str, style: str = "nb
 # -- finding the messages ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class MessageFile:
+class MessageFile(Record):
     """A message file to filter; ``sub`` is 'new' or 'cur' inside a Maildir, else None."""
 
     path: str
@@ -315,6 +307,8 @@ def message_files(
     path; a symbolic link only where it stays in the path, as `folder_files` says), or a
     single message file (the file its link leads to, where it is one). An mbox is refused:
     its messages cannot be moved one by one safely."""
+    from ..mail.messages import folder_files, maildir_part
+
     for path in paths:
         if os.path.isdir(path):
             for found, part in folder_files(path, problems, skip=skip):
@@ -333,6 +327,8 @@ def message_files(
 
 def _holds_several(path: str) -> bool:
     """True if the file ``path`` is read as several messages (an mbox or a table)."""
+    from ..mail.messages import read_messages
+
     first = next(iter(read_messages([path], Problems())), None)
     return first is not None and first.id != path
 
@@ -340,6 +336,8 @@ def _holds_several(path: str) -> bool:
 def _read_message(path: str, problems: Problems) -> Message | None:
     """The message in the file ``path``; None (reported) if it cannot be read, holds
     several messages or is a symbolic link now (put there since it was listed)."""
+    from ..mail.messages import read_file
+
     found = read_file(path, problems)
     message = next(found, None)
     found.close()
@@ -352,17 +350,14 @@ def _read_message(path: str, problems: Problems) -> Message | None:
 # -- a run over folders -----------------------------------------------------------------------
 
 
-@dataclass
 class Summary:
-    """What a run did: messages new to it, skipped as filtered before, moved, kept, failed."""
+    """What a run did: messages new to it, skipped as filtered before, moved, kept, failed;
+    with autolearn, ``autolearned``: the messages sure enough to learn, each with the label
+    to learn."""
 
-    new: int = 0
-    skipped: int = 0
-    moved: int = 0
-    kept: int = 0
-    errors: int = 0
-    autolearned: list[Message] = field(default_factory=list)
-    """With autolearn: the messages sure enough to learn, each with the label to learn."""
+    def __init__(self) -> None:
+        self.new = self.skipped = self.moved = self.kept = self.errors = 0
+        self.autolearned: list[Message] = []
 
     def line(self, *, dry_run: bool = False) -> str:
         moved = "would be moved" if dry_run else "moved"
@@ -372,11 +367,11 @@ class Summary:
         )
 
 
-Report = Callable[[dict[str, Any]], None]
+if TYPE_CHECKING:
+    Report = Callable[[dict[str, Any]], None]
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(Record):
     """How to filter: a destination per verdict kind (spam / unsure / ham), dry run or not."""
 
     destinations: Mapping[str, Destination]
@@ -393,7 +388,7 @@ def filter_folders(
     problems: Problems | None = None,
     report: Report | None = None,
     progress: Callable[[int], None] | None = None,
-    lock_timeout: float = DEFAULT_TIMEOUT,
+    lock_timeout: float | None = None,
     jobs: int = 1,
     autolearn: Autolearn | None = None,
     model_path: str | None = None,
@@ -411,6 +406,11 @@ def filter_folders(
     learns them: `learn_confident`; a dry run lists them too). The state file and its lock
     are made with the permissions of the file at ``model_path`` (`safefiles`).
     """
+    from contextlib import nullcontext
+
+    from ..store.lock import DEFAULT_TIMEOUT, model_lock
+    from .mailstore import FilterState, open_destination, remove_leftovers
+
     require_two_classes(scorer.labels)
     unknown = set(moves) - set(KINDS)
     if unknown:
@@ -421,7 +421,8 @@ def filter_folders(
     run = _Run(scorer, Plan(destinations, dry_run), problems or Problems(), report, progress)
     run.autolearn = autolearn
     beside = model_path or state_path
-    locked = model_lock(state_path, timeout=lock_timeout, beside=beside)
+    timeout = DEFAULT_TIMEOUT if lock_timeout is None else lock_timeout
+    locked = model_lock(state_path, timeout=timeout, beside=beside)
     with nullcontext() if dry_run else locked:
         state = FilterState(state_path, write=not dry_run, beside=beside)
         try:
@@ -452,6 +453,8 @@ class _Run:
         self.progress = progress or (lambda n: None)
         self.summary = Summary()
         self.problems = _ReportedProblems(problems, self._failed)
+        from collections import deque
+
         self.pending: deque[tuple[MessageFile, bytes]] = deque()  # read, not yet scored
         self.queued: set[bytes] = set()  # their digests
         self.autolearn: Autolearn | None = None
@@ -476,6 +479,8 @@ class _Run:
     def _new_messages(self, files: Iterable[MessageFile], state: FilterState) -> Iterator[Message]:
         """The messages not filtered before (nor waiting in this run's chunk), each noted in
         ``pending`` with its file and digest."""
+        from ..mail.headers import message_digest
+
         for file in files:
             message = _read_message(file.path, self.problems)
             if message is None:
@@ -515,6 +520,8 @@ class _Run:
         self, file: MessageFile, digest: bytes, destination: Destination | None
     ) -> tuple[str, str | None]:
         """(action, where the message is or would be) for one scored message."""
+        from .mailstore import find_copy, finish_move, holds, move_message
+
         copy = find_copy(file.path, file.sub, digest, self.plan.destinations.values())
         if copy is not None:  # an interrupted run got this far: finish its move
             if not self.plan.dry_run:
@@ -570,6 +577,8 @@ def report_writer(path: str | None, *, stdout: Callable[[str], None]) -> Iterato
     if path is None:
         yield None
         return
+    from ..core.jsonl import json_line
+
     if path == "-":
         yield lambda record: stdout(json_line(record))
         return

@@ -83,22 +83,25 @@ class ClassCounts:
         self, labels: Sequence[int] | None = None, terms: Sequence[int] | np.ndarray | None = None
     ) -> ClassCounts:
         """The counts with their labels, and their terms, taken in the given orders
-        (positions; None keeps an axis as it is)."""
+        (positions; None keeps an axis as it is): the same value where neither order
+        changes anything, else new arrays."""
+        if _same(labels, len(self.labels)) and _same(terms, len(self.terms)):
+            return self
         rows = np.arange(len(self.labels)) if labels is None else np.asarray(labels, np.int64)
-        class_count, term_count, doc_count = (
-            self.class_count[rows],
-            self.term_count[rows],
-            self.doc_count[rows],
-        )
-        new_terms = self.terms
-        if terms is not None:
-            cols = np.asarray(terms, np.int64)
-            term_count, doc_count = term_count[:, cols], doc_count[:, cols]
-            new_terms = tuple(map(self.terms.__getitem__, cols.tolist()))
+        cols = np.arange(len(self.terms)) if terms is None else np.asarray(terms, np.int64)
+        pick = np.ix_(rows, cols)  # one copy of each array, whichever axes move
         return ClassCounts(
             tuple(self.labels[i] for i in rows.tolist()),
-            new_terms,
-            np.ascontiguousarray(class_count),
-            np.ascontiguousarray(term_count),
-            np.ascontiguousarray(doc_count),
+            self.terms if terms is None else tuple(map(self.terms.__getitem__, cols.tolist())),
+            self.class_count[rows],
+            np.ascontiguousarray(self.term_count[pick]),
+            np.ascontiguousarray(self.doc_count[pick]),
         )
+
+
+def _same(order: Sequence[int] | np.ndarray | None, n: int) -> bool:
+    """Whether the positions ``order`` (None: all, as they are) leave n items as they are."""
+    if order is None:
+        return True
+    order = np.asarray(order, np.int64)
+    return order.shape == (n,) and bool((order == np.arange(n)).all())

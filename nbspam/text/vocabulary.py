@@ -78,18 +78,23 @@ def renumber(counted: ChunkCounts, index: TermIndex, *, grow: bool) -> sp.csr_ma
     With ``grow`` new terms get new columns (in the order of ``counted.terms``); without,
     the counts of terms ``index`` lacks are dropped.
     """
-    cols = index.columns(counted.terms, grow=grow)
+    return rows_over(counted, index.columns(counted.terms, grow=grow), len(index))
+
+
+def rows_over(counted: ChunkCounts, cols: np.ndarray, width: int) -> sp.csr_matrix:
+    """`renumber`'s rows, the chunk's terms being the columns ``cols`` (-1: dropped) of
+    ``width``."""
     indices = cols[np.frombuffer(counted.cols, np.int32)]
     data = np.frombuffer(counted.counts, np.int32).astype(np.int64)
     sizes = np.frombuffer(counted.sizes, np.int32)
-    if not grow and (indices < 0).any():
+    if (indices < 0).any():
         known = indices >= 0
         rows = np.repeat(np.arange(sizes.size), sizes)
         sizes = np.bincount(rows[known], minlength=sizes.size)
         indices, data = indices[known], data[known]
     indptr = np.zeros(sizes.size + 1, np.int64)
     np.cumsum(sizes, out=indptr[1:])
-    return sp.csr_matrix((data, indices, indptr), shape=(sizes.size, len(index)))
+    return sp.csr_matrix((data, indices, indptr), shape=(sizes.size, width))
 
 
 def _stack(blocks: Sequence[sp.csr_matrix], width: int) -> sp.csr_matrix:
@@ -128,10 +133,10 @@ def stack_in_order(blocks: Sequence[sp.csr_matrix], order: np.ndarray) -> sp.csr
     ``order``, which is cheaper than a column selection; each row keeps its indices in the
     order of its blocks (for `renumber`'s rows, the order in which its terms first appear),
     so that a product sums a row in the order `model.score` and the scoring table do."""
-    rank = np.empty(len(order), np.int64)
+    # int32 where they fit, as scipy stores them: no int64 copy of every index on the way
+    rank = np.empty(len(order), np.int32 if len(order) < 2**31 else np.int64)
     rank[order] = np.arange(len(order))
     X = _stack(blocks, len(order))
-    # scipy stores the indices as int32 where they fit, half the memory of int64
     return sp.csr_matrix((X.data, rank[X.indices], X.indptr), shape=X.shape)
 
 
