@@ -65,3 +65,20 @@ def test_counting_workers_import_neither_numpy_nor_scipy():
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     n = len(list(read_labelled([str(SAMPLE / "train")], Problems())))
     assert out.stdout.split() == [str(n), str(n), "[]"]
+
+
+def _ctrl_c_held_back(context, work):
+    import signal
+
+    return signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, set())
+
+
+def test_workers_are_born_deaf_to_ctrl_c():
+    """Ctrl-C reaches the whole process group: a worker forked before its initializer ignored
+    it died of it, and the pool forked a replacement that outlived the command (holding its
+    output open, so that a pipe reading it never ended). Workers are forked with it held
+    back, and so are the replacements the pool forks from its own thread."""
+    from nbspam.core.parallel import imap_ordered
+
+    results = imap_ordered(_ctrl_c_held_back, None, [(n, n) for n in range(6)], jobs=2)
+    assert [held for _, held in results] == [True] * 6

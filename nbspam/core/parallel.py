@@ -47,9 +47,16 @@ def imap_ordered(
     head = list(islice(it, 2))
     if jobs <= 1 or len(head) < 2 or "fork" not in multiprocessing.get_all_start_methods():
         return ((tag, func(context, work)) for tag, work in chain(head, it))
-    pool = multiprocessing.get_context("fork").Pool(
-        jobs, initializer=_set_context, initargs=(context,)
-    )
+    # Ctrl-C is held back while the workers are forked: a worker that got it before its
+    # initializer ignores it would die, and the pool would fork a replacement that outlives
+    # this process. Held back, not lost: it arrives as the mask is restored.
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        pool = multiprocessing.get_context("fork").Pool(
+            jobs, initializer=_set_context, initargs=(context,)
+        )
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
     try:
         pending = deque(
             (tag, pool.apply_async(_call, (func, work)))
