@@ -76,6 +76,8 @@ def log_chi2_sf(m: float, k: int) -> float:
         raise ValueError("a chi-square tail needs at least one clue (k >= 1)")
     if m <= 0.0:
         return 0.0
+    if m == math.inf:  # a clue of f = 0 or 1 exactly: the tail is 0 (the series never ends)
+        return -math.inf
     top_j = min(k - 1, int(m))
     total, term, j = 1.0, 1.0, top_j  # term: e^(t_j - t_j*)
     while j > 0:  # downwards: t_(j-1) = t_j + ln j - ln m
@@ -172,7 +174,8 @@ def _log_sf_many(m: np.ndarray, k: np.ndarray) -> np.ndarray:
     import numpy as np
 
     out = np.zeros(m.shape)
-    rows = np.flatnonzero(m > 0.0)
+    out[m == math.inf] = -math.inf
+    rows = np.flatnonzero((m > 0.0) & (m < math.inf))
     if rows.size:
         m, k = m[rows], k[rows]
         top_j = np.minimum(m, k - 1).astype(np.int64)  # min(k - 1, int(m))
