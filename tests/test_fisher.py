@@ -287,9 +287,7 @@ def test_an_infinite_sum_of_logs_ends_and_scores_as_its_limit():
         " np.array([-math.inf, -math.inf]), np.array([1, 3]))\n"
         "print(many.tolist(), fisher_log_odds(-1.0, -math.inf, 1))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=30
-    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
     many, one = done.stdout.rsplit("] ", 1)
     expected = math.log((1 + math.exp(-1)) / (1 - math.exp(-1)))  # H = e^-1, S = 0
