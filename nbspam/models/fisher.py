@@ -25,7 +25,7 @@ MIN_DEV = 0.375
 #: A term of a series below 2^-53 of its largest, 1, leaves the sum (at least 1) unchanged:
 #: it is less than half the spacing of floats there.
 _INVISIBLE = 2.0**-53
-#: The most terms `fisher_log_odds_many` holds in an array at once, beyond 16 a message.
+#: The most terms `fisher_log_odds_many` holds in an array at once.
 _BLOCK = 1 << 18
 
 
@@ -159,8 +159,10 @@ def fisher_log_odds_many(
     sum_log_not_f = np.asarray(sum_log_not_f, dtype=np.float64)
     clues = np.asarray(clues, dtype=np.int64)
     out = np.zeros(clues.shape, dtype=np.float64)
-    has = np.flatnonzero(clues > 0)
-    if has.size:
+    messages = np.flatnonzero(clues > 0)
+    # _BLOCK // 16 messages at a time: a block of steps is at least 16 a message
+    for start in range(0, messages.size, _BLOCK // 16):
+        has = messages[start : start + _BLOCK // 16]
         k = clues[has]
         ham_m, spam_m = -sum_log_f[has], -sum_log_not_f[has]
         log_h, log_s = _log_sf_many(ham_m, k), _log_sf_many(spam_m, k)
