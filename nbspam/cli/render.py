@@ -272,9 +272,11 @@ def auto_lines(auto: dict[str, Any]) -> list[str]:
         ]
     from ..fit.selection import MARGIN_CHANGE, MARGIN_MODEL, TIE
 
+    dated = "date" in auto.get("criterion", "")
     lines = [
         f"event model: {auto['chosen']}, chosen by cross-validation ({auto['folds']} folds of "
-        f"{auto['messages']:,} messages)",
+        f"{auto['messages']:,} messages)"
+        + (" and a split by date (each ROC AUC the mean of the two)" if dated else ""),
         "  error: the share of message pairs ranked the wrong way round (1 - ROC AUC); another "
         f"event model must remove {MARGIN_MODEL:.0%} of the best error, a change "
         f"{MARGIN_CHANGE:.0%}",

@@ -11,7 +11,10 @@ the columns or a setting of the maths, never a second tokenization. The judge is
 out-of-fold ROC AUC (for more than two classes, the mean of each class's
 one-against-the-rest AUC), and a candidate replaces the best only where it removes a clear
 share of its error (`better`): a choice that flips with the sample costs more than it gains,
-as pooled scores of models that differ fold by fold rank worse together. The winner's
+as pooled scores of models that differ fold by fold rank worse together. Where at least
+`DATED` messages of each label carry a date, cross-validation mixes old and new mail, so
+each candidate is also judged on a split by date (`date_split`: each label's newer half
+scored by a model of the rest), and its AUC is the mean of the two. The winner's
 out-of-fold scores give the cutoffs and calibration, so choosing costs one
 cross-validation per candidate and nothing else.
 """
@@ -33,7 +36,14 @@ from ..text.counts import ClassCounts
 from ..text.tokenizer import load_stop_words
 from . import metrics
 from .calibration import DRIFT, drift_from_dates, rule_from_scores
-from .crossval import Folds, Scores, Tokenized, cross_validate_matrix, stratified_split
+from .crossval import (
+    Folds,
+    Scores,
+    Tokenized,
+    cross_validate_matrix,
+    score_split,
+    stratified_split,
+)
 
 #: The seed of the folds every candidate is cross-validated on.
 SEED = 42
@@ -46,6 +56,8 @@ MARGIN_CHANGE = 0.2
 #: The other smoothings tried on a linear winner, and the strengths s on a Fisher winner.
 ALPHAS = (0.1, 0.5, 1.0)
 STRENGTHS = (0.05, 0.2, 0.5)
+#: The least dated messages of each label for auto to judge candidates on a split by date.
+DATED = 200
 
 
 @dataclass(frozen=True)
@@ -58,13 +70,16 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Tried:
-    """A candidate and its out-of-fold AUC (None: it could not be trained, ``note`` says
-    why)."""
+    """A candidate and the AUC it was judged by (None: it could not be trained, ``note``
+    says why): its out-of-fold AUC, or where the messages carry dates the mean of that
+    (``folds_auc``) and the AUC on the split by date (``date_auc``)."""
 
     name: str
     changes: dict[str, Any]
     auc: float | None
     note: str = ""
+    folds_auc: float | None = None
+    date_auc: float | None = None
 
 
 @dataclass(frozen=True)
@@ -91,14 +106,22 @@ class Choice:
         return {
             "chosen": self.chosen,
             "event_model": self.training.event_model,
-            "criterion": "pooled out-of-fold ROC AUC",
+            "criterion": self.criterion,
             "messages": self.messages,
             "folds": self.folds,
             "candidates": [
                 {"name": t.name, "settings": _plain(t.changes), "auc": t.auc, "note": t.note}
+                | ({} if t.date_auc is None else {"folds_auc": t.folds_auc, "date_auc": t.date_auc})
                 for t in self.tried
             ],
         }
+
+    @property
+    def criterion(self) -> str:
+        """What the candidates were judged by."""
+        if any(t.date_auc is not None for t in self.tried):
+            return "mean of the pooled out-of-fold ROC AUC and the ROC AUC of a split by date"
+        return "pooled out-of-fold ROC AUC"
 
 
 def first_round(binary: bool) -> list[Candidate]:
@@ -192,7 +215,7 @@ def internal_cv(
             return Choice(cfg, None)
         scores = cross_validate_matrix(data, settings, folds=folds, totals=totals)
         return decided(Choice(cfg, None, scores=scores), data, settings, times, folds)
-    choice = choose(data, settings, totals, folds=folds, binary=binary)
+    choice = choose(data, settings, totals, folds=folds, binary=binary, times=times)
     return decided(choice, data, settings, times, folds) if binary else choice
 
 
@@ -216,15 +239,19 @@ def choose(
     *,
     folds: int,
     binary: bool,
+    times: np.ndarray | None = None,
 ) -> Choice:
-    """auto's choice (`internal_cv`): each candidate cross-validated on the same folds; the
-    first round's event models, then the changes of the second round on its winner."""
+    """auto's choice (`internal_cv`): each candidate cross-validated on the same folds (and
+    where the messages' ``times`` allow, scored on the same `date_split`); the first
+    round's event models, then the changes of the second round on its winner."""
     cfg = settings.training
     stop_words = cfg.stop_words or load_stop_words("english", settings.tokenizer)
     base = cfg.replace(stop_words=())
     tried: list[Tried] = []
     # the counts of each fold's rest, its test rows and Fisher's log-odds, for every candidate
     shared = Folds(data, stratified_split(data.labels, folds, SEED)[0], totals)
+    split = date_split(data.labels, times)
+    by_date = None if split is None else Folds(data, split, None)
 
     def run(candidate: Candidate, start: TrainConfig) -> tuple[float, TrainConfig, Scores] | None:
         training = start.replace(**candidate.changes)
@@ -237,8 +264,14 @@ def choose(
             tried.append(Tried(candidate.name, candidate.changes, None, str(exc)))
             return None
         auc = pooled_auc(scores)
-        tried.append(Tried(candidate.name, candidate.changes, auc))
-        return auc, training, scores
+        if by_date is None:
+            tried.append(Tried(candidate.name, candidate.changes, auc))
+            return auc, training, scores
+        dated = score_split(data, by_date.fold, trial, protocol={}, shared=by_date)
+        date_auc = pooled_auc(dated)
+        judged = (auc + date_auc) / 2
+        tried.append(Tried(candidate.name, candidate.changes, judged, "", auc, date_auc))
+        return judged, training, scores
 
     best: tuple[float, TrainConfig, Scores] | None = None
     candidates = first_round(binary)
@@ -262,6 +295,26 @@ def choose(
                 best, name = result, f"{first} {candidate.name}"
     _, training, scores = best
     return Choice(training, None, tuple(tried), name, len(data.labels), folds, scores)
+
+
+def date_split(
+    labels: list[str], times: np.ndarray | None, least: int = DATED
+) -> np.ndarray | None:
+    """The test fold of auto's split by date, or None unless every label has ``least``
+    messages with a date (``times`` (n,), seconds, NaN where unknown): 0 for each label's
+    newer half of its dated messages, -1 (trained on) for the rest, the undated included."""
+    if times is None:
+        return None
+    y = np.array(labels, dtype=object)
+    dated = ~np.isnan(times)
+    fold = np.full(len(y), -1, dtype=np.int64)
+    for label in sorted(set(labels)):
+        idx = np.flatnonzero(dated & (y == label))
+        if len(idx) < least:
+            return None
+        idx = idx[np.argsort(times[idx], kind="stable")]
+        fold[idx[len(idx) // 2 :]] = 0
+    return fold
 
 
 def pooled_auc(scores: Scores) -> float:
