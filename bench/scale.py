@@ -98,7 +98,8 @@ def same(a: str, b: str) -> str:
             for k in ("class_count", "term_count", "doc_count", "seen_digests", "seen_labels")
         ),
     ]
-    return "same terms, counts and digests" if all(checks) else "DIFFERENT"
+    verdict = "same terms, counts and digests" if all(checks) else "DIFFERENT"
+    return f"{len(x.terms):,} terms, {len(x.seen_digests):,} digests: {verdict}"
 
 
 def main() -> None:
@@ -140,6 +141,8 @@ def main() -> None:
                 print(row, flush=True)
             if len(models) == 2:
                 print(f"<!-- {corpus}: {same(*models.values())} -->", flush=True)
+            else:
+                print(f"<!-- {corpus}: {same(out, out)} -->", flush=True)
 
 
 if __name__ == "__main__":

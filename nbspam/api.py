@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Union
 
-from .errors import InputError, NbspamError
+from .errors import ConfigError, InputError, NbspamError
 from .mail.message import MAX_MESSAGE_BYTES, Message, Problems
 from .mail.messages import read_labelled, read_messages
 from .service.engine import Engine
@@ -89,6 +89,8 @@ def train(
     binning: str = "quantile",
     reading: Reading | None = None,
     engine: Engine | None = None,
+    min_docs: int | None = None,
+    max_terms: int | None = None,
     **settings: Any,
 ) -> Classifier:
     """Train a model, as ``nbspam train`` does: the same data, the same settings, the same
@@ -100,7 +102,10 @@ def train(
     column, or one table with ``label_column``, ``columns`` (``NAME=KIND`` strings) or
     ``bins``) gives a `Classifier` of a table model, anything else one of messages.
     ``jobs`` worker processes tokenize; the model is the same for any number. ``reading``
-    and ``engine`` (`engine.Engine`: a Dask cluster) are the command's.
+    and ``engine`` (`engine.Engine`: a Dask cluster) are the command's. ``min_docs`` and
+    ``max_terms`` prune the terms as `update.prune` does: on a Dask cluster while its
+    counts are added up (the decision rule is then fitted on the pruned counts), here
+    after training.
     """
     from .fit.training import train as train_model
 
@@ -116,6 +121,8 @@ def train(
         from .fit.table_training import table_rule, train_table
 
         engine.refuse("trains on messages, not on a typed table")
+        if min_docs is not None or max_terms is not None:
+            raise ConfigError("--min-docs and --max-terms prune terms: not of a typed table")
         table_settings = dataclasses.replace(
             table_settings, tokenizer=resolved.tokenizer, prior=resolved.training.prior
         )
@@ -131,14 +138,31 @@ def train(
                 # the workers read the files themselves: here they are only listed
                 parts = _parts(_items(data), reading)
                 model = train_parts(
-                    parts, resolved, client, progress=reading.progress, problems=reading.problems
+                    parts,
+                    resolved,
+                    client,
+                    progress=reading.progress,
+                    problems=reading.problems,
+                    min_docs=min_docs,
+                    max_terms=max_terms,
                 )
             else:
                 messages = _labelled(_items(data), reading)
-                model = train_on_cluster(messages, resolved, client, progress=reading.progress)
+                model = train_on_cluster(
+                    messages,
+                    resolved,
+                    client,
+                    progress=reading.progress,
+                    min_docs=min_docs,
+                    max_terms=max_terms,
+                )
     else:
         messages = _labelled(_items(data), reading)
         model = train_model(messages, resolved, progress=reading.progress, jobs=engine.jobs)
+        if min_docs is not None or max_terms is not None:
+            from .service.update import prune
+
+            model, _ = prune(model, min_docs=min_docs, max_terms=max_terms)
     return Classifier(model)
 
 

@@ -210,6 +210,49 @@ def test_the_cross_validation_sample_is_drawn_by_its_rule(
         assert X.indices.tolist() == Y.indices.tolist()  # each row in the same order
 
 
+def test_the_scheduler_forgets_the_parts_already_added_up(client, sample_messages, monkeypatch):
+    """At each checkpoint the sum so far and the buckets of digests are fetched and sent
+    back as tasks of their own: the scheduler then holds the tasks of the parts since the
+    last checkpoint, not of every part (which it did before, to make any result again), so
+    the number of its tasks does not grow with the parts; the model is local training's."""
+    from nbspam.service import cluster
+
+    monkeypatch.setattr(cluster, "CHUNK", 2)  # 32 parts
+    monkeypatch.setattr(cluster, "CHECKPOINT_PARTS", 4, raising=False)
+    scheduler = client.cluster.scheduler
+    messages = with_duplicates(sample_messages)
+    held = []  # the tasks the scheduler holds as each part is done
+
+    def progress(read, size):
+        held.append(len(scheduler.tasks))
+
+    on_dask = cluster.train(messages, SETTINGS, client, progress=progress)
+    assert_same_trained_model(on_dask, train_locally(messages, SETTINGS))
+    assert len(held) == 32
+    assert max(held) <= 80, held  # 8 parts at most (4 in flight, 4 since the checkpoint)
+
+
+def test_results_are_fetched_from_the_workers_not_through_the_scheduler(sample_messages):
+    """The clients nbspam makes fetch results (the checkpoints, the total, the digests) from
+    the workers themselves: the scheduler is never asked to gather them, so they never sit
+    in its memory. (Dask falls back to its scheduler for a worker it cannot reach.)"""
+    from nbspam.service import cluster
+
+    asked = []
+    with cluster.dask_client(None, 1) as client:
+        scheduler = client.cluster.scheduler
+        real = scheduler.handlers["gather"]
+
+        async def gather(*args, **kwargs):
+            asked.append(kwargs.get("keys"))
+            return await real(*args, **kwargs)
+
+        scheduler.handlers["gather"] = gather
+        on_dask = cluster.train(sample_messages, SETTINGS, client)
+    assert asked == []
+    assert_same_trained_model(on_dask, train_locally(sample_messages, SETTINGS))
+
+
 def test_the_command_with_a_local_cluster(tmp_path):
     local, on_dask = tmp_path / "local.nbm", tmp_path / "dask.nbm"
     assert cli_run("train", SAMPLE / "train", "-o", local).exit_code == 0
@@ -403,13 +446,18 @@ def test_predicting_on_a_scheduler_and_two_worker_processes(processes, sample_mo
 
 
 @pytest.mark.slow
-def test_a_worker_killed_mid_training_costs_only_a_rerun(processes, sample_messages, monkeypatch):
+@pytest.mark.parametrize("checkpoint", [32, 2])
+def test_a_worker_killed_mid_training_costs_only_a_rerun(
+    processes, sample_messages, monkeypatch, checkpoint
+):
     """One worker is killed after it has counted partitions and before the run ends: Dask
-    counts them again on the other, and the model is the one of local training."""
+    counts them again on the other (and runs again the checkpoints it held, from the data
+    they were sent), and the model is the one of local training."""
     from nbspam.service import cluster
 
     workers = processes.workers
     monkeypatch.setattr(cluster, "CHUNK", 4)
+    monkeypatch.setattr(cluster, "CHECKPOINT_PARTS", checkpoint)
     messages = with_duplicates(sample_messages)
     local = train_locally(messages, SETTINGS)
 

@@ -69,6 +69,43 @@ def test_a_range_starts_at_the_first_separator_after_its_first_byte(tmp_path, mo
         assert [d for d, _ in got] == expected, start
 
 
+FIXED = ("--event-model", "multinomial", "--no-calibrate")  # no decision rule fitted
+
+
+def train_pruned(tmp_path, engine: tuple[str, ...], *options: str) -> tuple:
+    """The model of ``train --min-docs 2 --max-terms 300`` (on ``engine``) and that of
+    ``train`` then ``prune --min-docs 2 --max-terms 300``, locally."""
+    pruned, then = tmp_path / "pruned.nbm", tmp_path / "then.nbm"
+    rules = ("--min-docs", "2", "--max-terms", "300")
+    result = cli_run("train", SAMPLE / "train", "-o", pruned, *options, *rules, *engine)
+    assert result.exit_code == 0, result.stderr
+    assert cli_run("train", SAMPLE / "train", "-o", then, *options).exit_code == 0
+    full = load_model(then)
+    assert cli_run("prune", "-m", then, *rules).exit_code == 0
+    return load_model(pruned), load_model(then), full
+
+
+@pytest.mark.parametrize("options", [(), FIXED], ids=["auto", "multinomial"])
+def test_train_prunes_as_prune_does_after_it(tmp_path, options):
+    """train --min-docs --max-terms on the local engine: the model train then prune give,
+    decision rule and all (the rule fitted before the terms are pruned, as prune keeps it)."""
+    model, expected, full = train_pruned(tmp_path, (), *options)
+    assert_same_model(model, expected)
+    assert (model.cutoffs, model.calibration) == (expected.cutoffs, expected.calibration)
+    assert len(model.terms) == 300 < len(full.terms)
+    assert model.info["pruned"]["terms_dropped"] == len(full.terms) - 300
+
+
+def test_train_does_not_prune_a_typed_table(tmp_path):
+    table = tmp_path / "t.csv"
+    table.write_text("label,x\na,1\nb,2\na,1.5\nb,2.5\n")
+    result = cli_run("train", table, "-o", tmp_path / "m.nbm", "--min-docs", "2")
+    assert (result.exit_code, result.stderr) == (
+        2,
+        "Error: --min-docs and --max-terms prune terms: not of a typed table\n",
+    )
+
+
 try:
     import distributed  # noqa: F401
 except ImportError:
@@ -146,3 +183,18 @@ def test_prune_rules_applied_in_the_reduce_give_the_pruned_model(
     assert len(local.terms) < len(train_locally(sample_messages, settings).terms)
     for name in ("class_count", "term_count", "doc_count", "seen_digests", "seen_labels"):
         assert (getattr(on_dask, name) == getattr(local, name)).all(), name
+
+
+def test_train_on_dask_prunes_in_the_reduce_as_prune_does_after_it(tmp_path):
+    """train --engine dask --min-docs --max-terms: the terms are pruned on the worker that
+    makes the last sum, and the model is the one train then prune give (with no decision
+    rule fitted: the cluster fits it on the pruned counts, prune keeps the one before)."""
+    model, expected, full = train_pruned(tmp_path, ("--engine", "dask", "-j", "1"), *FIXED)
+    assert_same_model(model, expected)
+    assert (model.cutoffs, model.calibration) == (expected.cutoffs, expected.calibration)
+    assert len(model.terms) == 300 < len(full.terms)
+    assert model.info["pruned"]["terms_dropped"] == len(full.terms) - 300
+    model, expected, _ = train_pruned(tmp_path, ("--engine", "dask", "-j", "1"))  # auto
+    assert model.terms == expected.terms
+    for name in ("class_count", "term_count", "doc_count", "seen_digests", "seen_labels"):
+        assert (getattr(model, name) == getattr(expected, name)).all(), name

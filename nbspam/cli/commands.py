@@ -592,6 +592,23 @@ def _engine(
 @jobs_option
 @engine_options
 @click.option(
+    "--min-docs",
+    type=click.IntRange(min=1),
+    metavar="K",
+    help="Drop for good the terms found in fewer than K messages, as 'nbspam prune "
+    "--min-docs K' does after training; with --engine dask while the counts are added up, "
+    "so that no process holds the terms dropped. (--min-count only leaves them out of "
+    "scoring, their counts kept.)",
+)
+@click.option(
+    "--max-terms",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Keep only the N terms found in most messages (ties: in term order), as 'nbspam "
+    "prune --max-terms N' does after training; with --engine dask while the counts are "
+    "added up. (--max-features only leaves the others out of scoring.)",
+)
+@click.option(
     "-v",
     "--verbose",
     is_flag=True,
@@ -602,6 +619,8 @@ def train(
     data: tuple[str, ...],
     output: str,
     verbose: bool,
+    min_docs: int | None,
+    max_terms: int | None,
     files_from,
     null: bool,
     follow_links: bool,
@@ -632,6 +651,7 @@ def train(
       nbspam train sample_data/train -o spam.nbm
       nbspam train spam=spam.mbox ham=~/Maildir -o spam.nbm --event-model bernoulli
       nbspam train sms.tsv -o sms.nbm -c configs/bernoulli.yaml
+      nbspam train corpus/ -o spam.nbm --engine dask --min-docs 2 --max-terms 1000000
     """
     from .. import api
 
@@ -657,7 +677,13 @@ def train(
     )
     engine = _engine(engine, scheduler, tls_ca_file, tls_cert, tls_key, jobs)
     model = api.train(
-        list(data), config=config_file, reading=reading, engine=engine, **_table(options)
+        list(data),
+        config=config_file,
+        reading=reading,
+        engine=engine,
+        min_docs=min_docs,
+        max_terms=max_terms,
+        **_table(options),
     ).model
     from ..store.kinds import save  # not before training: it starts its workers first
 

@@ -7,14 +7,18 @@ or messages given in memory) and never opens a message; it keeps at most
 digest, tokenize and count its distinct messages; fold its digests into buckets of the
 digests seen so far, in input order, which tells the part's copies of earlier messages;
 and make its per-class counts without them, which are added up in a binary tree of sums
-of sorted arrays as the parts finish. The cross-validation sample is the messages of
-smallest keyed hash of their digest (`model.sample_key`, as local training draws it), kept as the sums go. Then the
-model is made here from the total, the digests of the buckets and the sample, and
-`training.decide` runs on the same totals and sample as local training.
+of sorted arrays as the parts finish. Every `CHECKPOINT_PARTS` parts the sum so far and
+the buckets are fetched and sent back as tasks of their own (`_checkpoint`), so that the
+scheduler forgets the tasks of the parts before; results are fetched from the workers, not
+through the scheduler. The cross-validation sample is the messages of smallest keyed
+hash of their digest (`model.sample_key`, as local training draws it), kept as the sums
+go. Then the model is made here from the total, the digests of the buckets and the
+sample, and `training.decide` runs on the same totals and sample as local training.
 
 Every task is a pure function of what it is sent (and of the files it reads), so a worker
 lost mid-run only costs its tasks being run again elsewhere (by Dask: a bucket of digests
-lost is folded again from the parts); a run that cannot finish (the scheduler lost, or no
+lost is folded again from the parts since the last checkpoint, a checkpoint from the data
+its task holds); a run that cannot finish (the scheduler lost, or no
 worker left for `NO_WORKERS_TIMEOUT`) ends in one `NbspamError` and writes nothing. Dask
 is an optional dependency: ``pip install 'dask[distributed]'`` (or ``pip install
 '.[dask]'`` in nbspam's checkout).
@@ -91,7 +95,9 @@ def dask_client(
     certificate ``cert`` and ``key``; where not given, those of Dask's settings
     ``distributed.comm.tls``), or of a local cluster of ``workers`` worker processes started
     (and stopped) here. Dask's log stays quiet meanwhile: its failures end in one
-    `NbspamError`."""
+    `NbspamError`. Results are fetched from the workers themselves (through the scheduler,
+    Dask's default, where a worker cannot be reached), so that they do not pass through
+    the scheduler's memory."""
     if scheduler is not None:
         check_scheduler(scheduler)
     try:
@@ -105,7 +111,7 @@ def dask_client(
             cluster = None
             if scheduler is None:
                 cluster = _local_cluster(workers)
-                made = Client(cluster)
+                made = Client(cluster, direct_to_workers=True)
             else:
                 made = _connect(scheduler, _security(ca_file, cert, key))
             try:
@@ -150,7 +156,9 @@ def _connect(address: str, security: Any) -> Any:
             )
 
     try:
-        return BoundedClient(address, security=security, timeout=CONNECT_TIMEOUT)
+        return BoundedClient(
+            address, security=security, timeout=CONNECT_TIMEOUT, direct_to_workers=True
+        )
     except asyncio.TimeoutError:
         reason = f"no answer in {CONNECT_TIMEOUT:g} s"
     except (OSError, ValueError) as error:
@@ -276,6 +284,11 @@ def _key(name: str) -> str:
 
 WINDOW_PER_WORKER = 2
 """Parts in flight per worker: the calling process submits no more until one is done."""
+CHECKPOINT_PARTS = 32
+"""Parts between checkpoints: there the calling process fetches the buckets of digests and
+the sum so far, and sends them back as tasks of their own, so that the scheduler can forget
+the tasks of the parts before (Dask keeps every task whose result a later one was made of,
+to make it again if a worker is lost)."""
 
 
 def train(
@@ -285,15 +298,23 @@ def train(
     *,
     progress: Callable[[int, int], None] | None = None,
     limit: int | None = None,
+    min_docs: int | None = None,
+    max_terms: int | None = None,
 ) -> Any:
     """Train on a Dask cluster (``client``) on messages given in memory (they travel in
     their partitions): the model `training.train` gives for the same messages and
     settings. ``limit`` is the most rows the cross-validation sample keeps
-    (`model.CV_ROWS`)."""
+    (`model.CV_ROWS`); ``min_docs`` and ``max_terms`` as for `train_parts`."""
     from .sources import inline_parts
 
     return train_parts(
-        inline_parts(messages, CHUNK), settings, client, progress=progress, limit=limit
+        inline_parts(messages, CHUNK),
+        settings,
+        client,
+        progress=progress,
+        limit=limit,
+        min_docs=min_docs,
+        max_terms=max_terms,
     )
 
 
@@ -310,9 +331,10 @@ def train_parts(
 ) -> Any:
     """Train on a Dask cluster (``client``) on the partitions ``parts`` (`sources`), which
     its workers read: the model `training.train` gives for the same messages and settings
-    (with ``min_docs`` or ``max_terms``, that model pruned as `update.prune` prunes its
-    terms). What the workers could not read is reported to ``problems``, the number of
-    messages read and their bytes to ``progress``."""
+    (with ``min_docs`` or ``max_terms``, that model's terms, counts and digests pruned as
+    `update.prune` prunes them, on the worker that makes the last sum, and its decision
+    rule fitted on the pruned counts). What the workers could not read is reported to
+    ``problems``, the number of messages read and their bytes to ``progress``."""
     from .tally import finish, fold, losers, merge, prune_terms, read_counts, report
 
     started = time.perf_counter()
@@ -329,6 +351,17 @@ def train_parts(
             level += 1
         levels[level] = tally
 
+    def add_all() -> Any:
+        # the sum of the partial sums (and of the last checkpoint's), or None
+        sums = [levels.pop(level) for level in sorted(levels)]
+        total = base
+        for other in sums:
+            if total is not None:
+                other = client.submit(merge, total, other, take, key=_key("merge"))
+            total = other
+        return total
+
+    base: Any = None  # the sum of the parts before the last checkpoint
     try:
         workers = max(1, len(client.scheduler_info()["workers"]))
         buckets, window = max(2, workers), WINDOW_PER_WORKER * workers
@@ -345,21 +378,22 @@ def train_parts(
             del counted, lost, tally
             while len(pending) >= window:
                 _take_reports(client, pending, add_up, progress, problems)
+            if (number + 1) % CHECKPOINT_PARTS == 0:
+                while pending:
+                    _take_reports(client, pending, add_up, progress, problems)
+                base, *states = _checkpoint(client, [add_all(), *states])
         while pending:
             _take_reports(client, pending, add_up, progress, problems)
-        if not levels:
+        total = add_all()
+        base = None
+        if total is None:
             raise TrainingError("no messages to train on")
-        sums = [levels.pop(level) for level in sorted(levels)]
-        total = sums[0]
-        for other in sums[1:]:
-            total = client.submit(merge, total, other, take, key=_key("merge"))
-        del sums
         if min_docs is not None or max_terms is not None:
             total = client.submit(prune_terms, total, min_docs, max_terms, key=_key("prune"))
         _wait(client, [total, *states])
         tally = _result(client, total)
         del total
-        digests, digest_labels = digests_of([_result(client, state) for state in states])
+        digests = digests_of([_result(client, state) for state in states])
         del states
     except NbspamError:
         raise
@@ -369,8 +403,25 @@ def train_parts(
         ) from None
     finally:
         levels.clear()
+        base = None
         release(client)
-    return _model(tally, digests, digest_labels, settings, started, keep_rows, limit)
+    return _model(tally, digests, settings, started, keep_rows, limit)
+
+
+def _checkpoint(client: Any, futures: list[Any]) -> list[Any]:
+    """Tasks that give the results of ``futures`` as they are now, fetched here and sent
+    back inside the tasks themselves: the scheduler forgets the tasks they were made of,
+    and a task lost with its worker is run again from what it holds."""
+    import warnings
+
+    held = [_result(client, future) for future in futures]
+    with warnings.catch_warnings():  # Dask warns of a large task: this one is meant to be
+        warnings.simplefilter("ignore")
+        return [client.submit(_same, value, key=_key("checkpoint")) for value in held]
+
+
+def _same(value: Any) -> Any:
+    return value
 
 
 def _take_reports(
@@ -397,8 +448,7 @@ def _take_reports(
 
 def _model(
     tally: Any,
-    digests: Any,
-    digest_labels: list[str],
+    digests: tuple[Any, Any, tuple[str, ...]],
     settings: Settings,
     started: float,
     keep_rows: bool,
@@ -427,19 +477,22 @@ def _model(
         tally.term_count[np.ix_(arrival, order)],
         tally.doc_count[np.ix_(arrival, order)],
     )
-    info = {
+    info: dict[str, Any] = {
         "created": utc_timestamp(),
         "seconds": round(time.perf_counter() - started, 3),
         "duplicates": tally.duplicates,
     }
+    if tally.pruned:  # as `update.prune` records it
+        info["pruned"] = {"terms_dropped": tally.pruned, "last": info["created"]}
     now = int(time.time())
     model = from_counts(total, settings, info, None, sorted_terms=True, default_time=now)
-    codes = {label: i for i, label in enumerate(model.labels)}
+    seen, seen_codes, seen_labels = digests  # `tally.digests_of`
+    codes = np.array([model.labels.index(x) for x in seen_labels], np.int64)
     model = dataclasses.replace(
         model,
-        seen_digests=digests,
-        seen_labels=np.array([codes[x] for x in digest_labels], np.int64),
-        seen_times=np.full(len(digest_labels), now, np.int64),
+        seen_digests=seen,
+        seen_labels=codes[seen_codes] if len(seen_codes) else seen_codes,
+        seen_times=np.full(len(seen), now, np.int64),
     )
     rows = None
     if keep_rows:

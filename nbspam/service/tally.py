@@ -247,12 +247,11 @@ def report(part: PartCounts) -> tuple[int, int, list[tuple[str, str | None]]]:
 @dataclass
 class Bucket:
     """The distinct messages seen so far whose digest falls in one bucket: digests (m, 16)
-    sorted, with the position and label of each (labels: indices into ``labels``);
+    sorted, with the label of each (indices into ``labels``): 20 bytes a message;
     ``losers`` the positions of the last part's messages found to be copies."""
 
     digests: np.ndarray = field(default_factory=lambda: np.zeros((0, 16), np.uint8))
-    positions: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    codes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    codes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     labels: tuple[str, ...] = ()
     losers: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
@@ -276,8 +275,8 @@ def fold(state: Bucket | None, part: PartCounts, bucket: int, buckets: int) -> B
     mine = np.flatnonzero(bucket_of(part.digests, buckets) == bucket)
     digests = part.digests[mine]
     labels = tuple(sorted(set(state.labels) | {part.labels[i] for i in mine.tolist()}))
-    remap = np.array([labels.index(x) for x in state.labels], np.int64)
-    codes = np.array([labels.index(part.labels[i]) for i in mine.tolist()], np.int64)
+    remap = np.array([labels.index(x) for x in state.labels], np.int32)
+    codes = np.array([labels.index(part.labels[i]) for i in mine.tolist()], np.int32)
     old = state.digests
     # sortable views: the digests as big-endian pairs of uint64
     old_hi, old_lo = _halves(old)
@@ -291,7 +290,6 @@ def fold(state: Bucket | None, part: PartCounts, bucket: int, buckets: int) -> B
     where = at[fresh][order]
     return Bucket(
         np.insert(old, where, digests[fresh][order], axis=0),
-        np.insert(state.positions, where, part.positions[mine][fresh][order]),
         np.insert(
             remap[state.codes] if len(state.codes) else state.codes, where, codes[fresh][order]
         ),
@@ -348,8 +346,8 @@ class Sample:
 @dataclass
 class Tally:
     """Per-class counts of distinct messages over ``vocab`` (labels sorted), the first
-    position of each label, the sample's candidates, and the messages read and dropped as
-    duplicates."""
+    position of each label, the sample's candidates, the messages read and dropped as
+    duplicates, and the terms pruned (`prune_terms`)."""
 
     labels: tuple[str, ...]
     vocab: Vocab
@@ -360,6 +358,7 @@ class Tally:
     sample: Sample
     read: int = 0
     duplicates: int = 0
+    pruned: int = 0
 
 
 def finish(part: PartCounts, lost: Sequence[np.ndarray], limit: int) -> Tally:
@@ -526,13 +525,18 @@ def prune_terms(total: Tally, min_docs: int | None, max_terms: int | None) -> Ta
         total.sample,
         total.read,
         total.duplicates,
+        len(total.vocab) - len(keep),
     )
 
 
-def digests_of(states: Iterable[Bucket]) -> tuple[np.ndarray, list[str]]:
-    """The digests of all buckets (sorted) and the label of each."""
-    digests, labels = [], []
+def digests_of(states: Iterable[Bucket]) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+    """The digests of all buckets (sorted), the label of each (an index into the labels
+    that follow) and those labels: arrays, no Python object a message."""
+    states = list(states)
+    labels = tuple(sorted({x for state in states for x in state.labels}))
+    digests, codes = [np.zeros((0, 16), np.uint8)], [np.zeros(0, np.int32)]
     for state in states:
         digests.append(state.digests)
-        labels.extend(state.labels[c] for c in state.codes.tolist())
-    return np.concatenate([np.zeros((0, 16), np.uint8), *digests]), labels
+        remap = np.array([labels.index(x) for x in state.labels], np.int64)
+        codes.append(remap[state.codes] if len(state.codes) else state.codes)
+    return np.concatenate(digests), np.concatenate(codes), labels
