@@ -272,3 +272,44 @@ def test_a_message_without_clues_is_explained_as_one_half(fisher_path):
         f"  {'f':>8}  {'ln f':>9}  {'ln(1-f)':>9}  term",
         "  no clue: I = 1/2, logit(I) = 0 (2 tokens are no clue)",
     ]
+
+
+def test_an_infinite_sum_of_logs_ends_and_scores_as_its_limit():
+    # a word with f = 1.0 exactly (counts in the 10^17s) has ln(1 - f) = -inf: the spam
+    # statistic is infinite, its tail 0; the many-message scorer looped for ever on it
+    import subprocess
+    import sys
+
+    code = (
+        "import math, numpy as np\n"
+        "from nbspam.models.fisher import fisher_log_odds, fisher_log_odds_many\n"
+        "many = fisher_log_odds_many(np.array([-1.0, -math.inf]),"
+        " np.array([-math.inf, -math.inf]), np.array([1, 3]))\n"
+        "print(many.tolist(), fisher_log_odds(-1.0, -math.inf, 1))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    many, one = done.stdout.rsplit("] ", 1)
+    expected = math.log((1 + math.exp(-1)) / (1 - math.exp(-1)))  # H = e^-1, S = 0
+    first, both = (float(v) for v in many.strip("[").split(","))
+    assert math.isclose(first, expected, rel_tol=1e-12) and float(one) == first
+    assert both == 0.0  # both statistics infinite: I = 1/2
+
+
+def test_many_messages_are_scored_within_the_block_of_terms():
+    # 2^18 terms of 8 bytes a block: a few such arrays at a time whatever the number of
+    # messages; 200,000 messages at 16 steps each held 25.6 MB an array
+    import tracemalloc
+
+    n = 200_000
+    sums = np.full(n, -100.0)
+    clues = np.full(n, 100)
+    tracemalloc.start()
+    try:
+        many = fisher_log_odds_many(sums, sums, clues)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert many.tolist() == [fisher_log_odds(-100.0, -100.0, 100)] * n
+    # the inputs and the result (n floats, 1.6 MB each) and the blocks' arrays
+    assert peak < 40_000_000

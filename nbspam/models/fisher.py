@@ -25,7 +25,7 @@ MIN_DEV = 0.375
 #: A term of a series below 2^-53 of its largest, 1, leaves the sum (at least 1) unchanged:
 #: it is less than half the spacing of floats there.
 _INVISIBLE = 2.0**-53
-#: The most terms `fisher_log_odds_many` holds in an array at once, beyond 16 a message.
+#: The most terms `fisher_log_odds_many` holds in an array at once.
 _BLOCK = 1 << 18
 
 
@@ -76,6 +76,8 @@ def log_chi2_sf(m: float, k: int) -> float:
         raise ValueError("a chi-square tail needs at least one clue (k >= 1)")
     if m <= 0.0:
         return 0.0
+    if m == math.inf:  # a clue of f = 0 or 1 exactly: the tail is 0 (the series never ends)
+        return -math.inf
     top_j = min(k - 1, int(m))
     total, term, j = 1.0, 1.0, top_j  # term: e^(t_j - t_j*)
     while j > 0:  # downwards: t_(j-1) = t_j + ln j - ln m
@@ -157,8 +159,10 @@ def fisher_log_odds_many(
     sum_log_not_f = np.asarray(sum_log_not_f, dtype=np.float64)
     clues = np.asarray(clues, dtype=np.int64)
     out = np.zeros(clues.shape, dtype=np.float64)
-    has = np.flatnonzero(clues > 0)
-    if has.size:
+    messages = np.flatnonzero(clues > 0)
+    # _BLOCK // 16 messages at a time: a block of steps is at least 16 a message
+    for start in range(0, messages.size, _BLOCK // 16):
+        has = messages[start : start + _BLOCK // 16]
         k = clues[has]
         ham_m, spam_m = -sum_log_f[has], -sum_log_not_f[has]
         log_h, log_s = _log_sf_many(ham_m, k), _log_sf_many(spam_m, k)
@@ -172,7 +176,8 @@ def _log_sf_many(m: np.ndarray, k: np.ndarray) -> np.ndarray:
     import numpy as np
 
     out = np.zeros(m.shape)
-    rows = np.flatnonzero(m > 0.0)
+    out[m == math.inf] = -math.inf
+    rows = np.flatnonzero((m > 0.0) & (m < math.inf))
     if rows.size:
         m, k = m[rows], k[rows]
         top_j = np.minimum(m, k - 1).astype(np.int64)  # min(k - 1, int(m))
