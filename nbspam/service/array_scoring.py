@@ -258,6 +258,7 @@ class ArrayScorer:
 
 
 GROUP = 256  # terms whose offsets are read together by `PagedTable`
+REMEMBERED = 1 << 15  # terms (and weights) a paged scorer remembers: a few MB at most
 
 
 class PagedTable:
@@ -278,6 +279,7 @@ class PagedTable:
         self._code = "I" if self._step == 4 else "Q"
         self._groups = (self._size + GROUP - 1) // GROUP
         self._first: dict[int, bytes] = {}
+        self._memo: dict[bytes, int | None] = {}
 
     def _offsets(self, start: int, stop: int) -> tuple[int, ...]:
         """term_offsets[start:stop]."""
@@ -303,7 +305,18 @@ class PagedTable:
         return term
 
     def column(self, key: bytes) -> int | None:
-        """The column of the term whose UTF-8 is ``key``, None if it has none."""
+        """The column of the term whose UTF-8 is ``key``, None if it has none; the last
+        `REMEMBERED` terms looked up are remembered (a server scores the same frequent
+        words in message after message)."""
+        memo = self._memo
+        if key in memo:
+            return memo[key]
+        if len(memo) >= REMEMBERED:
+            memo.clear()
+        column = memo[key] = self._column(key)
+        return column
+
+    def _column(self, key: bytes) -> int | None:
         if not self._groups:
             return None
         low, high, known = 0, self._groups, self._first
@@ -333,13 +346,24 @@ class PagedTable:
 
 class PagedWeights:
     """A vector of weights (d floats of one array from ``start``) read a value at a time
-    from the pages of a `PagedTable`'s file, each value checked finite."""
+    from the pages of a `PagedTable`'s file, each value checked finite; the last
+    `REMEMBERED` values read are remembered."""
 
     def __init__(self, table: PagedTable, name: str, start: int) -> None:
         self._table, self._name = table, name
         self._at = table.pages.blob(name)[0] + 8 * start
+        self._memo: dict[int, float] = {}
 
     def __getitem__(self, col: int) -> float:
+        memo = self._memo
+        value = memo.get(col)
+        if value is None:
+            if len(memo) >= REMEMBERED:
+                memo.clear()
+            value = memo[col] = self._read(col)
+        return value
+
+    def _read(self, col: int) -> float:
         (value,) = struct.unpack("<d", self._table.pages.read(self._at + 8 * col, 8))
         if not math.isfinite(value):
             raise ModelFileError(
