@@ -80,7 +80,12 @@ def test_what_a_typed_table_cannot_be_evaluated_by_is_one_line(tmp_path, args, l
 def test_a_user_layer_of_a_table_model_is_one_line(table_model_path, tmp_path):
     template = str(tmp_path / "users" / "%u.nbj")
     (tmp_path / "users").mkdir()
-    for command in ("learn", "forget"):
+    refusals = {
+        "learn": "--user is for models of messages, not of typed tables",
+        "forget": "--user is for models of messages, not of typed tables",
+        "predict": "--user scores messages, not rows of a typed table",
+    }
+    for command, refusal in refusals.items():
         r = cli_run(
             command,
             "-m",
@@ -91,24 +96,7 @@ def test_a_user_layer_of_a_table_model_is_one_line(table_model_path, tmp_path):
             template,
             SAMPLE / "new" / "001.eml",
         )
-        assert (r.exit_code, r.stderr) == (
-            1,
-            "Error: --user is for models of messages, not of typed tables\n",
-        )
-    r = cli_run(
-        "predict",
-        "-m",
-        table_model_path,
-        "--user",
-        "joe",
-        "--user-models",
-        template,
-        SAMPLE / "new" / "001.eml",
-    )
-    assert (r.exit_code, r.stderr) == (
-        1,
-        "Error: --user scores messages, not rows of a typed table\n",
-    )
+        assert (r.exit_code, r.stderr) == (1, f"Error: {refusal}\n")
 
 
 def test_a_table_model_takes_prior_as_a_model_of_messages_does(tmp_path):
