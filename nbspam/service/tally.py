@@ -315,6 +315,17 @@ def losers(state: Bucket) -> np.ndarray:
     return state.losers
 
 
+def bucket_labels(state: Bucket) -> tuple[int, tuple[str, ...]]:
+    """How many digests a bucket holds, and the labels its codes index."""
+    return len(state.digests), state.labels
+
+
+def bucket_slice(state: Bucket, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+    """Digests ``start`` to ``stop`` of a bucket, and their labels' codes: what the calling
+    process fetches at a time to write them."""
+    return state.digests[start:stop].copy(), state.codes[start:stop].copy()
+
+
 # -- the counts of parts, added up -------------------------------------------------------------
 
 
