@@ -434,9 +434,7 @@ def _checkpoint(client: Any, futures: list[Any], dropped: list[str]) -> tuple[li
     holders = [sorted({_result(client, keep) for keep in kept}) for kept in keeps]
     del keeps
     made = [
-        client.submit(
-            _kept, token, key=_key("checkpoint"), workers=where, allow_other_workers=True
-        )
+        client.submit(_kept, token, key=_key("checkpoint"), workers=where, allow_other_workers=True)
         for token, where in zip(tokens, holders)
     ]
     _wait(client, made)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -538,16 +538,3 @@ def prune_terms(total: Tally, min_docs: int | None, max_terms: int | None) -> Ta
         total.duplicates,
         len(total.vocab) - len(keep),
     )
-
-
-def digests_of(states: Iterable[Bucket]) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
-    """The digests of all buckets (sorted), the label of each (an index into the labels
-    that follow) and those labels: arrays, no Python object a message."""
-    states = list(states)
-    labels = tuple(sorted({x for state in states for x in state.labels}))
-    digests, codes = [np.zeros((0, 16), np.uint8)], [np.zeros(0, np.int32)]
-    for state in states:
-        digests.append(state.digests)
-        remap = np.array([labels.index(x) for x in state.labels], np.int64)
-        codes.append(remap[state.codes] if len(state.codes) else state.codes)
-    return np.concatenate(digests), np.concatenate(codes), labels
