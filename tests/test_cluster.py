@@ -303,6 +303,39 @@ def test_the_digests_reach_the_model_file_a_slice_at_a_time(
     assert spooled.read_bytes() == held.read_bytes()
 
 
+ALLOCATOR = """
+import sys
+import numpy as np
+from nbspam.service import cluster
+
+def rss():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) >> 10
+
+cluster._allocator()
+big = np.ones(8 << 20, np.uint8)
+del big  # by default glibc now serves blocks up to 8 MiB from its heap
+before = rss()
+held = [np.ones(512 << 10, np.uint8) for _ in range(200)]  # 100 MiB in blocks of 512 KiB
+last = held[-1]
+del held  # all freed but the last, which pins the heap's top
+print(rss() - before)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc")
+def test_a_worker_gives_back_the_arrays_it_freed():
+    """Each worker's malloc serves blocks from 64 KiB on from mappings of their own, given
+    back when freed: with glibc's default a freed array raises that threshold, and the
+    arrays of later parts, carved from its heap, kept a worker's memory high (here 100 MiB
+    freed and kept)."""
+    done = subprocess.run(
+        [sys.executable, "-c", ALLOCATOR], env=ENV, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) < 20  # MiB still held of the 100 freed
+
+
 def test_results_are_fetched_from_the_workers_not_through_the_scheduler(sample_messages):
     """The clients nbspam makes fetch results (the checkpoints, the total, the digests) from
     the workers themselves: the scheduler is never asked to gather them, so they never sit

@@ -365,6 +365,7 @@ def train_parts(
     base: Any = None  # the sum of the parts before the last checkpoint
     tokens: list[str] = []  # what the workers keep of the last checkpoint
     try:
+        client.run(_allocator)
         workers = max(1, len(client.scheduler_info()["workers"]))
         buckets, window = max(2, workers), WINDOW_PER_WORKER * workers
         states: list[Any] = [None] * buckets
@@ -438,8 +439,8 @@ def _checkpoint(client: Any, futures: list[Any], dropped: list[str]) -> tuple[li
         for token, where in zip(tokens, holders)
     ]
     _wait(client, made)
-    if dropped:
-        client.run(_drop, dropped)
+    client.run(_drop, dropped)
+    client.run(_trim)
     return made, tokens
 
 
@@ -616,6 +617,25 @@ def release(client: Any, tokens: list[str] | None = None) -> None:
         client.run(_drop, tokens or [])
         client.run(_trim)
     except Exception:  # noqa: BLE001 - a lost cluster has nothing to give back
+        pass
+
+
+MMAP_THRESHOLD = 1 << 16
+"""Bytes from which a worker's glibc malloc gives a block a mapping of its own (returned to
+the system when freed): glibc's default moves this threshold up to 32 MiB as blocks are
+freed, after which the arrays of every part are carved from heaps that it keeps, and a
+worker's peak grew with the parts it had counted."""
+
+
+def _allocator() -> None:
+    """In a worker: its allocator set as `MMAP_THRESHOLD` says (glibc alone), for good."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, MMAP_THRESHOLD)  # M_MMAP_THRESHOLD, fixed
+        libc.mallopt(-1, 4 * MMAP_THRESHOLD)  # M_TRIM_THRESHOLD: heaps' free tops go back
+    except (OSError, AttributeError):  # not glibc
         pass
 
 
