@@ -303,6 +303,23 @@ def test_the_digests_reach_the_model_file_a_slice_at_a_time(
     assert spooled.read_bytes() == held.read_bytes()
 
 
+def test_a_full_disk_for_the_digests_is_one_error(client, sample_messages, monkeypatch):
+    """The digests wait in temporary files for the model file: a disk too full for them
+    says so (not that the cluster was lost), and nothing is written."""
+    import tempfile
+
+    from nbspam.errors import TrainingError
+    from nbspam.service import cluster
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", lambda: open("/dev/full", "wb"))
+    with pytest.raises(TrainingError) as caught:
+        cluster.train(sample_messages, SETTINGS, client)
+    assert str(caught.value) == (
+        f"cannot keep the {len(sample_messages):,} digests in a temporary file in "
+        f"{tempfile.gettempdir()}: No space left on device; nothing was written"
+    )
+
+
 ALLOCATOR = """
 import sys
 import numpy as np

@@ -493,8 +493,9 @@ def _spool(
     n = sum(size for size, _ in names)
     if not n:
         return np.zeros((0, 16), np.uint8), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    files = [tempfile.TemporaryFile() for _ in range(3)]
+    files: list[Any] = []
     try:
+        files += [tempfile.TemporaryFile() for _ in range(3)]
         for state, (size, mine) in zip(states, names):
             remap = np.array([labels.index(x) for x in mine], "<i4")
             for start in range(0, size, SLICE):
@@ -512,9 +513,17 @@ def _spool(
             np.memmap(files[1], "<i4", "r", shape=(n,)),
             np.memmap(files[2], "<i8", "r", shape=(n,)),
         )
+    except OSError as error:  # the disk, not the cluster
+        raise TrainingError(
+            f"cannot keep the {n:,} digests in a temporary file in {tempfile.gettempdir()}: "
+            f"{error.strerror or error}; nothing was written"
+        ) from None
     finally:  # the mappings keep the files until they go
         for f in files:
-            f.close()
+            try:
+                f.close()
+            except OSError:  # what it could not write: already said
+                pass
 
 
 def _take_reports(
