@@ -365,7 +365,7 @@ def train_parts(
     base: Any = None  # the sum of the parts before the last checkpoint
     tokens: list[str] = []  # what the workers keep of the last checkpoint
     try:
-        client.run(_allocator)
+        client.run(_allocator, on_error="ignore")
         workers = max(1, len(client.scheduler_info()["workers"]))
         buckets, window = max(2, workers), WINDOW_PER_WORKER * workers
         states: list[Any] = [None] * buckets
@@ -439,8 +439,8 @@ def _checkpoint(client: Any, futures: list[Any], dropped: list[str]) -> tuple[li
         for token, where in zip(tokens, holders)
     ]
     _wait(client, made)
-    client.run(_drop, dropped)
-    client.run(_trim)
+    client.run(_drop, dropped, on_error="ignore")  # a worker lost has nothing to drop
+    client.run(_trim, on_error="ignore")
     return made, tokens
 
 
@@ -624,7 +624,7 @@ def release(client: Any, tokens: list[str] | None = None) -> None:
     that cannot is left as it is."""
     try:
         client.run(_drop, tokens or [])
-        client.run(_trim)
+        client.run(_trim, on_error="ignore")
     except Exception:  # noqa: BLE001 - a lost cluster has nothing to give back
         pass
 
