@@ -8,17 +8,20 @@ digest, tokenize and count its distinct messages; fold its digests into buckets 
 digests seen so far, in input order, which tells the part's copies of earlier messages;
 and make its per-class counts without them, which are added up in a binary tree of sums
 of sorted arrays as the parts finish. Every `CHECKPOINT_PARTS` parts the sum so far and
-the buckets are fetched and sent back as tasks of their own (`_checkpoint`), so that the
-scheduler forgets the tasks of the parts before; results are fetched from the workers, not
-through the scheduler. The cross-validation sample is the messages of smallest keyed
-hash of their digest (`model.sample_key`, as local training draws it), kept as the sums
-go. Then the model is made here from the total, the digests of the buckets and the
-sample, and `training.decide` runs on the same totals and sample as local training.
+the buckets are kept by two workers and given back by tasks without a past
+(`_checkpoint`), so that the scheduler forgets the tasks of the parts before; no
+checkpoint passes through this process or the scheduler, and results are fetched from the
+workers, not through the scheduler. The cross-validation sample is the messages of
+smallest keyed hash of their digest (`model.sample_key`, as local training draws it), kept
+as the sums go. Then the model is made here from the total, the digests of the buckets
+(fetched `SLICE` at a time into temporary files, `_spool`) and the sample, and
+`training.decide` runs on the same totals and sample as local training.
 
-Every task is a pure function of what it is sent (and of the files it reads), so a worker
-lost mid-run only costs its tasks being run again elsewhere (by Dask: a bucket of digests
-lost is folded again from the parts since the last checkpoint, a checkpoint from the data
-its task holds); a run that cannot finish (the scheduler lost, or no
+Every task is a pure function of what it is sent (and of the files it reads, or of the
+checkpoint its worker keeps), so a worker lost mid-run only costs its tasks being run
+again elsewhere (by Dask: a bucket of digests lost is folded again from the parts since
+the last checkpoint, a checkpoint given back by the other worker that keeps it); a run
+that cannot finish (the scheduler lost, a checkpoint lost with both its workers, or no
 worker left for `NO_WORKERS_TIMEOUT`) ends in one `NbspamError` and writes nothing. Dask
 is an optional dependency: ``pip install 'dask[distributed]'`` (or ``pip install
 '.[dask]'`` in nbspam's checkout).
