@@ -845,7 +845,9 @@ def predict(
     or '-' for one message on stdin (the default when no PATH is given). For two-class
     models the log-odds log P(positive|x) - log P(negative|x) is printed too: it never
     saturates, so rank by it rather than by probability. They also get a verdict by the
-    model's cutoffs (ham, unsure or spam) and a calibrated probability of spam.
+    model's cutoffs (ham, unsure or spam) and a calibrated probability of spam. Messages
+    of less than 1 MB in all are scored in one process whatever --jobs: starting workers
+    would cost more than they save.
 
     \b
     Example:
