@@ -17,6 +17,7 @@ import operator
 import os
 import struct
 import sys
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import repeat
@@ -257,16 +258,20 @@ class ArrayScorer:
         ]
 
 
-GROUP = 256  # terms whose offsets are read together by `PagedTable`
+GROUP = 256  # terms whose offsets are read together by `PagedTable` in a file without groups
 REMEMBERED = 1 << 15  # terms (and weights) a paged scorer remembers: a few MB at most
 
 
 class PagedTable:
     """The sorted vocabulary of a model file read a page at a time (`schema.paged`), to
-    look terms up in: a binary search over groups of `GROUP` terms by their first term
-    (the first terms read are kept: every search starts with the same few), then one
-    among the terms of the group, whose offsets and bytes are read in one piece each. A
-    lookup reads a few pages, whatever the size of the model."""
+    look terms up in. A file with term groups (`modelfile.term_groups`: the vocabulary cut
+    where each page of its terms begins) has the first term of every group read once, when
+    it is opened; a lookup finds the group by binary search among them (in memory, in C)
+    and the term among the group's bytes, one or two pages. A file without groups is
+    searched by a binary search over groups of `GROUP` terms by their first term (the first
+    terms read are kept), then among the terms of the group, whose offsets and bytes are read
+    in one piece each: a few pages a lookup. Either way a lookup reads a few pages, whatever
+    the size of the model."""
 
     def __init__(self, path: str | os.PathLike[str] | None, box: schema.ModelFile) -> None:
         pages = box.pages
@@ -280,6 +285,13 @@ class PagedTable:
         self._groups = (self._size + GROUP - 1) // GROUP
         self._first: dict[int, bytes] = {}
         self._memo: dict[bytes, int | None] = {}
+        try:
+            groups = schema.term_groups(box)
+        except ValueError as exc:
+            raise container.invalid(path, str(exc)) from None
+        if groups is not None:
+            self._firsts, self._columns, self._starts = groups
+            self._column = self._grouped
 
     def _offsets(self, start: int, stop: int) -> tuple[int, ...]:
         """term_offsets[start:stop]."""
@@ -296,7 +308,7 @@ class PagedTable:
         return self.pages.read(self._terms_at + low, high - 1 - low)
 
     def first(self, group: int) -> bytes:
-        """The first term of ``group``."""
+        """The first term of ``group`` (of `GROUP` terms)."""
         term = self._first.get(group)
         if term is None:
             term = self._first[group] = self._terms(
@@ -316,7 +328,29 @@ class PagedTable:
         column = memo[key] = self._column(key)
         return column
 
+    def _grouped(self, key: bytes) -> int | None:
+        """`column` in a file with term groups: the last group whose first term is <= key,
+        then the key between line breaks among the group's terms, counted in line breaks
+        from its first (no term holds a line break, so a key with one is in no term)."""
+        group = bisect_right(self._firsts, key) - 1
+        if group < 0 or b"\n" in key:
+            return None
+        column, stop = self._columns[group], self._columns[group + 1]
+        if not column < stop <= self._size:  # a crafted file (`schema.term_groups`)
+            raise container.invalid(self.path, "the term groups do not fit the terms")
+        if self._firsts[group] == key:
+            return column
+        terms = self._terms(self._starts[group], self._starts[group + 1])
+        found = (b"\n" + terms + b"\n").find(b"\n" + key + b"\n")
+        if found < 0:
+            return None
+        column += terms.count(b"\n", 0, found)
+        if column >= stop:  # a crafted file: line breaks where no term ends
+            raise container.invalid(self.path, "the term groups do not fit the terms")
+        return column
+
     def _column(self, key: bytes) -> int | None:
+        """`column` in a file without term groups."""
         if not self._groups:
             return None
         low, high, known = 0, self._groups, self._first

@@ -15,6 +15,13 @@ vocabulary (zero for terms the filters drop), and for two-class models ``score_w
 for words that are no clue), with ``"combine": "fisher"`` in the header and no weights. It
 is derived from the counts when the file is written, never read back into a Model.
 ``page_crc`` (`container.PAGES`) lets one message be scored from the pages it reads.
+
+The term groups let one message look its terms up reading one or two pages a term
+(`array_scoring.PagedTable`): the vocabulary cut into groups where a `container.PAGE` of
+``terms`` begins, ``term_groups`` (uint8) the first term of each group joined by line
+breaks, and ``term_group_starts`` (2, g + 1) the column of each group's first term and
+where it starts in ``terms``, each row ending with d and the end of ``terms`` (its
+length + 1; 0 for no terms). Derived from the vocabulary when the file is written.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from ..models.scoring_forms import LinearForm
 from . import container, schema
 from .container import Blob
 
+GROUP_BYTES = 2048  # bytes of terms a group of `term_groups` starts in
 _COUNTS = ("class_count", "term_count", "doc_count", "seen_labels")
 
 
@@ -42,10 +50,8 @@ def save_model(model: Model, path: str | os.PathLike[str]) -> None:
     if model.terms:
         offsets[1:-1] = np.flatnonzero(blob == ord("\n")) + 1
         offsets[-1] = blob.size + 1
-    arrays = {
-        "terms": blob,
-        "term_offsets": offsets.astype("<u4" if offsets[-1] < 2**32 else "<u8"),
-    }
+    width = "<u4" if offsets[-1] < 2**32 else "<u8"
+    arrays = {"terms": blob, "term_offsets": offsets.astype(width)}
     # counts as 32-bit integers when they fit: a smaller file is quicker to read and check
     arrays.update({name: _compact(getattr(model, name)) for name in _COUNTS})
     arrays["seen_digests"] = np.ascontiguousarray(model.seen_digests, np.uint8)
@@ -60,6 +66,8 @@ def save_model(model: Model, path: str | os.PathLike[str]) -> None:
         weights = np.zeros(len(model.terms), "<f8")
         weights[sc.kept] = sc.weights
         arrays["score_weights"] = weights
+    arrays["term_groups"], starts = term_groups(model.terms, offsets)
+    arrays["term_group_starts"] = starts.astype(width)
     header = {
         "labels": list(model.labels),
         "tokenizer": model.tokenizer.as_dict(),
@@ -76,6 +84,19 @@ def save_model(model: Model, path: str | os.PathLike[str]) -> None:
         for name, a in arrays.items()
     }
     container.write(path, header, blobs, pages=True)
+
+
+def term_groups(terms: tuple[str, ...], offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(``term_groups``, ``term_group_starts``) of the vocabulary ``terms`` whose offsets in
+    the terms blob are ``offsets``: a group begins with the first term that starts at or
+    after each multiple of `container.PAGE` bytes, so that a group's terms lie in about one
+    page of the file (the terms blob is its first array, at a page's start)."""
+    bounds = np.arange(0, int(offsets[-1]), GROUP_BYTES, dtype=np.uint64)
+    firsts = np.unique(np.searchsorted(offsets[:-1], bounds))
+    firsts = firsts[firsts < len(terms)]
+    text = "\n".join([terms[k] for k in firsts.tolist()]).encode("utf-8")
+    starts = np.stack([np.append(firsts, len(terms)), offsets[np.append(firsts, len(terms))]])
+    return np.frombuffer(text, np.uint8), starts.astype(np.uint64)
 
 
 def write_model(model: Model, path: str | os.PathLike[str]) -> None:
@@ -116,9 +137,12 @@ def _model(path: str | os.PathLike[str], box: schema.ModelFile) -> Model:
         name: np.frombuffer(view, np.dtype(dtype)).reshape(shape)
         for name, (view, dtype, shape) in box.views.items()
     }
+    terms = tuple(schema.terms(path, box))
+    if "term_groups" in arrays and not _groups_fit(arrays, terms):
+        raise container.invalid(path, "the term groups do not fit the terms")
     return Model(
         labels=box.labels,
-        terms=tuple(schema.terms(path, box)),
+        terms=terms,
         class_count=arrays["class_count"].astype(np.int64),
         term_count=arrays["term_count"].astype(np.int64),
         doc_count=arrays["doc_count"].astype(np.int64),
@@ -131,6 +155,20 @@ def _model(path: str | os.PathLike[str], box: schema.ModelFile) -> Model:
         calibration=box.calibration,
         info=box.info,
     )
+
+
+def _groups_fit(arrays: dict[str, np.ndarray], terms: tuple[str, ...]) -> bool:
+    """Whether the term groups of a file are of its vocabulary: each group's column, start
+    and first term those of a term, in order, ending with the vocabulary's end (what a
+    lookup of one message follows; where the groups are cut is the writer's choice)."""
+    columns, starts = arrays["term_group_starts"].astype(np.int64)
+    offsets = arrays["term_offsets"]
+    if columns[-1] != len(terms) or (columns.size > 1 and np.any(np.diff(columns) <= 0)):
+        return False
+    if columns[0] != 0 or not np.array_equal(starts, offsets[columns]):
+        return False
+    first = "\n".join([terms[k] for k in columns[:-1].tolist()]).encode("utf-8")
+    return arrays["term_groups"].tobytes() == first
 
 
 def part_sizes(path: str | os.PathLike[str]) -> dict[str, int]:
@@ -158,6 +196,8 @@ _PARTS = {
     "score_intercept": "scoring",
     "score_weights": "scoring",
     container.PAGES: "scoring",
+    "term_groups": "terms",
+    "term_group_starts": "terms",
 }
 
 
