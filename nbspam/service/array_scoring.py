@@ -336,15 +336,20 @@ class PagedTable:
         if group < 0 or b"\n" in key:
             return None
         column, stop = self._columns[group], self._columns[group + 1]
-        if not column < stop <= self._size:  # a crafted file (`schema.term_groups`)
+        low, high = self._starts[group], self._starts[group + 1]
+        if not (column < stop <= self._size and low < high <= self._terms_size + 1):
             raise container.invalid(self.path, "the term groups do not fit the terms")
-        if self._firsts[group] == key:
+        first = self._firsts[group]
+        if first == key:
             return column
-        terms = self._terms(self._starts[group], self._starts[group + 1])
+        low += len(first) + 1  # the group's other terms: one page in a file nbspam wrote
+        if low >= high:
+            return None
+        terms = self.pages.read(self._terms_at + low, high - 1 - low)
         found = (b"\n" + terms + b"\n").find(b"\n" + key + b"\n")
         if found < 0:
             return None
-        column += terms.count(b"\n", 0, found)
+        column += 1 + terms.count(b"\n", 0, found)
         if column >= stop:  # a crafted file: line breaks where no term ends
             raise container.invalid(self.path, "the term groups do not fit the terms")
         return column
@@ -378,6 +383,9 @@ class PagedTable:
         return None
 
 
+_DOUBLE = struct.Struct("<d").unpack
+
+
 class PagedWeights:
     """A vector of weights (d floats of one array from ``start``) read a value at a time
     from the pages of a `PagedTable`'s file, each value checked finite; the last
@@ -398,7 +406,7 @@ class PagedWeights:
         return value
 
     def _read(self, col: int) -> float:
-        (value,) = struct.unpack("<d", self._table.pages.read(self._at + 8 * col, 8))
+        (value,) = _DOUBLE(self._table.pages.read(self._at + 8 * col, 8))
         if not math.isfinite(value):
             raise ModelFileError(
                 f"{self._table.path} is not a valid nbspam model: "

@@ -158,7 +158,26 @@ def terms(path: str | os.PathLike[str], box: ModelFile) -> list[str]:
         raise container.invalid(path, "the terms do not match their offsets")
     if found[:1] == [""] or not all(map(operator.lt, found, found[1:])):  # C loops, no Python
         raise container.invalid(path, "the terms are not sorted, unique and non-empty")
+    if "term_groups" in box.views and not _groups_fit(box, found):
+        raise container.invalid(path, "the term groups do not fit the terms")
     return found
+
+
+def _groups_fit(box: ModelFile, found: list[str]) -> bool:
+    """Whether the term groups are of the vocabulary ``found``: each group's column, start
+    and first term those of a term, in order (where the groups are cut is the writer's
+    choice). A loop as long as there are groups, about one a 2 KiB of terms."""
+    try:
+        firsts, columns, at = term_groups(box)
+    except ValueError:
+        return False
+    offsets = box.values("term_offsets")
+    count = len(firsts)
+    return (
+        all(map(operator.lt, columns, columns[1:]))
+        and all(offsets[columns[i]] == at[i] for i in range(count))
+        and firsts == [found[columns[i]].encode("utf-8") for i in range(count)]
+    )
 
 
 def term_groups(box: ModelFile) -> tuple[list[bytes], memoryview, memoryview] | None:
@@ -168,8 +187,8 @@ def term_groups(box: ModelFile) -> tuple[list[bytes], memoryview, memoryview] | 
     Checked here: as many first terms as groups, and the rows' ends; a lookup checks the
     numbers of the group it reads (`array_scoring.PagedTable`), so that it stays among the
     group's terms and their weights, in time that does not grow with the groups. That the
-    groups are the vocabulary's is checked where the vocabulary is read whole
-    (`modelfile`); a lookup in a crafted file can only miss, or find a term the file holds."""
+    groups are the vocabulary's is checked where the vocabulary is read whole (`terms`);
+    a lookup in a crafted file can only miss, or find a term the file holds."""
     if "term_groups" not in box.views:
         return None
     count = box.views["term_group_starts"][2][1] - 1
