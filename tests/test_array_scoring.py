@@ -523,3 +523,25 @@ def _column_of(arrays, group: int) -> int:
     dtype, shape, data = arrays["term_group_starts"]
     code = "<I" if dtype == "<u4" else "<Q"
     return struct.unpack_from(code, data, group * struct.calcsize(code))[0]
+
+
+def test_a_resident_scorer_keeps_the_frequent_terms_among_many_rare(saved, monkeypatch):
+    """The terms a scorer remembers are kept in two generations: when the newer is full it
+    becomes the older, and a term found there is brought back, so a word of every message
+    is not looked up among the pages again each time rare words fill the memory (a server
+    that forgot everything when full looked up the SpamAssassin model's frequent words
+    again every few hundred messages)."""
+    from nbspam.service import array_scoring
+
+    model, path = saved
+    monkeypatch.setattr(array_scoring, "REMEMBERED", 4)
+    table = load_array_scorer(path)._paged
+    looked: list[bytes] = []
+    search = table._column
+    monkeypatch.setattr(table, "_column", lambda key: looked.append(key) or search(key))
+    rare = [t.encode() for t in model.terms[1:10]]
+    frequent = model.terms[0].encode()
+    for key in [frequent, *rare[:3], frequent, rare[3], frequent, *rare[4:9], frequent]:
+        assert table.column(key) == model.terms.index(key.decode())
+    assert looked.count(frequent) == 1 and len(looked) == 10
+    assert len(table._memo.new) + len(table._memo.old) <= 2 * 4

@@ -19,7 +19,7 @@ import struct
 import sys
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import repeat
 
 from ..errors import ModelFileError
@@ -29,6 +29,8 @@ from ..text.features import Analyzer
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the one-message path imports neither: a filter started per delivery
+    from typing import Any
+
     from ..mail.message import Message
     from ..models.model import Model
 
@@ -262,6 +264,32 @@ GROUP = 256  # terms whose offsets are read together by `PagedTable` in a file w
 REMEMBERED = 1 << 15  # terms (and weights) a paged scorer remembers: a few MB at most
 
 
+class Remembered:
+    """The values of the keys last looked up, at most 2 x `REMEMBERED`: when the newer
+    generation is full it becomes the older (the oldest is dropped), and a key found in the
+    older is brought back into the newer, so the frequent keys stay (a server scores the
+    same words in message after message) whatever the number of rare ones."""
+
+    __slots__ = ("new", "old")
+
+    def __init__(self) -> None:
+        self.new: dict[Any, Any] = {}
+        self.old: dict[Any, Any] = {}
+
+    def get(self, key: Any, compute: Callable[[Any], Any]) -> Any:
+        """The value of ``key``: remembered, or ``compute(key)`` remembered."""
+        new = self.new
+        if key in new:
+            return new[key]
+        old = self.old
+        value = old[key] if key in old else compute(key)
+        if len(new) >= REMEMBERED:
+            self.old = new
+            new = self.new = {}
+        new[key] = value
+        return value
+
+
 class PagedTable:
     """The sorted vocabulary of a model file read a page at a time (`schema.paged`), to
     look terms up in. A file with term groups (`modelfile.term_groups`: the vocabulary cut
@@ -284,7 +312,7 @@ class PagedTable:
         self._code = "I" if self._step == 4 else "Q"
         self._groups = (self._size + GROUP - 1) // GROUP
         self._first: dict[int, bytes] = {}
-        self._memo: dict[bytes, int | None] = {}
+        self._memo = Remembered()  # key -> column
         try:
             groups = schema.term_groups(box)
         except ValueError as exc:
@@ -320,13 +348,7 @@ class PagedTable:
         """The column of the term whose UTF-8 is ``key``, None if it has none; the last
         `REMEMBERED` terms looked up are remembered (a server scores the same frequent
         words in message after message)."""
-        memo = self._memo
-        if key in memo:
-            return memo[key]
-        if len(memo) >= REMEMBERED:
-            memo.clear()
-        column = memo[key] = self._column(key)
-        return column
+        return self._memo.get(key, self._column)
 
     def _grouped(self, key: bytes) -> int | None:
         """`column` in a file with term groups: the last group whose first term is <= key,
@@ -394,16 +416,10 @@ class PagedWeights:
     def __init__(self, table: PagedTable, name: str, start: int) -> None:
         self._table, self._name = table, name
         self._at = table.pages.blob(name)[0] + 8 * start
-        self._memo: dict[int, float] = {}
+        self._memo = Remembered()  # column -> weight
 
     def __getitem__(self, col: int) -> float:
-        memo = self._memo
-        value = memo.get(col)
-        if value is None:
-            if len(memo) >= REMEMBERED:
-                memo.clear()
-            value = memo[col] = self._read(col)
-        return value
+        return self._memo.get(col, self._read)
 
     def _read(self, col: int) -> float:
         (value,) = _DOUBLE(self._table.pages.read(self._at + 8 * col, 8))
