@@ -293,13 +293,13 @@ class Remembered:
 class PagedTable:
     """The sorted vocabulary of a model file read a page at a time (`schema.paged`), to
     look terms up in. A file with term groups (`modelfile.term_groups`: the vocabulary cut
-    where each page of its terms begins) has the first term of every group read once, when
-    it is opened; a lookup finds the group by binary search among them (in memory, in C)
-    and the term among the group's bytes, one or two pages. A file without groups is
-    searched by a binary search over groups of `GROUP` terms by their first term (the first
-    terms read are kept), then among the terms of the group, whose offsets and bytes are read
-    in one piece each: a few pages a lookup. Either way a lookup reads a few pages, whatever
-    the size of the model."""
+    at each 2 KiB of its terms) has the first term of every group read once, when it is
+    opened; a lookup finds the group by binary search among them (in memory, in C), and a
+    term other than the group's first among the rest of the group: one page. A file without
+    groups is searched by a binary search over groups of `GROUP` terms by their first term
+    (the first terms read are kept), then among the terms of the group, whose offsets and
+    bytes are read in one piece each: about three pages a lookup. Either way a lookup reads
+    a few pages, whatever the size of the model."""
 
     def __init__(self, path: str | os.PathLike[str] | None, box: schema.ModelFile) -> None:
         pages = box.pages
@@ -345,8 +345,8 @@ class PagedTable:
         return term
 
     def column(self, key: bytes) -> int | None:
-        """The column of the term whose UTF-8 is ``key``, None if it has none; the last
-        `REMEMBERED` terms looked up are remembered (a server scores the same frequent
+        """The column of the term whose UTF-8 is ``key``, None if it has none; the terms
+        looked up last are remembered (`Remembered`: a server scores the same frequent
         words in message after message)."""
         return self._memo.get(key, self._column)
 
@@ -410,8 +410,8 @@ _DOUBLE = struct.Struct("<d").unpack
 
 class PagedWeights:
     """A vector of weights (d floats of one array from ``start``) read a value at a time
-    from the pages of a `PagedTable`'s file, each value checked finite; the last
-    `REMEMBERED` values read are remembered."""
+    from the pages of a `PagedTable`'s file, each value checked finite; the values read
+    last are remembered (`Remembered`)."""
 
     def __init__(self, table: PagedTable, name: str, start: int) -> None:
         self._table, self._name = table, name

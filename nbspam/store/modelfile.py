@@ -16,9 +16,9 @@ for words that are no clue), with ``"combine": "fisher"`` in the header and no w
 is derived from the counts when the file is written, never read back into a Model.
 ``page_crc`` (`container.PAGES`) lets one message be scored from the pages it reads.
 
-The term groups let one message look its terms up reading one or two pages a term
-(`array_scoring.PagedTable`): the vocabulary cut into groups where each `GROUP_BYTES` of
-``terms`` begin, ``term_groups`` (uint8) the first term of each group joined by line
+The term groups let one message look a term up reading one page
+(`array_scoring.PagedTable`): the vocabulary cut into groups at each `GROUP_BYTES` of
+``terms``, ``term_groups`` (uint8) the first term of each group joined by line
 breaks, and ``term_group_starts`` (2, g + 1) the column of each group's first term and
 where it starts in ``terms``, each row ending with d and the end of ``terms`` (its
 length + 1; 0 for no terms). Derived from the vocabulary when the file is written.
