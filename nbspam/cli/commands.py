@@ -857,9 +857,9 @@ def predict(
         follow_links=follow_links,
         watch=report.watch,
     )
-    for line in render.predictions(done.results, done.labels, fmt):
-        emit(line)
-        report.progress(1)  # rows of tables, which are not read as messages
+    for text, rows in render.prediction_blocks(done.results, done.labels, fmt):
+        emit(text)
+        report.progress(rows)  # rows of tables, which are not read as messages
     note = render.unseen_note(done.unseen)
     if note:
         say(f"note: {note}")
