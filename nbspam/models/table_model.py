@@ -202,13 +202,24 @@ class TableModel:
         """(names, log P(x_a | c) (n, C) for each scored column) of a table's rows. Values
         of a categorical column never seen in training add nothing (counted in ``unseen``
         per column)."""
+        names, parts = [], []
+        for name, part in self.column_parts(table, unseen):
+            names.append(name)
+            parts.append(part)
+        return names, parts
+
+    def column_parts(
+        self, table: Table, unseen: Counter | None = None, columns: Iterable[Column] | None = None
+    ) -> Iterator[tuple[str, np.ndarray]]:
+        """(name, log P(x_a | c) (n, C)) of each scored column (of ``columns``, some of the
+        model's), one at a time, as `column_log_likelihoods` gives them."""
         missing = [c.name for c in self.columns if c.kind != "ignore" and not table.has(c.name)]
         if missing:
             raise InputError(f"the table lacks the model's column {missing[0]!r}")
-        analyzer = self.analyzer() if any(c.kind == "text" for c in self.columns) else None
-        gauss = self.gaussian_params()
-        names, parts = [], []
-        for column in self.columns:
+        columns = self.columns if columns is None else list(columns)
+        analyzer = self.analyzer() if any(c.kind == "text" for c in columns) else None
+        gauss = self.gaussian_params() if any(c.kind == "gaussian" for c in columns) else {}
+        for column in columns:
             if column.kind == "ignore":
                 continue
             if column.kind == "gaussian":
@@ -221,14 +232,15 @@ class TableModel:
                 part = _text_log_likelihood(column.stats, values, self.alpha)
             else:
                 part = _categorical_log_likelihood(column, table, self.alpha, unseen)
-            names.append(column.name)
-            parts.append(part)
-        return names, parts
+            yield column.name, part
 
     def joint_log_likelihood(self, table: Table, unseen: Counter | None = None) -> np.ndarray:
-        """J (n, C): the log prior plus every column's log-likelihood."""
-        _, parts = self.column_log_likelihoods(table, unseen)
-        return self.log_prior()[None, :] + sum(parts, np.zeros((len(table), len(self.labels))))
+        """J (n, C): the log prior plus every column's log-likelihood (added in column
+        order, one column held at a time)."""
+        total = np.zeros((len(table), len(self.labels)))
+        for _, part in self.column_parts(table, unseen):
+            total += part
+        return self.log_prior()[None, :] + total
 
     # -- the model interface (`interface.NaiveBayesModel`) ------------------------------------
 
@@ -549,15 +561,7 @@ def column_counts(
             stats.add(c, analyzer.tokens(cell) if cell else [], sign)
         return stats
     if column.kind == "gaussian":
-        x = column_numbers(column, table)
-        big = np.flatnonzero(np.abs(x) > col.MAX_VALUE)
-        if big.size:
-            i = int(big[0])
-            raise InputError(
-                f"{table.ids[i]}, column {column.name!r}: {table.cell(i, column.name)[:40]} "
-                "is beyond ±1e150, the range of a gaussian column; rescale the column (its "
-                f"logarithm, say) or give --column {column.name}=binned"
-            )
+        x = check_range(column, table)
         ok = ~np.isnan(x)
         return stats.combine(col.Gaussian.of(x[ok], ys[ok], C), sign)
     names, codes = column_categories(column, table)
@@ -567,6 +571,21 @@ def column_counts(
             i = int(np.flatnonzero(codes == j)[0])
             raise InputError(f"{table.ids[i]}: {column.name}={name!r} was never learned")
     return stats.combine(category_counts(names, codes, ys, C), sign)
+
+
+def check_range(column: Column, table: Table) -> np.ndarray:
+    """A Gaussian column's numbers, every one within ±`columns.MAX_VALUE`: the first beyond
+    is an InputError naming its row."""
+    x = column_numbers(column, table)
+    big = np.flatnonzero(np.abs(x) > col.MAX_VALUE)
+    if big.size:
+        i = int(big[0])
+        raise InputError(
+            f"{table.ids[i]}, column {column.name!r}: {table.cell(i, column.name)[:40]} "
+            "is beyond ±1e150, the range of a gaussian column; rescale the column (its "
+            f"logarithm, say) or give --column {column.name}=binned"
+        )
+    return x
 
 
 def category_counts(names: list[str], codes: np.ndarray, ys: np.ndarray, C: int) -> Any:
@@ -628,14 +647,28 @@ def number_categories(column: Column, x: np.ndarray) -> tuple[list[str], np.ndar
             for v, ok in zip(value.tolist(), present.tolist())
         ]
         return ["z" if v < 0 else str(v) for v in seen], np.array(codes, dtype=np.int64)
-    distinct, first, inverse = np.unique(value[present], return_index=True, return_inverse=True)
+    shifted = value[present] + 1  # 0 the bin 'z', else the bin + 1
+    size = int(shifted.max()) + 1 if len(shifted) else 0
+    if size > FEW_BINS:
+        distinct, first, inverse = np.unique(shifted, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
+    else:  # a pass per bin, not a sort
+        distinct = np.flatnonzero(np.bincount(shifted, minlength=size))
+        first = np.array([np.argmax(shifted == v) for v in distinct.tolist()], dtype=np.int64)
+        inverse = np.zeros(size, dtype=np.int64)
+        inverse[distinct] = np.arange(len(distinct))
+        inverse = inverse[shifted]
     order = np.argsort(first, kind="stable")
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
     codes = np.full(len(x), -1, dtype=np.int64)
-    codes[present] = rank[inverse.reshape(-1)]
-    names = ["z" if v < 0 else str(v) for v in distinct[order].tolist()]
+    codes[present] = rank[inverse]
+    names = ["z" if v == 0 else str(v - 1) for v in distinct[order].tolist()]
     return names, codes
+
+
+FEW_BINS = 64
+"""Up to this many bins, `number_categories` finds the first row of each by a pass per bin."""
 
 
 def _non_negative(model: TableModel) -> bool:
