@@ -101,3 +101,32 @@ def test_verdicts_and_calibrated_probabilities_of_a_block_are_those_of_each_row(
     got = table_model._calibrated(s, side, calibration)
     want = [calibrated_probability(calibration, v, cutoffs) for v in s.tolist()]
     assert [v.hex() for v in got] == [v.hex() for v in want]
+
+
+@pytest.mark.parametrize("block", [16, 1 << 22])
+def test_predict_reads_only_the_text_it_scores_as_text(tmp_path, monkeypatch, block):
+    """predict keeps the cells' text of the columns it scores as categories ('01' and '1'
+    stay two categories), not of those it scores as numbers; a cell of those that is not a
+    number, after blocks of numbers, is named as before."""
+    from nbspam.mail import table_rows
+
+    monkeypatch.setattr(table_rows, "TEXT_BLOCK", block)
+    train = tmp_path / "train.csv"
+    rows = [("1.5", "01", "a"), ("2.5", "1", "b"), ("1.0", "01", "a"), ("3.0", "1", "b")]
+    train.write_text("x,c,label\n" + "".join(",".join(r) + "\n" for r in rows * 3))
+    r = cli_run("train", train, "-o", tmp_path / "m.nbm", "--column", "c=categorical")
+    assert r.exit_code == 0, r.stderr
+    model = load_table_model(tmp_path / "m.nbm")
+    assert model.text_columns() == {"c"}
+    test = tmp_path / "test.csv"
+    test.write_text("x,c\n1.5,01\n2.5,1\n")
+    table = read_table(str(test), texts=model.text_columns())
+    names, codes = table.categories("c")
+    assert (names, codes.tolist()) == (["01", "1"], [0, 1])
+    with pytest.raises(ValueError, match="not kept"):
+        table.column("x")
+    assert list(model.predict(table)) == list(model.predict(read_table(str(test))))
+    test.write_text("x,c\n" + "1.5,01\n" * 5 + "abc,1\n")
+    r = cli_run("predict", "-m", tmp_path / "m.nbm", test)
+    assert (r.exit_code, r.stdout) == (1, "")
+    assert r.stderr == f"Error: {test}#7, column 'x': 'abc' is not a finite number\n"

@@ -289,6 +289,13 @@ class TableModel:
             "history": self.info,
         }
 
+    def text_columns(self) -> set[str]:
+        """The columns whose cells scoring reads as text (categories, tokens), not numbers:
+        `text.tables.read_table` need keep no other column's text."""
+        return {
+            c.name for c in self.columns if c.kind in ("categorical", "text") and c.edges is None
+        }
+
     def predict_table(self, table: Table, unseen: Counter | None = None) -> Iterator[Any]:
         """A `decision.Prediction` per row of one table."""
         for block in self.predict_blocks(table, unseen):

@@ -65,7 +65,7 @@ def _rows(model_path: str, model: Any, inputs: Inputs, unseen: Counter) -> Itera
     for path, _ in inputs:
         if path == "-":
             raise NbspamError(f"{model_path} is a table model: give the tables to score as PATH")
-        yield from model.predict_blocks(read_table(path), unseen)
+        yield from model.predict_blocks(read_table(path, texts=model.text_columns()), unseen)
 
 
 def _on_cluster(engine: Engine, model_path: str, messages: Iterator[Any]) -> Iterator[Any]:

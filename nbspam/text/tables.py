@@ -16,7 +16,7 @@ import json
 import math
 import operator
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Container, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -52,7 +52,7 @@ class Numbers:
     asked for it."""
 
     def __init__(
-        self, x: np.ndarray, text: np.ndarray | Texts, index: np.ndarray | None = None
+        self, x: np.ndarray, text: np.ndarray | Texts | None, index: np.ndarray | None = None
     ) -> None:
         self.x, self._text, self._index = x, text, index
         self.words: Words | None = None
@@ -62,6 +62,8 @@ class Numbers:
 
     @property
     def text(self) -> np.ndarray:
+        if self._text is None:
+            raise ValueError("the text of this column of numbers was not kept")
         if isinstance(self._text, Texts):
             self._text = self._text.array()
         if self._index is not None:
@@ -188,6 +190,10 @@ class _Columns:
         self.parts: list[list[Any]] = [[] for _ in range(width)]
         """Per column: blocks of (numbers, `Texts`) while they are numbers, else a `_Coder`."""
         self.n = 0
+        self.texts: Container[str] | None = None
+        """The names of the columns whose cells' text is kept (None: every one)."""
+        self.textless: set[int] = set()
+        """The places of the columns whose cells' text is not kept while they are numbers."""
 
     def add_column(self) -> None:
         """One more column, empty in every row added so far."""
@@ -208,13 +214,13 @@ class _Columns:
             if part and isinstance(part[0], _Coder):
                 part[0].add(cells)
                 continue
-            block = _numbers(cells)
+            block = _numbers(cells, j not in self.textless)
             if block is not None:
                 part.append(block)
                 continue
             coder = _Coder()
-            for _, text in part:
-                coder.add(text.cells())
+            for x, text in part:  # without their text: as the numbers read back
+                coder.add(text.cells() if text is not None else _reprs(x))
             coder.add(cells)
             self.parts[j] = [coder]
         self.n += len(columns[0])
@@ -225,9 +231,12 @@ class _Columns:
             if part and isinstance(part[0], _Coder):
                 out.append(part[0].words())
             elif part:
-                texts = Texts()
+                texts: Texts | None = Texts()
                 for _, text in part:
-                    texts.blocks += text.blocks
+                    if text is None or texts is None:
+                        texts = None
+                    else:
+                        texts.blocks += text.blocks
                 out.append(Numbers(np.concatenate([x for x, _ in part]), texts))
             else:
                 out.append(Numbers(np.zeros(0), np.zeros(0, dtype="S1")))
@@ -252,10 +261,10 @@ class _Coder:
         return Words(list(self.seen), np.concatenate(self.codes))
 
 
-def _numbers(cells: list[str]) -> tuple[np.ndarray, Texts] | None:
-    """(numbers, text) of cells every one of which Python's ``float`` reads as a finite
-    number (numpy reads each with it, in one call), or is empty (NaN); None where one is
-    not."""
+def _numbers(cells: list[str], keep_text: bool = True) -> tuple[np.ndarray, Texts | None] | None:
+    """(numbers, text or None unless ``keep_text``) of cells every one of which Python's
+    ``float`` reads as a finite number (numpy reads each with it, in one call), or is empty
+    (NaN); None where one is not."""
     empty = cells.count("")
     try:
         x = np.array([c or "nan" for c in cells] if empty else cells, dtype=np.float64)
@@ -263,9 +272,16 @@ def _numbers(cells: list[str]) -> tuple[np.ndarray, Texts] | None:
         return None
     if np.count_nonzero(np.isfinite(x)) != len(cells) - empty:
         return None  # a literal nan or inf
+    if not keep_text:
+        return x.reshape(-1), None
     text = Texts()
     text.add(cells)
     return x.reshape(-1), text
+
+
+def _reprs(x: np.ndarray) -> list[str]:
+    """Numbers as text that reads back as the same numbers ('' for NaN, a missing cell)."""
+    return [repr(v) if v == v else "" for v in x.tolist()]
 
 
 # --------------------------------------------------------------------------------------------
@@ -383,7 +399,9 @@ def _open_table(path: str) -> int:
     return open_regular(os.path.realpath(path))
 
 
-def read_table(path: str, problems: Problems | None = None) -> Table:
+def read_table(
+    path: str, problems: Problems | None = None, texts: Container[str] | None = None
+) -> Table:
     """Read a CSV, TSV or JSON Lines table with a header row (JSON Lines: the keys of the
     objects) as columns, streaming through the one reader of table files (`table_rows`):
     a block of whole lines at a time (JSON Lines: a line at a time), each line capped,
@@ -391,7 +409,11 @@ def read_table(path: str, problems: Problems | None = None) -> Table:
 
     A bad row (too few or too many cells, a JSON line that is not an object or not valid
     JSON, a line past the cap) is reported to ``problems`` by its ``PATH#LINE`` and left
-    out; without ``problems`` (`Strict`) the first one is the InputError."""
+    out; without ``problems`` (`Strict`) the first one is the InputError.
+
+    ``texts``: the columns of a CSV or TSV table whose cells' text is kept where they are
+    numbers (None: every column); a column of numbers read without is only numbers (its
+    text cannot be asked for: `predict` reads the columns it scores as numbers so)."""
     lower = path.lower()
     if not lower.endswith(TABLE_SUFFIXES):
         raise InputError(f"{path}: a table is a .csv, .tsv or .jsonl file")
@@ -401,7 +423,8 @@ def read_table(path: str, problems: Problems | None = None) -> Table:
             if lower.endswith((".jsonl", ".ndjson")):
                 return _read_jsonl(path, text_lines(f, path, problems), problems)
             blocks = text_blocks(f, path, problems)
-            return _read_csv(path, blocks, problems, "\t" if lower.endswith(".tsv") else ",")
+            delimiter = "\t" if lower.endswith(".tsv") else ","
+            return _read_csv(path, blocks, problems, delimiter, texts)
     except OSError as exc:
         raise InputError(f"{path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
@@ -410,7 +433,13 @@ def read_table(path: str, problems: Problems | None = None) -> Table:
         raise InputError(f"{path}: not a valid table: {exc}") from None
 
 
-def _read_csv(path: str, blocks: Iterator[str], problems: Problems, delimiter: str) -> Table:
+def _read_csv(
+    path: str,
+    blocks: Iterator[str],
+    problems: Problems,
+    delimiter: str,
+    texts: Container[str] | None = None,
+) -> Table:
     """The table of blocks of whole lines (`table_rows.text_blocks`): the header row, then
     each block split into columns at once (`_split_block`) while its rows are plain (no
     quote, each of the header's width); from the first block that is not, every row
@@ -421,6 +450,7 @@ def _read_csv(path: str, blocks: Iterator[str], problems: Problems, delimiter: s
     if not text:
         raise InputError(f"{path}: the table is empty")
     columns = _Columns(0, strip=True)
+    columns.texts = texts
     lines: list[np.ndarray] = []
     if '"' in head:  # a quoted header, perhaps over several lines
         names = _read_rows(path, _lines_of([text], blocks), 1, problems, delimiter, columns, lines)
@@ -441,8 +471,10 @@ def _read_csv(path: str, blocks: Iterator[str], problems: Problems, delimiter: s
 def _header(path: str, first: list[str], columns: _Columns) -> list[str]:
     names = [name.strip() for name in first]
     _check_names(path, names)
-    for _ in names:
+    for j, name in enumerate(names):
         columns.add_column()
+        if columns.texts is not None and name not in columns.texts:
+            columns.textless.add(j)
     return names
 
 
