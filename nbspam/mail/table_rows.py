@@ -1,5 +1,6 @@
 """The one reader of table files (CSV, TSV, JSON Lines): a stream of rows, each with its line
-number, read a line at a time and never held whole. Tables of messages (`messages`) and
+number, read a line at a time (`text_lines`) or a block of whole lines at a time
+(`text_blocks`, for typed CSV and TSV tables) and never held whole. Tables of messages (`messages`) and
 typed tables (`text.tables`) both read their rows here, under the same rules:
 
 - a line longer than `MAX_MESSAGE_BYTES` is never read into memory: it is reported as a
