@@ -77,13 +77,14 @@ class FoldStatistics:
     sums and counts that equal fitting the model on the other folds. A binned column is the
     exception: its edges are those of the other folds' values, so it is counted per fold."""
 
-    def __init__(self, table: Table, fold: np.ndarray) -> None:
+    def __init__(self, table: Table, fold: np.ndarray, share_scores: bool = False) -> None:
         self.table, self.fold = table, fold
         self.folds = np.unique(fold[fold >= 0]).tolist()
         self.rows = {k: np.flatnonzero(fold == k) for k in self.folds}
         self.parts = {k: subset(table, rows) for k, rows in self.rows.items()}
-        self.shared_scores: dict[tuple[Any, ...], np.ndarray] = {}
-        """Per column modelled alike by every setting: its out-of-fold log-likelihoods."""
+        self.shared_scores: dict[tuple[Any, ...], np.ndarray] | None = {} if share_scores else None
+        """Per column modelled alike by every setting: its out-of-fold log-likelihoods (kept
+        with ``share_scores``, for several settings)."""
         self.counted: dict[tuple[str, str], list[Any]] = {}
         """Per column and kind: the statistics of all the folds, then those of each fold."""
         self.empty: dict[int, tuple[TableSettings, TableModel]] = {}
@@ -132,7 +133,8 @@ class FoldStatistics:
         first = next(iter(models.values()))
         column = first.columns[j]
         key = None
-        if column.kind in ("categorical", "bernoulli", "text") and column.edges is None:
+        alike = column.kind in ("categorical", "bernoulli", "text") and column.edges is None
+        if alike and self.shared_scores is not None:
             tokenizer = settings.tokenizer if column.kind == "text" else None
             key = (column.name, column.kind, settings.alpha, tokenizer)
             if key in self.shared_scores:
@@ -141,7 +143,7 @@ class FoldStatistics:
         for k, model in models.items():
             (_, part), *_ = model.column_parts(self.parts[k], Counter(), [model.columns[j]])
             out[self.rows[k]] = part
-        if key is not None:
+        if key is not None and self.shared_scores is not None:
             self.shared_scores[key] = out
         return out
 
@@ -345,7 +347,7 @@ def auto_choice(
     fold = stratified_folds_of(y)
     scored = fold >= 0
     target = np.array([model.labels.index(v) for v in y[scored]])
-    shared = FoldStatistics(table, fold)
+    shared = FoldStatistics(table, fold, share_scores=True)
     keep = [n for n, k in kinds.items() if k == "gaussian" and n not in given]
     parts = {
         name: fold_contributions(table, c, fold, path, shared, keep)
