@@ -87,8 +87,16 @@ class FoldStatistics:
         with ``share_scores``, for several settings)."""
         self.counted: dict[tuple[str, str], list[Any]] = {}
         """Per column and kind: the statistics of all the folds, then those of each fold."""
+        self.models: dict[int, dict[int, TableModel]] = {}
+        """Per settings (kept in `empty`), its `fold_models`."""
         self.empty: dict[int, tuple[TableSettings, TableModel]] = {}
         """Per settings (kept, so that its id stays its own), its model with no row counted."""
+
+    def fold_models(self, settings: TableSettings, path: str) -> dict[int, TableModel]:
+        """Per fold k, the `model` of ``settings`` without it (made once per settings)."""
+        if id(settings) not in self.models:
+            self.models[id(settings)] = {k: self.model(settings, k, path) for k in self.folds}
+        return self.models[id(settings)]
 
     def model(self, settings: TableSettings, k: int, path: str) -> TableModel:
         """The model of ``settings`` fitted on the rows of every fold but ``k``."""
@@ -189,34 +197,27 @@ def fold_contributions(
     fold: np.ndarray,
     path: str,
     shared: FoldStatistics | None = None,
-    keep: Sequence[str] = (),
-) -> tuple[np.ndarray, np.ndarray, list[str], str | None]:
-    """Out-of-fold joint log-likelihoods: (J (n, C), the log prior plus every scored column's
-    log-likelihood added in column order; the log-likelihoods of the columns named in
-    ``keep`` (n, k, C); their names in column order; the positive label or None for more
-    than two classes). Each row is scored by the model of the other folds (rows of fold -1
-    are left at 0). ``shared``: the statistics of the folds, counted once for several
-    settings, and the out-of-fold log-likelihoods of the columns every setting models
-    alike (categorical, Bernoulli, text), scored once."""
+) -> tuple[np.ndarray, str | None]:
+    """Out-of-fold joint log-likelihoods: (J (n, C), the log prior plus every scored
+    column's log-likelihood added in column order, one column held at a time; the positive
+    label or None for more than two classes). Each row is scored by the model of the other
+    folds (rows of fold -1 are left at 0). ``shared``: the statistics of the folds, counted
+    once for several settings, and the out-of-fold log-likelihoods of the columns every
+    setting models alike (categorical, Bernoulli, text), scored once."""
     shared = shared or FoldStatistics(table, fold)
-    models = {k: shared.model(settings, k, path) for k in shared.folds}
+    models = shared.fold_models(settings, path)
     first = next(iter(models.values()))
     n, C = len(table), len(first.labels)
     bias = np.zeros((n, C))
     for k, model in models.items():
         bias[shared.rows[k]] = model.log_prior()
-    scored = [j for j, c in enumerate(first.columns) if c.kind != "ignore"]
-    names = [first.columns[j].name for j in scored if first.columns[j].name in set(keep)]
-    contrib = np.zeros((n, len(names), C))
     total = None
-    for j in scored:
-        part = shared.scored(models, j, settings)
-        name = first.columns[j].name
-        if name in names:
-            contrib[:, names.index(name)] = part
-        total = part.copy() if total is None else total.__iadd__(part)
+    for j, column in enumerate(first.columns):
+        if column.kind != "ignore":
+            part = shared.scored(models, j, settings)
+            total = part.copy() if total is None else total.__iadd__(part)
     jll = bias + (np.zeros((n, C)) if total is None else total)
-    return jll, contrib, names, str(first.positive) if first.is_binary else None
+    return jll, str(first.positive) if first.is_binary else None
 
 
 def log_odds_of(jll: np.ndarray, labels: Sequence[str], positive: str) -> np.ndarray:
@@ -272,7 +273,7 @@ def internal_odds(table: Table, settings: TableSettings, path: str) -> InternalO
     """The out-of-fold log-odds of an internal stratified 5-fold cross-validation."""
     y = np.array(table.column(settings.label_column), dtype=object)
     fold = stratified_folds_of(y)
-    jll, _, _, positive = fold_contributions(table, settings, fold, path)
+    jll, positive = fold_contributions(table, settings, fold, path)
     labels = sorted(set(y[fold >= 0].tolist()))
     assert positive is not None
     return InternalOdds(log_odds_of(jll, labels, positive), fold, y, positive)
@@ -348,31 +349,39 @@ def auto_choice(
     scored = fold >= 0
     target = np.array([model.labels.index(v) for v in y[scored]])
     shared = FoldStatistics(table, fold, share_scores=True)
-    keep = [n for n, k in kinds.items() if k == "gaussian" and n not in given]
     parts = {
-        name: fold_contributions(table, c, fold, path, shared, keep)
-        for name, c in candidates.items()
+        name: fold_contributions(table, c, fold, path, shared) for name, c in candidates.items()
     }
-    first = next(iter(parts.values()))
-    names, positive = first[2], first[3]
+    positive = next(iter(parts.values()))[1]
 
     def loss(jll: np.ndarray) -> float:
         return log_loss(jll[scored], target)
 
-    jlls = {name: jll for name, (jll, _, _, _) in parts.items()}
+    def column(candidate: str, name: str) -> np.ndarray:
+        """The out-of-fold log-likelihoods of one column under a candidate, scored again
+        (the same values as in its J) rather than held for every column and candidate."""
+        models = shared.fold_models(candidates[candidate], path)
+        first = next(iter(models.values()))
+        j = [c.name for c in first.columns].index(name)
+        return shared.scored(models, j, candidates[candidate])
+
+    jlls = {name: jll for name, (jll, _) in parts.items()}
     losses = {name: loss(jll) for name, jll in jlls.items()}
     best = min(losses, key=lambda n: (losses[n], list(losses).index(n)))
-    continuous = list(range(len(names)))  # the continuous columns, in column order
+    names = [n for n in table.names if kinds.get(n) == "gaussian" and n not in given]
+    continuous = list(range(len(names)))  # the continuous columns, in table order
     choice = dict.fromkeys(continuous, best)
     jll, score, changed = jlls[best], losses[best], {}
     for j in continuous:
+        current = column(choice[j], names[j])
         for other in candidates:
             if other == choice[j]:
                 continue
-            trial = jll - parts[choice[j]][1][:, j] + parts[other][1][:, j]
+            instead = column(other, names[j])
+            trial = jll - current + instead
             trial_loss = loss(trial)
             if trial_loss <= score - MIN_GAIN:
-                jll, score, choice[j] = trial, trial_loss, other
+                jll, score, choice[j], current = trial, trial_loss, other, instead
                 changed[names[j]] = other
     mixed = dict(kinds)
     for j, name in choice.items():
