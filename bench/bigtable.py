@@ -10,10 +10,13 @@ temporary folder, then
 
 Each phase is one fresh process; its time is the wall clock and its memory the peak resident
 set (`os.wait4`'s rusage of that process alone). The machine may be loaded: compare the ratios
-of one run.
+of one run. With --repeat N each phase runs N times, nbspam and the reference in turns, and
+the medians are shown; --nbspam names another nbspam command to measure (the code before a
+change, say), run in turns with the one beside this Python as a third column.
 
     python bench/bigtable.py                  # 1,000,000 rows
     python bench/bigtable.py --rows 100000    # a quick run
+    python bench/bigtable.py --repeat 3 --nbspam /path/to/old/nbspam
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -125,8 +129,11 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--json", help="also write the measurements to this file")
     parser.add_argument("--no-auto", action="store_true", help="leave out the auto phase")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each phase (medians)")
+    parser.add_argument("--nbspam", help="another nbspam command, measured in turns beside")
     args = parser.parse_args()
     py, nbspam = str(BIN / "python"), str(BIN / "nbspam")
+    programs = {"nbspam": nbspam, **({"other": args.nbspam} if args.nbspam else {})}
     with tempfile.TemporaryDirectory(prefix="nbspam-bigtable-") as tmp:
         data, t = Path(tmp) / "big.csv", Path(tmp)
         print(f"generating {args.rows:,} rows ...", file=sys.stderr)
@@ -134,36 +141,50 @@ def main() -> None:
         (t / "train.py").write_text(SKLEARN_TRAIN)
         (t / "predict.py").write_text(SKLEARN_PREDICT)
         given = ["--column", "g*=gaussian", "--column", "c*=categorical"]
-        phases = {
-            "train, kinds given": (
-                [nbspam, "train", data, "-o", t / "given.nbm", *given],
-                [py, t / "train.py", data, t / "sk.pkl"],
-            ),
-            "predict": (
-                [nbspam, "predict", "-m", t / "given.nbm", data],
-                [py, t / "predict.py", data, t / "sk.pkl"],
-            ),
+        reference = {
+            "train, kinds given": [py, t / "train.py", data, t / "sk.pkl"],
+            "predict": [py, t / "predict.py", data, t / "sk.pkl"],
+            "train, auto": [py, t / "train.py", data, t / "sk.pkl"],
         }
-        if not args.no_auto:  # the reference run again beside it: the load may have changed
-            phases["train, auto"] = (
-                [nbspam, "train", data, "-o", t / "auto.nbm"],
-                [py, t / "train.py", data, t / "sk.pkl"],
-            )
-        results = {}
-        for phase, (ours, theirs) in phases.items():
-            print(f"{phase} ...", file=sys.stderr)
-            results[phase] = {"nbspam": run(ours), "scikit-learn": run(theirs)}
-    print(f"\n{args.rows:,} rows (10 Gaussian, 5 categorical columns), whole processes\n")
-    print("| phase | nbspam | scikit-learn | ratio time | ratio memory |")
-    print("|---|---|---|---|---|")
-    for phase, r in results.items():
-        (a, am), (b, bm) = r["nbspam"], r["scikit-learn"]
-        print(
-            f"| {phase} | {a:.1f} s, {am:.0f} MB | {b:.1f} s, {bm:.0f} MB "
-            f"| {a / b:.2f} | {am / bm:.2f} |"
-        )
+
+        def ours(phase: str, name: str, program: str) -> list:
+            if phase == "predict":
+                return [program, "predict", "-m", t / f"given-{name}.nbm", data]
+            if phase == "train, auto":
+                return [program, "train", data, "-o", t / f"auto-{name}.nbm"]
+            return [program, "train", data, "-o", t / f"given-{name}.nbm", *given]
+
+        phases = [p for p in reference if not (args.no_auto and p == "train, auto")]
+        results: dict[str, dict[str, list[tuple[float, float]]]] = {}
+        for phase in phases:  # the reference again beside each: the load may have changed
+            runs = results[phase] = {name: [] for name in [*programs, "scikit-learn"]}
+            for i in range(args.repeat):
+                print(f"{phase} ({i + 1} of {args.repeat}) ...", file=sys.stderr)
+                for name, program in programs.items():
+                    runs[name].append(run(ours(phase, name, program)))
+                runs["scikit-learn"].append(run(reference[phase]))
+    medians = {
+        phase: {name: _median(r) for name, r in runs.items()} for phase, runs in results.items()
+    }
+    print(f"\n{args.rows:,} rows (10 Gaussian, 5 categorical columns), whole processes", end="")
+    print(f", medians of {args.repeat} runs in turns" if args.repeat > 1 else "", end="\n\n")
+    other = " | other | ratio time | ratio memory" if args.nbspam else ""
+    print(f"| phase | nbspam | scikit-learn | ratio time | ratio memory{other} |")
+    print("|---|---|---|---|---" + ("|---|---|---" if args.nbspam else "") + "|")
+    for phase, m in medians.items():
+        (a, am), (b, bm) = m["nbspam"], m["scikit-learn"]
+        line = f"| {phase} | {a:.1f} s, {am:.0f} MB | {b:.1f} s, {bm:.0f} MB | {a / b:.2f} | {am / bm:.2f}"
+        if args.nbspam:
+            c, cm = m["other"]
+            line += f" | {c:.1f} s, {cm:.0f} MB | {c / b:.2f} | {cm / bm:.2f}"
+        print(line + " |")
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1))
+        Path(args.json).write_text(json.dumps({"runs": results, "medians": medians}, indent=1))
+
+
+def _median(runs: list[tuple[float, float]]) -> tuple[float, float]:
+    """The median time and the median memory of runs."""
+    return statistics.median(t for t, _ in runs), statistics.median(m for _, m in runs)
 
 
 if __name__ == "__main__":

@@ -498,12 +498,14 @@ def test_lines_made_before_an_error_are_written(capsys):
     from nbspam.cli.commands import emit_lines
 
     def lines():
-        yield "one"
-        yield "two"
+        yield "one", 1
+        yield "two", 1
+        yield "three\nfour", 2  # a block of lines (a table's rows), written at once
+        yield "five", 1
         raise RuntimeError("stop")
 
     counted = []
     with pytest.raises(RuntimeError):
-        emit_lines(lines(), lambda: counted.append(1))
-    assert capsys.readouterr().out == "one\ntwo\n"
-    assert counted == [1, 1]
+        emit_lines(lines(), counted.append)
+    assert capsys.readouterr().out == "one\ntwo\nthree\nfour\nfive\n"
+    assert counted == [1, 1, 2, 1]

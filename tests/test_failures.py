@@ -188,7 +188,7 @@ def test_an_unexpected_failure_is_one_line(model, monkeypatch):
     def broken(*args, **kwargs):
         raise ZeroDivisionError("a defect")
 
-    monkeypatch.setattr(nbspam.cli.render, "predictions", broken)
+    monkeypatch.setattr(nbspam.cli.render, "prediction_blocks", broken)
     monkeypatch.delenv("NBSPAM_TRACEBACK", raising=False)
     result = cli_run("predict", "-m", model, SAMPLE / "new")
     assert result.exit_code == 1

@@ -86,3 +86,114 @@ def test_json_lines_columns_that_appear_late_are_empty_before(tmp_path):
     assert table.names == ["x", "label", "c"]
     assert table.rows == [["1", "a", ""], ["2.5", "b", "red"]]
     assert isinstance(table.cells[0], Numbers) and isinstance(table.cells[2], Words)
+
+
+def csv_reference(path, delimiter=","):
+    """(ids, rows) of a CSV table as the csv module reads it a row at a time: universal
+    newlines, cells stripped, blank rows left out, every row of the header's width."""
+    import csv
+
+    text = path.read_bytes().decode("utf-8-sig").replace("\r\n", "\n").replace("\r", "\n")
+    reader = csv.reader(text.splitlines(keepends=True), delimiter=delimiter)
+    names = next(reader)
+    ids, rows, start = [], [], 2
+    for row in reader:
+        line, start = start, reader.line_num + 1
+        if not "".join(row).strip():
+            continue
+        assert len(row) == len(names)
+        ids.append(f"{path}#{line}")
+        rows.append([cell.strip() for cell in row])
+    return ids, rows
+
+
+TRICKY = (
+    "\ufeffx, c ,label\r\n"
+    "1.5,u,a\n"
+    "2,v,b\n"
+    "\n"
+    ",,\n"
+    "  ,\t, \n"
+    " 3e0 , w ,a\r"
+    "4,u,b\n"
+    '5,"two\nlines",a\n'
+    "6,u,b\n"
+    "7,,a\n"
+    "-0.0,x y,b\n"
+)
+
+
+@pytest.mark.parametrize("block", [8, 16, 64, 1 << 22])
+def test_a_csv_table_read_in_blocks_of_whole_lines_is_the_csv_modules_row_by_row(
+    tmp_path, monkeypatch, block
+):
+    """Blocks that end anywhere (a few bytes, or the whole file): quoted cells over two
+    lines, blank rows and rows of empty cells, white space, CR and CRLF, a byte order mark,
+    and the row numbers across blocks, as the csv module reads the table row by row."""
+    from nbspam.mail import table_rows
+
+    monkeypatch.setattr(table_rows, "TEXT_BLOCK", block)
+    data = tmp_path / "t.csv"
+    data.write_bytes(TRICKY.encode())
+    table = read_table(str(data))
+    ids, rows = csv_reference(data)
+    assert table.names == ["x", "c", "label"]
+    assert list(table.ids) == ids
+    assert table.rows == rows
+    assert table.numbers("x").tolist() == [1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, -0.0]
+
+
+@pytest.mark.parametrize("block", [8, 1 << 22])
+def test_a_bad_row_after_plain_blocks_is_named_by_its_line(tmp_path, monkeypatch, block):
+    from nbspam.mail import table_rows
+
+    monkeypatch.setattr(table_rows, "TEXT_BLOCK", block)
+    data = tmp_path / "t.csv"
+    data.write_text("x,label\n1,a\n2,b\n\n3,a\n4\n5,b\n")
+    problems, lines = collector()
+    table = read_table(str(data), problems)
+    assert lines == [f"{data}#6: 1 cells, but the header names 2"]
+    assert list(table.ids) == [f"{data}#{n}" for n in (2, 3, 5, 7)]
+    with pytest.raises(InputError, match=rf"^{data}#6: 1 cells, but the header names 2$"):
+        read_table(str(data))
+
+
+def test_bytes_that_are_not_utf8_stop_a_table_read_in_blocks_after_a_bad_row_before(tmp_path):
+    data = tmp_path / "t.csv"
+    data.write_bytes(b"x,label\n1,a\n2\n3,b\xff\n")
+    with pytest.raises(InputError, match=rf"^{data}#3: 1 cells, but the header names 2$"):
+        read_table(str(data))  # the bad row comes first, as it did line by line
+    data.write_bytes(b"x,label\n1,a\n3,b\xff\n")
+    with pytest.raises(InputError, match=r": not UTF-8 text$"):
+        read_table(str(data))
+
+
+def test_numbers_are_read_in_bulk_as_pythons_float_reads_each_cell(tmp_path):
+    """One numpy call per column parses as ``float`` does: underscores, digits of other
+    scripts, signs, subnormals and the last digit of rounding; inf and nan are not numbers."""
+    cells = [
+        "1_000",
+        "\u0661\u0662",
+        "+.5",
+        "-0",
+        "4.9e-324",
+        "2.2250738585072011e-308",
+        "0.1000000000000000055511151231257827",
+        "1e22",
+        "9007199254740993",
+        "-1E-5",
+    ]
+    data = tmp_path / "t.csv"
+    data.write_text("x,label\n" + "".join(f"{c},{'ab'[i % 2]}\n" for i, c in enumerate(cells)))
+    table = read_table(str(data))
+    got = table.numbers("x")
+    assert [v.hex() for v in got.tolist()] == [float(c).hex() for c in cells]
+    assert table.column("x") == cells  # the cells' own text
+    from nbspam.text.tables import Words
+
+    for other in ("inf", "nan", "-Infinity", "1e400", "0x10", "1.5e", "1,5"):
+        data.write_text(f'x,label\n1,a\n"{other}",b\n2,a\n')  # quoted: read row by row
+        assert isinstance(read_table(str(data)).cells[0], Words), other
+        data.write_text(f"x,label\n1,a\n{other},b\n2,a\n")  # plain: split in bulk
+        if "," not in other:
+            assert isinstance(read_table(str(data)).cells[0], Words), other

@@ -58,17 +58,19 @@ def emit(line: str) -> None:
 EMIT_LINES = 64  # lines of data written at once by `emit_lines`
 
 
-def emit_lines(lines: Iterable[str], each: Callable[[], None]) -> None:
-    """Lines of data on stdout, as `emit` writes them, `EMIT_LINES` at a time: click.echo
-    flushes what it writes and asks whether the output is a terminal, two system calls a
-    line, more than scoring a short text takes. ``each`` is called after each line is made;
-    the lines made before an error are written before it goes on."""
+def emit_lines(blocks: Iterable[tuple[str, int]], each: Callable[[int], None]) -> None:
+    """Lines of data on stdout, as `emit` writes them, each given as (text, rows): single
+    lines `EMIT_LINES` at a time (click.echo flushes what it writes and asks whether the
+    output is a terminal, two system calls a line, more than scoring a short text takes),
+    a block of many lines (a table's rows) at once. ``each`` is called with the rows of
+    each line or block once made; the lines made before an error are written before it
+    goes on."""
     batch: list[str] = []
     try:
-        for line in lines:
-            batch.append(line)
-            each()
-            if len(batch) == EMIT_LINES:
+        for text, rows in blocks:
+            batch.append(text)
+            each(rows)
+            if len(batch) == EMIT_LINES or rows > 1:
                 text = "\n".join(batch)
                 batch.clear()
                 emit(text)
@@ -882,7 +884,7 @@ def predict(
         watch=report.watch,
     )
     # rows of tables, which are not read as messages, are counted as their lines are made
-    emit_lines(render.predictions(done.results, done.labels, fmt), lambda: report.progress(1))
+    emit_lines(render.prediction_blocks(done.results, done.labels, fmt), report.progress)
     note = render.unseen_note(done.unseen)
     if note:
         say(f"note: {note}")

@@ -20,6 +20,7 @@ from ..models.table_model import (
     TextStats,
     bin_edges,
     category_counts,
+    check_range,
     classes_of,
     column_counts,
     column_numbers,
@@ -76,14 +77,26 @@ class FoldStatistics:
     sums and counts that equal fitting the model on the other folds. A binned column is the
     exception: its edges are those of the other folds' values, so it is counted per fold."""
 
-    def __init__(self, table: Table, fold: np.ndarray) -> None:
+    def __init__(self, table: Table, fold: np.ndarray, share_scores: bool = False) -> None:
         self.table, self.fold = table, fold
         self.folds = np.unique(fold[fold >= 0]).tolist()
-        self.parts = {k: subset(table, np.flatnonzero(fold == k)) for k in self.folds}
+        self.rows = {k: np.flatnonzero(fold == k) for k in self.folds}
+        self.parts = {k: subset(table, rows) for k, rows in self.rows.items()}
+        self.shared_scores: dict[tuple[Any, ...], np.ndarray] | None = {} if share_scores else None
+        """Per column modelled alike by every setting: its out-of-fold log-likelihoods (kept
+        with ``share_scores``, for several settings)."""
         self.counted: dict[tuple[str, str], list[Any]] = {}
         """Per column and kind: the statistics of all the folds, then those of each fold."""
+        self.models: dict[int, dict[int, TableModel]] = {}
+        """Per settings (kept in `empty`), its `fold_models`."""
         self.empty: dict[int, tuple[TableSettings, TableModel]] = {}
         """Per settings (kept, so that its id stays its own), its model with no row counted."""
+
+    def fold_models(self, settings: TableSettings, path: str) -> dict[int, TableModel]:
+        """Per fold k, the `model` of ``settings`` without it (made once per settings)."""
+        if id(settings) not in self.models:
+            self.models[id(settings)] = {k: self.model(settings, k, path) for k in self.folds}
+        return self.models[id(settings)]
 
     def model(self, settings: TableSettings, k: int, path: str) -> TableModel:
         """The model of ``settings`` fitted on the rows of every fold but ``k``."""
@@ -119,6 +132,28 @@ class FoldStatistics:
             whole, *parts = self.counted[key]
             column.stats = _combine(whole, parts[self.folds.index(k)], -1)
         return model
+
+    def scored(self, models: dict[int, TableModel], j: int, settings: TableSettings) -> np.ndarray:
+        """The out-of-fold log-likelihoods (n, C) of column ``j`` of ``models`` (each fold's,
+        of ``settings``): each fold's rows scored by its model, other rows 0. A column that
+        does not depend on how the continuous columns are modelled (categorical, Bernoulli,
+        text, no bins) is scored once for all settings."""
+        first = next(iter(models.values()))
+        column = first.columns[j]
+        key = None
+        alike = column.kind in ("categorical", "bernoulli", "text") and column.edges is None
+        if alike and self.shared_scores is not None:
+            tokenizer = settings.tokenizer if column.kind == "text" else None
+            key = (column.name, column.kind, settings.alpha, tokenizer)
+            if key in self.shared_scores:
+                return self.shared_scores[key]
+        out = np.zeros((len(self.table), len(first.labels)))
+        for k, model in models.items():
+            (_, part), *_ = model.column_parts(self.parts[k], Counter(), [model.columns[j]])
+            out[self.rows[k]] = part
+        if key is not None and self.shared_scores is not None:
+            self.shared_scores[key] = out
+        return out
 
     def _binned(
         self, model: TableModel, column: Column, k: int, settings: TableSettings
@@ -162,29 +197,27 @@ def fold_contributions(
     fold: np.ndarray,
     path: str,
     shared: FoldStatistics | None = None,
-) -> tuple[np.ndarray, np.ndarray, list[str], str | None]:
-    """Out-of-fold joint log-likelihoods, split: (log prior (n, C), the log-likelihood of
-    each scored column (n, k, C), the k column names, the positive label or None for more
-    than two classes); each row scored by the model of the other folds (rows of fold -1 are
-    left at 0). ``shared``: the statistics of the folds, counted once for several settings."""
+) -> tuple[np.ndarray, str | None]:
+    """Out-of-fold joint log-likelihoods: (J (n, C), the log prior plus every scored
+    column's log-likelihood added in column order, one column held at a time; the positive
+    label or None for more than two classes). Each row is scored by the model of the other
+    folds (rows of fold -1 are left at 0). ``shared``: the statistics of the folds, counted
+    once for several settings, and the out-of-fold log-likelihoods of the columns every
+    setting models alike (categorical, Bernoulli, text), scored once."""
     shared = shared or FoldStatistics(table, fold)
-    n = len(table)
-    bias, contrib = np.zeros((n, 0)), None
-    names: list[str] = []
-    positive = None
-    for k in shared.folds:
-        model = shared.model(settings, k, path)
-        test = np.flatnonzero(fold == k)
-        names, parts = model.column_log_likelihoods(shared.parts[k], Counter())
-        positive = str(model.positive) if model.is_binary else None
-        if contrib is None:
-            bias = np.zeros((n, len(model.labels)))
-            contrib = np.zeros((n, len(parts), len(model.labels)))
-        bias[test] = model.log_prior()
-        for j, part in enumerate(parts):
-            contrib[test, j] = part
-    assert contrib is not None
-    return bias, contrib, names, positive
+    models = shared.fold_models(settings, path)
+    first = next(iter(models.values()))
+    n, C = len(table), len(first.labels)
+    bias = np.zeros((n, C))
+    for k, model in models.items():
+        bias[shared.rows[k]] = model.log_prior()
+    total = None
+    for j, column in enumerate(first.columns):
+        if column.kind != "ignore":
+            part = shared.scored(models, j, settings)
+            total = part.copy() if total is None else total.__iadd__(part)
+    jll = bias + (np.zeros((n, C)) if total is None else total)
+    return jll, str(first.positive) if first.is_binary else None
 
 
 def log_odds_of(jll: np.ndarray, labels: Sequence[str], positive: str) -> np.ndarray:
@@ -196,9 +229,26 @@ def log_odds_of(jll: np.ndarray, labels: Sequence[str], positive: str) -> np.nda
 def log_loss(jll: np.ndarray, y: np.ndarray) -> float:
     """The mean log-loss (natural log) of the posteriors of joint log-likelihoods (n, C)
     for the true classes ``y`` (n,), column indices."""
-    from scipy.special import logsumexp
+    return float(np.mean(logsumexp_rows(jll) - jll[np.arange(len(y)), y]))
 
-    return float(np.mean(logsumexp(jll, axis=1) - jll[np.arange(len(y)), y]))
+
+def logsumexp_rows(a: np.ndarray) -> np.ndarray:
+    """log sum_c exp(a_ic) (n,) of each row of a (n, C): the same operations as
+    ``scipy.special.logsumexp(a, axis=1)`` (the largest term of a row taken out of the sum,
+    and its count; the plain sum of exponentials where that is not finite), so the same
+    bits, without its checks and copies (auto computes it once per trial)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        top = a.max(axis=1, keepdims=True)
+        at_top = a == top
+        m = at_top.sum(axis=1, keepdims=True, dtype=a.dtype)
+        s = np.exp(np.where(at_top, -np.inf, a) - top).sum(axis=1, keepdims=True)
+        s = np.where(s == 0, s, s / m)
+        out = (np.log1p(s) + np.log(m) + top)[:, 0]
+        finite = np.isfinite(out)
+        if not finite.all():
+            direct = np.log(np.exp(a).sum(axis=1))
+            out = np.where(finite, out, direct)
+    return out
 
 
 _TREATMENT_KIND = {
@@ -223,12 +273,10 @@ def internal_odds(table: Table, settings: TableSettings, path: str) -> InternalO
     """The out-of-fold log-odds of an internal stratified 5-fold cross-validation."""
     y = np.array(table.column(settings.label_column), dtype=object)
     fold = stratified_folds_of(y)
-    bias, contrib, _, positive = fold_contributions(table, settings, fold, path)
+    jll, positive = fold_contributions(table, settings, fold, path)
     labels = sorted(set(y[fold >= 0].tolist()))
     assert positive is not None
-    return InternalOdds(
-        log_odds_of(bias + contrib.sum(axis=1), labels, positive), fold, y, positive
-    )
+    return InternalOdds(log_odds_of(jll, labels, positive), fold, y, positive)
 
 
 @dataclass
@@ -248,6 +296,21 @@ def stratified_folds_of(y: np.ndarray) -> np.ndarray:
     fold = stratified_folds(y, AUTO_FOLDS, AUTO_SEED)
     fold[y == ""] = -1
     return fold
+
+
+def checked_model(table: Table, settings: TableSettings, path: str) -> TableModel:
+    """The model of ``settings`` with its rows per class but no column counted, every
+    check of fitting it made (the label column and labels, each numeric column's cells
+    numbers and a Gaussian one's within range), in the order fitting makes them."""
+    model = empty_model(table, settings, path)
+    for column in model.columns:
+        if column.kind == "gaussian":
+            check_range(column, table)
+        elif column.kind == "bernoulli" or column.edges is not None:
+            column_numbers(column, table)
+    ys = classes_of(model, table)
+    model.class_count = np.bincount(ys[ys >= 0], minlength=len(model.labels)).tolist()
+    return model
 
 
 def auto_choice(
@@ -275,7 +338,7 @@ def auto_choice(
     for two labels, else None)."""
     from .metrics import roc_auc
 
-    model = fit_table(table, settings, path)  # checks the label column and the labels
+    model = checked_model(table, settings, path)
     kinds = resolved(model, settings).kinds
     given = given_kinds(settings.kinds, kinds)
     candidates = treatments(kinds, settings, given)
@@ -285,30 +348,40 @@ def auto_choice(
     fold = stratified_folds_of(y)
     scored = fold >= 0
     target = np.array([model.labels.index(v) for v in y[scored]])
-    shared = FoldStatistics(table, fold)
+    shared = FoldStatistics(table, fold, share_scores=True)
     parts = {
         name: fold_contributions(table, c, fold, path, shared) for name, c in candidates.items()
     }
-    first = next(iter(parts.values()))
-    names, positive = first[2], first[3]
+    positive = next(iter(parts.values()))[1]
 
     def loss(jll: np.ndarray) -> float:
         return log_loss(jll[scored], target)
 
-    jlls = {name: bias + contrib.sum(axis=1) for name, (bias, contrib, _, _) in parts.items()}
+    def column(candidate: str, name: str) -> np.ndarray:
+        """The out-of-fold log-likelihoods of one column under a candidate, scored again
+        (the same values as in its J) rather than held for every column and candidate."""
+        models = shared.fold_models(candidates[candidate], path)
+        first = next(iter(models.values()))
+        j = [c.name for c in first.columns].index(name)
+        return shared.scored(models, j, candidates[candidate])
+
+    jlls = {name: jll for name, (jll, _) in parts.items()}
     losses = {name: loss(jll) for name, jll in jlls.items()}
     best = min(losses, key=lambda n: (losses[n], list(losses).index(n)))
-    continuous = [j for j, n in enumerate(names) if kinds[n] == "gaussian" and n not in given]
+    names = [n for n in table.names if kinds.get(n) == "gaussian" and n not in given]
+    continuous = list(range(len(names)))  # the continuous columns, in table order
     choice = dict.fromkeys(continuous, best)
     jll, score, changed = jlls[best], losses[best], {}
     for j in continuous:
+        current = column(choice[j], names[j])
         for other in candidates:
             if other == choice[j]:
                 continue
-            trial = jll - parts[choice[j]][1][:, j] + parts[other][1][:, j]
+            instead = column(other, names[j])
+            trial = jll - current + instead
             trial_loss = loss(trial)
             if trial_loss <= score - MIN_GAIN:
-                jll, score, choice[j] = trial, trial_loss, other
+                jll, score, choice[j], current = trial, trial_loss, other, instead
                 changed[names[j]] = other
     mixed = dict(kinds)
     for j, name in choice.items():

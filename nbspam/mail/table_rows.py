@@ -1,5 +1,6 @@
 """The one reader of table files (CSV, TSV, JSON Lines): a stream of rows, each with its line
-number, read a line at a time and never held whole. Tables of messages (`messages`) and
+number, read a line at a time (`text_lines`) or a block of whole lines at a time
+(`text_blocks`, for typed CSV and TSV tables) and never held whole. Tables of messages (`messages`) and
 typed tables (`text.tables`) both read their rows here, under the same rules:
 
 - a line longer than `MAX_MESSAGE_BYTES` is never read into memory: it is reported as a
@@ -62,6 +63,68 @@ def text_lines(f: BinaryIO, path: str, problems: Problems) -> Iterator[str]:
         if text:
             number += 1
             yield text
+
+
+TEXT_BLOCK = 1 << 22
+"""`text_blocks` reads this many bytes at a time (less than the cap of a line)."""
+
+
+def text_blocks(f: BinaryIO, path: str, problems: Problems) -> Iterator[str]:
+    """The text `text_lines` gives, whole lines at a time: blocks of about `TEXT_BLOCK`
+    bytes, each ending at a line end (but a last line without one), under the same rules:
+    the byte order mark dropped, CR and CRLF made LF, a line longer than `MAX_MESSAGE_BYTES`
+    reported and given as an empty line (never read into memory past the cap plus a block),
+    and bytes that are not UTF-8 a UnicodeDecodeError after the whole lines before them."""
+    pending, number = b"", 0  # bytes of a line begun; lines given so far
+    while True:
+        raw = f.read(TEXT_BLOCK)
+        buf = pending + raw if pending else raw
+        if not buf:
+            return
+        cut = buf.rfind(b"\n") + 1 if raw else len(buf)  # at the end: the rest
+        if cut == 0:  # no line end yet
+            pending = b""
+            if len(buf) > MAX_MESSAGE_BYTES:
+                _too_long(path, number, len(buf) + _skip_line(f), problems)
+                number += 1
+                yield "\n"
+            else:
+                pending = buf
+            continue
+        buf, pending = buf[:cut], buf[cut:]
+        first = buf.find(b"\n")
+        if (first if first >= 0 else len(buf)) > MAX_MESSAGE_BYTES:  # a line carried over
+            _too_long(path, number, first + 1 if first >= 0 else len(buf), problems)
+            number += 1
+            yield "\n"
+            buf = buf[first + 1 :] if first >= 0 else b""
+            if not buf:
+                continue
+        if number == 0:
+            buf = buf.removeprefix(codecs.BOM_UTF8)
+        try:
+            text = buf.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            good = buf.rfind(b"\n", 0, exc.start) + 1
+            if good:
+                yield _universal(buf[:good].decode("utf-8"))
+            raise
+        text = _universal(text)
+        number += text.count("\n") + (not text.endswith("\n"))
+        yield text
+
+
+def _universal(text: str) -> str:
+    """CR and CRLF line ends made LF."""
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
+def _too_long(path: str, number: int, size: int, problems: Problems) -> None:
+    problems.skip(
+        f"{path}#{number + 1}",
+        f"a row of {size / (1 << 20):,.1f} MiB, "
+        f"longer than {MAX_MESSAGE_BYTES >> 20} MiB: not read",
+    )
 
 
 def _skip_line(f: BinaryIO) -> int:

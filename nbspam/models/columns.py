@@ -92,14 +92,17 @@ def _add_sums(x: np.ndarray, group: np.ndarray, s1: list[int], s2: list[int]) ->
     shift = np.maximum(biased - 1, 0)  # |x| * 2^1074 = mantissa << shift
     sign = np.where(bits >> np.uint64(63), -1, 1)
     key = np.asarray(group, dtype=np.int64) * 2048 + shift
-    order = np.argsort(key, kind="stable")
-    key, mantissa, sign = key[order], mantissa[order], sign[order]
-    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, int)
+    present = np.flatnonzero(np.bincount(key))  # the (group, exponent) pairs, in order
+    place = np.zeros(int(present[-1]) + 1 if len(present) else 0, dtype=np.int64)
+    place[present] = np.arange(len(present))
+    where = place[key]
     mask = (1 << LIMB) - 1
     a, b, c = mantissa >> (2 * LIMB), (mantissa >> LIMB) & mask, mantissa & mask
 
     def total(v: np.ndarray) -> list[int]:
-        return np.add.reduceat(v, starts).tolist() if len(starts) else []
+        out = np.zeros(len(present), dtype=np.int64)
+        np.add.at(out, where, v)  # int64 sums, in any order the same
+        return out.tolist()
 
     # S1: the signed limbs; S2: m^2 = a^2 2^72 + 2ab 2^54 + (b^2 + 2ac) 2^36 + 2bc 2^18 + c^2
     sa, sb, sc = total(sign * a), total(sign * b), total(sign * c)
@@ -110,7 +113,7 @@ def _add_sums(x: np.ndarray, group: np.ndarray, s1: list[int], s2: list[int]) ->
         total(b * c),
         total(c * c),
     )
-    for i, k in enumerate(key[starts].tolist()):
+    for i, k in enumerate(present.tolist()):
         g, e = divmod(k, 2048)
         s1[g] += ((sa[i] << 36) + (sb[i] << 18) + sc[i]) << e
         s2[g] += ((d4[i] << 72) + (d3[i] << 55) + (d2[i] << 36) + (d1[i] << 19) + d0[i]) << (2 * e)

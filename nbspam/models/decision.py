@@ -13,6 +13,11 @@ from collections import namedtuple
 
 from ..core.record import Record
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
 UNSURE = "unsure"
 
 
@@ -37,6 +42,43 @@ class Prediction(Record):
     log_odds: float | None = None
     verdict: str | None = None
     calibrated: float | None = None
+
+
+class Predictions:
+    """The predictions of many rows at once, as columns: the rows' ids, the model's labels,
+    each row's label (its place among the labels), the posteriors (one list per label),
+    and for two classes the log-odds, verdicts and calibrated probabilities (None without
+    a calibration) and the positive label. Iterating gives each row's `Prediction`; the
+    columns let a whole block be written at once (`render`)."""
+
+    def __init__(
+        self,
+        ids: Any,
+        labels: tuple[str, ...],
+        best: list[int],
+        probabilities: list[list[float]],
+        log_odds: list[float] | None = None,
+        verdicts: list[str] | None = None,
+        calibrated: list[float] | None = None,
+        positive: str | None = None,
+    ) -> None:
+        self.ids, self.labels, self.best = ids, labels, best
+        self.probabilities, self.log_odds, self.verdicts = probabilities, log_odds, verdicts
+        self.calibrated, self.positive = calibrated, positive
+
+    def __len__(self) -> int:
+        return len(self.best)
+
+    def __iter__(self) -> Iterator[Prediction]:
+        labels, n = self.labels, len(self.best)
+        rows = zip(*self.probabilities) if self.probabilities else iter(())
+        odds = self.log_odds if self.log_odds is not None else [None] * n
+        verdicts = self.verdicts if self.verdicts is not None else [None] * n
+        calibrated = self.calibrated if self.calibrated is not None else [None] * n
+        for row_id, best, probs, s, v, c in zip(
+            self.ids, self.best, rows, odds, verdicts, calibrated
+        ):
+            yield Prediction(row_id, labels[best], probs, s, v, c)
 
 
 def stored_cutoffs(cutoffs: tuple[float, float] | None) -> list[float] | None:

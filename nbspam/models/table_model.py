@@ -19,6 +19,7 @@ from ..core.settings import TokenizerConfig
 from ..errors import ConfigError, InputError, TrainingError
 from ..text.tables import (
     DEFAULT_BINS,
+    RowIds,
     Table,
     Words,
     detect_kind,
@@ -26,6 +27,7 @@ from ..text.tables import (
 )
 from . import columns as col
 from . import naive_bayes as nb
+from .decision import UNSURE
 
 # --------------------------------------------------------------------------------------------
 # Columns
@@ -200,13 +202,24 @@ class TableModel:
         """(names, log P(x_a | c) (n, C) for each scored column) of a table's rows. Values
         of a categorical column never seen in training add nothing (counted in ``unseen``
         per column)."""
+        names, parts = [], []
+        for name, part in self.column_parts(table, unseen):
+            names.append(name)
+            parts.append(part)
+        return names, parts
+
+    def column_parts(
+        self, table: Table, unseen: Counter | None = None, columns: Iterable[Column] | None = None
+    ) -> Iterator[tuple[str, np.ndarray]]:
+        """(name, log P(x_a | c) (n, C)) of each scored column (of ``columns``, some of the
+        model's), one at a time, as `column_log_likelihoods` gives them."""
         missing = [c.name for c in self.columns if c.kind != "ignore" and not table.has(c.name)]
         if missing:
             raise InputError(f"the table lacks the model's column {missing[0]!r}")
-        analyzer = self.analyzer() if any(c.kind == "text" for c in self.columns) else None
-        gauss = self.gaussian_params()
-        names, parts = [], []
-        for column in self.columns:
+        columns = self.columns if columns is None else list(columns)
+        analyzer = self.analyzer() if any(c.kind == "text" for c in columns) else None
+        gauss = self.gaussian_params() if any(c.kind == "gaussian" for c in columns) else {}
+        for column in columns:
             if column.kind == "ignore":
                 continue
             if column.kind == "gaussian":
@@ -219,14 +232,15 @@ class TableModel:
                 part = _text_log_likelihood(column.stats, values, self.alpha)
             else:
                 part = _categorical_log_likelihood(column, table, self.alpha, unseen)
-            names.append(column.name)
-            parts.append(part)
-        return names, parts
+            yield column.name, part
 
     def joint_log_likelihood(self, table: Table, unseen: Counter | None = None) -> np.ndarray:
-        """J (n, C): the log prior plus every column's log-likelihood."""
-        _, parts = self.column_log_likelihoods(table, unseen)
-        return self.log_prior()[None, :] + sum(parts, np.zeros((len(table), len(self.labels))))
+        """J (n, C): the log prior plus every column's log-likelihood (added in column
+        order, one column held at a time)."""
+        total = np.zeros((len(table), len(self.labels)))
+        for _, part in self.column_parts(table, unseen):
+            total += part
+        return self.log_prior()[None, :] + total
 
     # -- the model interface (`interface.NaiveBayesModel`) ------------------------------------
 
@@ -275,22 +289,77 @@ class TableModel:
             "history": self.info,
         }
 
+    def text_columns(self) -> set[str]:
+        """The columns whose cells scoring reads as text (categories, tokens), not numbers:
+        `text.tables.read_table` need keep no other column's text."""
+        return {
+            c.name for c in self.columns if c.kind in ("categorical", "text") and c.edges is None
+        }
+
     def predict_table(self, table: Table, unseen: Counter | None = None) -> Iterator[Any]:
         """A `decision.Prediction` per row of one table."""
-        from .decision import prediction
+        for block in self.predict_blocks(table, unseen):
+            yield from block
+
+    def predict_blocks(self, table: Table, unseen: Counter | None = None) -> Iterator[Any]:
+        """The predictions of one table's rows as `decision.Predictions`, `PREDICT_ROWS`
+        rows a block, each value as `decision.prediction` gives it for one row (the
+        posteriors exponentiated by `math.exp`, the verdicts and calibrated probabilities
+        by the same operations on arrays)."""
+        from .decision import Predictions
 
         jll = self.joint_log_likelihood(table, unseen)
-        log_post, log_odds = posteriors(jll, self.positive_index if self.is_binary else None)
-        for i, row_id in enumerate(table.ids):
-            yield prediction(
-                row_id,
+        positive = self.positive_index if self.is_binary else None
+        log_post, log_odds = posteriors(jll, positive)
+        for start in range(0, len(table), PREDICT_ROWS):
+            rows = slice(start, start + PREDICT_ROWS)
+            ids = table.ids
+            ids = ids.part(rows) if isinstance(ids, RowIds) else ids[rows]
+            probs = [list(map(math.exp, p.tolist())) for p in log_post[rows].T]
+            if log_odds is None:
+                best = np.argmax(log_post[rows], axis=1).tolist()
+                yield Predictions(ids, self.labels, best, probs)
+                continue
+            s = log_odds[rows]
+            side = _sides(s, self.cutoffs)
+            best = np.where(s > 0, positive, 1 - positive).tolist()
+            names = np.array([self.labels[1 - positive], UNSURE, self.positive], dtype=object)
+            yield Predictions(
+                ids,
                 self.labels,
-                log_post[i].tolist(),
-                None if log_odds is None else float(log_odds[i]),
-                positive=self.positive if self.is_binary else None,
-                cutoffs=self.cutoffs,
-                calibration=self.calibration,
+                best,
+                probs,
+                s.tolist(),
+                names[side + 1].tolist(),
+                None if self.calibration is None else _calibrated(s, side, self.calibration),
+                self.positive,
             )
+
+
+PREDICT_ROWS = 1 << 16
+"""Rows are predicted (and printed) a block of this many at a time."""
+
+
+def _sides(log_odds: np.ndarray, cutoffs: tuple[float, float] | None) -> np.ndarray:
+    """Each row's verdict as `decision.verdict` gives it, -1 negative, 0 unsure, 1 positive."""
+    if cutoffs is None or cutoffs == (0.0, 0.0):
+        return np.where(log_odds > 0, 1, -1)
+    ham, spam = cutoffs
+    return np.where(log_odds >= spam, 1, np.where(log_odds < ham, -1, 0))
+
+
+def _calibrated(
+    log_odds: np.ndarray, side: np.ndarray, calibration: tuple[float, float]
+) -> list[float]:
+    """`decision.calibrated_probability` of each row: the same floating-point operations,
+    each exponential by `math.exp`, so that every value is the one row by row."""
+    a, b = calibration
+    z = a * log_odds + b
+    e = np.array(list(map(math.exp, (-np.abs(z)).tolist())), dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        p = np.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+    p = np.where(side > 0, np.maximum(p, 0.5), np.where(side < 0, np.minimum(p, 0.5), p))
+    return p.tolist()
 
 
 def posteriors(jll: np.ndarray, positive: int | None) -> tuple[np.ndarray, np.ndarray | None]:
@@ -499,15 +568,7 @@ def column_counts(
             stats.add(c, analyzer.tokens(cell) if cell else [], sign)
         return stats
     if column.kind == "gaussian":
-        x = column_numbers(column, table)
-        big = np.flatnonzero(np.abs(x) > col.MAX_VALUE)
-        if big.size:
-            i = int(big[0])
-            raise InputError(
-                f"{table.ids[i]}, column {column.name!r}: {table.cell(i, column.name)[:40]} "
-                "is beyond ±1e150, the range of a gaussian column; rescale the column (its "
-                f"logarithm, say) or give --column {column.name}=binned"
-            )
+        x = check_range(column, table)
         ok = ~np.isnan(x)
         return stats.combine(col.Gaussian.of(x[ok], ys[ok], C), sign)
     names, codes = column_categories(column, table)
@@ -517,6 +578,21 @@ def column_counts(
             i = int(np.flatnonzero(codes == j)[0])
             raise InputError(f"{table.ids[i]}: {column.name}={name!r} was never learned")
     return stats.combine(category_counts(names, codes, ys, C), sign)
+
+
+def check_range(column: Column, table: Table) -> np.ndarray:
+    """A Gaussian column's numbers, every one within ±`columns.MAX_VALUE`: the first beyond
+    is an InputError naming its row."""
+    x = column_numbers(column, table)
+    big = np.flatnonzero(np.abs(x) > col.MAX_VALUE)
+    if big.size:
+        i = int(big[0])
+        raise InputError(
+            f"{table.ids[i]}, column {column.name!r}: {table.cell(i, column.name)[:40]} "
+            "is beyond ±1e150, the range of a gaussian column; rescale the column (its "
+            f"logarithm, say) or give --column {column.name}=binned"
+        )
+    return x
 
 
 def category_counts(names: list[str], codes: np.ndarray, ys: np.ndarray, C: int) -> Any:
@@ -578,14 +654,28 @@ def number_categories(column: Column, x: np.ndarray) -> tuple[list[str], np.ndar
             for v, ok in zip(value.tolist(), present.tolist())
         ]
         return ["z" if v < 0 else str(v) for v in seen], np.array(codes, dtype=np.int64)
-    distinct, first, inverse = np.unique(value[present], return_index=True, return_inverse=True)
+    shifted = value[present] + 1  # 0 the bin 'z', else the bin + 1
+    size = int(shifted.max()) + 1 if len(shifted) else 0
+    if size > FEW_BINS:
+        distinct, first, inverse = np.unique(shifted, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
+    else:  # a pass per bin, not a sort
+        distinct = np.flatnonzero(np.bincount(shifted, minlength=size))
+        first = np.array([np.argmax(shifted == v) for v in distinct.tolist()], dtype=np.int64)
+        inverse = np.zeros(size, dtype=np.int64)
+        inverse[distinct] = np.arange(len(distinct))
+        inverse = inverse[shifted]
     order = np.argsort(first, kind="stable")
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
     codes = np.full(len(x), -1, dtype=np.int64)
-    codes[present] = rank[inverse.reshape(-1)]
-    names = ["z" if v < 0 else str(v) for v in distinct[order].tolist()]
+    codes[present] = rank[inverse]
+    names = ["z" if v == 0 else str(v - 1) for v in distinct[order].tolist()]
     return names, codes
+
+
+FEW_BINS = 64
+"""Up to this many bins, `number_categories` finds the first row of each by a pass per bin."""
 
 
 def _non_negative(model: TableModel) -> bool:

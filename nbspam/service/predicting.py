@@ -19,8 +19,8 @@ from .learning import Inputs, Watch, read_inputs
 
 @dataclass
 class Predicted:
-    """What `predict` prints: the model's labels and a `decision.Prediction` per message or
-    row (read lazily); after them, in ``unseen``, the categories of table cells never seen in
+    """What `predict` prints: the model's labels and a `decision.Prediction` per message, or
+    a `decision.Predictions` per block of a table's rows (read lazily); after them, in ``unseen``, the categories of table cells never seen in
     training that scoring left out, per (column, value)."""
 
     labels: tuple[str, ...]
@@ -93,7 +93,7 @@ def _rows(model_path: str, model: Any, inputs: Inputs, unseen: Counter) -> Itera
     for path, _ in inputs:
         if path == "-":
             raise NbspamError(f"{model_path} is a table model: give the tables to score as PATH")
-        yield from model.predict(read_table(path), unseen)
+        yield from model.predict_blocks(read_table(path, texts=model.text_columns()), unseen)
 
 
 def _on_cluster(engine: Engine, model_path: str, messages: Iterator[Any]) -> Iterator[Any]:

@@ -11,10 +11,12 @@ counts once, the multinomial of presence with smoothing alpha) and ``ignore``.
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import math
+import operator
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Container, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -22,7 +24,14 @@ import numpy as np
 from ..errors import ConfigError, InputError
 from ..mail.message import Problems
 from ..mail.messages import open_regular
-from ..mail.table_rows import TABLE_SUFFIXES, Strict, csv_rows, jsonl_values, text_lines
+from ..mail.table_rows import (
+    TABLE_SUFFIXES,
+    Strict,
+    csv_rows,
+    jsonl_values,
+    text_blocks,
+    text_lines,
+)
 
 KINDS = ("gaussian", "categorical", "binned", "bernoulli", "text", "ignore")
 DEFAULT_BINS = 4
@@ -38,10 +47,13 @@ TABLE_KIND = "nbspam-table"
 class Numbers:
     """A column whose every cell is a finite number or empty: the numbers (n,) (NaN where
     empty), read once as Python's ``float`` reads them, and the cells' text, kept compactly
-    as a bytes array (their categories, where a column of numbers is modelled as one). A
-    part of the column (`take`) takes its text only when asked for it."""
+    (`Texts`) and made an array only when asked for (their categories, where a column of
+    numbers is modelled as one). A part of the column (`take`) takes its text only when
+    asked for it."""
 
-    def __init__(self, x: np.ndarray, text: np.ndarray, index: np.ndarray | None = None) -> None:
+    def __init__(
+        self, x: np.ndarray, text: np.ndarray | Texts | None, index: np.ndarray | None = None
+    ) -> None:
         self.x, self._text, self._index = x, text, index
         self.words: Words | None = None
 
@@ -50,6 +62,10 @@ class Numbers:
 
     @property
     def text(self) -> np.ndarray:
+        if self._text is None:
+            raise ValueError("the text of this column of numbers was not kept")
+        if isinstance(self._text, Texts):
+            self._text = self._text.array()
         if self._index is not None:
             self._text, self._index = self._text[self._index], None
         return self._text
@@ -79,6 +95,32 @@ class Numbers:
         if self.words is not None:
             part.words = self.words.take(index)
         return part
+
+
+class Texts:
+    """The text of a column of numbers as blocks of UTF-8 bytes, the cells of a block
+    joined by NUL (which no number holds): a copy in a few C calls, made into an array
+    (`array`, once, shared by the parts of the column) only when asked for."""
+
+    def __init__(self) -> None:
+        self.blocks: list[tuple[bytes, int]] = []
+        self._array: np.ndarray | None = None
+
+    def add(self, cells: Sequence[str]) -> None:
+        self.blocks.append(("\0".join(cells).encode(), len(cells)))
+
+    def cells(self) -> list[str]:
+        return [c for b, n in self.blocks if n for c in b.decode().split("\0")]
+
+    def array(self) -> np.ndarray:
+        """Bytes (dtype S) where every cell is ASCII, else str (dtype object)."""
+        if self._array is None:
+            if all(b.isascii() for b, _ in self.blocks):
+                parts = [c for b, n in self.blocks if n for c in b.split(b"\0")]
+                self._array = np.array(parts, dtype="S") if parts else np.zeros(0, dtype="S1")
+            else:  # digits of another script, which float reads too
+                self._array = np.array(self.cells(), dtype=object)
+        return self._array
 
 
 class Words:
@@ -135,6 +177,9 @@ class RowIds(Sequence[str]):
     def take(self, index: np.ndarray) -> RowIds:
         return RowIds(self.path, self.lines[index])
 
+    def part(self, rows: slice) -> RowIds:
+        return RowIds(self.path, self.lines[rows])
+
 
 class _Columns:
     """Rows added a block at a time, kept as columns: a column is `Numbers` while every
@@ -143,34 +188,42 @@ class _Columns:
     def __init__(self, width: int, strip: bool) -> None:
         self.strip = strip
         self.parts: list[list[Any]] = [[] for _ in range(width)]
-        """Per column: blocks of (numbers, text) while they are numbers, else a `_Coder`."""
+        """Per column: blocks of (numbers, `Texts`) while they are numbers, else a `_Coder`."""
         self.n = 0
+        self.texts: Container[str] | None = None
+        """The names of the columns whose cells' text is kept (None: every one)."""
+        self.textless: set[int] = set()
+        """The places of the columns whose cells' text is not kept while they are numbers."""
 
     def add_column(self) -> None:
         """One more column, empty in every row added so far."""
-        empty = ("",) * self.n
-        self.parts.append([] if not self.n else [_numbers(empty)])
+        self.parts.append([] if not self.n else [_numbers([""] * self.n)])
 
     def add(self, rows: Sequence[Sequence[str]]) -> None:
-        if not rows:
+        if rows:
+            strip = self.strip
+            self.add_columns([list(map(str.strip, c) if strip else c) for c in zip(*rows)])
+
+    def add_columns(self, columns: Sequence[list[str]]) -> None:
+        """A block of rows given as its columns of cells (each of the same length, white
+        space already stripped where it is to be)."""
+        if not columns or not columns[0]:
             return
-        for j, cells in enumerate(zip(*rows)):
-            if self.strip:
-                cells = tuple(map(str.strip, cells))
+        for j, cells in enumerate(columns):
             part = self.parts[j]
             if part and isinstance(part[0], _Coder):
                 part[0].add(cells)
                 continue
-            block = _numbers(cells)
+            block = _numbers(cells, j not in self.textless)
             if block is not None:
                 part.append(block)
                 continue
             coder = _Coder()
-            for _, text in part:
-                coder.add(text.astype(str).tolist() if text.dtype.kind == "S" else text.tolist())
+            for x, text in part:  # without their text: as the numbers read back
+                coder.add(text.cells() if text is not None else _reprs(x))
             coder.add(cells)
             self.parts[j] = [coder]
-        self.n += len(rows)
+        self.n += len(columns[0])
 
     def columns(self) -> list[Cells]:
         out: list[Cells] = []
@@ -178,7 +231,13 @@ class _Columns:
             if part and isinstance(part[0], _Coder):
                 out.append(part[0].words())
             elif part:
-                out.append(Numbers(*(np.concatenate(v) for v in zip(*part))))
+                texts: Texts | None = Texts()
+                for _, text in part:
+                    if text is None or texts is None:
+                        texts = None
+                    else:
+                        texts.blocks += text.blocks
+                out.append(Numbers(np.concatenate([x for x, _ in part]), texts))
             else:
                 out.append(Numbers(np.zeros(0), np.zeros(0, dtype="S1")))
         return out
@@ -193,28 +252,36 @@ class _Coder:
 
     def add(self, cells: Sequence[str]) -> None:
         seen = self.seen
-        codes = [seen.setdefault(c, len(seen)) for c in cells]
-        self.codes.append(np.array(codes, dtype=np.int64))
+        for cell in dict.fromkeys(cells):  # the distinct cells, in order
+            if cell not in seen:
+                seen[cell] = len(seen)
+        self.codes.append(np.fromiter(map(seen.__getitem__, cells), np.int64, len(cells)))
 
     def words(self) -> Words:
         return Words(list(self.seen), np.concatenate(self.codes))
 
 
-def _numbers(cells: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
-    """(numbers, text) of cells every one of which Python's ``float`` reads as a finite
-    number, or is empty (NaN); None where one is not."""
+def _numbers(cells: list[str], keep_text: bool = True) -> tuple[np.ndarray, Texts | None] | None:
+    """(numbers, text or None unless ``keep_text``) of cells every one of which Python's
+    ``float`` reads as a finite number (numpy reads each with it, in one call), or is empty
+    (NaN); None where one is not."""
     empty = cells.count("")
     try:
-        x = np.fromiter(map(float, [c or "nan" for c in cells] if empty else cells), np.float64)
+        x = np.array([c or "nan" for c in cells] if empty else cells, dtype=np.float64)
     except ValueError:
         return None
     if np.count_nonzero(np.isfinite(x)) != len(cells) - empty:
         return None  # a literal nan or inf
-    try:
-        text = np.array(cells, dtype="S") if cells else np.zeros(0, dtype="S1")
-    except UnicodeEncodeError:  # digits of another script, which float reads too
-        text = np.array(cells, dtype=object)
-    return x, text
+    if not keep_text:
+        return x.reshape(-1), None
+    text = Texts()
+    text.add(cells)
+    return x.reshape(-1), text
+
+
+def _reprs(x: np.ndarray) -> list[str]:
+    """Numbers as text that reads back as the same numbers ('' for NaN, a missing cell)."""
+    return [repr(v) if v == v else "" for v in x.tolist()]
 
 
 # --------------------------------------------------------------------------------------------
@@ -332,24 +399,32 @@ def _open_table(path: str) -> int:
     return open_regular(os.path.realpath(path))
 
 
-def read_table(path: str, problems: Problems | None = None) -> Table:
+def read_table(
+    path: str, problems: Problems | None = None, texts: Container[str] | None = None
+) -> Table:
     """Read a CSV, TSV or JSON Lines table with a header row (JSON Lines: the keys of the
     objects) as columns, streaming through the one reader of table files (`table_rows`):
-    a line at a time, each line capped, taken into typed columns a block of rows at a time.
+    a block of whole lines at a time (JSON Lines: a line at a time), each line capped,
+    taken into typed columns a block of rows at a time.
 
     A bad row (too few or too many cells, a JSON line that is not an object or not valid
     JSON, a line past the cap) is reported to ``problems`` by its ``PATH#LINE`` and left
-    out; without ``problems`` (`Strict`) the first one is the InputError."""
+    out; without ``problems`` (`Strict`) the first one is the InputError.
+
+    ``texts``: the columns of a CSV or TSV table whose cells' text is kept where they are
+    numbers (None: every column); a column of numbers read without is only numbers (its
+    text cannot be asked for: `predict` reads the columns it scores as numbers so)."""
     lower = path.lower()
     if not lower.endswith(TABLE_SUFFIXES):
         raise InputError(f"{path}: a table is a .csv, .tsv or .jsonl file")
     problems = problems or Strict()
     try:
         with os.fdopen(_open_table(path), "rb") as f:
-            lines = text_lines(f, path, problems)
             if lower.endswith((".jsonl", ".ndjson")):
-                return _read_jsonl(path, lines, problems)
-            return _read_csv(path, lines, problems, "\t" if lower.endswith(".tsv") else ",")
+                return _read_jsonl(path, text_lines(f, path, problems), problems)
+            blocks = text_blocks(f, path, problems)
+            delimiter = "\t" if lower.endswith(".tsv") else ","
+            return _read_csv(path, blocks, problems, delimiter, texts)
     except OSError as exc:
         raise InputError(f"{path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
@@ -358,34 +433,152 @@ def read_table(path: str, problems: Problems | None = None) -> Table:
         raise InputError(f"{path}: not a valid table: {exc}") from None
 
 
-def _read_csv(path: str, lines: Iterator[str], problems: Problems, delimiter: str) -> Table:
-    rows = csv_rows(lines, delimiter)
-    first = next(rows, None)
-    if first is None:
+def _read_csv(
+    path: str,
+    blocks: Iterator[str],
+    problems: Problems,
+    delimiter: str,
+    texts: Container[str] | None = None,
+) -> Table:
+    """The table of blocks of whole lines (`table_rows.text_blocks`): the header row, then
+    each block split into columns at once (`_split_block`) while its rows are plain (no
+    quote, each of the header's width); from the first block that is not, every row
+    through the csv module (`_read_rows`)."""
+    blocks = iter(blocks)
+    text = next(blocks, "")
+    head, _, rest = text.partition("\n")
+    if not text:
         raise InputError(f"{path}: the table is empty")
-    names = [name.strip() for name in first[1]]
+    columns = _Columns(0, strip=True)
+    columns.texts = texts
+    lines: list[np.ndarray] = []
+    if '"' in head:  # a quoted header, perhaps over several lines
+        names = _read_rows(path, _lines_of([text], blocks), 1, problems, delimiter, columns, lines)
+    else:
+        names = _header(path, next(csv.reader([head], delimiter=delimiter), []), columns)
+        line, later = 2, itertools.chain([rest], blocks)
+        for text in later:
+            done = _split_block(text, line, len(names), delimiter, columns, lines)
+            if done is None:
+                lines_left = _lines_of([text], later)
+                _read_rows(path, lines_left, line, problems, delimiter, columns, lines, names)
+                break
+            line += done
+    ids = np.concatenate(lines) if lines else np.zeros(0, dtype=np.int64)
+    return Table(names, ids=RowIds(path, ids), cells=columns.columns())
+
+
+def _header(path: str, first: list[str], columns: _Columns) -> list[str]:
+    names = [name.strip() for name in first]
     _check_names(path, names)
+    for j, name in enumerate(names):
+        columns.add_column()
+        if columns.texts is not None and name not in columns.texts:
+            columns.textless.add(j)
+    return names
+
+
+def _lines_of(first: Iterable[str], blocks: Iterable[str]) -> Iterator[str]:
+    """The lines of blocks of text, each with its line end (a last one perhaps without)."""
+    for text in itertools.chain(first, blocks):
+        lines = text.split("\n")
+        last = lines.pop()
+        yield from (line + "\n" for line in lines)
+        if last:
+            yield last
+
+
+def _split_block(
+    text: str, line: int, width: int, delimiter: str, columns: _Columns, lines: list[np.ndarray]
+) -> int | None:
+    """Add a block of whole lines (the first numbered ``line``) to ``columns`` by splitting
+    it at once, and return how many lines it had; None (nothing added) where a row is not
+    plain: a quote (the csv module's), a row of another width (a bad row) than the
+    header's (of at least two cells). Blank rows are left out, as the csv reading does."""
+    body = text[:-1] if text.endswith("\n") else text
+    if '"' in body or width < 2:
+        return None
+    if not body:
+        return 1 if text else 0
+    rows = body.split("\n")
+    n = len(rows)
+    counts = list(map(str.count, rows, itertools.repeat(delimiter, n)))
+    numbers = np.arange(line, line + n, dtype=np.int64)
+    if counts.count(width - 1) != n:
+        keep = [i for i, c in enumerate(counts) if c == width - 1]
+        if any(
+            rows[i].replace(delimiter, "").strip() for i, c in enumerate(counts) if c != width - 1
+        ):
+            return None  # a bad row: the csv reading reports it, in order
+        rows, numbers = [rows[i] for i in keep], numbers[keep]
+        if not rows:
+            return n
+        body = "\n".join(rows)
+    flat = body.replace("\n", delimiter).split(delimiter)
+    cells = [flat[j::width] for j in range(width)]
+    if _spaced(body, delimiter):
+        cells = [list(map(str.strip, column)) for column in cells]
+    if "" in cells[0]:  # rows of empty cells only are blank rows
+        blank = np.ones(len(rows), dtype=bool)
+        for column in cells:
+            blank &= np.fromiter(map(operator.not_, column), bool, len(rows))
+        if blank.any():
+            keep = np.flatnonzero(~blank)
+            cells = [[column[i] for i in keep.tolist()] for column in cells]
+            numbers = numbers[keep]
+    columns.add_columns(cells)
+    lines.append(numbers)
+    return n
+
+
+def _spaced(text: str, delimiter: str) -> bool:
+    """Whether text may hold a cell with white space to strip (Python's, as ``str.strip``)."""
+    if not text.isascii():
+        return True
+    return any(c in text for c in " \t\x0b\x0c\x1c\x1d\x1e\x1f" if c != delimiter)
+
+
+def _read_rows(
+    path: str,
+    lines: Iterator[str],
+    first_line: int,
+    problems: Problems,
+    delimiter: str,
+    columns: _Columns,
+    numbers: list[np.ndarray],
+    names: list[str] | None = None,
+) -> list[str]:
+    """Read the rows of ``lines`` (the first numbered ``first_line``) through the csv
+    module into ``columns``, a block of rows at a time; without ``names``, the first row is
+    the header. Returns the names."""
+    rows = csv_rows(lines, delimiter)
+    if names is None:
+        first = next(rows, None)
+        if first is None:
+            raise InputError(f"{path}: the table is empty")
+        names = _header(path, first[1], columns)
     width = len(names)
-    columns = _Columns(width, strip=True)
     block: list[list[str]] = []
-    numbers: list[int] = []
+    found: list[int] = []
     size = max(1, BLOCK_CELLS // max(width, 1))
+    offset = first_line - 1
     for line, row in rows:
         if len(row) != width or not any(row) or "".join(row).isspace():
             if not "".join(row).strip():
                 continue  # a blank row
             if len(row) != width:
-                problems.skip(f"{path}#{line}", f"{len(row)} cells, but the header names {width}")
+                problems.skip(
+                    f"{path}#{line + offset}", f"{len(row)} cells, but the header names {width}"
+                )
                 continue
         block.append(row)
-        numbers.append(line)
+        found.append(line + offset)
         if len(block) >= size:
             columns.add(block)
             block = []
     columns.add(block)
-    return Table(
-        names, ids=RowIds(path, np.array(numbers, dtype=np.int64)), cells=columns.columns()
-    )
+    numbers.append(np.array(found, dtype=np.int64))
+    return names
 
 
 def _read_jsonl(path: str, lines: Iterator[str], problems: Problems) -> Table:
