@@ -225,9 +225,19 @@ def mutual_information(doc_count: np.ndarray, class_count: np.ndarray) -> np.nda
     n_c = class_count.astype(np.float64)[:, None]
     n = n_c.sum()
     total = np.zeros(doc_count.shape[1])
-    for joint in (doc_count.astype(np.float64), n_c - doc_count):  # b_a = 1, then b_a = 0
+    for presence in (1, 0):  # b_a = 1, then b_a = 0
+        joint = doc_count.astype(np.float64) if presence else n_c - doc_count
         marginal = joint.sum(axis=0)
+        # joint / n * log(joint * n / (marginal * n_c)), operation by operation as written,
+        # in two (C, d) arrays beside ``joint`` rather than one per operation
         with np.errstate(divide="ignore", invalid="ignore"):
-            parts = joint / n * np.log(joint * n / (marginal * n_c))
-        total += np.where(joint > 0, parts, 0.0).sum(axis=0)
+            ratio = np.multiply(marginal, n_c)
+            np.divide(joint * n, ratio, out=ratio)
+            np.log(ratio, out=ratio)
+            parts = np.divide(joint, n)
+            parts *= ratio
+        del ratio
+        parts[~(joint > 0)] = 0.0
+        total += parts.sum(axis=0)
+        del joint, parts
     return total
