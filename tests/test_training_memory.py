@@ -225,3 +225,34 @@ def test_scores_over_the_whole_vocabulary_are_the_kept_columns_scores_to_the_bit
         log_post, _ = predict_matrix(model, X[:, model.form.kept])
         wide, odds = predict_rows(model.form, X)
         assert odds is None and wide.tobytes() == log_post.tobytes(), event_model
+
+
+def test_training_holds_the_dates_of_the_sample_not_one_a_message(monkeypatch):
+    from nbspam.core.parallel import chunks
+    from nbspam.fit.training import Dates
+    from nbspam.mail.message import Message
+
+    def mail(i: int) -> bytes:
+        return b"Date: Mon, %d Jan 2024 10:00:00 +0000\nSubject: m%d\n\nword%d body\n" % (
+            i % 28 + 1,
+            i,
+            i,
+        )
+
+    # 40 distinct messages, each read twice, the copy 30 messages after the first
+    order = [i for i in range(40)] + [i for i in range(10)]
+    order = order[:30] + order[40:] + order[30:40]
+    messages = [Message(f"m{n}", mail(i), ("ham", "spam")[i % 2]) for n, i in enumerate(order)]
+    monkeypatch.setattr("nbspam.text.counting.chunks", lambda items: chunks(items, 7))
+    dates = Dates(SETTINGS.tokenizer.mail)
+    counted = LabelledChunks(dates.reading(messages), SETTINGS.tokenizer)
+    dates.counted = counted.seen
+    rows = SampledRows(7, dated=dates.take)
+    fit_counted(counted, SETTINGS, rows=rows)
+    # each date handed to the sample as its message was counted, and a copy read after
+    # its first was counted not noted again
+    assert dates.times == {}
+    assert len(rows.times()) == 7
+    day = {i: 86400.0 * (i % 28) + 1704103200.0 for i in range(40)}
+    first = list(dict.fromkeys(order))  # the distinct messages in the order counted
+    assert rows.times() == [day[first[n]] for n in rows.numbers().tolist()]
