@@ -256,3 +256,45 @@ def test_training_holds_the_dates_of_the_sample_not_one_a_message(monkeypatch):
     day = {i: 86400.0 * (i % 28) + 1704103200.0 for i in range(40)}
     first = list(dict.fromkeys(order))  # the distinct messages in the order counted
     assert rows.times() == [day[first[n]] for n in rows.numbers().tolist()]
+
+
+def test_the_sample_keeps_its_counts_in_the_smallest_integers(sample_messages):
+    rows = SampledRows(len(sample_messages))
+    model = fit_counted(LabelledChunks(sample_messages, SETTINGS.tokenizer), SETTINGS, rows=rows)
+    X, terms = rows.matrix()
+    assert X.data.dtype == np.uint8 and X.indices.dtype == np.int32
+    assert terms == list(model.terms)
+    # every message is in the sample: its rows add up to the model's counts
+    assert np.asarray(X.sum(axis=0)).ravel().tolist() == model.term_count.sum(axis=0).tolist()
+
+
+def test_the_sample_is_stacked_into_one_matrix_letting_go_of_each_chunk():
+    from nbspam.core.sparse import sp
+
+    rows = SampledRows(10**6)
+    d, per, chunk_rows = 10_000, 100, 250
+    for c in range(40):  # 1,000,000 entries in 40 chunks of 250 rows
+        indices = (np.arange(chunk_rows * per) * 7 + c) % d
+        X = sp.csr_matrix(
+            (
+                np.ones(indices.size, np.uint8),
+                indices.astype(np.int32),
+                np.arange(0, indices.size + 1, per, dtype=np.int32),
+            ),
+            shape=(chunk_rows, d),
+        )
+        rows.chunks.append(
+            (X, ["ham"] * chunk_rows, np.arange(c * chunk_rows, (c + 1) * chunk_rows))
+        )
+    rows.terms, rows.order = tuple(f"t{j:06d}" for j in range(d)), np.arange(d)
+    tracemalloc.start()
+    try:
+        X, _ = rows.matrix()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # the stacked rows (5 bytes an entry: 5 MB) and a chunk over; concatenated beside the
+    # chunks, and their indices then renamed into another copy, they took 9 MB more
+    assert peak < 6_000_000
+    assert X.shape == (10_000, d) and X.nnz == 1_000_000 and len(rows.chunks) == 1
+    assert X.indices[:3].tolist() == [0, 7, 14] and X.indptr[-1] == 1_000_000
