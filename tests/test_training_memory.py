@@ -298,3 +298,14 @@ def test_the_sample_is_stacked_into_one_matrix_letting_go_of_each_chunk():
     assert peak < 6_000_000
     assert X.shape == (10_000, d) and X.nnz == 1_000_000 and len(rows.chunks) == 1
     assert X.indices[:3].tolist() == [0, 7, 14] and X.indptr[-1] == 1_000_000
+
+
+def test_the_fitted_models_form_is_not_kept_through_the_cross_validation(sample_messages):
+    from nbspam.fit.training import decide
+
+    rows = SampledRows(len(sample_messages))
+    model = fit_counted(LabelledChunks(sample_messages, SETTINGS.tokenizer), SETTINGS, rows=rows)
+    assert "form" in vars(model)  # made while fitting, to check that terms survive
+    decided = decide(model, rows, SETTINGS)
+    assert "form" not in vars(model)  # let go of before the folds were fitted
+    assert decided.form.kept.size  # the model decided makes its own

@@ -103,6 +103,9 @@ def decide(
     cutoffs = cfg.cutoffs if model.is_binary else None
     if rows is None:
         return dataclasses.replace(model, cutoffs=cutoffs)
+    # the fitted model's scoring form (the size of its counts) is not kept through the
+    # cross-validation: the model decided is a new value, which makes its own
+    model.__dict__.pop("form", None)
     X, terms = rows.matrix()
     data = Tokenized([str(i) for i in range(X.shape[0])], rows.labels, X, terms)
     row_times = None
