@@ -309,3 +309,25 @@ def test_the_fitted_models_form_is_not_kept_through_the_cross_validation(sample_
     decided = decide(model, rows, SETTINGS)
     assert "form" not in vars(model)  # let go of before the folds were fitted
     assert decided.form.kept.size  # the model decided makes its own
+
+
+def test_the_set_of_digests_counted_is_let_go_of_before_the_cross_validation(
+    sample_messages, monkeypatch
+):
+    import gc
+
+    from nbspam.fit import training
+
+    alive = {}
+    real = training.decide
+
+    def spy(model, rows, settings, times=None):
+        gc.collect()
+        alive["counted"] = [o for o in gc.get_objects() if isinstance(o, LabelledChunks)]
+        alive["dates"] = [o for o in gc.get_objects() if isinstance(o, training.Dates)]
+        return real(model, rows, settings, times)
+
+    monkeypatch.setattr(training, "decide", spy)
+    model = training.train(sample_messages, SETTINGS)
+    assert alive == {"counted": [], "dates": []}  # nor their digests (the model has them)
+    assert len(model.seen_digests) == int(model.class_count.sum())

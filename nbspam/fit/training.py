@@ -50,7 +50,12 @@ def train(
     if keep_rows:
         rows = SampledRows(CV_ROWS, dated=None if dates is None else dates.take)
     model = fit_counted(counted, settings, rows=rows)  # auto: the fallback, until chosen
-    times = rows.times() if dates is not None and rows is not None else None
+    times = None
+    if rows is not None and dates is not None:
+        times, rows.dated = rows.times(), None
+    # the model holds the digests of the messages counted (32 bytes a message): their set
+    # (some 100 bytes a message) is let go of before the cross-validation
+    del counted, dates
     return decide(model, rows, settings, times)
 
 
