@@ -419,8 +419,11 @@ class SampledRows:
             return stack_in_order([], self.order), list(self.terms)
         labels, numbers = self.labels, self.numbers()
         blocks = [X for X, _, _ in self.chunks]
+        # the smallest type that holds the counts, however the chunks were kept (`add`, or
+        # a cluster's `tally`): the same matrix either way
+        kind = _counts_type(np.array([b.data.max(initial=0) for b in blocks]))
         self.chunks = []  # each chunk's rows let go of as they are stacked
-        X = stack_in_order(blocks, self.order, release=True)
+        X = stack_in_order(blocks, self.order, release=True, dtype=kind)
         self.chunks = [(X, labels, numbers)]
         self.order = np.arange(len(self.terms))
         return X, list(self.terms)

@@ -128,7 +128,11 @@ def stack_sorted(
 
 
 def stack_in_order(
-    blocks: list[sp.csr_matrix], order: np.ndarray, *, release: bool = False
+    blocks: list[sp.csr_matrix],
+    order: np.ndarray,
+    *,
+    release: bool = False,
+    dtype: type | None = None,
 ) -> sp.csr_matrix:
     """Blocks of count rows over the first columns of an index of len(order) terms, stacked
     with column j holding term order[j]. The columns are renamed through the inverse of
@@ -138,7 +142,8 @@ def stack_in_order(
 
     The rows are copied into arrays made once for all of them, block after block; with
     ``release`` each block is let go of (its place in ``blocks`` set to None) once copied,
-    so that the rows are held once and a block over, not twice."""
+    so that the rows are held once and a block over, not twice. The counts are of
+    ``dtype`` (which must hold them), by default of a type that holds every block's."""
     if not blocks:
         return sp.csr_matrix((0, len(order)), dtype=np.int64)
     n = sum(b.shape[0] for b in blocks)
@@ -147,7 +152,7 @@ def stack_in_order(
     kind = np.int32 if max(size, len(order)) < 2**31 else np.int64
     rank = np.empty(len(order), kind)
     rank[order] = np.arange(len(order))
-    data = np.empty(size, np.result_type(*(b.dtype for b in blocks)))
+    data = np.empty(size, dtype or np.result_type(*(b.dtype for b in blocks)))
     indices = np.empty(size, kind)
     indptr = np.zeros(n + 1, kind)
     row = at = 0
