@@ -4,7 +4,9 @@ Each command is a fresh process with the message on stdin; the commands take tur
 of each, then again), so that all see the same load, and the medians are compared as
 ratios to ``python -c pass`` of the same run. A model is named ``NAME=PATH``; a second
 checkout (the code before a change, with its modules compiled) is run with ``--before
-FOLDER``, from that folder, on models it reads:
+FOLDER``, from that folder, on models it reads. Each checkout's modules are compiled first
+(where PYTHONDONTWRITEBYTECODE is set, a module changed since its last compiling would
+otherwise be compiled again in every run):
 
     python bench/coldstart.py sample_data/new/001.eml small=small.nbm sa=sa.nbm
     python bench/coldstart.py MSG sa=sa.nbm --before ../old-checkout --before-model sa=sa-old.nbm
@@ -64,6 +66,8 @@ def main() -> None:
             argv = [python, "-m", "nbspam", verb, "-m", str(Path(model).resolve())]
             what = name if verb == "predict" else f"{name} filter"
             commands[f"{what} (before)"] = (argv, args.before.resolve())
+    for folder in {cwd for _, cwd in commands.values()}:  # each run reads compiled modules
+        subprocess.run([python, "-m", "compileall", "-q", "nbspam"], cwd=folder, check=True)
     message = args.message.resolve()
     times: dict[str, list[tuple[float, float, float]]] = {name: [] for name in commands}
     for _ in range(args.runs):

@@ -351,3 +351,197 @@ def test_a_resident_scorer_remembers_the_terms_it_looked_up(saved, monkeypatch):
     monkeypatch.setattr(pages, "read", lambda at, size: reads.append(at) or b"")
     assert scorer.predict("m", message) == first
     assert reads == []
+
+
+def _without_groups(path: Path, to: Path) -> Path:
+    """The model file at ``path`` as a writer before term groups wrote it: the same arrays
+    and page checksums, without term_groups and term_group_starts."""
+    from tests.test_hostile_models import pack, unpack
+
+    header, arrays = unpack(path.read_bytes())
+    del arrays["term_groups"], arrays["term_group_starts"]
+    to.write_bytes(pack(header, _fit_pages(arrays)))
+    return to
+
+
+def _fit_pages(arrays: dict) -> dict:
+    """``arrays`` with page_crc as long as the arrays before it now need."""
+    from nbspam.store.container import PAGE, PAGES
+
+    length = sum((len(data) + 7) // 8 * 8 for name, (_, _, data) in arrays.items() if name != PAGES)
+    arrays[PAGES][1] = [1 + (length + PAGE - 1) // PAGE]
+    return arrays
+
+
+def test_a_lookup_reads_one_page(tmp_path):
+    """A model file holds term groups (the term at each 2 KiB of its terms, read once when
+    it is opened), so looking a term up reads the one page of its group's other terms and
+    nothing else; the search over groups of 256 terms it replaces read three pages or more
+    a term (offsets and terms at each level below those remembered, then the group's)."""
+    from nbspam.store.container import PAGE
+
+    model, path = _wide_model(tmp_path, 1000)  # 40,000 terms, 150 pages of terms
+    reads = []
+    for term in model.terms[::997] + ("w5x5 nothing", "zzz", "w999x39\x01"):
+        quick = load_array_scorer(path)
+        before = quick._box.pages.reads
+        quick._paged.column(term.encode())
+        reads.append(quick._box.pages.reads - before)
+        quick._box.pages.close()
+    assert max(reads) == 1, reads
+    data = path.read_bytes()
+    header = json.loads(data[16 : 16 + int.from_bytes(data[12:16], "little")])
+    groups = header["arrays"]["term_group_starts"]["shape"][1] - 1
+    assert groups == len("\n".join(model.terms).encode()) // 2048 + 1
+    assert path.stat().st_size > 40 * PAGE
+
+
+def test_the_term_groups_lead_to_every_term_and_to_no_other(tmp_path):
+    """Exactness of the lookup by groups: every term has its own column, and a key that
+    shares a group's bytes without being a term is in none: a term's prefix or extension,
+    two neighbouring terms joined by a line break (a line-break search would find it), the
+    first term of a group cut short, keys before the first and after the last term. A
+    message of such keys scores as the model read whole does, to the bit."""
+    model, path = _wide_model(tmp_path, 200)
+    quick = load_array_scorer(path)
+    assert quick._paged._column == quick._paged._grouped
+    firsts = quick._paged._firsts
+    assert len(firsts) > 5 and all(f.decode() in model.terms for f in firsts)
+    assert [quick.column(t) for t in model.terms] == list(range(len(model.terms)))
+    vocabulary = set(model.terms)
+    neighbours = [a + "\n" + b for a, b in zip(model.terms[::50], model.terms[1::50])]
+    cut = [f.decode()[:-1] for f in firsts] + [f.decode() + "\n" for f in firsts]
+    keys = [t[:-1] for t in model.terms[::37]] + [t + "0" for t in model.terms[::41]]
+    keys += neighbours + cut + ["", "\n", "\x00", "\uffff", "shared\n", "\nshared"]
+    absent = [k for k in keys if k not in vocabulary]
+    assert len(absent) > 100 and [quick.column(k) for k in absent] == [None] * len(absent)
+    text = " ".join(t for t in model.terms[::301]) + " " + " ".join(absent[::7])
+    whole = ArrayScorer.of_model(model)
+    assert quick.predict("m", text).log_odds == whole.predict("m", text).log_odds
+    assert quick.predict("m", text).log_odds == next(score(model, [Message("m", text)])).log_odds
+
+
+def test_a_file_without_term_groups_is_searched_as_before(saved, tmp_path):
+    """A model file written before term groups (page checksums, no groups) is read a page
+    at a time and searched over groups of terms as before: the same columns, the same
+    predictions, to the bit, as the file with groups."""
+    model, path = saved
+    old = _without_groups(path, tmp_path / "old.nbm")
+    quick, before = load_array_scorer(path), load_array_scorer(old)
+    assert before._paged is not None and before._paged._column != before._paged._grouped
+    assert [before.column(t) for t in model.terms] == list(range(len(model.terms)))
+    for message in sorted((SAMPLE / "new").iterdir()):
+        data = message.read_bytes()
+        assert before.predict("m", data) == quick.predict("m", data)
+    from tests.helpers import cli_run
+
+    data = (SAMPLE / "new" / "001.eml").read_bytes()
+    assert (
+        cli_run("predict", "-m", old, input=data).stdout
+        == cli_run("predict", "-m", path, input=data).stdout
+    )
+    assert cli_run("info", "-m", old).exit_code == 0
+
+
+def test_term_groups_add_little_to_the_file(tmp_path):
+    """The groups cost about 1% of the terms' bytes: a file grows by far less than 10%."""
+    model, path = _wide_model(tmp_path, 1000)
+    old = _without_groups(path, tmp_path / "old.nbm")
+    assert path.stat().st_size <= 1.02 * old.stat().st_size
+
+
+def _crafted(path: Path, to: Path, edit) -> Path:
+    """The model at ``path`` with ``edit(header, arrays)`` applied and valid checksums."""
+    from tests.test_hostile_models import craft
+
+    to.write_bytes(craft(path.read_bytes(), edit))
+    return to
+
+
+def _set_start(arrays, row: int, index: int, value: int) -> None:
+    """term_group_starts[row, index] = value."""
+    import struct
+
+    dtype, shape, data = arrays["term_group_starts"]
+    code = "<I" if dtype == "<u4" else "<Q"
+    raw = bytearray(data)
+    struct.pack_into(code, raw, (row * shape[1] + index) * struct.calcsize(code), value)
+    arrays["term_group_starts"][2] = bytes(raw)
+
+
+@pytest.mark.parametrize(
+    "name, edit, one",
+    [
+        ("columns end early", lambda h, a: _set_start(a, 0, -1, 5), "refused"),
+        ("starts end early", lambda h, a: _set_start(a, 1, -1, 5), "refused"),
+        ("a group out of order", lambda h, a: _set_start(a, 0, 1, 10**6), "refused"),
+        ("a start beyond the terms", lambda h, a: _set_start(a, 1, 1, 10**9), "refused"),
+        ("a first term changed", lambda h, a: _set_first(a, b"zz"), "scored"),
+        ("no starts", lambda h, a: a.pop("term_group_starts") and None, "refused"),
+        (
+            "a group's column moved",
+            lambda h, a: _set_start(a, 0, 1, _column_of(a, 1) + 1),
+            "either",
+        ),
+    ],
+)
+def test_crafted_term_groups_are_refused_in_one_line(tmp_path, name, edit, one):
+    """Term groups that do not fit the terms (a crafted file with valid checksums): one
+    message is refused in one line where its lookup meets them (or misses, or finds a term
+    the file holds), and every command that reads the vocabulary whole refuses the file."""
+    from tests.helpers import cli_run
+
+    model, path = _wide_model(tmp_path, 120)
+    bad = _crafted(path, tmp_path / "bad.nbm", edit)
+    text = " ".join(model.terms[:3] + model.terms[200:1000:50] + model.terms[-3:])
+    result = cli_run("predict", "-m", bad, input=text)
+    if one == "refused" or (one == "either" and result.exit_code):
+        assert (result.exit_code, result.stdout) == (1, "")
+        assert result.stderr.startswith(f"Error: {bad} is not a valid nbspam model: "), (
+            result.stderr
+        )
+        assert len(result.stderr.splitlines()) == 1
+    else:
+        assert result.exit_code == 0, result.stderr
+    info = cli_run("info", "-m", bad)
+    assert (info.exit_code, info.stdout, len(info.stderr.splitlines())) == (1, "", 1)
+    assert info.stderr.startswith(f"Error: {bad} is not a valid nbspam model: "), info.stderr
+
+
+def _set_first(arrays, first: bytes) -> None:
+    """The first term of the second group replaced by ``first`` (same length or not)."""
+    firsts = arrays["term_groups"][2].split(b"\n")
+    firsts[1] = first
+    arrays["term_groups"][2] = b"\n".join(firsts)
+    arrays["term_groups"][1] = [len(arrays["term_groups"][2])]
+    _fit_pages(arrays)
+
+
+def _column_of(arrays, group: int) -> int:
+    import struct
+
+    dtype, shape, data = arrays["term_group_starts"]
+    code = "<I" if dtype == "<u4" else "<Q"
+    return struct.unpack_from(code, data, group * struct.calcsize(code))[0]
+
+
+def test_a_resident_scorer_keeps_the_frequent_terms_among_many_rare(saved, monkeypatch):
+    """The terms a scorer remembers are kept in two generations: when the newer is full it
+    becomes the older, and a term found there is brought back, so a word of every message
+    is not looked up among the pages again each time rare words fill the memory (a server
+    that forgot everything when full looked up the SpamAssassin model's frequent words
+    again every few hundred messages)."""
+    from nbspam.service import array_scoring
+
+    model, path = saved
+    monkeypatch.setattr(array_scoring, "REMEMBERED", 4)
+    table = load_array_scorer(path)._paged
+    looked: list[bytes] = []
+    search = table._column
+    monkeypatch.setattr(table, "_column", lambda key: looked.append(key) or search(key))
+    rare = [t.encode() for t in model.terms[1:10]]
+    frequent = model.terms[0].encode()
+    for key in [frequent, *rare[:3], frequent, rare[3], frequent, *rare[4:9], frequent]:
+        assert table.column(key) == model.terms.index(key.decode())
+    assert looked.count(frequent) == 1 and len(looked) == 10
+    assert len(table._memo.new) + len(table._memo.old) <= 2 * 4

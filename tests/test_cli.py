@@ -212,7 +212,11 @@ def test_config_file_and_unknown_keys(data, tmp_path):
     from nbspam.store.modelfile import load_model
 
     m = load_model(out)
-    assert (m.training.event_model, m.training.min_count, m.training.alpha) == ("bernoulli", 1, 0.25)
+    assert (m.training.event_model, m.training.min_count, m.training.alpha) == (
+        "bernoulli",
+        1,
+        0.25,
+    )
     cfg.write_text("modle: bernoulli\n")
     result = cli_run("train", data, "-o", out, "-c", cfg)
     assert result.exit_code == 2
@@ -223,10 +227,7 @@ def test_training_errors(data, tmp_path):
     out = tmp_path / "m.nbm"
     result = cli_run("train", f"ham={data / 'ham'}", "-o", out)
     assert result.exit_code == 1
-    assert (
-        result.stderr
-        == "Error: need messages of at least two labels to train, found only ham\n"
-    )
+    assert result.stderr == "Error: need messages of at least two labels to train, found only ham\n"
     result = cli_run("train", data, "-o", out, "--min-count", "50")
     assert result.exit_code == 1
     assert "no terms survive --min-count 50" in result.stderr
@@ -326,7 +327,9 @@ def test_a_complement_model_is_the_multinomial_one_without_its_prior(data, tmp_p
     result = cli_run("train", data, "-o", complement, "--event-model", "complement", "--counts")
     assert result.exit_code == 0, result.stderr
     assert result.stderr.startswith("read 8 messages (ham 4, spam 4) in ")
-    assert "\nmodel: the complement model (word counts against the other classes)\n" in result.stderr
+    assert (
+        "\nmodel: the complement model (word counts against the other classes)\n" in result.stderr
+    )
     result = cli_run("train", data, "-o", multinomial, "--prior", "uniform", "--counts")
     assert result.exit_code == 0, result.stderr
     messages = sorted((data / "spam").iterdir()) + sorted((data / "ham").iterdir())
@@ -464,3 +467,43 @@ def test_merge_of_models_trained_with_the_defaults(tmp_path):
     assert lines[1].startswith("note: the 2 parts had ")
     assert "the largest part (" in lines[1] and " of the 48 messages)" in lines[1]
     assert len(lines) == 2
+
+
+def test_predict_writes_its_lines_a_batch_at_a_time(model, tmp_path, monkeypatch):
+    # click.echo flushes and asks isatty for every line: on short texts that was more than
+    # scoring them. 150 messages are written in 3 writes (64 lines at a time), the same text.
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for i in range(150):
+        (folder / f"{i:03d}.txt").write_text((HAM + SPAM)[i % 8])
+    import click
+
+    writes = []
+    echo = click.echo
+    monkeypatch.setattr(click, "echo", lambda *a, **k: writes.append(a) or echo(*a, **k))
+    result = cli_run("predict", "-m", model, folder, "-f", "tsv")
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert len(lines) == 151 and result.stdout.endswith("\n")
+    assert [line.split("\t")[0] for line in lines[1:]] == [
+        str(folder / f"{i:03d}.txt") for i in range(150)
+    ]
+    assert [line.split("\t")[1] for line in lines[1:]] == [
+        ("ham", "spam")[i % 8 >= 4] for i in range(150)
+    ]
+    assert len(writes) == 3
+
+
+def test_lines_made_before_an_error_are_written(capsys):
+    from nbspam.cli.commands import emit_lines
+
+    def lines():
+        yield "one"
+        yield "two"
+        raise RuntimeError("stop")
+
+    counted = []
+    with pytest.raises(RuntimeError):
+        emit_lines(lines(), lambda: counted.append(1))
+    assert capsys.readouterr().out == "one\ntwo\n"
+    assert counted == [1, 1]

@@ -1088,3 +1088,56 @@ def test_table_lines_are_those_of_the_whole_text_in_universal_newlines(parts, bo
     assert list(_text_lines(io.BytesIO(data), "t.tsv", Problems())) == [r + "\n" for r in rows] + (
         [last] if last else []
     )
+
+
+def test_links_resolve_to_what_realpath_says_whatever_their_shape(tmp_path):
+    # _Links.realpath remembers the real path of the folders links lead into; every shape
+    # of link gives os.path.realpath's answer: relative and absolute, through a linked
+    # folder, with .. after a link, a chain, a dangling one, one to a folder, a loop
+    from nbspam.mail.messages import _Links
+
+    write("real/deep/f", b"F")
+    write("real/g", b"G")
+    os.symlink("real/deep", "via")  # a linked folder
+    os.makedirs("links/sub")
+    shapes = {
+        "rel": "../real/deep/f",
+        "abs": str(tmp_path / "real/g"),
+        "through": "../via/f",
+        "dotdot": "../via/../g",  # .. after a link: real/g, not ./g
+        "dotdot_end": "../via/..",
+        "slash": "../real/deep/",
+        "chain": "rel",
+        "dangling": "../real/nothing",
+        "folder": "../real",
+        "loop": "loop",
+        "sub/up": "../../real/g",
+    }
+    for name, to in shapes.items():
+        os.symlink(to, f"links/{name}")
+    os.symlink("sub", "links/subdir")
+    shapes["subdir/up"] = ""
+    links = _Links("links", follow=True)
+    for name in shapes:
+        for _ in range(2):  # the second time from what was remembered
+            assert links.realpath(f"links/{name}") == os.path.realpath(f"links/{name}"), name
+    assert links.realpath("links") == os.path.realpath("links")  # not a link at all
+
+
+def test_a_folder_of_links_into_another_folder_costs_two_calls_a_link(monkeypatch):
+    # A corpus linked file by file (as the benchmark and bogofilter's users link it): each
+    # link is resolved by a readlink and an lstat, where os.path.realpath took an lstat of
+    # every part of both paths (9 a link here, more on a deeper tree)
+    for k in range(20):
+        write(f"a/b/c/d/corpus/{k:02d}", b"M%d" % k)
+    os.makedirs("linked")
+    for k in range(20):
+        os.symlink(os.path.abspath(f"a/b/c/d/corpus/{k:02d}"), f"linked/{k:02d}")
+    calls = []
+    lstat = os.lstat
+    monkeypatch.setattr(os, "lstat", lambda *a, **k: calls.append(a) or lstat(*a, **k))
+    problems, lines = collector()
+    got = list(read_messages(["linked"], problems, follow_links=True))
+    assert [m.data for m in got] == [b"M%d" % k for k in range(20)]
+    assert lines == []
+    assert len(calls) <= 20 + 10  # one a link, and the real path of the corpus folder once

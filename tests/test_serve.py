@@ -679,9 +679,10 @@ def test_a_users_scorer_is_the_site_model_plus_the_layer_exactly_and_small(
 
 def test_reading_the_site_model_builds_no_term_index(tmp_path):
     """A site model without journal records is read a page at a time: loading (or
-    reloading) it reads its header and the pages of the values it checks (the ends of the
-    term offsets, the intercepts), and builds no dictionary of its terms; scoring a message then reads the pages its terms lead to, and gives the
-    batch scorer's log-odds."""
+    reloading) it reads its header, the pages of the values it checks (the ends of the
+    term offsets, the intercepts) and its term groups (two small arrays, a page or two),
+    and builds no dictionary of its terms; scoring a message then reads the pages its
+    terms lead to, and gives the batch scorer's log-odds."""
     from nbspam.serve.models import Models
     from nbspam.service.array_scoring import load_scorer
 
@@ -689,10 +690,11 @@ def test_reading_the_site_model_builds_no_term_index(tmp_path):
     assert cli_run("train", SAMPLE / "train", "-o", model).exit_code == 0
     site = Models(str(model)).current()
     pages = site.scorer._box.pages
-    assert pages is not None and pages.reads <= 3
+    assert pages is not None and pages.reads <= 5
+    opened = pages.reads
     assert site.scorer._tables is None and site.scorer._index is None
     data = (SAMPLE / "new" / "001.eml").read_bytes()
     batch = load_scorer(model)
     batch.build_index()
     assert site.scorer.predict("-", data).log_odds == batch.predict("-", data).log_odds
-    assert pages.reads > 3 and site.scorer._tables is None
+    assert pages.reads > opened and site.scorer._tables is None

@@ -8,7 +8,7 @@ import os
 import sys
 import time
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import click
@@ -53,6 +53,28 @@ def emit(line: str) -> None:
         if error.errno == errno.EPIPE:
             raise
         raise NbspamError(output_error(error, stdout=True)) from None
+
+
+EMIT_LINES = 64  # lines of data written at once by `emit_lines`
+
+
+def emit_lines(lines: Iterable[str], each: Callable[[], None]) -> None:
+    """Lines of data on stdout, as `emit` writes them, `EMIT_LINES` at a time: click.echo
+    flushes what it writes and asks whether the output is a terminal, two system calls a
+    line, more than scoring a short text takes. ``each`` is called after each line is made;
+    the lines made before an error are written before it goes on."""
+    batch: list[str] = []
+    try:
+        for line in lines:
+            batch.append(line)
+            each()
+            if len(batch) == EMIT_LINES:
+                text = "\n".join(batch)
+                batch.clear()
+                emit(text)
+    finally:
+        if batch:
+            emit("\n".join(batch))
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
@@ -823,7 +845,9 @@ def predict(
     or '-' for one message on stdin (the default when no PATH is given). For two-class
     models the log-odds log P(positive|x) - log P(negative|x) is printed too: it never
     saturates, so rank by it rather than by probability. They also get a verdict by the
-    model's cutoffs (ham, unsure or spam) and a calibrated probability of spam.
+    model's cutoffs (ham, unsure or spam) and a calibrated probability of spam. Messages
+    of less than 1 MB in all are scored in one process whatever --jobs: starting workers
+    would cost more than they save.
 
     \b
     Example:
@@ -857,9 +881,8 @@ def predict(
         follow_links=follow_links,
         watch=report.watch,
     )
-    for line in render.predictions(done.results, done.labels, fmt):
-        emit(line)
-        report.progress(1)  # rows of tables, which are not read as messages
+    # rows of tables, which are not read as messages, are counted as their lines are made
+    emit_lines(render.predictions(done.results, done.labels, fmt), lambda: report.progress(1))
     note = render.unseen_note(done.unseen)
     if note:
         say(f"note: {note}")

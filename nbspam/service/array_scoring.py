@@ -17,8 +17,9 @@ import operator
 import os
 import struct
 import sys
+from bisect import bisect_right
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import repeat
 
 from ..errors import ModelFileError
@@ -28,6 +29,8 @@ from ..text.features import Analyzer
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the one-message path imports neither: a filter started per delivery
+    from typing import Any
+
     from ..mail.message import Message
     from ..models.model import Model
 
@@ -257,16 +260,46 @@ class ArrayScorer:
         ]
 
 
-GROUP = 256  # terms whose offsets are read together by `PagedTable`
+GROUP = 256  # terms whose offsets are read together by `PagedTable` in a file without groups
 REMEMBERED = 1 << 15  # terms (and weights) a paged scorer remembers: a few MB at most
+
+
+class Remembered:
+    """The values of the keys last looked up, at most 2 x `REMEMBERED`: when the newer
+    generation is full it becomes the older (the oldest is dropped), and a key found in the
+    older is brought back into the newer, so the frequent keys stay (a server scores the
+    same words in message after message) whatever the number of rare ones."""
+
+    __slots__ = ("new", "old")
+
+    def __init__(self) -> None:
+        self.new: dict[Any, Any] = {}
+        self.old: dict[Any, Any] = {}
+
+    def get(self, key: Any, compute: Callable[[Any], Any]) -> Any:
+        """The value of ``key``: remembered, or ``compute(key)`` remembered."""
+        new = self.new
+        if key in new:
+            return new[key]
+        old = self.old
+        value = old[key] if key in old else compute(key)
+        if len(new) >= REMEMBERED:
+            self.old = new
+            new = self.new = {}
+        new[key] = value
+        return value
 
 
 class PagedTable:
     """The sorted vocabulary of a model file read a page at a time (`schema.paged`), to
-    look terms up in: a binary search over groups of `GROUP` terms by their first term
-    (the first terms read are kept: every search starts with the same few), then one
-    among the terms of the group, whose offsets and bytes are read in one piece each. A
-    lookup reads a few pages, whatever the size of the model."""
+    look terms up in. A file with term groups (`modelfile.term_groups`: the vocabulary cut
+    at each 2 KiB of its terms) has the first term of every group read once, when it is
+    opened; a lookup finds the group by binary search among them (in memory, in C), and a
+    term other than the group's first among the rest of the group: one page. A file without
+    groups is searched by a binary search over groups of `GROUP` terms by their first term
+    (the first terms read are kept), then among the terms of the group, whose offsets and
+    bytes are read in one piece each: about three pages a lookup. Either way a lookup reads
+    a few pages, whatever the size of the model."""
 
     def __init__(self, path: str | os.PathLike[str] | None, box: schema.ModelFile) -> None:
         pages = box.pages
@@ -279,7 +312,14 @@ class PagedTable:
         self._code = "I" if self._step == 4 else "Q"
         self._groups = (self._size + GROUP - 1) // GROUP
         self._first: dict[int, bytes] = {}
-        self._memo: dict[bytes, int | None] = {}
+        self._memo = Remembered()  # key -> column
+        try:
+            groups = schema.term_groups(box)
+        except ValueError as exc:
+            raise container.invalid(path, str(exc)) from None
+        if groups is not None:
+            self._firsts, self._columns, self._starts = groups
+            self._column = self._grouped
 
     def _offsets(self, start: int, stop: int) -> tuple[int, ...]:
         """term_offsets[start:stop]."""
@@ -296,7 +336,7 @@ class PagedTable:
         return self.pages.read(self._terms_at + low, high - 1 - low)
 
     def first(self, group: int) -> bytes:
-        """The first term of ``group``."""
+        """The first term of ``group`` (of `GROUP` terms)."""
         term = self._first.get(group)
         if term is None:
             term = self._first[group] = self._terms(
@@ -305,18 +345,39 @@ class PagedTable:
         return term
 
     def column(self, key: bytes) -> int | None:
-        """The column of the term whose UTF-8 is ``key``, None if it has none; the last
-        `REMEMBERED` terms looked up are remembered (a server scores the same frequent
+        """The column of the term whose UTF-8 is ``key``, None if it has none; the terms
+        looked up last are remembered (`Remembered`: a server scores the same frequent
         words in message after message)."""
-        memo = self._memo
-        if key in memo:
-            return memo[key]
-        if len(memo) >= REMEMBERED:
-            memo.clear()
-        column = memo[key] = self._column(key)
+        return self._memo.get(key, self._column)
+
+    def _grouped(self, key: bytes) -> int | None:
+        """`column` in a file with term groups: the last group whose first term is <= key,
+        then the key between line breaks among the group's terms, counted in line breaks
+        from its first (no term holds a line break, so a key with one is in no term)."""
+        group = bisect_right(self._firsts, key) - 1
+        if group < 0 or b"\n" in key:
+            return None
+        column, stop = self._columns[group], self._columns[group + 1]
+        low, high = self._starts[group], self._starts[group + 1]
+        if not (column < stop <= self._size and low < high <= self._terms_size + 1):
+            raise container.invalid(self.path, "the term groups do not fit the terms")
+        first = self._firsts[group]
+        if first == key:
+            return column
+        low += len(first) + 1  # the group's other terms: one page in a file nbspam wrote
+        if low >= high:
+            return None
+        terms = self.pages.read(self._terms_at + low, high - 1 - low)
+        found = (b"\n" + terms + b"\n").find(b"\n" + key + b"\n")
+        if found < 0:
+            return None
+        column += 1 + terms.count(b"\n", 0, found)
+        if column >= stop:  # a crafted file: line breaks where no term ends
+            raise container.invalid(self.path, "the term groups do not fit the terms")
         return column
 
     def _column(self, key: bytes) -> int | None:
+        """`column` in a file without term groups."""
         if not self._groups:
             return None
         low, high, known = 0, self._groups, self._first
@@ -344,27 +405,24 @@ class PagedTable:
         return None
 
 
+_DOUBLE = struct.Struct("<d").unpack
+
+
 class PagedWeights:
     """A vector of weights (d floats of one array from ``start``) read a value at a time
-    from the pages of a `PagedTable`'s file, each value checked finite; the last
-    `REMEMBERED` values read are remembered."""
+    from the pages of a `PagedTable`'s file, each value checked finite; the values read
+    last are remembered (`Remembered`)."""
 
     def __init__(self, table: PagedTable, name: str, start: int) -> None:
         self._table, self._name = table, name
         self._at = table.pages.blob(name)[0] + 8 * start
-        self._memo: dict[int, float] = {}
+        self._memo = Remembered()  # column -> weight
 
     def __getitem__(self, col: int) -> float:
-        memo = self._memo
-        value = memo.get(col)
-        if value is None:
-            if len(memo) >= REMEMBERED:
-                memo.clear()
-            value = memo[col] = self._read(col)
-        return value
+        return self._memo.get(col, self._read)
 
     def _read(self, col: int) -> float:
-        (value,) = struct.unpack("<d", self._table.pages.read(self._at + 8 * col, 8))
+        (value,) = _DOUBLE(self._table.pages.read(self._at + 8 * col, 8))
         if not math.isfinite(value):
             raise ModelFileError(
                 f"{self._table.path} is not a valid nbspam model: "

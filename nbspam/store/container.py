@@ -55,6 +55,7 @@ JOURNAL_SUFFIX = ".journal"  # the name of a model's journal: the model's, and t
 PAGE = 4096  # bytes of blobs under one CRC-32 of `PAGES`
 PAGES = "page_crc"
 _CRC = struct.Struct("<I")
+_CRCS = PAGE // 4  # entries of `PAGES` in a page of it
 
 # (Plain classes, not dataclasses: importing dataclasses costs the one-message path more
 # than scoring the message.)
@@ -194,6 +195,7 @@ class Pages:
         table: dict[str, tuple[str, tuple[int, ...], int, int]],
     ) -> None:
         self.path, self._file, self._start = path, f, start
+        self._fd = f.fileno()
         self._blobs = {name: (offset, nbytes) for name, (_, _, offset, nbytes) in table.items()}
         dtype, shape, self._end, _ = table[PAGES]  # the pages cover the blobs before it
         if dtype != "<u4" or shape != (_page_count(self._end),):
@@ -206,7 +208,7 @@ class Pages:
 
     def pread(self, size: int, at: int) -> bytes:
         """``size`` bytes of the file from ``at``, unchecked; a file cut short is truncated."""
-        data = os.pread(self._file.fileno(), size, at)
+        data = os.pread(self._fd, size, at)
         if len(data) != size:
             raise ModelFileError(f"{self.path} is truncated")
         return data
@@ -229,24 +231,27 @@ class Pages:
         return b"".join(map(self._page, range(first, last + 1)))[at : at + size]
 
     def _page(self, number: int) -> bytes:
-        page = self._pages.get(number)
-        if page is None:
+        pages = self._pages
+        page = pages.get(number)
+        if page is None:  # (the one-message path reads a few hundred: kept short)
             at = number * PAGE
             page = self.pread(min(PAGE, self._end - at), self._start + at)
-            if zlib.crc32(page) != self._crc(number + 1):
+            crcs = self._crcs.get((number + 1) // _CRCS)
+            crc = self._crc(number + 1) if crcs is None else crcs[(number + 1) % _CRCS]
+            if zlib.crc32(page) != crc:
                 raise ModelFileError(f"{self.path} is corrupt (checksum mismatch)")
-            if len(self._pages) >= self.KEPT:
-                self._pages.popitem(last=False)  # the oldest
-            self._pages[number] = page
+            if len(pages) >= self.KEPT:
+                pages.popitem(last=False)  # the oldest
+            pages[number] = page
             self.reads += 1
         return page
 
     def _crc(self, index: int) -> int:
         """Entry ``index`` of `PAGES`, read with the entries beside it (a page of them)."""
-        group, count = divmod(index, PAGE // 4)
+        group, count = divmod(index, _CRCS)
         crcs = self._crcs.get(group)
         if crcs is None:
-            entries = min(PAGE // 4, _page_count(self._end) - group * (PAGE // 4))
+            entries = min(_CRCS, _page_count(self._end) - group * _CRCS)
             data = self.pread(4 * entries, self._start + self._end + group * PAGE)
             crcs = self._crcs[group] = struct.unpack(f"<{entries}I", data)
         return crcs[count]

@@ -53,10 +53,13 @@ ARRAYS: dict[str, tuple[tuple[str, ...], tuple[str | int, ...]]] = {
     "score_intercept": (("<f8",), ("C",)),
     "score_weights": (("<f8",), ("d",)),
     container.PAGES: (("<u4",), ("pages",)),  # its size is checked by `container.Pages`
+    "term_groups": (("|u1",), ("F",)),  # checked by `term_groups` where it is read
+    "term_group_starts": (("<u4", "<u8"), (2, "g+1")),
 }
 _SCORING = ("score_coef", "score_intercept", "score_weights")
-# files written before learn times were recorded lack seen_times; before page checksums, page_crc
-_OPTIONAL = ("seen_times", container.PAGES)
+# files written before learn times were recorded lack seen_times; before page checksums,
+# page_crc; before term groups, term_groups and term_group_starts
+_OPTIONAL = ("seen_times", container.PAGES, "term_groups", "term_group_starts")
 _HEADER = {
     "format": True,
     "format_version": True,
@@ -155,7 +158,53 @@ def terms(path: str | os.PathLike[str], box: ModelFile) -> list[str]:
         raise container.invalid(path, "the terms do not match their offsets")
     if found[:1] == [""] or not all(map(operator.lt, found, found[1:])):  # C loops, no Python
         raise container.invalid(path, "the terms are not sorted, unique and non-empty")
+    if "term_groups" in box.views and not _groups_fit(box, found):
+        raise container.invalid(path, "the term groups do not fit the terms")
     return found
+
+
+def _groups_fit(box: ModelFile, found: list[str]) -> bool:
+    """Whether the term groups are of the vocabulary ``found``: each group's column, start
+    and first term those of a term, in order (where the groups are cut is the writer's
+    choice). A loop as long as there are groups, about one a 2 KiB of terms."""
+    try:
+        firsts, columns, at = term_groups(box)
+    except ValueError:
+        return False
+    offsets = box.values("term_offsets")
+    count = len(firsts)
+    return (
+        all(map(operator.lt, columns, columns[1:]))
+        and all(offsets[columns[i]] == at[i] for i in range(count))
+        and firsts == [found[columns[i]].encode("utf-8") for i in range(count)]
+    )
+
+
+def term_groups(box: ModelFile) -> tuple[list[bytes], memoryview, memoryview] | None:
+    """(the first term of each group as UTF-8, the column of each group's first term, where
+    each starts in the terms) of a file with term groups (`modelfile.term_groups`), else
+    None; the two rows of numbers end with the vocabulary's size and the end of its terms.
+    Checked here: as many first terms as groups, and the rows' ends; a lookup checks the
+    numbers of the group it reads (`array_scoring.PagedTable`), so that it stays among the
+    group's terms and their weights, in time that does not grow with the groups. That the
+    groups are the vocabulary's is checked where the vocabulary is read whole (`terms`);
+    a lookup in a crafted file can only miss, or find a term the file holds."""
+    if "term_groups" not in box.views:
+        return None
+    count = box.views["term_group_starts"][2][1] - 1
+    starts = box.values("term_group_starts")
+    columns, at = starts[: count + 1], starts[count + 1 :]
+    text = bytes(box.view("term_groups"))
+    firsts = text.split(b"\n") if count else []
+    size = box.views["term_offsets"][2][0] - 1
+    end = box.views["terms"][2][0] + 1 if size else 0
+    if (
+        len(firsts) != count
+        or (not count and text)
+        or (columns[0], at[0], columns[count], at[count]) != (0, 0, size, end)
+    ):
+        raise ValueError("the term groups do not fit the terms")
+    return firsts, columns, at
 
 
 def check_counts(path: str | os.PathLike[str], box: ModelFile) -> None:
@@ -358,6 +407,8 @@ def _check_arrays(box: container.Container, labels: tuple[str, ...], *, fisher: 
     for name in required:
         if name not in views:
             raise ValueError(f"array {name} is missing")
+    if ("term_groups" in views) != ("term_group_starts" in views):
+        raise ValueError("arrays term_groups and term_group_starts come together")
     sizes: dict[str, int] = {"C": len(labels)}
     offsets_shape = views["term_offsets"][2]
     if len(offsets_shape) != 1 or offsets_shape[0] < 1:
