@@ -1,5 +1,5 @@
 """Progress of a typed table: its rows and the bytes read of the file, block by block, up to
-the file's size; then predict's rows scored."""
+the file's size; then auto's treatments, evaluate's folds, and predict's rows scored."""
 
 from __future__ import annotations
 
@@ -44,6 +44,9 @@ def test_train_on_a_table_tells_its_rows_and_bytes(tmp_path, every_block):
     assert result.exit_code == 0, result.stderr
     assert told(result.stderr, "read ") == READ
     assert "read 0 rows" not in result.stderr and "messages" not in result.stderr
+    assert told(result.stderr, "auto: ") == [
+        f"auto: treatments tried {k} of 3 ({k / 3:.0%})" for k in (1, 2, 3)
+    ]
 
 
 def test_predict_on_a_table_tells_its_rows_read_then_scored(tmp_path, every_block):
@@ -58,10 +61,13 @@ def test_predict_on_a_table_tells_its_rows_read_then_scored(tmp_path, every_bloc
     assert told(result.stderr, "scored ") == ["scored 19 rows"]
 
 
-def test_evaluate_on_a_table_tells_its_rows(tmp_path, every_block):
+def test_evaluate_on_a_table_tells_its_rows_and_folds(tmp_path, every_block):
     result = cli_run("evaluate", table(tmp_path), "--label-column", "y", "--folds", "3")
     assert result.exit_code == 0, result.stderr
     assert told(result.stderr, "read ") == READ
+    assert told(result.stderr, "folds ") == [
+        f"folds fitted {k} of 3 ({k / 3:.0%})" for k in (1, 2, 3)
+    ]
 
 
 class Heard:
