@@ -17,6 +17,9 @@ T = TypeVar("T")
 
 
 class Listener(Protocol):
+    """What is told of the stages: ``noun`` and ``items`` only of a stage that counts items
+    beside its steps (the rows of a table read, beside its bytes)."""
+
     def begin(self, what: str, total: int | None, noun: str | None = None) -> None:
         """A stage starts: ``what`` it does, in ``total`` steps (None: not known); with a
         ``noun`` (as "rows"), the items are counted beside the steps (as bytes)."""
@@ -54,10 +57,20 @@ def stage(what: str, total: int | None = None, noun: str | None = None) -> Itera
     if listener is None:
         yield _nothing
         return
-    listener.begin(what, total, noun)
+    if noun is None:  # a listener of stages without nouns need not take them
+        listener.begin(what, total)
+    else:
+        listener.begin(what, total, noun)
+
+    def step(steps: int = 1, items: int = 0) -> None:
+        if items:
+            listener.advance(steps, items)
+        else:
+            listener.advance(steps)
+
     token = _LISTENER.set(None)  # stages inside this one stay quiet
     try:
-        yield lambda steps=1, items=0: listener.advance(steps, items)
+        yield step
     finally:
         _LISTENER.reset(token)
         listener.end()
