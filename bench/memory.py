@@ -7,7 +7,7 @@ line (``X-Copy: k``) so that it is a distinct message; written as one file a mes
 ``nbspam train FOLDER -o MODEL`` whose peak is ``ru_maxrss`` from ``wait4`` (the largest
 peak resident set of the command or of a worker it waited for); and with ``--phases`` one
 more training in a child process that prints its own peak (``VmHWM``) and resident set
-(``VmRSS``) at the end of each phase of `training.train`:
+(``VmRSS``) at the end of each phase of `training.train`, for each ``--jobs`` given:
 
     python bench/memory.py 10000 40000 --jobs 1 --jobs 2 --phases
 """
@@ -87,11 +87,13 @@ def train(folder: Path, model: Path, jobs: int | None) -> tuple[float, float]:
     return time.perf_counter() - start, usage.ru_maxrss / 1024
 
 
-def phases(folder: Path, model: Path) -> None:
-    """One training (``--jobs 1``) in a child that prints its memory at each phase's end."""
+def phases(folder: Path, model: Path, jobs: int | None) -> None:
+    """One training in a child that prints its memory at each phase's end."""
+    more = [] if jobs is None else ["--jobs", str(jobs)]
+    print(f"phases, --jobs {jobs or 'default'}:", flush=True)
     code = PHASES + (
         "from nbspam.cli.commands import main\n"
-        f"sys.argv = ['nbspam', 'train', {str(folder)!r}, '-o', {str(model)!r}, '-q', '--jobs', '1']\n"
+        f"sys.argv = {['nbspam', 'train', str(folder), '-o', str(model), '-q', *more]!r}\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "print('%-34s peak %6.1f MB, resident %6.1f MB' % (('written',) + status()))\n"
     )
@@ -130,7 +132,8 @@ def main() -> None:
                     flush=True,
                 )
             if args.phases or args.only_phases:
-                phases(folder, model)
+                for jobs in args.jobs or [None]:
+                    phases(folder, model, jobs)
 
 
 if __name__ == "__main__":

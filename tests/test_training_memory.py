@@ -108,3 +108,226 @@ def test_a_folds_sums_are_made_over_its_own_terms():
         assert rest.term_count[c].tolist() == dense[mine].sum(axis=0).tolist()
         assert rest.doc_count[c].tolist() == (dense[mine] > 0).sum(axis=0).tolist()
     assert rest.class_count.tolist() == [4, 4]
+
+
+def _rows(n: int, per: int, d: int, seed: int = 0):
+    """n count rows of ``per`` distinct terms each (counts 1 to 4) over d terms (7 * per at
+    most), int32 as the sample keeps them."""
+    from nbspam.core.sparse import sp
+
+    rng = np.random.default_rng(seed)
+    indices = ((rng.integers(0, d, n)[:, None] + 7 * np.arange(per)) % d).ravel()
+    indices = indices.astype(np.int32)
+    data = rng.integers(1, 5, n * per).astype(np.int32)
+    return sp.csr_matrix((data, indices, np.arange(0, n * per + 1, per)), shape=(n, d))
+
+
+def test_class_counts_make_no_temporaries_of_16_bytes_an_entry():
+    from nbspam.models import naive_bayes as nb
+
+    X = _rows(4000, 250, 2000)  # 1,000,000 entries, small sums
+    y = np.arange(4000) % 2
+    tracemalloc.start()
+    try:
+        class_count, term_count, doc_count = nb.class_counts(X, y, 2)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # an int64 key and float64 weights for bincount took 16 bytes an entry (21 MB here);
+    # the product with the one-hot labels takes the presence of each entry (int32)
+    assert peak < 6 * X.nnz
+    dense = X.toarray()
+    for c in (0, 1):
+        assert class_count[c] == 2000
+        assert term_count[c].tolist() == dense[y == c].sum(axis=0).tolist()
+        assert doc_count[c].tolist() == (dense[y == c] > 0).sum(axis=0).tolist()
+    assert term_count.dtype == doc_count.dtype == np.int64
+
+
+def test_class_counts_past_int32_are_exact():
+    from nbspam.core.sparse import sp
+    from nbspam.models import naive_bayes as nb
+
+    X = sp.csr_matrix(np.array([[2**30, 1], [2**30, 0], [5, 2**30]], np.int32))
+    _, term_count, doc_count = nb.class_counts(X, np.array([0, 0, 1]), 2)
+    assert term_count.tolist() == [[2**31, 1], [5, 2**30]]
+    assert doc_count.tolist() == [[2, 1], [1, 1]]
+
+
+def test_the_folds_of_every_setting_reuse_one_pair_of_count_arrays():
+    from nbspam.fit.crossval import Folds, Tokenized
+
+    d = 200_000
+    X = _rows(20, 3, d)
+    labels = ["ham", "spam"] * 10
+    data = Tokenized([str(i) for i in range(20)], labels, X, [f"t{j:06d}" for j in range(d)])
+    shared = Folds(data, np.arange(20) % 5, None)
+    by_date = Folds(data, np.where(np.arange(20) < 10, -1, 0), None, like=shared)
+    first = shared.rest(0).term_count
+    assert shared.rest(1).term_count is first  # written into again
+    tracemalloc.start()
+    try:
+        rest = by_date.rest(0)  # its first call: the fold's sums, and no new count arrays
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2_000_000  # a copy of the counts is 3.2 MB an array
+    assert rest.term_count is first
+    dense = X.toarray()
+    for c, label in enumerate(("ham", "spam")):
+        mine = (np.arange(20) < 10) & (np.array(labels) == label)
+        assert rest.term_count[c].tolist() == dense[mine].sum(axis=0).tolist()
+        assert rest.doc_count[c].tolist() == (dense[mine] > 0).sum(axis=0).tolist()
+
+
+def test_a_folds_rows_are_scored_a_block_at_a_time_without_a_copy_by_column():
+    from nbspam.fit.crossval import Folds, Tokenized, score_split
+    from nbspam.models.model import from_counts, predict_matrix
+
+    d, n = 20_000, 4096  # four blocks of `crossval.SCORED_ROWS`
+    X = _rows(n, 100, d)  # the fold scored holds n / 2 rows, 204,800 entries
+    labels = ["ham", "spam"] * (n // 2)
+    data = Tokenized([str(i) for i in range(n)], labels, X, [f"t{j:06d}" for j in range(d)])
+    fold = np.where(np.arange(n) < n // 2, -1, 0)
+    shared = Folds(data, fold, None)
+    for event_model in ("multinomial", "bernoulli", "fisher"):
+        settings = build_settings({"event_model": event_model, "min_count": 2})
+        score_split(data, fold, settings, protocol={}, shared=shared)  # the fold's sums
+        tracemalloc.start()
+        try:
+            scores = score_split(data, fold, settings, protocol={}, shared=shared)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        # the model (2 x 20,000 terms: 1.3 MB) and a block's rows (SCORED_ROWS x 100
+        # entries, and their values as floats: 1.6 MB); the whole fold's rows copied, then
+        # their kept columns copied again, with scipy's temporaries, took 7 MB
+        assert peak < 3_500_000, (event_model, peak)
+        # the same scores, to the bit, as the model's scores of the kept columns
+        model = from_counts(shared.rest(0), settings, sorted_terms=True)
+        test = shared.test(0)
+        log_post, log_odds = predict_matrix(model, X[test][:, model.form.kept])
+        assert scores.log_odds[test].tobytes() == log_odds.tobytes()
+        assert scores.log_posterior[test].tobytes() == log_post.tobytes()
+
+
+def test_scores_over_the_whole_vocabulary_are_the_kept_columns_scores_to_the_bit():
+    from nbspam.fit.crossval import predict_rows
+    from nbspam.models.model import fit, predict_matrix
+
+    X = _rows(300, 30, 500, seed=1)
+    y = [("a", "b", "c")[i % 3] for i in range(300)]
+    terms = [f"t{j:03d}" for j in range(500)]
+    for event_model in ("multinomial", "bernoulli", "complement"):
+        settings = build_settings({"event_model": event_model, "max_features": 300})
+        model = fit(X, y, terms, settings, sorted_terms=True)
+        assert model.form.kept.size < 500
+        log_post, _ = predict_matrix(model, X[:, model.form.kept])
+        wide, odds = predict_rows(model.form, X)
+        assert odds is None and wide.tobytes() == log_post.tobytes(), event_model
+
+
+def test_training_holds_the_dates_of_the_sample_not_one_a_message(monkeypatch):
+    from nbspam.core.parallel import chunks
+    from nbspam.fit.training import Dates
+    from nbspam.mail.message import Message
+
+    def mail(i: int) -> bytes:
+        return b"Date: Mon, %d Jan 2024 10:00:00 +0000\nSubject: m%d\n\nword%d body\n" % (
+            i % 28 + 1,
+            i,
+            i,
+        )
+
+    # 40 distinct messages, each read twice, the copy 30 messages after the first
+    order = [i for i in range(40)] + [i for i in range(10)]
+    order = order[:30] + order[40:] + order[30:40]
+    messages = [Message(f"m{n}", mail(i), ("ham", "spam")[i % 2]) for n, i in enumerate(order)]
+    monkeypatch.setattr("nbspam.text.counting.chunks", lambda items: chunks(items, 7))
+    dates = Dates(SETTINGS.tokenizer.mail)
+    counted = LabelledChunks(dates.reading(messages), SETTINGS.tokenizer)
+    dates.counted = counted.seen
+    rows = SampledRows(7, dated=dates.take)
+    fit_counted(counted, SETTINGS, rows=rows)
+    # each date handed to the sample as its message was counted, and a copy read after
+    # its first was counted not noted again
+    assert dates.times == {}
+    assert len(rows.times()) == 7
+    day = {i: 86400.0 * (i % 28) + 1704103200.0 for i in range(40)}
+    first = list(dict.fromkeys(order))  # the distinct messages in the order counted
+    assert rows.times() == [day[first[n]] for n in rows.numbers().tolist()]
+
+
+def test_the_sample_keeps_its_counts_in_the_smallest_integers(sample_messages):
+    rows = SampledRows(len(sample_messages))
+    model = fit_counted(LabelledChunks(sample_messages, SETTINGS.tokenizer), SETTINGS, rows=rows)
+    X, terms = rows.matrix()
+    assert X.data.dtype == np.uint8 and X.indices.dtype == np.int32
+    assert terms == list(model.terms)
+    # every message is in the sample: its rows add up to the model's counts
+    assert np.asarray(X.sum(axis=0)).ravel().tolist() == model.term_count.sum(axis=0).tolist()
+
+
+def test_the_sample_is_stacked_into_one_matrix_letting_go_of_each_chunk():
+    from nbspam.core.sparse import sp
+
+    rows = SampledRows(10**6)
+    d, per, chunk_rows = 10_000, 100, 250
+    for c in range(40):  # 1,000,000 entries in 40 chunks of 250 rows
+        indices = (np.arange(chunk_rows * per) * 7 + c) % d
+        X = sp.csr_matrix(
+            (
+                np.ones(indices.size, np.uint8),
+                indices.astype(np.int32),
+                np.arange(0, indices.size + 1, per, dtype=np.int32),
+            ),
+            shape=(chunk_rows, d),
+        )
+        rows.chunks.append(
+            (X, ["ham"] * chunk_rows, np.arange(c * chunk_rows, (c + 1) * chunk_rows))
+        )
+    rows.terms, rows.order = tuple(f"t{j:06d}" for j in range(d)), np.arange(d)
+    tracemalloc.start()
+    try:
+        X, _ = rows.matrix()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # the stacked rows (5 bytes an entry: 5 MB) and a chunk over; concatenated beside the
+    # chunks, and their indices then renamed into another copy, they took 9 MB more
+    assert peak < 6_000_000
+    assert X.shape == (10_000, d) and X.nnz == 1_000_000 and len(rows.chunks) == 1
+    assert X.indices[:3].tolist() == [0, 7, 14] and X.indptr[-1] == 1_000_000
+
+
+def test_the_fitted_models_form_is_not_kept_through_the_cross_validation(sample_messages):
+    from nbspam.fit.training import decide
+
+    rows = SampledRows(len(sample_messages))
+    model = fit_counted(LabelledChunks(sample_messages, SETTINGS.tokenizer), SETTINGS, rows=rows)
+    assert "form" in vars(model)  # made while fitting, to check that terms survive
+    decided = decide(model, rows, SETTINGS)
+    assert "form" not in vars(model)  # let go of before the folds were fitted
+    assert decided.form.kept.size  # the model decided makes its own
+
+
+def test_the_set_of_digests_counted_is_let_go_of_before_the_cross_validation(
+    sample_messages, monkeypatch
+):
+    import gc
+
+    from nbspam.fit import training
+
+    alive = {}
+    real = training.decide
+
+    def spy(model, rows, settings, times=None):
+        gc.collect()
+        alive["counted"] = [o for o in gc.get_objects() if isinstance(o, LabelledChunks)]
+        alive["dates"] = [o for o in gc.get_objects() if isinstance(o, training.Dates)]
+        return real(model, rows, settings, times)
+
+    monkeypatch.setattr(training, "decide", spy)
+    model = training.train(sample_messages, SETTINGS)
+    assert alive == {"counted": [], "dates": []}  # nor their digests (the model has them)
+    assert len(model.seen_digests) == int(model.class_count.sum())

@@ -8,6 +8,7 @@ cross-validation that chooses a model's cutoffs and calibration.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -21,9 +22,14 @@ from ..core.sparse import sp
 from ..errors import ConfigError, InputError
 from ..models import naive_bayes as nb
 from ..models.decision import Rule
-from ..models.model import Model, from_counts, predict_matrix
+from ..models.fisher import fisher_log_odds_many
+from ..models.model import Model, from_counts
+from ..models.scoring_forms import FisherForm, LinearForm
 from ..text.counts import ClassCounts
 from . import metrics
+
+#: The test rows a fold's model scores at a time: their copy is a block's, not the fold's.
+SCORED_ROWS = 1024
 
 
 class Tokenized(NamedTuple):
@@ -184,10 +190,12 @@ def score_split(
             first = model
             log_post = np.full((len(labels), len(model.labels)), np.nan)
             log_odds = np.full(len(labels), np.nan) if model.is_binary else None
-        rows, X = shared.test(k)
-        log_post[rows], odds = predict_matrix(model, X[:, model.form.kept])
-        if log_odds is not None:
-            log_odds[rows] = odds
+        test = shared.test(k)
+        for start in range(0, test.size, SCORED_ROWS):  # the rows of a block copied at a time
+            rows = test[start : start + SCORED_ROWS]
+            log_post[rows], odds = predict_rows(model.form, data.X[rows])
+            if log_odds is not None:
+                log_odds[rows] = odds
         seconds["score"] += time.perf_counter() - fitted
     assert first is not None
     classes = first.labels
@@ -211,10 +219,19 @@ class Folds:
 
     A fold's model is fitted from the counts of the rest: the totals less the fold's rows
     (`rest`), integers, so it is exactly the model fitted on the other rows, and only the
-    fold's rows are counted, once.
+    fold's rows are counted, once. The rest's counts of each fold are written into one
+    pair of arrays, which each call of `rest` reuses (and so may another `Folds` of the same
+    rows, given as ``like``).
     """
 
-    def __init__(self, data: Tokenized, fold: np.ndarray, totals: ClassCounts | None) -> None:
+    def __init__(
+        self,
+        data: Tokenized,
+        fold: np.ndarray,
+        totals: ClassCounts | None,
+        *,
+        like: Folds | None = None,
+    ) -> None:
         self.data = data
         self.fold = np.asarray(fold, dtype=np.int64)
         labels = np.array(data.labels, dtype=object)
@@ -227,11 +244,21 @@ class Folds:
         else:  # the totals' labels in sorted order
             self.counts = totals.in_order([totals.labels.index(c) for c in classes])
         self._held: dict[int, tuple[np.ndarray, ...]] = {}
+        # the arrays `rest` writes into, by shape and type; shared with ``like``, another
+        # Folds whose fold models are never in use at the same time as these
+        self._buffers: dict[tuple, tuple[np.ndarray, np.ndarray]] = (
+            {} if like is None else like._buffers
+        )
 
     def rest(self, k: int) -> ClassCounts:
         """The counts of every row but fold k's (and, where rows repeat a message, but the
         repeats of the rest's own messages: a model counts a message once), without the
-        classes left with no row."""
+        classes left with no row.
+
+        The counts are written into the same two arrays at every call (a fold's model is
+        fitted and done with before the next: `score_split`), so that the folds of every
+        setting tried make no new arrays the size of the model, nor leave the allocator
+        with holes of that size between them."""
         if k not in self._held:
             data, fold = self.data, self.fold
             held = fold == k
@@ -253,7 +280,13 @@ class Folds:
             self._held[k] = less[0], cols.astype(np.int32), term_less, doc_less
         class_less, cols, term_less, doc_less = self._held[k]
         totals = self.counts
-        term_count, doc_count = totals.term_count.copy(), totals.doc_count.copy()
+        shape = (totals.term_count.shape, totals.term_count.dtype, totals.doc_count.dtype)
+        if shape not in self._buffers:  # one pair of arrays for every fold and every setting
+            self._buffers.clear()
+            self._buffers[shape] = np.empty_like(totals.term_count), np.empty_like(totals.doc_count)
+        term_count, doc_count = self._buffers[shape]
+        np.copyto(term_count, totals.term_count)
+        np.copyto(doc_count, totals.doc_count)
         for row in range(len(totals.labels)):  # a row at a time: 3x quicker than [:, cols]
             term_count[row, cols] -= term_less[row]
             doc_count[row, cols] -= doc_less[row]
@@ -262,10 +295,39 @@ class Folds:
         )
         return rest.without_empty_classes()
 
-    def test(self, k: int) -> tuple[np.ndarray, sp.csr_matrix]:
-        """(the test rows of fold k, their count rows)."""
-        rows = np.flatnonzero(self.fold == k)
-        return rows, self.data.X[rows]
+    def test(self, k: int) -> np.ndarray:
+        """The test rows of fold k (their numbers)."""
+        return np.flatnonzero(self.fold == k)
+
+
+def predict_rows(
+    form: LinearForm | FisherForm, X: sp.csr_matrix
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """`model.predict_matrix` of count rows X (n, d) over the whole vocabulary of the form's
+    model, rather than over its kept terms: the weights go into vectors of the
+    vocabulary's width, zero where a term is not kept, so the rows are not copied column by
+    column (a copy, and scipy's temporaries, several times the size of the rows, for every
+    fold of every setting). The same values to the bit: a row's sum takes its terms in the
+    same order, and a term that is not kept adds 0.0."""
+    d = X.shape[1]
+    if form.binary:  # f(x) = [x > 0]: presence, over the same indices
+        X = sp.csr_matrix((np.ones(X.nnz), X.indices, X.indptr), shape=X.shape)
+    if isinstance(form, FisherForm):
+        wide = np.zeros((d, 2))
+        wide[form.kept, 0], wide[form.kept, 1] = form.log_f, form.log_not_f
+        sums = np.asarray(X @ wide)
+        is_clue = np.zeros(d)
+        is_clue[form.kept] = 1.0
+        clues = np.asarray(X @ is_clue).astype(np.int64)  # each row's clues
+        log_odds = fisher_log_odds_many(sums[:, 0], sums[:, 1], clues)
+        return nb.log_posterior_two(log_odds, form.positive), log_odds
+    if form.weights is not None:  # two classes: the log-odds weights alone
+        weights = np.zeros(d)
+        weights[form.kept] = form.weights
+        return dataclasses.replace(form, weights=weights).predict(X)
+    coef = np.zeros((form.coef.shape[0], d))
+    coef[:, form.kept] = form.coef
+    return dataclasses.replace(form, coef=coef).predict(X)
 
 
 def _check_test_labels(test_labels: set[str], model_labels: Sequence[str]) -> None:

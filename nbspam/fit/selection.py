@@ -251,7 +251,7 @@ def choose(
     # the counts of each fold's rest, its test rows and Fisher's log-odds, for every candidate
     shared = Folds(data, stratified_split(data.labels, folds, SEED)[0], totals)
     split = date_split(data.labels, times)
-    by_date = None if split is None else Folds(data, split, None)
+    by_date = None if split is None else Folds(data, split, None, like=shared)
 
     def run(candidate: Candidate, start: TrainConfig) -> tuple[float, TrainConfig, Scores] | None:
         training = start.replace(**candidate.changes)

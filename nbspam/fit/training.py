@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from ..core.settings import AUTO, Settings
@@ -41,25 +41,36 @@ def train(
     if dates is not None:
         messages = dates.reading(messages)
     counted = LabelledChunks(messages, settings.tokenizer, progress=progress, jobs=jobs)
+    if dates is not None:
+        dates.counted = counted.seen
     # The workers are tokenizing: numpy and scipy are imported now, beside them, not before.
     from ..models.model import CV_ROWS, SampledRows, fit_counted
 
-    rows = SampledRows(CV_ROWS) if keep_rows else None
+    rows = None
+    if keep_rows:
+        rows = SampledRows(CV_ROWS, dated=None if dates is None else dates.take)
     model = fit_counted(counted, settings, rows=rows)  # auto: the fallback, until chosen
     times = None
-    if dates is not None and rows is not None:
-        every = dates.of(counted.seen)
-        times = [every[n] for n in rows.numbers().tolist()]
+    if rows is not None and dates is not None:
+        times, rows.dated = rows.times(), None
+    # the model holds the digests of the messages counted (32 bytes a message): their set
+    # (some 100 bytes a message) is let go of before the cross-validation
+    del counted, dates
     return decide(model, rows, settings, times)
 
 
 class Dates:
-    """The date of each distinct message of a stream as it is read (`headers.message_time`,
-    read as the tokenizer reads mail), for the chronological check of the cutoffs."""
+    """The date of each distinct message of a stream (`headers.message_time`, read as the
+    tokenizer reads mail), for the chronological check of the cutoffs: noted as a message
+    is read, and handed over (`take`) as it is counted, so that only the dates of the
+    messages read ahead of the counting are held, not one a message (the sample keeps those
+    of its rows)."""
 
     def __init__(self, mail: str) -> None:
         self.mail = mail
         self.times: dict[bytes, float] = {}
+        self.counted: Container[bytes] = ()
+        """The digests of the messages already counted (`LabelledChunks.seen`)."""
 
     def reading(self, messages: Iterable[Message]) -> Iterator[Message]:
         """The messages, unchanged, each first copy's date noted by its digest."""
@@ -67,15 +78,15 @@ class Dates:
 
         for message in messages:
             digest = message_digest(message.data)
-            if digest not in self.times:
+            if digest not in self.times and digest not in self.counted:
                 moment = message_time(message.data, self.mail)
                 self.times[digest] = math.nan if moment is None else moment
             yield message
 
-    def of(self, digests: Iterable[bytes]) -> list[float]:
-        """The dates of the messages counted (their ``digests`` in the order counted), NaN
-        where a message has none."""
-        return [self.times.get(d, math.nan) for d in digests]
+    def take(self, digests: Iterable[bytes]) -> list[float]:
+        """The dates of messages now counted (by their ``digests``), NaN where a message
+        has none, forgotten here."""
+        return [self.times.pop(d, math.nan) for d in digests]
 
 
 def decide(
@@ -97,6 +108,9 @@ def decide(
     cutoffs = cfg.cutoffs if model.is_binary else None
     if rows is None:
         return dataclasses.replace(model, cutoffs=cutoffs)
+    # the fitted model's scoring form (the size of its counts) is not kept through the
+    # cross-validation: the model decided is a new value, which makes its own
+    model.__dict__.pop("form", None)
     X, terms = rows.matrix()
     data = Tokenized([str(i) for i in range(X.shape[0])], rows.labels, X, terms)
     row_times = None

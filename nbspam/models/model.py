@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import repeat
 from typing import Any, ClassVar
 
 import numpy as np
@@ -256,7 +257,7 @@ def from_counts(
     if train_cfg.event_model == AUTO:
         train_cfg = train_cfg.replace(event_model=AUTO_FALLBACK)
     nb.prior_weights(train_cfg.prior, labels)
-    digests = sorted((seen or {}).items())
+    digests, seen_labels, seen_times = _seen_arrays(seen or {}, labels, times or {}, default_time)
     model = Model(
         labels=labels,
         terms=counts.terms,
@@ -265,9 +266,9 @@ def from_counts(
         doc_count=counts.doc_count,
         tokenizer=settings.tokenizer,
         training=train_cfg,
-        seen_digests=np.frombuffer(b"".join(d for d, _ in digests), np.uint8).reshape(-1, 16),
-        seen_labels=np.array([labels.index(label) for _, label in digests], np.int64),
-        seen_times=np.array([(times or {}).get(d, default_time) for d, _ in digests], np.int64),
+        seen_digests=digests,
+        seen_labels=seen_labels,
+        seen_times=seen_times,
         info=dict(info or {}),
     )
     if not model.form.kept.size:
@@ -276,6 +277,22 @@ def from_counts(
             f"{train_cfg.max_df:g}; try a lower --min-count or a higher --max-df"
         )
     return model
+
+
+def _seen_arrays(
+    seen: dict[bytes, str], labels: Sequence[str], times: dict[bytes, int], default_time: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(digests (n, 16) sorted, the label index of each, when each was learned) of the
+    messages ``seen`` (digest -> label), in arrays from the start: 32 bytes a message, not
+    a sorted list of pairs (and a time) of some 150."""
+    digests = np.frombuffer(b"".join(seen), np.uint8).reshape(-1, 16)
+    hi, lo = digest_halves(digests)
+    order = np.lexsort((lo, hi))
+    del hi, lo
+    index = {label: i for i, label in enumerate(labels)}
+    every = np.fromiter(map(index.__getitem__, seen.values()), np.int64, len(seen))
+    when = np.fromiter(map(times.get, seen, repeat(default_time)), np.int64, len(seen))
+    return digests[order], every[order], when[order]
 
 
 CV_ROWS = 10_000
@@ -302,6 +319,12 @@ def sample_order(keys: np.ndarray, digests: np.ndarray) -> np.ndarray:
     """The rows in the order the sample takes them: by `sample_key`, ties by digest."""
     hi, lo = digest_halves(digests)
     return np.lexsort((lo, hi, keys))
+
+
+def _counts_type(counts: np.ndarray) -> type:
+    """The smallest of uint8, uint16 and int32 that holds the (positive) ``counts``."""
+    top = int(counts.max(initial=0))
+    return np.uint8 if top < 2**8 else np.uint16 if top < 2**16 else np.int32
 
 
 @dataclass
@@ -331,32 +354,44 @@ class SampledRows:
     """The counts of all the messages, over the sorted terms, once known."""
     ranks: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
     """(keys, digests) of each chunk's rows, what the sample is drawn by."""
+    dated: Callable[[Sequence[bytes]], list[float]] | None = None
+    """Where given, the date of each message of a chunk from its digest (NaN where it has
+    none): the dates of the rows kept are kept beside them (`times`)."""
+    dates: list[np.ndarray] = field(default_factory=list)
+    """The dates of each chunk's rows kept, where ``dated`` gives them."""
 
     @property
     def labels(self) -> list[str]:
         return [label for _, labels, _ in self.chunks for label in labels]
 
     def add(self, X: sp.csr_matrix, labels: Sequence[str], digests: Sequence[bytes]) -> None:
-        """Keep the rows of a chunk (``digests``: its messages') that the sample takes (as
-        int32: half the memory)."""
+        """Keep the rows of a chunk (``digests``: its messages') that the sample takes: the
+        indices as int32, the counts in the smallest unsigned integers that hold them
+        (uint8 for most chunks: 5 bytes an entry where int64 took 16)."""
         numbers = np.arange(self.seen, self.seen + X.shape[0])
         self.seen += X.shape[0]
         X = sp.csr_matrix(
-            (X.data.astype(np.int32), X.indices.astype(np.int32), X.indptr.astype(np.int32)),
+            (
+                X.data.astype(_counts_type(X.data)),
+                X.indices.astype(np.int32),
+                X.indptr.astype(np.int32),
+            ),
             shape=X.shape,
         )
         keys = np.array([sample_key(d) for d in digests], np.uint64)
         raw = np.frombuffer(b"".join(digests), np.uint8).reshape(-1, 16)
         self.chunks.append((X, list(labels), numbers))
         self.ranks.append((keys, raw))
+        if self.dated is not None:
+            self.dates.append(np.array(self.dated(digests), np.float64))
         kept = sum(len(labels) for _, labels, _ in self.chunks)
         if kept > self.limit:
             keys = np.concatenate([k for k, _ in self.ranks])
             digests_kept = np.concatenate([d for _, d in self.ranks])
             drop = np.zeros(kept, bool)
             drop[sample_order(keys, digests_kept)[self.limit :]] = True
-            chunks, ranks, at = [], [], 0
-            for (Y, y, n), (k, d) in zip(self.chunks, self.ranks):
+            chunks, ranks, dates, at = [], [], [], 0
+            for i, ((Y, y, n), (k, d)) in enumerate(zip(self.chunks, self.ranks)):
                 keep = ~drop[at : at + len(y)]
                 at += len(y)
                 if keep.all():  # not copied again: a chunk's rows are copied when they go
@@ -365,7 +400,13 @@ class SampledRows:
                 elif keep.any():
                     chunks.append((Y[keep], [v for v, t in zip(y, keep.tolist()) if t], n[keep]))
                     ranks.append((k[keep], d[keep]))
-            self.chunks, self.ranks = chunks, ranks
+                if self.dates and keep.any():
+                    dates.append(self.dates[i][keep])
+            self.chunks, self.ranks, self.dates = chunks, ranks, dates
+
+    def times(self) -> list[float]:
+        """The date of each row (`dated`), in their order."""
+        return np.concatenate(self.dates).tolist() if self.dates else []
 
     def numbers(self) -> np.ndarray:
         """The number of each row in the stream of messages counted (n,)."""
@@ -374,10 +415,17 @@ class SampledRows:
     def matrix(self) -> tuple[sp.csr_matrix, list[str]]:
         """(X (n, d) over the sorted terms, the sorted terms). The rows are then kept as X
         alone (one chunk over the sorted terms), not twice."""
-        X = stack_in_order([X for X, _, _ in self.chunks], self.order)
-        if self.chunks:
-            self.chunks = [(X, self.labels, self.numbers())]
-            self.order = np.arange(len(self.terms))
+        if not self.chunks:
+            return stack_in_order([], self.order), list(self.terms)
+        labels, numbers = self.labels, self.numbers()
+        blocks = [X for X, _, _ in self.chunks]
+        # the smallest type that holds the counts, however the chunks were kept (`add`, or
+        # a cluster's `tally`): the same matrix either way
+        kind = _counts_type(np.array([b.data.max(initial=0) for b in blocks]))
+        self.chunks = []  # each chunk's rows let go of as they are stacked
+        X = stack_in_order(blocks, self.order, release=True, dtype=kind)
+        self.chunks = [(X, labels, numbers)]
+        self.order = np.arange(len(self.terms))
         return X, list(self.terms)
 
 

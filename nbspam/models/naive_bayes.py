@@ -37,15 +37,27 @@ def class_counts(X: sp.csr_matrix, y: np.ndarray, n_classes: int) -> tuple[np.nd
     these over documents, so models trained on parts add up to the model trained on all.
     """
     n, d = X.shape
-    # one bincount over the stored entries, keyed by (class of the row, column)
     X = X.tocsr()
-    key = np.repeat(np.asarray(y, np.int64), np.diff(X.indptr)) * d + X.indices
-    size = n_classes * d
-    present = X.data != 0  # b_ia = [x_ia > 0]; an explicit zero is no occurrence
+    y = np.asarray(y, np.int64)
+    # the per-class sums as one product X^T Y, Y (n, C) the one-hot labels: summed entry by
+    # entry into the (d, C) result, with no temporary the size of X's entries where the
+    # sums fit X's integers (int32 for a sample's rows; bincount's keys and weights took 16
+    # bytes an entry); exact, as integers
+    kind = np.int64
+    if X.dtype.kind in "iu" and X.dtype.itemsize <= 4:
+        if int(X.data.sum(dtype=np.int64)) < 2**31 and n < 2**31:
+            kind = np.int32
+    elif X.dtype.kind == "f":
+        kind = np.float64
+    onehot = np.zeros((n, n_classes), kind)
+    onehot[np.arange(n), y] = 1
+    term_count = X.T @ onehot
+    present = (X.data != 0).astype(kind)  # b_ia = [x_ia > 0]; an explicit zero is no occurrence
+    doc_count = sp.csr_matrix((present, X.indices, X.indptr), shape=X.shape).T @ onehot
     return (
         np.bincount(y, minlength=n_classes).astype(np.int64),
-        np.bincount(key, weights=X.data, minlength=size).astype(np.int64).reshape(n_classes, d),
-        np.bincount(key[present], minlength=size).astype(np.int64).reshape(n_classes, d),
+        np.ascontiguousarray(term_count.T, dtype=np.int64),
+        np.ascontiguousarray(doc_count.T, dtype=np.int64),
     )
 
 
@@ -98,11 +110,14 @@ def multinomial_log_prob(term_count: np.ndarray, alpha: float) -> np.ndarray:
     the d terms of the vocabulary. (McCallum and Nigam 1998.)
     """
     d = term_count.shape[1]
-    alpha = smoothing(alpha, bool((term_count == 0).any()))
-    numerator = term_count + alpha
+    alpha = smoothing(alpha, np.count_nonzero(term_count) < term_count.size)
     denominator = term_count.sum(axis=1, keepdims=True) + alpha * d
+    # one new (C, d) array, the logs taken in it: the same values as log(num) - log(den)
+    out = np.add(term_count, alpha, dtype=np.float64)
     with np.errstate(divide="ignore"):
-        return np.log(numerator) - np.log(denominator)
+        np.log(out, out=out)
+        out -= np.log(denominator)
+    return out
 
 
 def bernoulli_log_probs(
@@ -114,13 +129,18 @@ def bernoulli_log_probs(
     log(1 - theta) = log(N_c - df_ac + l) - log(N_c + 2 l) loses no precision near theta = 1.
     """
     n_c = class_count[:, None]
-    alpha = smoothing(alpha, bool((doc_count == 0).any() or (doc_count == n_c).any()))
+    has_zero = np.count_nonzero(doc_count) < doc_count.size or (doc_count == n_c).any()
+    alpha = smoothing(alpha, bool(has_zero))
+    # each (C, d) array made once and its log taken in it (the same values as without)
+    present = np.add(doc_count, alpha, dtype=np.float64)
+    absent = np.subtract(n_c, doc_count, dtype=np.float64)
+    absent += alpha
     with np.errstate(divide="ignore"):
         log_denominator = np.log(n_c + 2 * alpha)
-        return (
-            np.log(doc_count + alpha) - log_denominator,
-            np.log(n_c - doc_count + alpha) - log_denominator,
-        )
+        for out in (present, absent):
+            np.log(out, out=out)
+            out -= log_denominator
+    return present, absent
 
 
 def multinomial_linear(
@@ -154,9 +174,11 @@ def complement_linear(
     """
     complement = term_count.sum(axis=0, keepdims=True) - term_count
     w = multinomial_log_prob(complement, alpha)
+    del complement
     if norm:
-        w = w / np.abs(w).sum(axis=1, keepdims=True)
-    return -w, np.zeros(term_count.shape[0])
+        w /= np.abs(w).sum(axis=1, keepdims=True)
+    np.negative(w, out=w)
+    return w, np.zeros(term_count.shape[0])
 
 
 def bernoulli_linear(
@@ -169,7 +191,9 @@ def bernoulli_linear(
     words count through the intercept.
     """
     log_theta, log_not_theta = bernoulli_log_probs(doc_count, class_count, alpha)
-    return log_theta - log_not_theta, log_prior + log_not_theta.sum(axis=1)
+    intercept = log_prior + log_not_theta.sum(axis=1)
+    log_theta -= log_not_theta
+    return log_theta, intercept
 
 
 def joint_log_likelihood(

@@ -127,17 +127,44 @@ def stack_sorted(
     return stack_in_order(blocks, order), [terms[i] for i in order.tolist()]
 
 
-def stack_in_order(blocks: Sequence[sp.csr_matrix], order: np.ndarray) -> sp.csr_matrix:
+def stack_in_order(
+    blocks: list[sp.csr_matrix],
+    order: np.ndarray,
+    *,
+    release: bool = False,
+    dtype: type | None = None,
+) -> sp.csr_matrix:
     """Blocks of count rows over the first columns of an index of len(order) terms, stacked
     with column j holding term order[j]. The columns are renamed through the inverse of
     ``order``, which is cheaper than a column selection; each row keeps its indices in the
     order of its blocks (for `renumber`'s rows, the order in which its terms first appear),
-    so that a product sums a row in the order `model.score` and the scoring table do."""
+    so that a product sums a row in the order `model.score` and the scoring table do.
+
+    The rows are copied into arrays made once for all of them, block after block; with
+    ``release`` each block is let go of (its place in ``blocks`` set to None) once copied,
+    so that the rows are held once and a block over, not twice. The counts are of
+    ``dtype`` (which must hold them), by default of a type that holds every block's."""
+    if not blocks:
+        return sp.csr_matrix((0, len(order)), dtype=np.int64)
+    n = sum(b.shape[0] for b in blocks)
+    size = sum(int(b.indptr[-1]) for b in blocks)
     # int32 where they fit, as scipy stores them: no int64 copy of every index on the way
-    rank = np.empty(len(order), np.int32 if len(order) < 2**31 else np.int64)
+    kind = np.int32 if max(size, len(order)) < 2**31 else np.int64
+    rank = np.empty(len(order), kind)
     rank[order] = np.arange(len(order))
-    X = _stack(blocks, len(order))
-    return sp.csr_matrix((X.data, rank[X.indices], X.indptr), shape=X.shape)
+    data = np.empty(size, dtype or np.result_type(*(b.dtype for b in blocks)))
+    indices = np.empty(size, kind)
+    indptr = np.zeros(n + 1, kind)
+    row = at = 0
+    for i, block in enumerate(blocks):
+        rows, stored = block.shape[0], int(block.indptr[-1])
+        data[at : at + stored] = block.data[:stored]
+        np.take(rank, block.indices[:stored], out=indices[at : at + stored])
+        indptr[row + 1 : row + rows + 1] = block.indptr[1:] + at
+        row, at = row + rows, at + stored
+        if release:
+            blocks[i] = None
+    return sp.csr_matrix((data, indices, indptr), shape=(n, len(order)))
 
 
 def sorted_order(terms: Sequence[str]) -> np.ndarray:
@@ -225,9 +252,19 @@ def mutual_information(doc_count: np.ndarray, class_count: np.ndarray) -> np.nda
     n_c = class_count.astype(np.float64)[:, None]
     n = n_c.sum()
     total = np.zeros(doc_count.shape[1])
-    for joint in (doc_count.astype(np.float64), n_c - doc_count):  # b_a = 1, then b_a = 0
+    for presence in (1, 0):  # b_a = 1, then b_a = 0
+        joint = doc_count.astype(np.float64) if presence else n_c - doc_count
         marginal = joint.sum(axis=0)
+        # joint / n * log(joint * n / (marginal * n_c)), operation by operation as written,
+        # in two (C, d) arrays beside ``joint`` rather than one per operation
         with np.errstate(divide="ignore", invalid="ignore"):
-            parts = joint / n * np.log(joint * n / (marginal * n_c))
-        total += np.where(joint > 0, parts, 0.0).sum(axis=0)
+            ratio = np.multiply(marginal, n_c)
+            np.divide(joint * n, ratio, out=ratio)
+            np.log(ratio, out=ratio)
+            parts = np.divide(joint, n)
+            parts *= ratio
+        del ratio
+        parts[~(joint > 0)] = 0.0
+        total += parts.sum(axis=0)
+        del joint, parts
     return total
