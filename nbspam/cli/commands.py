@@ -113,6 +113,7 @@ class Reporter:
         self.verb = verb
         self.counted = False  # whether `read` counts the messages
         self.total: int | None = None  # the bytes `progress` counts against
+        self.noun = "messages"  # what `progress` counts
         self.meter = Meter(sys.stderr, terminal=sys.stderr.isatty(), quiet=quiet())
         self.problems = Problems(self.line)
         ctx = click.get_current_context(silent=True)
@@ -142,7 +143,7 @@ class Reporter:
         if self.counted:
             return
         if self.meter.what is None:
-            self.meter.begin(self.verb, self.total, noun="messages")
+            self.meter.begin(self.verb, self.total, noun=self.noun)
         self.meter.advance(size, n)
 
     def finish(self) -> int:
@@ -883,7 +884,8 @@ def predict(
         follow_links=follow_links,
         watch=report.watch,
     )
-    # rows of tables, which are not read as messages, are counted as their lines are made
+    if done.noun != "messages":  # rows of tables: their bytes were told as they were read
+        report.noun, report.total = done.noun, None
     emit_lines(render.prediction_blocks(done.results, done.labels, fmt), report.progress)
     note = render.unseen_note(done.unseen)
     if note:

@@ -2,9 +2,10 @@
 done and the time left; elsewhere (cron, a log file) a plain line every `PERIOD` seconds,
 so that a short job prints none; nothing with -q.
 
-The library tells its stages through `core.progress`; the messages a command reads are
-counted here as they pass (`Meter.reading`), in bytes against the listing's total
-(`mail.extent`), so no message is read twice to count them. Written with click.echo
+The library tells its stages through `core.progress` (a typed table's reading among them,
+its rows beside its bytes); the messages a command reads are counted here as they pass
+(`Meter.reading`), in bytes against the listing's total (`mail.extent`), so no message is
+read twice to count them. Written with click.echo
 alone: a bar of one line needs no library of its own."""
 
 from __future__ import annotations

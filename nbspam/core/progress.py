@@ -11,16 +11,21 @@ from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Protocol, TypeVar
 
-Step = Callable[[int], None]
+Step = Callable[..., None]
+"""``step(steps=1, items=0)``: more of a stage done."""
 T = TypeVar("T")
 
 
 class Listener(Protocol):
-    def begin(self, what: str, total: int | None) -> None:
-        """A stage starts: ``what`` it does, in ``total`` steps (None: not known)."""
+    """What is told of the stages: ``noun`` and ``items`` only of a stage that counts items
+    beside its steps (the rows of a table read, beside its bytes)."""
 
-    def advance(self, steps: int) -> None:
-        """``steps`` more of the stage are done."""
+    def begin(self, what: str, total: int | None, noun: str | None = None) -> None:
+        """A stage starts: ``what`` it does, in ``total`` steps (None: not known); with a
+        ``noun`` (as "rows"), the items are counted beside the steps (as bytes)."""
+
+    def advance(self, steps: int, items: int = 0) -> None:
+        """``steps`` more of the stage are done, and ``items`` more items."""
 
     def end(self) -> None:
         """The stage is over."""
@@ -29,7 +34,7 @@ class Listener(Protocol):
 _LISTENER: ContextVar[Listener | None] = ContextVar("nbspam_progress", default=None)
 
 
-def _nothing(steps: int) -> None:
+def _nothing(steps: int = 1, items: int = 0) -> None:
     pass
 
 
@@ -44,17 +49,28 @@ def listening(listener: Listener) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def stage(what: str, total: int | None = None) -> Iterator[Step]:
+def stage(what: str, total: int | None = None, noun: str | None = None) -> Iterator[Step]:
     """A stage of ``total`` steps: yields the function to call with the steps done each
-    time (one by default)."""
+    time (one by default); with a ``noun``, also with the items done (``step(bytes, rows)``
+    of a table read, its rows counted beside its bytes)."""
     listener = _LISTENER.get()
     if listener is None:
         yield _nothing
         return
-    listener.begin(what, total)
+    if noun is None:  # a listener of stages without nouns need not take them
+        listener.begin(what, total)
+    else:
+        listener.begin(what, total, noun)
+
+    def step(steps: int = 1, items: int = 0) -> None:
+        if items:
+            listener.advance(steps, items)
+        else:
+            listener.advance(steps)
+
     token = _LISTENER.set(None)  # stages inside this one stay quiet
     try:
-        yield lambda steps=1: listener.advance(steps)
+        yield step
     finally:
         _LISTENER.reset(token)
         listener.end()

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.progress import counted
 from ..errors import TrainingError
 from ..fit.crossval import Scores, stratified_split
 from ..fit.table_training import fit_with_rule
@@ -32,7 +33,7 @@ def cross_validate_table(
     labels: tuple[str, ...] = ()
     positive = None
     rules = {}
-    for k in range(folds):
+    for k in counted("folds fitted", range(folds)):
         train_part = subset(table, np.flatnonzero(fold != k))
         model = fit_with_rule(train_part, settings, auto=auto, cfg=cfg, path=path)
         if model.is_binary:

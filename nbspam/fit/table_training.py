@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.progress import counted
 from ..models.columns import Categorical
 from ..models.table_model import (
     Column,
@@ -349,9 +350,8 @@ def auto_choice(
     scored = fold >= 0
     target = np.array([model.labels.index(v) for v in y[scored]])
     shared = FoldStatistics(table, fold, share_scores=True)
-    parts = {
-        name: fold_contributions(table, c, fold, path, shared) for name, c in candidates.items()
-    }
+    tried = counted("auto: treatments tried", list(candidates.items()))
+    parts = {name: fold_contributions(table, c, fold, path, shared) for name, c in tried}
     positive = next(iter(parts.values()))[1]
 
     def loss(jll: np.ndarray) -> float:

@@ -21,11 +21,13 @@ from .learning import Inputs, Watch, read_inputs
 class Predicted:
     """What `predict` prints: the model's labels and a `decision.Prediction` per message, or
     a `decision.Predictions` per block of a table's rows (read lazily); after them, in ``unseen``, the categories of table cells never seen in
-    training that scoring left out, per (column, value)."""
+    training that scoring left out, per (column, value). ``noun``: what a result counts
+    ("rows" of a table, whose bytes were told as they were read)."""
 
     labels: tuple[str, ...]
     results: Iterator[Any]
     unseen: Counter = field(default_factory=Counter)
+    noun: str = "messages"
 
 
 def predict(
@@ -45,7 +47,7 @@ def predict(
             raise NbspamError("--user scores messages, not rows of a typed table")
         engine.refuse("scores messages, not rows of a typed table")
         model = kinds.load(model_path)
-        done = Predicted(model.labels, iter(()))
+        done = Predicted(model.labels, iter(()), noun="rows")
         done.results = _rows(model_path, model, inputs, done.unseen)
         return done
     if layer is not None and engine.dask:

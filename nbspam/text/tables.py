@@ -17,10 +17,11 @@ import math
 import operator
 import os
 from collections.abc import Container, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
+from ..core.progress import Step, stage
 from ..errors import ConfigError, InputError
 from ..mail.message import Problems
 from ..mail.messages import open_regular
@@ -413,18 +414,26 @@ def read_table(
 
     ``texts``: the columns of a CSV or TSV table whose cells' text is kept where they are
     numbers (None: every column); a column of numbers read without is only numbers (its
-    text cannot be asked for: `predict` reads the columns it scores as numbers so)."""
+    text cannot be asked for: `predict` reads the columns it scores as numbers so).
+
+    The reading is a stage of progress (`core.progress`): the bytes read of the file's
+    size, and the rows, told a block at a time."""
     lower = path.lower()
     if not lower.endswith(TABLE_SUFFIXES):
         raise InputError(f"{path}: a table is a .csv, .tsv or .jsonl file")
     problems = problems or Strict()
     try:
         with os.fdopen(_open_table(path), "rb") as f:
-            if lower.endswith((".jsonl", ".ndjson")):
-                return _read_jsonl(path, text_lines(f, path, problems), problems)
-            blocks = text_blocks(f, path, problems)
-            delimiter = "\t" if lower.endswith(".tsv") else ","
-            return _read_csv(path, blocks, problems, delimiter, texts)
+            with stage("read", os.fstat(f.fileno()).st_size, noun="rows") as step:
+                told = _Told(f, step)
+                if lower.endswith((".jsonl", ".ndjson")):
+                    table = _read_jsonl(path, text_lines(f, path, problems), problems, told)
+                else:
+                    blocks = text_blocks(f, path, problems)
+                    delimiter = "\t" if lower.endswith(".tsv") else ","
+                    table = _read_csv(path, blocks, problems, delimiter, texts, told)
+                told(len(table))
+                return table
     except OSError as exc:
         raise InputError(f"{path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
@@ -433,24 +442,46 @@ def read_table(
         raise InputError(f"{path}: not a valid table: {exc}") from None
 
 
+class _Told:
+    """How much of a table file is read, told to its stage of progress: the bytes (the
+    file's position, not the length of the text decoded) and the rows taken so far."""
+
+    def __init__(self, f: BinaryIO, step: Step) -> None:
+        self.f, self.step = f, step
+        self.at = self.rows = 0
+
+    def __call__(self, rows: int) -> None:
+        at = self.f.tell()
+        if at != self.at or rows != self.rows:
+            self.step(at - self.at, rows - self.rows)
+            self.at, self.rows = at, rows
+
+    def blocks(self, blocks: Iterable[str], columns: _Columns) -> Iterator[str]:
+        """The ``blocks``, each told once its rows are taken into ``columns``."""
+        for text in blocks:
+            yield text
+            self(columns.n)
+
+
 def _read_csv(
     path: str,
     blocks: Iterator[str],
     problems: Problems,
     delimiter: str,
     texts: Container[str] | None = None,
+    told: _Told | None = None,
 ) -> Table:
     """The table of blocks of whole lines (`table_rows.text_blocks`): the header row, then
     each block split into columns at once (`_split_block`) while its rows are plain (no
     quote, each of the header's width); from the first block that is not, every row
     through the csv module (`_read_rows`)."""
-    blocks = iter(blocks)
+    columns = _Columns(0, strip=True)
+    columns.texts = texts
+    blocks = told.blocks(blocks, columns) if told else iter(blocks)
     text = next(blocks, "")
     head, _, rest = text.partition("\n")
     if not text:
         raise InputError(f"{path}: the table is empty")
-    columns = _Columns(0, strip=True)
-    columns.texts = texts
     lines: list[np.ndarray] = []
     if '"' in head:  # a quoted header, perhaps over several lines
         names = _read_rows(path, _lines_of([text], blocks), 1, problems, delimiter, columns, lines)
@@ -581,7 +612,9 @@ def _read_rows(
     return names
 
 
-def _read_jsonl(path: str, lines: Iterator[str], problems: Problems) -> Table:
+def _read_jsonl(
+    path: str, lines: Iterator[str], problems: Problems, told: _Told | None = None
+) -> Table:
     names: dict[str, int] = {}
     columns = _Columns(0, strip=True)
     block: list[list[str]] = []
@@ -602,6 +635,8 @@ def _read_jsonl(path: str, lines: Iterator[str], problems: Problems) -> Table:
         if len(block) * max(len(names), 1) >= BLOCK_CELLS:
             columns.add([r + [""] * (len(names) - len(r)) for r in block])
             block = []
+            if told:
+                told(columns.n)
     columns.add([r + [""] * (len(names) - len(r)) for r in block])
     return Table(
         list(names), ids=RowIds(path, np.array(numbers, dtype=np.int64)), cells=columns.columns()
