@@ -232,6 +232,127 @@ def test_the_scheduler_forgets_the_parts_already_added_up(client, sample_message
     assert max(held) <= 80, held  # 8 parts at most (4 in flight, 4 since the checkpoint)
 
 
+def test_the_scheduler_holds_no_digests(client, sample_messages, monkeypatch):
+    """A checkpoint's sum and buckets of digests stay on the workers: no task the scheduler
+    holds carries a message's digest, as the whole run goes (before, each checkpoint was
+    sent back inside its task, which the scheduler kept)."""
+    import cloudpickle
+
+    from nbspam.mail.headers import message_digest
+    from nbspam.service import cluster
+
+    monkeypatch.setattr(cluster, "CHUNK", 2)
+    monkeypatch.setattr(cluster, "CHECKPOINT_PARTS", 4)
+    scheduler = client.cluster.scheduler
+    messages = with_duplicates(sample_messages)
+    digests = {message_digest(m.data) for m in messages}
+    found = []
+
+    def progress(read, size):
+        for task in list(scheduler.tasks.values()):
+            spec = cloudpickle.dumps(task.run_spec)
+            found.extend(task.key for d in digests if d in spec)
+
+    on_dask = cluster.train(messages, SETTINGS, client, progress=progress)
+    assert_same_trained_model(on_dask, train_locally(messages, SETTINGS))
+    assert found == []
+
+
+def test_the_digests_reach_the_model_file_a_slice_at_a_time(
+    client, sample_messages, monkeypatch, tmp_path
+):
+    """The calling process fetches the digests `SLICE` at a time, lets each go before the
+    next (here: no digests it fetched before are alive when more come), and the model's
+    digests are mapped from a temporary file, written into the model file from there: the
+    same bytes as the model held in memory."""
+    import weakref
+
+    from nbspam.service import cluster, tally
+    from nbspam.store.modelfile import save_model
+
+    monkeypatch.setattr(cluster, "CHUNK", 2)
+    monkeypatch.setattr(cluster, "CHECKPOINT_PARTS", 4)
+    monkeypatch.setattr(cluster, "SLICE", 8, raising=False)
+    fetched, alive = [], []
+    real = cluster._result
+
+    def spy(client, future):
+        value = real(client, future)
+        blocks = [value] if isinstance(value, tally.Bucket) else []
+        if isinstance(value, tuple):  # a slice: (digests, codes)
+            blocks = [v for v in value if isinstance(v, np.ndarray) and v.shape[1:] == (16,)]
+        for block in blocks:
+            held = block.digests if isinstance(block, tally.Bucket) else block
+            alive.append(sum(ref() is not None for ref in fetched))
+            fetched.append(weakref.ref(block))
+            assert len(held) <= 8
+        return value
+
+    monkeypatch.setattr(cluster, "_result", spy)
+    messages = with_duplicates(sample_messages)
+    on_dask = cluster.train(messages, SETTINGS, client)
+    local = train_locally(messages, SETTINGS)
+    assert_same_trained_model(on_dask, local)
+    assert len(fetched) >= len(local.seen_digests) / 8 and not any(alive)
+    assert isinstance(on_dask.seen_digests, np.memmap)
+    spooled, held = tmp_path / "spooled.nbm", tmp_path / "held.nbm"
+    save_model(on_dask, spooled)
+    in_memory = {k: np.array(getattr(on_dask, k)) for k in ("seen_digests", "seen_times")}
+    in_memory["seen_labels"] = np.array(on_dask.seen_labels, np.int64)
+    save_model(dataclasses.replace(on_dask, **in_memory), held)
+    assert spooled.read_bytes() == held.read_bytes()
+
+
+def test_a_full_disk_for_the_digests_is_one_error(client, sample_messages, monkeypatch):
+    """The digests wait in temporary files for the model file: a disk too full for them
+    says so (not that the cluster was lost), and nothing is written."""
+    import tempfile
+
+    from nbspam.errors import TrainingError
+    from nbspam.service import cluster
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", lambda: open("/dev/full", "wb"))
+    with pytest.raises(TrainingError) as caught:
+        cluster.train(sample_messages, SETTINGS, client)
+    assert str(caught.value) == (
+        f"cannot keep the {len(sample_messages):,} digests in a temporary file in "
+        f"{tempfile.gettempdir()}: No space left on device; nothing was written"
+    )
+
+
+ALLOCATOR = """
+import sys
+import numpy as np
+from nbspam.service import cluster
+
+def rss():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) >> 10
+
+cluster._allocator()
+big = np.ones(8 << 20, np.uint8)
+del big  # by default glibc now serves blocks up to 8 MiB from its heap
+before = rss()
+held = [np.ones(512 << 10, np.uint8) for _ in range(200)]  # 100 MiB in blocks of 512 KiB
+last = held[-1]
+del held  # all freed but the last, which pins the heap's top
+print(rss() - before)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc")
+def test_a_worker_gives_back_the_arrays_it_freed():
+    """Each worker's malloc serves blocks from 64 KiB on from mappings of their own, given
+    back when freed: with glibc's default a freed array raises that threshold, and the
+    arrays of later parts, carved from its heap, kept a worker's memory high (here 100 MiB
+    freed and kept)."""
+    done = subprocess.run(
+        [sys.executable, "-c", ALLOCATOR], env=ENV, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) < 20  # MiB still held of the 100 freed
+
+
 def test_results_are_fetched_from_the_workers_not_through_the_scheduler(sample_messages):
     """The clients nbspam makes fetch results (the checkpoints, the total, the digests) from
     the workers themselves: the scheduler is never asked to gather them, so they never sit

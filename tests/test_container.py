@@ -168,3 +168,19 @@ def test_the_schema_refuses_an_unknown_array(sample_model_path, tmp_path):
     with pytest.raises(ModelFileError) as caught:
         schema.read(path)
     assert str(caught.value) == f"{path} is not a valid nbspam model: unknown array 'extra'"
+
+
+def test_a_blob_given_in_chunks_writes_the_bytes_of_the_blob_given_whole(tmp_path):
+    """A large array can be written a piece at a time (the digests of a model trained on a
+    cluster): pieces of any length, across pages, give the same file, checksums and all."""
+    data = bytes(range(256)) * 50  # 12,800 bytes: three pages and a part
+    whole, chunked = tmp_path / "whole.nbm", tmp_path / "chunked.nbm"
+    container.write(whole, {}, {"a": Blob(data, "|u1", (len(data),))}, pages=True)
+    pieces = [data[at : at + 1000] for at in range(0, len(data), 1000)]
+    blob = Blob(b"", "|u1", (len(data),), chunks=iter(pieces))
+    container.write(chunked, {}, {"a": blob}, pages=True)
+    assert chunked.read_bytes() == whole.read_bytes()
+    assert bytes(container.read(chunked).view("a")) == data
+    with pytest.raises(ValueError, match="a blob of 12801 bytes was given 12800"):
+        container.write(chunked, {}, {"a": Blob(b"", "|u1", (12801,), chunks=pieces)})
+    assert chunked.read_bytes() == whole.read_bytes()  # nothing written

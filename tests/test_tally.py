@@ -41,17 +41,12 @@ def test_buckets_hold_20_bytes_a_distinct_message_and_find_the_copies():
     ]
 
 
-def test_the_digests_come_back_sorted_with_their_labels_as_an_array():
-    low = np.zeros((2, 16), np.uint8)
-    low[1, 15] = 1
-    high = np.full((3, 16), 0xF0, np.uint8)
-    high[:, 15] = [1, 2, 3]
-    states = [
-        tally.Bucket(low, np.array([0, 0], np.int32), ("spam",)),  # labels of its own
-        tally.Bucket(high, np.array([1, 0, 1], np.int32), ("ham", "spam")),
-    ]
-    digests, codes, names = tally.digests_of(states)
-    assert names == ("ham", "spam")
-    assert isinstance(codes, np.ndarray) and codes.dtype.kind == "i"
-    assert np.array_equal(digests, np.concatenate([low, high]))
-    assert [names[c] for c in codes.tolist()] == ["spam", "spam", "spam", "ham", "spam"]
+def test_a_bucket_is_fetched_a_slice_at_a_time_with_its_labels():
+    digests = np.arange(5 * 16, dtype=np.uint8).reshape(5, 16)
+    state = tally.Bucket(digests, np.array([1, 0, 1, 1, 0], np.int32), ("ham", "spam"))
+    assert tally.bucket_labels(state) == (5, ("ham", "spam"))
+    got, codes = tally.bucket_slice(state, 2, 4)
+    assert np.array_equal(got, digests[2:4]) and codes.tolist() == [1, 1]
+    assert got.base is None  # a copy: the slice sent is not the whole bucket
+    got, codes = tally.bucket_slice(state, 4, 8)
+    assert np.array_equal(got, digests[4:]) and codes.tolist() == [0]

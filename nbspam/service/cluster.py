@@ -8,17 +8,20 @@ digest, tokenize and count its distinct messages; fold its digests into buckets 
 digests seen so far, in input order, which tells the part's copies of earlier messages;
 and make its per-class counts without them, which are added up in a binary tree of sums
 of sorted arrays as the parts finish. Every `CHECKPOINT_PARTS` parts the sum so far and
-the buckets are fetched and sent back as tasks of their own (`_checkpoint`), so that the
-scheduler forgets the tasks of the parts before; results are fetched from the workers, not
-through the scheduler. The cross-validation sample is the messages of smallest keyed
-hash of their digest (`model.sample_key`, as local training draws it), kept as the sums
-go. Then the model is made here from the total, the digests of the buckets and the
-sample, and `training.decide` runs on the same totals and sample as local training.
+the buckets are kept by two workers and given back by tasks without a past
+(`_checkpoint`), so that the scheduler forgets the tasks of the parts before; no
+checkpoint passes through this process or the scheduler, and results are fetched from the
+workers, not through the scheduler. The cross-validation sample is the messages of
+smallest keyed hash of their digest (`model.sample_key`, as local training draws it), kept
+as the sums go. Then the model is made here from the total, the digests of the buckets
+(fetched `SLICE` at a time into temporary files, `_spool`) and the sample, and
+`training.decide` runs on the same totals and sample as local training.
 
-Every task is a pure function of what it is sent (and of the files it reads), so a worker
-lost mid-run only costs its tasks being run again elsewhere (by Dask: a bucket of digests
-lost is folded again from the parts since the last checkpoint, a checkpoint from the data
-its task holds); a run that cannot finish (the scheduler lost, or no
+Every task is a pure function of what it is sent (and of the files it reads, or of the
+checkpoint its worker keeps), so a worker lost mid-run only costs its tasks being run
+again elsewhere (by Dask: a bucket of digests lost is folded again from the parts since
+the last checkpoint, a checkpoint given back by the other worker that keeps it); a run
+that cannot finish (the scheduler lost, a checkpoint lost with both its workers, or no
 worker left for `NO_WORKERS_TIMEOUT`) ends in one `NbspamError` and writes nothing. Dask
 is an optional dependency: ``pip install 'dask[distributed]'`` (or ``pip install
 '.[dask]'`` in nbspam's checkout).
@@ -41,6 +44,8 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
+
 from ..core.parallel import CHUNK, chunks
 from ..core.settings import AUTO, Settings, TokenizerConfig
 from ..errors import ConfigError, NbspamError, TrainingError
@@ -49,7 +54,6 @@ from ..mail.message import Message, Problems
 from ..models.model import CV_ROWS
 from ..text.counting import ChunkCounts, count_chunk
 from .sources import Part
-from .tally import digests_of
 
 MISSING = "--engine dask needs Dask: pip install 'dask[distributed]' (pipx inject nbspam 'dask[distributed]' under pipx)"
 NO_CRYPTOGRAPHY = (
@@ -362,7 +366,9 @@ def train_parts(
         return total
 
     base: Any = None  # the sum of the parts before the last checkpoint
+    tokens: list[str] = []  # what the workers keep of the last checkpoint
     try:
+        client.run(_allocator, on_error="ignore")
         workers = max(1, len(client.scheduler_info()["workers"]))
         buckets, window = max(2, workers), WINDOW_PER_WORKER * workers
         states: list[Any] = [None] * buckets
@@ -381,7 +387,7 @@ def train_parts(
             if (number + 1) % CHECKPOINT_PARTS == 0:
                 while pending:
                     _take_reports(client, pending, add_up, progress, problems)
-                base, *states = _checkpoint(client, [add_all(), *states])
+                (base, *states), tokens = _checkpoint(client, [add_all(), *states], tokens)
         while pending:
             _take_reports(client, pending, add_up, progress, problems)
         total = add_all()
@@ -393,7 +399,8 @@ def train_parts(
         _wait(client, [total, *states])
         tally = _result(client, total)
         del total
-        digests = digests_of([_result(client, state) for state in states])
+        now = int(time.time())
+        digests = _spool(client, states, tuple(sorted(tally.labels)), now)
         del states
     except NbspamError:
         raise
@@ -404,24 +411,122 @@ def train_parts(
     finally:
         levels.clear()
         base = None
-        release(client)
-    return _model(tally, digests, settings, started, keep_rows, limit)
+        release(client, tokens)
+    return _model(tally, digests, settings, started, keep_rows, limit, now)
 
 
-def _checkpoint(client: Any, futures: list[Any]) -> list[Any]:
-    """Tasks that give the results of ``futures`` as they are now, fetched here and sent
-    back inside the tasks themselves: the scheduler forgets the tasks they were made of,
-    and a task lost with its worker is run again from what it holds."""
-    import warnings
+def _checkpoint(client: Any, futures: list[Any], dropped: list[str]) -> tuple[list[Any], list[str]]:
+    """Tasks without a past that give the results of ``futures`` (done), and the tokens
+    they are kept under. Each result is kept (`_keep`) on up to two workers, moved from
+    worker to worker by Dask, never through the scheduler or this process; the new tasks
+    (`_kept`) give it back from there, so the scheduler forgets the tasks it was made of.
+    A worker lost costs a rerun of `_kept` on the other; a result lost with every worker
+    that kept it fails the run (`LostCheckpoint`). The copies of the checkpoint before,
+    whose tokens are ``dropped``, are let go on every worker."""
+    _wait(client, futures)
+    workers = sorted(client.scheduler_info()["workers"])[:2]
+    tokens = [uuid.uuid4().hex for _ in futures]
+    keeps = [
+        [
+            client.submit(
+                _keep, future, token, key=_key("keep"), workers=[w], allow_other_workers=True
+            )
+            for w in workers
+        ]
+        for future, token in zip(futures, tokens)
+    ]
+    holders = [sorted({_result(client, keep) for keep in kept}) for kept in keeps]
+    del keeps
+    made = [
+        client.submit(_kept, token, key=_key("checkpoint"), workers=where, allow_other_workers=True)
+        for token, where in zip(tokens, holders)
+    ]
+    _wait(client, made)
+    client.run(_drop, dropped, on_error="ignore")  # a worker lost has nothing to drop
+    client.run(_trim, on_error="ignore")
+    return made, tokens
 
-    held = [_result(client, future) for future in futures]
-    with warnings.catch_warnings():  # Dask warns of a large task: this one is meant to be
-        warnings.simplefilter("ignore")
-        return [client.submit(_same, value, key=_key("checkpoint")) for value in held]
+
+_KEPT: dict[str, Any] = {}
+"""In a worker: the checkpoints it keeps a copy of, by token (`_checkpoint`)."""
 
 
-def _same(value: Any) -> Any:
-    return value
+class LostCheckpoint(Exception):
+    """A checkpoint lost with every worker that kept it."""
+
+
+def _keep(value: Any, token: str) -> str:
+    """In a worker: keep ``value`` under ``token``; the worker's address."""
+    from distributed import get_worker
+
+    _KEPT[token] = value
+    return get_worker().address
+
+
+def _kept(token: str) -> Any:
+    """In a worker: the value kept under ``token``."""
+    try:
+        return _KEPT[token]
+    except KeyError:
+        raise LostCheckpoint("a checkpoint was lost with the workers that kept it") from None
+
+
+def _drop(tokens: list[str]) -> None:
+    """In a worker: let the values kept under ``tokens`` go."""
+    for token in tokens:
+        _KEPT.pop(token, None)
+
+
+SLICE = 1 << 16
+"""Digests the calling process fetches at a time when it spools them (1.25 MiB)."""
+
+
+def _spool(
+    client: Any, states: list[Any], labels: tuple[str, ...], now: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The digests of the buckets ``states`` (sorted: the buckets are ranges of them, in
+    order), the label of each (an index into ``labels``) and its learn time ``now``,
+    fetched `SLICE` at a time into temporary files (unnamed, this process's alone) and
+    mapped from there: the model's digests, which this process never holds whole."""
+    import tempfile
+
+    from .tally import bucket_labels, bucket_slice
+
+    names = [_result(client, client.submit(bucket_labels, s, key=_key("size"))) for s in states]
+    n = sum(size for size, _ in names)
+    if not n:
+        return np.zeros((0, 16), np.uint8), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    files: list[Any] = []
+    try:
+        files += [tempfile.TemporaryFile() for _ in range(3)]
+        for state, (size, mine) in zip(states, names):
+            remap = np.array([labels.index(x) for x in mine], "<i4")
+            for start in range(0, size, SLICE):
+                part = client.submit(bucket_slice, state, start, start + SLICE, key=_key("slice"))
+                digests, codes = _result(client, part)
+                del part
+                files[0].write(np.ascontiguousarray(digests, np.uint8).tobytes())
+                files[1].write(remap[codes].astype("<i4").tobytes())
+                files[2].write(np.full(len(codes), now, "<i8").tobytes())
+                del digests, codes
+        for f in files:
+            f.flush()
+        return (
+            np.memmap(files[0], "|u1", "r", shape=(n, 16)),
+            np.memmap(files[1], "<i4", "r", shape=(n,)),
+            np.memmap(files[2], "<i8", "r", shape=(n,)),
+        )
+    except OSError as error:  # the disk, not the cluster
+        raise TrainingError(
+            f"cannot keep the {n:,} digests in a temporary file in {tempfile.gettempdir()}: "
+            f"{error.strerror or error}; nothing was written"
+        ) from None
+    finally:  # the mappings keep the files until they go
+        for f in files:
+            try:
+                f.close()
+            except OSError:  # what it could not write: already said
+                pass
 
 
 def _take_reports(
@@ -448,11 +553,12 @@ def _take_reports(
 
 def _model(
     tally: Any,
-    digests: tuple[Any, Any, tuple[str, ...]],
+    digests: tuple[Any, Any, Any],
     settings: Settings,
     started: float,
     keep_rows: bool,
     limit: int,
+    now: int,
 ) -> Any:
     """The model of the cluster's total, with the cross-validation sample and the
     decision rule (`training.decide`), as local training makes it."""
@@ -484,16 +590,9 @@ def _model(
     }
     if tally.pruned:  # as `update.prune` records it
         info["pruned"] = {"terms_dropped": tally.pruned, "last": info["created"]}
-    now = int(time.time())
     model = from_counts(total, settings, info, None, sorted_terms=True, default_time=now)
-    seen, seen_codes, seen_labels = digests  # `tally.digests_of`
-    codes = np.array([model.labels.index(x) for x in seen_labels], np.int64)
-    model = dataclasses.replace(
-        model,
-        seen_digests=seen,
-        seen_labels=codes[seen_codes] if len(seen_codes) else seen_codes,
-        seen_times=np.full(len(seen), now, np.int64),
-    )
+    seen, codes, times = digests  # `_spool`: the codes index the sorted labels, the model's
+    model = dataclasses.replace(model, seen_digests=seen, seen_labels=codes, seen_times=times)
     rows = None
     if keep_rows:
         sample = tally.sample
@@ -522,12 +621,33 @@ def _model(
     return decide(model, rows, settings)
 
 
-def release(client: Any) -> None:
-    """Have the workers give the memory of a run back to the system (a Python process
-    keeps what it freed otherwise); a cluster that cannot is left as it is."""
+def release(client: Any, tokens: list[str] | None = None) -> None:
+    """Have the workers let go the checkpoint kept under ``tokens`` and give the memory of
+    a run back to the system (a Python process keeps what it freed otherwise); a cluster
+    that cannot is left as it is."""
     try:
-        client.run(_trim)
+        client.run(_drop, tokens or [])
+        client.run(_trim, on_error="ignore")
     except Exception:  # noqa: BLE001 - a lost cluster has nothing to give back
+        pass
+
+
+MMAP_THRESHOLD = 1 << 16
+"""Bytes from which a worker's glibc malloc gives a block a mapping of its own (returned to
+the system when freed): glibc's default moves this threshold up to 32 MiB as blocks are
+freed, after which the arrays of every part are carved from heaps that it keeps, and a
+worker's peak grew with the parts it had counted."""
+
+
+def _allocator() -> None:
+    """In a worker: its allocator set as `MMAP_THRESHOLD` says (glibc alone), for good."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, MMAP_THRESHOLD)  # M_MMAP_THRESHOLD, fixed
+        libc.mallopt(-1, 4 * MMAP_THRESHOLD)  # M_TRIM_THRESHOLD: heaps' free tops go back
+    except (OSError, AttributeError):  # not glibc
         pass
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -315,6 +315,17 @@ def losers(state: Bucket) -> np.ndarray:
     return state.losers
 
 
+def bucket_labels(state: Bucket) -> tuple[int, tuple[str, ...]]:
+    """How many digests a bucket holds, and the labels its codes index."""
+    return len(state.digests), state.labels
+
+
+def bucket_slice(state: Bucket, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+    """Digests ``start`` to ``stop`` of a bucket, and their labels' codes: what the calling
+    process fetches at a time to write them."""
+    return state.digests[start:stop].copy(), state.codes[start:stop].copy()
+
+
 # -- the counts of parts, added up -------------------------------------------------------------
 
 
@@ -527,16 +538,3 @@ def prune_terms(total: Tally, min_docs: int | None, max_terms: int | None) -> Ta
         total.duplicates,
         len(total.vocab) - len(keep),
     )
-
-
-def digests_of(states: Iterable[Bucket]) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
-    """The digests of all buckets (sorted), the label of each (an index into the labels
-    that follow) and those labels: arrays, no Python object a message."""
-    states = list(states)
-    labels = tuple(sorted({x for state in states for x in state.labels}))
-    digests, codes = [np.zeros((0, 16), np.uint8)], [np.zeros(0, np.int32)]
-    for state in states:
-        digests.append(state.digests)
-        remap = np.array([labels.index(x) for x in state.labels], np.int64)
-        codes.append(remap[state.codes] if len(state.codes) else state.codes)
-    return np.concatenate(digests), np.concatenate(codes), labels

@@ -28,7 +28,7 @@ import stat
 import struct
 import zlib
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from .. import __version__
 from ..errors import ModelFileError
@@ -62,12 +62,27 @@ _CRCS = PAGE // 4  # entries of `PAGES` in a page of it
 
 
 class Blob:
-    """One array to store: its raw bytes, its dtype string (e.g. '<f8') and shape."""
+    """One array to store: its raw bytes, its dtype string (e.g. '<f8') and shape; or,
+    in place of the bytes, ``chunks``: pieces of them, read as the file is written, whose
+    lengths add up to the array's size (a large array need not be held whole)."""
 
-    __slots__ = ("data", "dtype", "shape")
+    __slots__ = ("data", "dtype", "shape", "chunks")
 
-    def __init__(self, data: bytes, dtype: str, shape: tuple[int, ...]) -> None:
-        self.data, self.dtype, self.shape = data, dtype, shape
+    def __init__(
+        self,
+        data: bytes,
+        dtype: str,
+        shape: tuple[int, ...],
+        *,
+        chunks: Iterable[bytes] | None = None,
+    ) -> None:
+        self.data, self.dtype, self.shape, self.chunks = data, dtype, shape, chunks
+
+    @property
+    def size(self) -> int:
+        if self.chunks is None:
+            return len(self.data)
+        return _itemsize("blob", self.dtype) * _product(self.shape)
 
 
 class Container:
@@ -108,7 +123,7 @@ def write(
     table, offset = {}, 0
     for name, blob in blobs.items():
         table[name] = {"dtype": blob.dtype, "shape": list(blob.shape), "offset": offset}
-        offset += _aligned(len(blob.data))
+        offset += _aligned(blob.size)
     if pages:
         table[PAGES] = {"dtype": "<u4", "shape": [_page_count(offset)], "offset": offset}
     header = {
@@ -119,25 +134,64 @@ def write(
         "arrays": table,
     }
     head = json.dumps(header, sort_keys=True, ensure_ascii=False, allow_nan=False).encode("utf-8")
-    parts = [_PREFIX.pack(MAGIC, FORMAT_VERSION, len(head)), head]
-    parts.append(b"\0" * (_aligned(_PREFIX.size + len(head)) - _PREFIX.size - len(head)))
-    for blob in blobs.values():
-        parts += [blob.data, b"\0" * (_aligned(len(blob.data)) - len(blob.data))]
-    if pages:
-        body = memoryview(b"".join(parts[3:]))
-        crcs = [zlib.crc32(b"".join(parts[:3]))]
-        crcs += [zlib.crc32(body[at : at + PAGE]) for at in range(0, len(body), PAGE)]
-        data = struct.pack(f"<{len(crcs)}I", *crcs)
-        parts += [data, b"\0" * (_aligned(len(data)) - len(data))]
-    crc = 0
-    for part in parts:
-        crc = zlib.crc32(part, crc)
-    parts.append(struct.pack("<I", crc))
-    write_file(path, parts)
+    start = _PREFIX.pack(MAGIC, FORMAT_VERSION, len(head)) + head
+    start += b"\0" * (_aligned(len(start)) - len(start))
+    write_file(path, _parts(start, list(blobs.values()), pages))
     # a journal beside the file it replaces belongs to that file: its records are in this
     # one (a fold), or this one replaces them (train -o, restore)
     real = target(path)
     real.with_name(real.name + JOURNAL_SUFFIX).unlink(missing_ok=True)
+
+
+def _parts(start: bytes, blobs: list[Blob], pages: bool) -> Iterator[bytes]:
+    """The bytes of a container after its header block ``start``, as `write` lays them
+    out, made as they are written: each blob (its bytes or its chunks) padded to 8 bytes,
+    with pages, the checksums of the header block and of each `PAGE` of the blobs, and
+    the CRC-32 of all."""
+    crc, page = zlib.crc32(start), _PageCrcs()
+    yield start
+    for blob in blobs:
+        size = 0
+        for piece in [blob.data] if blob.chunks is None else blob.chunks:
+            size += len(piece)
+            crc = zlib.crc32(piece, crc)
+            page.feed(piece)
+            yield piece
+        if size != blob.size:
+            raise ValueError(f"a blob of {blob.size} bytes was given {size}")
+        pad = b"\0" * (_aligned(size) - size)
+        crc = zlib.crc32(pad, crc)
+        page.feed(pad)
+        yield pad
+    if pages:
+        crcs = [zlib.crc32(start), *page.done()]
+        data = struct.pack(f"<{len(crcs)}I", *crcs)
+        data += b"\0" * (_aligned(len(data)) - len(data))
+        crc = zlib.crc32(data, crc)
+        yield data
+    yield struct.pack("<I", crc)
+
+
+class _PageCrcs:
+    """The CRC-32 of each `PAGE` of bytes fed in pieces of any length."""
+
+    def __init__(self) -> None:
+        self.crcs: list[int] = []
+        self.crc = self.filled = 0
+
+    def feed(self, data: bytes) -> None:
+        view = memoryview(data).cast("B")
+        while len(view):
+            take = min(PAGE - self.filled, len(view))
+            self.crc = zlib.crc32(view[:take], self.crc)
+            self.filled += take
+            view = view[take:]
+            if self.filled == PAGE:
+                self.crcs.append(self.crc)
+                self.crc = self.filled = 0
+
+    def done(self) -> list[int]:
+        return self.crcs + [self.crc] if self.filled else self.crcs
 
 
 def read(path: str | os.PathLike[str]) -> Container:

@@ -26,7 +26,9 @@ length + 1; 0 for no terms). Derived from the vocabulary when the file is writte
 
 from __future__ import annotations
 
+import mmap
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -58,6 +60,9 @@ def save_model(model: Model, path: str | os.PathLike[str]) -> None:
     arrays.update({name: _compact(getattr(model, name)) for name in _COUNTS})
     arrays["seen_digests"] = np.ascontiguousarray(model.seen_digests, np.uint8)
     arrays["seen_times"] = np.ascontiguousarray(model.seen_times, "<i8")
+    for name, want in (("seen_labels", "<i4"), ("seen_digests", "|u1"), ("seen_times", "<i8")):
+        if _mapped(getattr(model, name), want):  # on disk: left there, not copied
+            arrays[name] = getattr(model, name)
     sc = model.form
     coef = np.zeros((len(model.labels), len(model.terms)), "<f8")
     coef[:, sc.kept] = sc.coef
@@ -82,7 +87,9 @@ def save_model(model: Model, path: str | os.PathLike[str]) -> None:
         else {"binary": True, "bias": None, "combine": "fisher"},
     }
     blobs = {
-        name: Blob(np.ascontiguousarray(a).tobytes(), a.dtype.str, a.shape)
+        name: Blob(b"", a.dtype.str, a.shape, chunks=_chunks_of(a))
+        if _mapped(a, a.dtype.str)
+        else Blob(np.ascontiguousarray(a).tobytes(), a.dtype.str, a.shape)
         for name, a in arrays.items()
     }
     container.write(path, header, blobs, pages=True)
@@ -194,6 +201,27 @@ def read_header(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 remove_leftovers = container.remove_leftovers
+
+
+def _mapped(a: np.ndarray, dtype: str) -> bool:
+    """Whether ``a`` is a C-contiguous array of ``dtype`` mapped from a whole file (as
+    `cluster` spools a model's digests): `_chunks_of` writes it from there."""
+    return (
+        isinstance(a, np.memmap)
+        and isinstance(a.base, mmap.mmap)
+        and a.offset == 0
+        and a.dtype.str == dtype
+        and a.flags.c_contiguous
+    )
+
+
+def _chunks_of(a: np.memmap, size: int = 1 << 20) -> Iterator[bytes]:
+    """The bytes of a mapped array (`_mapped`) in pieces of ``size``, each dropped from
+    memory once read: writing a large one does not keep it resident."""
+    flat = a.reshape(-1).view(np.uint8)
+    for at in range(0, flat.size, size):
+        yield flat[at : at + size].tobytes()
+        a.base.madvise(mmap.MADV_DONTNEED, at, min(size, flat.size - at))
 
 
 def _compact(counts: np.ndarray) -> np.ndarray:
