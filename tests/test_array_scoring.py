@@ -483,6 +483,7 @@ def _set_start(arrays, row: int, index: int, value: int) -> None:
             lambda h, a: _set_start(a, 0, 1, _column_of(a, 1) + 1),
             "either",
         ),
+        ("one group of all the terms", lambda h, a: _one_group(a), "refused"),
     ],
 )
 def test_crafted_term_groups_are_refused_in_one_line(tmp_path, name, edit, one):
@@ -514,6 +515,22 @@ def _set_first(arrays, first: bytes) -> None:
     firsts[1] = first
     arrays["term_groups"][2] = b"\n".join(firsts)
     arrays["term_groups"][1] = [len(arrays["term_groups"][2])]
+    _fit_pages(arrays)
+
+
+def _one_group(arrays) -> None:
+    """The vocabulary as one group (the numbers fit the terms): every lookup would read the
+    whole of the terms, some 40 KB here, where a group of nbspam's is read in one page."""
+    import struct
+
+    dtype, shape, data = arrays["term_group_starts"]
+    code = "I" if dtype == "<u4" else "Q"
+    numbers = struct.unpack(f"<{2 * shape[1]}{code}", data)
+    (d, end) = numbers[shape[1] - 1], numbers[-1]
+    arrays["term_groups"][2] = first = arrays["term_groups"][2].split(b"\n")[0]
+    arrays["term_groups"][1] = [len(first)]
+    arrays["term_group_starts"][1] = [2, 2]
+    arrays["term_group_starts"][2] = struct.pack(f"<4{code}", 0, d, 0, end)
     _fit_pages(arrays)
 
 

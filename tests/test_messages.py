@@ -1124,9 +1124,9 @@ def test_links_resolve_to_what_realpath_says_whatever_their_shape(tmp_path):
     assert links.realpath("links") == os.path.realpath("links")  # not a link at all
 
 
-def test_a_folder_of_links_into_another_folder_costs_two_calls_a_link(monkeypatch):
+def test_a_folder_of_links_into_another_folder_costs_one_lstat_a_link(monkeypatch):
     # A corpus linked file by file (as the benchmark and bogofilter's users link it): each
-    # link is resolved by a readlink and an lstat, where os.path.realpath took an lstat of
+    # link is resolved by a readlink, an lstat and a stat, where os.path.realpath took an lstat of
     # every part of both paths (9 a link here, more on a deeper tree)
     for k in range(20):
         write(f"a/b/c/d/corpus/{k:02d}", b"M%d" % k)
@@ -1141,3 +1141,27 @@ def test_a_folder_of_links_into_another_folder_costs_two_calls_a_link(monkeypatc
     assert [m.data for m in got] == [b"M%d" % k for k in range(20)]
     assert lines == []
     assert len(calls) <= 20 + 10  # one a link, and the real path of the corpus folder once
+
+
+def test_a_folder_swapped_for_a_link_out_while_reading_is_not_followed(tmp_path):
+    # The real path of the folder links lead into is remembered; a neighbour who swaps that
+    # folder for a link out of the folder given, after its first link was followed, must
+    # not have the next link followed out through it (os.path.realpath refused it)
+    write("box/data/a", b"A")
+    write("box/data/b", b"B")
+    write("elsewhere/b", b"SECRET")
+    os.makedirs("box/links")
+    os.symlink("../data/a", "box/links/a")
+    os.symlink("../data/b", "box/links/b")
+    problems, lines = collector()
+    read = read_messages(["box"], problems)
+    got = [next(read) for _ in range(3)]  # box/data/a and b, then box/links/a
+    os.rename("box/data", "box/data.old")
+    os.symlink(str(tmp_path / "elsewhere"), "box/data")
+    got += list(read)
+    assert [(m.id, m.data) for m in got] == [
+        ("box/data/a", b"A"),
+        ("box/data/b", b"B"),
+        ("box/data/a", b"A"),
+    ]
+    assert lines == [f"box/links/b: {LINK_OUT}"]

@@ -313,7 +313,8 @@ class _Links:
         self.root = root
         self.real = os.path.realpath(root)
         self.follow = follow
-        self._folders: dict[str, str] = {}  # the real path of each folder links led into
+        # the real path of each folder links led into, and the folder it was (device, inode)
+        self._folders: dict[str, tuple[str, tuple[int, int]]] = {}
 
     def target(self, link: str, problems: Problems) -> str | None:
         """The path to go on with in place of ``link``: where it leads, named below the root
@@ -334,8 +335,10 @@ class _Links:
     def realpath(self, link: str) -> str:
         """``os.path.realpath(link)``, with the real path of the folder the link leads into
         remembered: a folder of links into one other folder (a corpus linked file by file)
-        costs a ``readlink`` and an ``lstat`` a link, where `os.path.realpath` looks at
-        every part of both paths again (nine system calls a link on a typical tree).
+        costs a ``readlink``, an ``lstat`` and a ``stat`` a link, where `os.path.realpath`
+        looks at every part of both paths again (nine system calls a link on a typical
+        tree). The ``stat`` tells whether the folder is still the one remembered: a folder
+        swapped since for a link elsewhere is resolved again, as `os.path.realpath` would.
 
         The link's target, joined to the link's folder, names the same file as the link:
         `os.path.realpath` resolves a ``..`` after the links before it, as the kernel does.
@@ -354,10 +357,14 @@ class _Links:
                 return os.path.realpath(link)
         except OSError:
             return os.path.realpath(link)
-        real = self._folders.get(folder)
-        if real is None:
-            real = self._folders[folder] = os.path.realpath(folder)
-        return os.path.join(real, name)
+        try:
+            here = os.stat(folder)
+        except OSError:
+            return os.path.realpath(link)
+        known = self._folders.get(folder)
+        if known is None or known[1] != (here.st_dev, here.st_ino):  # new, or swapped since
+            known = self._folders[folder] = os.path.realpath(folder), (here.st_dev, here.st_ino)
+        return os.path.join(known[0], name)
 
 
 def _within(path: str, folder: str) -> bool:

@@ -367,6 +367,9 @@ class PagedTable:
         low += len(first) + 1  # the group's other terms: one page in a file nbspam wrote
         if low >= high:
             return None
+        if high - low > schema.GROUP_REST:  # a crafted file: each lookup would read it all
+            longer = f"a term group longer than {schema.GROUP_REST >> 10} KiB"
+            raise container.invalid(self.path, longer)
         terms = self.pages.read(self._terms_at + low, high - 1 - low)
         found = (b"\n" + terms + b"\n").find(b"\n" + key + b"\n")
         if found < 0:

@@ -163,10 +163,17 @@ def terms(path: str | os.PathLike[str], box: ModelFile) -> list[str]:
     return found
 
 
+GROUP_REST = 1 << 14
+"""The most bytes of a term group after its first term (what a lookup reads, a line break
+after each term), eight times what nbspam writes (`modelfile.GROUP_BYTES`): a file with a
+longer group is refused, so that a lookup reads a few pages whatever the file says."""
+
+
 def _groups_fit(box: ModelFile, found: list[str]) -> bool:
     """Whether the term groups are of the vocabulary ``found``: each group's column, start
-    and first term those of a term, in order (where the groups are cut is the writer's
-    choice). A loop as long as there are groups, about one a 2 KiB of terms."""
+    and first term those of a term, in order, and its rest at most `GROUP_REST` bytes
+    (where the groups are cut is otherwise the writer's choice). A loop as long as there
+    are groups, about one a 2 KiB of terms."""
     try:
         firsts, columns, at = term_groups(box)
     except ValueError:
@@ -176,6 +183,7 @@ def _groups_fit(box: ModelFile, found: list[str]) -> bool:
     return (
         all(map(operator.lt, columns, columns[1:]))
         and all(offsets[columns[i]] == at[i] for i in range(count))
+        and all(at[i + 1] - at[i] - len(firsts[i]) - 1 <= GROUP_REST for i in range(count))
         and firsts == [found[columns[i]].encode("utf-8") for i in range(count)]
     )
 
