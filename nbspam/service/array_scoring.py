@@ -328,10 +328,15 @@ class PagedTable:
 
     def _terms(self, low: int, high: int) -> bytes:
         """The bytes of the terms from offset ``low`` to ``high`` (one past the last's line
-        break), which must lie inside the terms."""
+        break), which must lie inside the terms and hold at most `schema.GROUP_REST` bytes
+        (a crafted file's offsets could make each lookup read all the terms)."""
         if not 0 <= low < high <= self._terms_size + 1:
             raise ModelFileError(
                 f"{self.path} is not a valid nbspam model: the term offsets do not match the terms"
+            )
+        if high - low > schema.GROUP_REST:
+            raise container.invalid(
+                self.path, f"a group of {GROUP} terms longer than {schema.GROUP_REST >> 10} KiB"
             )
         return self.pages.read(self._terms_at + low, high - 1 - low)
 
