@@ -14,6 +14,7 @@ from nbspam.mail.message import Message, Problems
 from nbspam.mail.messages import read_messages
 from nbspam.models.explain import explain_message
 from nbspam.models.model import fit_messages, score
+from nbspam.service import array_scoring
 from nbspam.service.array_scoring import ArrayScorer, load_array_scorer
 from nbspam.store.modelfile import load_model, save_model
 from nbspam.text.features import Analyzer
@@ -507,6 +508,42 @@ def test_crafted_term_groups_are_refused_in_one_line(tmp_path, name, edit, one):
     info = cli_run("info", "-m", bad)
     assert (info.exit_code, info.stdout, len(info.stderr.splitlines())) == (1, "", 1)
     assert info.stderr.startswith(f"Error: {bad} is not a valid nbspam model: "), info.stderr
+
+
+def test_an_old_file_whose_offsets_make_a_group_of_all_the_terms_is_refused(tmp_path, monkeypatch):
+    """A file without term groups whose term offsets (crafted, valid checksums) make its
+    first group of 256 terms span the whole vocabulary (its second group starts at a term
+    near the end): one lookup in it would read all the terms, some 30 KB here. It is
+    refused in one line past `OLD_GROUP_BYTES` (256 KiB; 16 KiB here, for a small model)."""
+    import struct
+
+    from tests.helpers import cli_run
+
+    model, path = _wide_model(tmp_path, 120)
+    old = _without_groups(path, tmp_path / "old.nbm")
+
+    def edit(header, arrays):
+        dtype, shape, data = arrays["term_offsets"]
+        code = "I" if dtype == "<u4" else "Q"
+        offsets = list(struct.unpack(f"<{shape[0]}{code}", data))
+        far = len(offsets) - 3  # the second group's first term: a term near the end
+        offsets[256], offsets[257] = offsets[far], offsets[far + 1]
+        assert offsets[256] > (1 << 14) + 256
+        arrays["term_offsets"][2] = struct.pack(f"<{shape[0]}{code}", *offsets)
+
+    bad = _crafted(old, tmp_path / "bad.nbm", edit)
+    monkeypatch.setattr(array_scoring, "OLD_GROUP_BYTES", 1 << 14)
+    result = cli_run("predict", "-m", bad, input=model.terms[3])
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == (
+        f"Error: {bad} is not a valid nbspam model: a group of 256 terms longer than 16 KiB\n"
+    )
+    assert cli_run("predict", "-m", old, input=model.terms[3]).exit_code == 0
+    info = cli_run("info", "-m", bad)
+    assert (info.exit_code, info.stdout) == (1, "")
+    assert info.stderr == (
+        f"Error: {bad} is not a valid nbspam model: the term offsets do not match the terms\n"
+    )
 
 
 def _set_first(arrays, first: bytes) -> None:

@@ -1143,6 +1143,46 @@ def test_a_folder_of_links_into_another_folder_costs_one_lstat_a_link(monkeypatc
     assert len(calls) <= 20 + 10  # one a link, and the real path of the corpus folder once
 
 
+@pytest.mark.parametrize("follow", [False, True])
+def test_a_sub_folder_swapped_for_a_link_after_listing_is_judged_as_a_link(
+    tmp_path, monkeypatch, follow
+):
+    # A neighbour swaps box/sub for a link out of the folder between the listing of box
+    # (which saw a folder) and the walk entering box/sub: the walk entered it through the
+    # link and read the file outside. It is now judged as the link it is: reported as any
+    # link out of the folder, followed only with follow_links.
+    write("box/a", b"A")
+    write("box/sub/b", b"B")
+    write("elsewhere/secret", b"SECRET")
+    scandir = os.scandir
+
+    class Listed(list):
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    def listing_then_swap(folder):
+        with scandir(folder) as entries:
+            found = Listed(entries)
+        for entry in found:  # what the listing saw, kept by each entry
+            entry.is_dir(), entry.is_file(), entry.is_symlink()
+        if not os.path.islink("box/sub"):
+            os.rename("box/sub", "box/sub.old")
+            os.symlink(str(tmp_path / "elsewhere"), "box/sub")
+        return found
+
+    monkeypatch.setattr(os, "scandir", listing_then_swap)
+    problems, lines = collector()
+    got = [(m.id, m.data) for m in read_messages(["box"], problems, follow_links=follow)]
+    if follow:
+        secret = os.path.join(os.path.realpath(tmp_path / "elsewhere"), "secret")
+        assert (got, lines) == ([("box/a", b"A"), (secret, b"SECRET")], [])
+    else:
+        assert (got, lines) == ([("box/a", b"A")], [f"box/sub: {LINK_OUT}"])
+
+
 def test_a_folder_swapped_for_a_link_out_while_reading_is_not_followed(tmp_path):
     # The real path of the folder links lead into is remembered; a neighbour who swaps that
     # folder for a link out of the folder given, after its first link was followed, must

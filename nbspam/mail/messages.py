@@ -254,7 +254,9 @@ def folder_files(
     A symbolic link is followed only where it stays inside ``root`` (anywhere with
     ``follow_links``, but never into /proc, /sys or /dev), and what it leads to is given by
     its own path, with no link in it below the root: `open_regular` then opens it without
-    following a link put there since (`_Links`). A link not followed is reported, and so
+    following a link put there since (`_Links`). A folder is entered by its name in the
+    open folder it was listed in, without following a link: one swapped for a link since
+    is judged as that link. A link not followed is reported, and so
     is a folder reached twice (a link loop), which is not entered again, and anything that
     is neither a folder nor a regular file (a FIFO would block the reader, a device never
     end).
@@ -263,13 +265,33 @@ def folder_files(
     seen: set[tuple[int, int]] = set()
     links = _Links(root, follow_links)
 
-    def walk(folder: str, part: str | None, name: str) -> Iterator[tuple[str, str | None]]:
-        """The files below ``folder``, which is reported as ``name`` (its link)."""
+    def walk(
+        folder: str, part: str | None, name: str, parent: int | None = None
+    ) -> Iterator[tuple[str, str | None]]:
+        """The files below ``folder``, which is reported as ``name`` (its link). A folder
+        listed in the open folder ``parent`` is opened there by its name, never through a
+        link: one swapped for a link since it was listed is judged as the link it now is."""
         try:
-            st = os.stat(folder)
+            fd = _open_folder(folder, parent, follow=folder == root)
         except OSError as exc:
+            if parent is not None and exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                if _is_link(os.path.basename(folder), parent):  # swapped since listed
+                    target = links.target(folder, problems)
+                    if target is not None:
+                        yield from walk(target, part, name)
+                    return
             problems.skip(name, os_reason(exc))
             return
+        try:
+            yield from listed(fd, folder, part, name)
+        finally:
+            os.close(fd)
+
+    def listed(
+        fd: int, folder: str, part: str | None, name: str
+    ) -> Iterator[tuple[str, str | None]]:
+        """The files below ``folder``, open as ``fd``."""
+        st = os.fstat(fd)
         key = (st.st_dev, st.st_ino)
         if folder != root and key in skipped:
             return
@@ -277,20 +299,23 @@ def folder_files(
             problems.skip(name, f"folder already read ({LINK_AGAIN}), not entered again")
             return
         seen.add(key)
-        if is_maildir(folder):
+        if _is_folder("cur", fd) and _is_folder("new", fd):  # a Maildir
             for sub in ("cur", "new"):
                 path = os.path.join(folder, sub)
-                target = links.target(path, problems) if os.path.islink(path) else path
-                if target is not None:
-                    yield from walk(target, sub, path)
+                if _is_link(sub, fd):
+                    target = links.target(path, problems)
+                    if target is not None:
+                        yield from walk(target, sub, path)
+                else:
+                    yield from walk(path, sub, path, fd)
             return
-        for entry, is_folder, is_file, is_link in folder_entries(folder, problems):
+        for entry, is_folder, is_file, is_link in folder_entries(folder, problems, fd):
             path = os.path.join(folder, entry)
             target = links.target(path, problems) if is_link else path
             if target is None:
                 continue
             if is_folder:
-                yield from walk(target, part, path)
+                yield from walk(target, part, path, None if is_link else fd)
             elif is_file:
                 yield target, part
             elif not os.path.exists(path):  # a dangling link
@@ -302,6 +327,30 @@ def folder_files(
         problems.skip(root, "no such file or directory")
         return
     yield from walk(root, maildir_part(root), root)
+
+
+def _open_folder(folder: str, parent: int | None, follow: bool) -> int:
+    """A descriptor of ``folder`` for listing: its last name opened in the open folder
+    ``parent`` if given, else its path; a link there is followed only if ``follow``."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    if parent is None:
+        return os.open(folder, flags)
+    return os.open(os.path.basename(folder), flags, dir_fd=parent)
+
+
+def _is_link(name: str, parent: int) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _is_folder(name: str, parent: int) -> bool:
+    """Whether ``name`` in the open folder ``parent`` is a folder, as `os.path.isdir` says."""
+    try:
+        return stat.S_ISDIR(os.stat(name, dir_fd=parent).st_mode)
+    except OSError:
+        return False
 
 
 class _Links:
@@ -493,17 +542,20 @@ def read_bytes(path: str) -> bytes:
     return parts[0] if len(parts) <= 2 else b"".join(parts)
 
 
-def folder_entries(folder: str, problems: Problems) -> list[tuple[str, bool, bool, bool]]:
+def folder_entries(
+    folder: str, problems: Problems, fd: int | None = None
+) -> list[tuple[str, bool, bool, bool]]:
     """(name, whether it is a folder, whether it is a file, as `os.path.isdir` and
-    `os.path.isfile` say, whether it is a symbolic link) of each entry of ``folder`` in
-    sorted order, hidden names left out; a folder that cannot be listed is reported.
+    `os.path.isfile` say, whether it is a symbolic link) of each entry of ``folder`` (read
+    from its descriptor ``fd`` if given) in sorted order, hidden names left out; a folder
+    that cannot be listed is reported.
 
     The file system's directory listing tells a file from a folder, so most entries cost no
     `stat` call (symbolic links do: they are followed). A FIFO, a socket or a dangling link
     is neither a folder nor a file.
     """
     try:
-        with os.scandir(folder) as entries:
+        with os.scandir(folder if fd is None else fd) as entries:
             found = [(e.name, *_kind(e)) for e in entries if not e.name.startswith(".")]
     except OSError as exc:
         problems.skip(folder, os_reason(exc))

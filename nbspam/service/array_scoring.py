@@ -261,6 +261,10 @@ class ArrayScorer:
 
 
 GROUP = 256  # terms whose offsets are read together by `PagedTable` in a file without groups
+OLD_GROUP_BYTES = 1 << 18
+"""The most bytes a group of `GROUP` terms of a file without term groups may span: 1 KiB a
+term (the widest group of a 37 MB model of all word pairs spans 16.2 KiB), so that a lookup
+reads at most 64 pages, whatever the file's offsets say."""
 REMEMBERED = 1 << 15  # terms (and weights) a paged scorer remembers: a few MB at most
 
 
@@ -328,10 +332,15 @@ class PagedTable:
 
     def _terms(self, low: int, high: int) -> bytes:
         """The bytes of the terms from offset ``low`` to ``high`` (one past the last's line
-        break), which must lie inside the terms."""
+        break), which must lie inside the terms and hold at most `OLD_GROUP_BYTES` (a
+        crafted file's offsets could make each lookup read all the terms)."""
         if not 0 <= low < high <= self._terms_size + 1:
             raise ModelFileError(
                 f"{self.path} is not a valid nbspam model: the term offsets do not match the terms"
+            )
+        if high - low > OLD_GROUP_BYTES:
+            raise container.invalid(
+                self.path, f"a group of {GROUP} terms longer than {OLD_GROUP_BYTES >> 10} KiB"
             )
         return self.pages.read(self._terms_at + low, high - 1 - low)
 
