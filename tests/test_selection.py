@@ -54,16 +54,19 @@ def test_a_candidate_wins_only_by_removing_a_clear_share_of_the_error(sample_mes
         ("bernoulli", 0.5, 2, 0, None): 0.962,  # 24%: it wins
         ("bernoulli", 0.5, 1, 0, half): 0.963,  # beats the first round, not min-count 2
     }
-    seen = []
-    real_cv = selection.cross_validate_matrix
+    seen, auc_of = [], {}
+    real_scores = selection.score_candidates
 
-    def recording_cv(data, trial, **options):
-        t = trial.training
-        seen.append((t.event_model, t.alpha, t.min_count, len(t.stop_words), t.max_features))
-        return real_cv(data, trial, **options)
+    def recording(data, shared, trials, **options):
+        out = real_scores(data, shared, trials, **options)
+        for trial, scores in zip(trials, out):
+            t = trial.training
+            seen.append((t.event_model, t.alpha, t.min_count, len(t.stop_words), t.max_features))
+            auc_of[id(scores)] = planned[seen[-1]]
+        return out
 
-    monkeypatch.setattr(selection, "cross_validate_matrix", recording_cv)
-    monkeypatch.setattr(selection, "pooled_auc", lambda scores: planned[seen[-1]])
+    monkeypatch.setattr(selection, "score_candidates", recording)
+    monkeypatch.setattr(selection, "pooled_auc", lambda scores: auc_of[id(scores)])
     choice = selection.internal_cv(data, settings)
     assert choice.chosen == "bernoulli + min-count 2"
     t = choice.training

@@ -11,15 +11,16 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..core.settings import Settings
 from ..core.sparse import sp
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError, InputError, TrainingError
 from ..models import naive_bayes as nb
 from ..models.decision import Rule
 from ..models.fisher import fisher_log_odds_many
@@ -167,49 +168,151 @@ def score_split(
     messages but the fold's. ``shared`` (`Folds` of the same rows, folds and totals) keeps
     what does not depend on the settings from one call to the next.
     """
-    fold = np.asarray(fold, dtype=np.int64)
-    labels = np.array(data.labels, dtype=object)
     seconds = {} if tokenize_seconds is None else {"tokenize": tokenize_seconds}
+    clock = time.perf_counter()
+    if shared is None:
+        shared = Folds(data, np.asarray(fold, dtype=np.int64), totals)
+    seconds["train"] = time.perf_counter() - clock
+    (scores,) = score_candidates(data, shared, [settings], protocol=protocol, seconds=seconds)
+    if isinstance(scores, TrainingError):
+        raise scores
+    return scores
+
+
+def score_candidates(
+    data: Tokenized,
+    shared: Folds,
+    trials: Sequence[Settings | Mapping[int, Settings]],
+    *,
+    protocol: dict[str, Any] | None = None,
+    seconds: dict[str, float] | None = None,
+    done: Callable[[int, int], None] | None = None,
+) -> list[Scores | TrainingError]:
+    """The scores of each of several settings (``trials``, each one `Settings` or one per
+    fold) on the folds of ``shared``, as `score_split` gives each alone, to the bit; or the
+    `TrainingError` that fitting it on some fold raised (a mask that leaves no term).
+
+    A fold at a time, then each setting: what does not depend on the settings is made once
+    per fold for all of them (the counts of the rest, the test rows copied and their
+    presence, the columns they hold), and only each setting's own scoring form (one at a
+    time, the size of the model) and its products with the test rows are made per setting.
+    ``done(folds_done, folds)`` is called after each fold."""
+    fold = shared.fold
+    labels = np.array(data.labels, dtype=object)
+    seconds = dict(seconds or {})
+    seconds.setdefault("train", 0.0)
+    seconds["score"] = 0.0
     # not np.unique: numpy 2's imports numpy.ma on first use, 7 ms of training's serial end
     test_folds = sorted(set(fold[fold >= 0].tolist()))
     if not test_folds:
         raise InputError("no messages to evaluate: every message is for training")
-    clock = time.perf_counter()
-    if shared is None:
-        shared = Folds(data, fold, totals)
-    seconds["train"], seconds["score"] = time.perf_counter() - clock, 0.0
-    first: Model | None = None
-    for k in test_folds:  # one fold's model at a time: each is the size of the whole model
-        clock = time.perf_counter()
-        fold_settings = settings if isinstance(settings, Settings) else settings[k]
-        model = from_counts(shared.rest(k), fold_settings, sorted_terms=True)
-        _check_test_labels(set(labels[fold == k]), model.labels)
-        fitted = time.perf_counter()
-        seconds["train"] += fitted - clock
-        if first is None:
-            first = model
-            log_post = np.full((len(labels), len(model.labels)), np.nan)
-            log_odds = np.full(len(labels), np.nan) if model.is_binary else None
-        test = shared.test(k)
-        for start in range(0, test.size, SCORED_ROWS):  # the rows of a block copied at a time
-            rows = test[start : start + SCORED_ROWS]
-            log_post[rows], odds = predict_rows(model.form, data.X[rows])
-            if log_odds is not None:
-                log_odds[rows] = odds
-        seconds["score"] += time.perf_counter() - fitted
-    assert first is not None
-    classes = first.labels
-    return Scores(
-        ids=tuple(data.ids),
-        labels=tuple(data.labels),
-        classes=classes,
-        log_posterior=log_post,
-        log_odds=log_odds,
-        positive=first.training.positive if first.is_binary else None,
-        fold=fold,
-        seconds=seconds,
-        protocol=protocol,
-    )
+    results: list[_Trial | TrainingError] = [_Trial() for _ in trials]
+    for step, k in enumerate(test_folds):
+        rest = shared.rest(k)
+        blocks = _Blocks(data.X, shared.test(k), keep=len(trials) > 1)
+        for i, trial in enumerate(trials):
+            result = results[i]
+            if isinstance(result, TrainingError):
+                continue
+            clock = time.perf_counter()
+            fold_settings = trial if isinstance(trial, Settings) else trial[k]
+            try:
+                model = from_counts(rest, fold_settings, sorted_terms=True)
+            except TrainingError as exc:
+                results[i] = exc
+                continue
+            _check_test_labels(set(labels[blocks.test]), model.labels)
+            fitted = time.perf_counter()
+            seconds["train"] += fitted - clock
+            result.score(model, blocks, len(labels))
+            seconds["score"] += time.perf_counter() - fitted
+        if done is not None:
+            done(step + 1, len(test_folds))
+    return [
+        result
+        if isinstance(result, TrainingError)
+        else result.scores(data, fold, dict(seconds), dict(protocol or {}))
+        for result in results
+    ]
+
+
+class _Trial:
+    """The scores of one setting, filled in a fold at a time (`score_candidates`)."""
+
+    def __init__(self) -> None:
+        self.first: Model | None = None
+        self.log_post = self.log_odds = np.zeros(0)
+
+    def score(self, model: Model, blocks: _Blocks, n: int) -> None:
+        """Score the fold's test rows (``blocks``) with its ``model``."""
+        if self.first is None:
+            self.first = model
+            self.log_post = np.full((n, len(model.labels)), np.nan)
+            self.log_odds = np.full(n, np.nan) if model.is_binary else None
+        wide = widened(model.form, blocks.width)
+        form = model.form
+        for block in blocks:
+            F = block.presence if form.binary else block.counts
+            log_post, odds = predict_wide(form, wide, block.cols, F)
+            self.log_post[block.rows] = log_post
+            if self.log_odds is not None:
+                self.log_odds[block.rows] = odds
+            del block, F  # let go of before the next block is copied
+
+    def scores(
+        self, data: Tokenized, fold: np.ndarray, seconds: dict[str, float], protocol: dict
+    ) -> Scores:
+        assert self.first is not None
+        first = self.first
+        return Scores(
+            ids=tuple(data.ids),
+            labels=tuple(data.labels),
+            classes=first.labels,
+            log_posterior=self.log_post,
+            log_odds=self.log_odds,
+            positive=first.training.positive if first.is_binary else None,
+            fold=fold,
+            seconds=seconds,
+            protocol=protocol,
+        )
+
+
+class _Blocks:
+    """The test rows of a fold, `SCORED_ROWS` at a time (`_Block`). Made once and kept for
+    every setting scored (``keep``: the folds of a sample, `selection`), else made again at
+    each pass (a fold of all the messages being evaluated), so that their copy is a
+    block's, not the fold's."""
+
+    def __init__(self, X: sp.csr_matrix, test: np.ndarray, *, keep: bool) -> None:
+        self.X, self.test, self.width = X, test, X.shape[1]
+        self.kept = list(self._made()) if keep else None
+
+    def __iter__(self) -> Iterator[_Block]:
+        return iter(self.kept) if self.kept is not None else self._made()
+
+    def _made(self) -> Iterator[_Block]:
+        for start in range(0, self.test.size, SCORED_ROWS):  # a block copied at a time
+            yield _Block(self.X, self.test[start : start + SCORED_ROWS])
+
+
+class _Block:
+    """Test rows (their numbers, ``rows``) copied over the columns they hold (``cols``):
+    their ``counts``, and their `presence` (f(x) = [x > 0]) when first needed."""
+
+    def __init__(self, X: sp.csr_matrix, rows: np.ndarray) -> None:
+        X = X[rows]
+        held = np.zeros(X.shape[1], bool)
+        held[X.indices] = True
+        self.rows, self.cols = rows, np.flatnonzero(held)
+        local = np.zeros(X.shape[1], X.indices.dtype)
+        local[self.cols] = np.arange(self.cols.size, dtype=X.indices.dtype)
+        shape = (X.shape[0], self.cols.size)
+        self.counts = sp.csr_matrix((X.data, local[X.indices], X.indptr), shape=shape)
+
+    @cached_property
+    def presence(self) -> sp.csr_matrix:
+        X = self.counts
+        return sp.csr_matrix((np.ones(X.nnz), X.indices, X.indptr), shape=X.shape)
 
 
 class Folds:
@@ -304,30 +407,48 @@ def predict_rows(
     form: LinearForm | FisherForm, X: sp.csr_matrix
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """`model.predict_matrix` of count rows X (n, d) over the whole vocabulary of the form's
-    model, rather than over its kept terms: the weights go into vectors of the
-    vocabulary's width, zero where a term is not kept, so the rows are not copied column by
-    column (a copy, and scipy's temporaries, several times the size of the rows, for every
-    fold of every setting). The same values to the bit: a row's sum takes its terms in the
-    same order, and a term that is not kept adds 0.0."""
-    d = X.shape[1]
+    model, rather than over its kept terms (`predict_wide`)."""
     if form.binary:  # f(x) = [x > 0]: presence, over the same indices
         X = sp.csr_matrix((np.ones(X.nnz), X.indices, X.indptr), shape=X.shape)
+    return predict_wide(form, widened(form, X.shape[1]), None, X)
+
+
+def widened(form: LinearForm | FisherForm, d: int) -> np.ndarray:
+    """The form's weights over the whole vocabulary of its model (d terms), zero where a
+    term is not kept: (d,) log-odds weights, (C, d) coefficients of more classes, or for
+    Fisher (d, 3), ln f, ln(1 - f) and 1 for each clue."""
     if isinstance(form, FisherForm):
-        wide = np.zeros((d, 2))
-        wide[form.kept, 0], wide[form.kept, 1] = form.log_f, form.log_not_f
-        sums = np.asarray(X @ wide)
-        is_clue = np.zeros(d)
-        is_clue[form.kept] = 1.0
-        clues = np.asarray(X @ is_clue).astype(np.int64)  # each row's clues
-        log_odds = fisher_log_odds_many(sums[:, 0], sums[:, 1], clues)
-        return nb.log_posterior_two(log_odds, form.positive), log_odds
+        wide = np.zeros((d, 3))
+        wide[form.kept, 0], wide[form.kept, 1], wide[form.kept, 2] = form.log_f, form.log_not_f, 1.0
+        return wide
     if form.weights is not None:  # two classes: the log-odds weights alone
         weights = np.zeros(d)
         weights[form.kept] = form.weights
-        return dataclasses.replace(form, weights=weights).predict(X)
+        return weights
     coef = np.zeros((form.coef.shape[0], d))
     coef[:, form.kept] = form.coef
-    return dataclasses.replace(form, coef=coef).predict(X)
+    return coef
+
+
+def predict_wide(
+    form: LinearForm | FisherForm, wide: np.ndarray, cols: np.ndarray | None, F: sp.csr_matrix
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """`model.predict_matrix` of rows F, f already applied (presence where the form is
+    binary), over the columns ``cols`` of the vocabulary (None: all of it), with the form's
+    weights `widened` to the vocabulary: the rows are not copied column by column (a copy,
+    and scipy's temporaries, several times the size of the rows). The same values to the
+    bit: a row's sum takes its terms in the same order, and a term that is not kept adds
+    0.0."""
+    if cols is not None:
+        wide = wide[cols] if wide.ndim == 1 or isinstance(form, FisherForm) else wide[:, cols]
+    if isinstance(form, FisherForm):
+        sums = np.asarray(F @ wide[:, :2])
+        clues = np.asarray(F @ wide[:, 2]).astype(np.int64)  # each row's clues
+        log_odds = fisher_log_odds_many(sums[:, 0], sums[:, 1], clues)
+        return nb.log_posterior_two(log_odds, form.positive), log_odds
+    if form.weights is not None:
+        return dataclasses.replace(form, weights=wide).predict(F)
+    return dataclasses.replace(form, coef=wide).predict(F)
 
 
 def _check_test_labels(test_labels: set[str], model_labels: Sequence[str]) -> None:

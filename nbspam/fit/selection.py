@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +42,7 @@ from .crossval import (
     Scores,
     Tokenized,
     cross_validate_matrix,
-    score_split,
+    score_candidates,
     stratified_split,
 )
 
@@ -249,38 +250,62 @@ def choose(
     base = cfg.replace(stop_words=())
     tried: list[Tried] = []
     # the counts of each fold's rest, its test rows and Fisher's log-odds, for every candidate
-    shared = Folds(data, stratified_split(data.labels, folds, SEED)[0], totals)
+    fold, protocol = stratified_split(data.labels, folds, SEED)
+    shared = Folds(data, fold, totals)
     split = date_split(data.labels, times)
     by_date = None if split is None else Folds(data, split, None, like=shared)
 
-    def run(candidate: Candidate, start: TrainConfig) -> tuple[float, TrainConfig, Scores] | None:
-        training = start.replace(**candidate.changes)
-        trial = settings.replace(training=training)
-        try:
-            scores = cross_validate_matrix(
-                data, trial, folds=folds, seed=SEED, totals=totals, shared=shared
-            )
-        except TrainingError as exc:  # a mask that leaves no term
-            tried.append(Tried(candidate.name, candidate.changes, None, str(exc)))
-            return None
-        auc = pooled_auc(scores)
-        if by_date is None:
-            tried.append(Tried(candidate.name, candidate.changes, auc))
-            return auc, training, scores
-        dated = score_split(data, by_date.fold, trial, protocol={}, shared=by_date)
-        date_auc = pooled_auc(dated)
-        judged = (auc + date_auc) / 2
-        tried.append(Tried(candidate.name, candidate.changes, judged, "", auc, date_auc))
-        return judged, training, scores
+    def run(
+        candidates: list[Candidate], start: TrainConfig, step: Callable[[int], None]
+    ) -> list[tuple[float, TrainConfig, Scores] | None]:
+        """Each candidate (changes to ``start``) judged, all on each fold in turn (`score_candidates`)."""
+        trainings = [start.replace(**c.changes) for c in candidates]
+        trials = [settings.replace(training=t) for t in trainings]
+        fits = len(set(shared.fold[shared.fold >= 0].tolist())) + (by_date is not None)
+        shown = 0
+
+        def done(fitted: int) -> None:  # the share of the round done, in candidates
+            nonlocal shown
+            now = len(candidates) * fitted // fits
+            step(now - shown)
+            shown = now
+
+        scored = score_candidates(
+            data, shared, trials, protocol=protocol, done=lambda k, _: done(k)
+        )
+        dated: list[Scores | TrainingError | None] = [None] * len(candidates)
+        if by_date is not None:
+            live = [i for i, s in enumerate(scored) if not isinstance(s, TrainingError)]
+            on_date = score_candidates(data, by_date, [trials[i] for i in live])
+            for i, s in zip(live, on_date):
+                dated[i] = s
+            done(fits)
+        results: list[tuple[float, TrainConfig, Scores] | None] = []
+        for candidate, training, scores, on_date in zip(candidates, trainings, scored, dated):
+            if isinstance(scores, TrainingError):  # a mask that leaves no term
+                tried.append(Tried(candidate.name, candidate.changes, None, str(scores)))
+                results.append(None)
+                continue
+            auc = pooled_auc(scores)
+            if on_date is None:
+                tried.append(Tried(candidate.name, candidate.changes, auc))
+                results.append((auc, training, scores))
+                continue
+            if isinstance(on_date, TrainingError):
+                raise on_date
+            date_auc = pooled_auc(on_date)
+            judged = (auc + date_auc) / 2
+            tried.append(Tried(candidate.name, candidate.changes, judged, "", auc, date_auc))
+            results.append((judged, training, scores))
+        return results
 
     best: tuple[float, TrainConfig, Scores] | None = None
     candidates = first_round(binary)
     with stage("auto: event models tried", len(candidates)) as step:
-        for candidate in candidates:
-            result = run(candidate, base)
-            step(1)
-            if result is not None and (best is None or better(result[0], best[0], MARGIN_MODEL)):
-                best, name = result, candidate.name
+        results = run(candidates, base, step)
+    for candidate, result in zip(candidates, results):
+        if result is not None and (best is None or better(result[0], best[0], MARGIN_MODEL)):
+            best, name = result, candidate.name
     if best is None:
         raise TrainingError("no candidate of --event-model auto could be trained")
     winner, first = best[1], name
@@ -288,11 +313,10 @@ def choose(
     pairs = settings.tokenizer.word_pairs != "none"
     candidates = second_round(winner, stop_words, terms, pairs=pairs)
     with stage(f"auto: changes to {first} tried", len(candidates)) as step:
-        for candidate in candidates:  # each on the winner alone
-            result = run(candidate, winner)
-            step(1)
-            if result is not None and better(result[0], best[0], MARGIN_CHANGE):
-                best, name = result, f"{first} {candidate.name}"
+        results = run(candidates, winner, step)  # each on the winner alone
+    for candidate, result in zip(candidates, results):
+        if result is not None and better(result[0], best[0], MARGIN_CHANGE):
+            best, name = result, f"{first} {candidate.name}"
     _, training, scores = best
     return Choice(training, None, tuple(tried), name, len(data.labels), folds, scores)
 
