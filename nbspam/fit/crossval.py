@@ -18,13 +18,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..core.settings import Settings
+from ..core.settings import AUTO, Settings
 from ..core.sparse import sp
 from ..errors import ConfigError, InputError, TrainingError
 from ..models import naive_bayes as nb
 from ..models.decision import Rule
+from ..models.event_models import event_model
 from ..models.fisher import fisher_log_odds_many
-from ..models.model import Model, from_counts
+from ..models.model import Model, from_counts, kept_columns
 from ..models.scoring_forms import FisherForm, LinearForm
 from ..text.counts import ClassCounts
 from . import metrics
@@ -208,7 +209,7 @@ def score_candidates(
         raise InputError("no messages to evaluate: every message is for training")
     results: list[_Trial | TrainingError] = [_Trial() for _ in trials]
     for step, k in enumerate(test_folds):
-        rest = shared.rest(k)
+        models = FoldModels(shared.rest(k))
         blocks = _Blocks(data.X, shared.test(k), keep=len(trials) > 1)
         for i, trial in enumerate(trials):
             result = results[i]
@@ -217,7 +218,7 @@ def score_candidates(
             clock = time.perf_counter()
             fold_settings = trial if isinstance(trial, Settings) else trial[k]
             try:
-                model = from_counts(rest, fold_settings, sorted_terms=True)
+                model = models.model(fold_settings)
             except TrainingError as exc:
                 results[i] = exc
                 continue
@@ -234,6 +235,58 @@ def score_candidates(
         else result.scores(data, fold, dict(seconds), dict(protocol or {}))
         for result in results
     ]
+
+
+#: The training settings `model.kept_columns` reads: settings alike in these keep the same
+#: columns of the same counts.
+FILTERS = ("stop_words", "score_pairs", "select", "max_features", "min_count", "max_df")
+
+
+class FoldModels:
+    """The models of one fold (fitted on the counts ``rest``) for several settings, each
+    made of what its settings change: the first by `from_counts` (every check of the
+    counts and settings), the others as that model with their own training settings (where
+    the labels, prior and tokenizer that `from_counts` checks are the same), their scoring
+    forms from the columns each vocabulary filter keeps (`FILTERS`), found once, and what
+    the event models derive from the counts alone (`EventModel.form`'s ``memo``). The
+    same models, to the bit, as `from_counts` makes of each."""
+
+    def __init__(self, rest: ClassCounts) -> None:
+        self.rest = rest
+        self.first: tuple[Settings, Model] | None = None
+        self.kept: dict[tuple, np.ndarray] = {}
+        self.memo: dict = {}
+
+    def model(self, settings: Settings) -> Model:
+        """The model of ``settings`` on the counts, its scoring form made; raises the
+        `TrainingError` of `from_counts`."""
+        cfg = settings.training
+        if self.first is None or not self._alike(settings):
+            model = from_counts(self.rest, settings, sorted_terms=True)
+            if self.first is None:  # kept without its form: a form is the size of the model
+                self.first = settings, dataclasses.replace(model)
+            return model
+        first = self.first[1]
+        model = dataclasses.replace(first, training=cfg.replace(positive=first.training.positive))
+        key = tuple(getattr(cfg, name) for name in FILTERS)
+        if key not in self.kept:
+            self.kept[key] = kept_columns(model)
+        form = event_model(cfg.event_model).form(model, self.kept[key], self.memo)
+        if not form.kept.size:  # no term left: the error `from_counts` raises
+            return from_counts(self.rest, settings, sorted_terms=True)
+        model.__dict__["form"] = form  # the cached property's value
+        return model
+
+    def _alike(self, settings: Settings) -> bool:
+        """Whether ``settings`` differ from the first model's only where a model of the same
+        counts may: not in its tokenizer, labels, prior, nor as auto."""
+        assert self.first is not None
+        given, cfg = self.first[0], settings.training
+        return (
+            settings.tokenizer == given.tokenizer
+            and (cfg.positive, cfg.prior) == (given.training.positive, given.training.prior)
+            and cfg.event_model != AUTO
+        )
 
 
 class _Trial:
@@ -442,9 +495,8 @@ def predict_wide(
     if cols is not None:
         wide = wide[cols] if wide.ndim == 1 or isinstance(form, FisherForm) else wide[:, cols]
     if isinstance(form, FisherForm):
-        sums = np.asarray(F @ wide[:, :2])
-        clues = np.asarray(F @ wide[:, 2]).astype(np.int64)  # each row's clues
-        log_odds = fisher_log_odds_many(sums[:, 0], sums[:, 1], clues)
+        sums = np.asarray(F @ wide)  # each row's sums of ln f, ln(1 - f), and its clues
+        log_odds = fisher_log_odds_many(sums[:, 0], sums[:, 1], sums[:, 2].astype(np.int64))
         return nb.log_posterior_two(log_odds, form.positive), log_odds
     if form.weights is not None:
         return dataclasses.replace(form, weights=wide).predict(F)
