@@ -177,7 +177,14 @@ def score_split(
     (scores,) = score_candidates(data, shared, [settings], protocol=protocol, seconds=seconds)
     if isinstance(scores, TrainingError):
         raise scores
+    assert isinstance(scores, Scores)
     return scores
+
+
+class Stopped(NamedTuple):
+    """A setting whose scoring `score_candidates` stopped before its last fold, and why."""
+
+    note: str
 
 
 def score_candidates(
@@ -187,8 +194,9 @@ def score_candidates(
     *,
     protocol: dict[str, Any] | None = None,
     seconds: dict[str, float] | None = None,
-    done: Callable[[int, int], None] | None = None,
-) -> list[Scores | TrainingError]:
+    done: Callable[[int], None] | None = None,
+    stop: Callable[[int, Scores, int], str | None] | None = None,
+) -> list[Scores | TrainingError | Stopped]:
     """The scores of each of several settings (``trials``, each one `Settings` or one per
     fold) on the folds of ``shared``, as `score_split` gives each alone, to the bit; or the
     `TrainingError` that fitting it on some fold raised (a mask that leaves no term).
@@ -197,7 +205,11 @@ def score_candidates(
     per fold for all of them (the counts of the rest, the test rows copied and their
     presence, the columns they hold), and only each setting's own scoring form (one at a
     time, the size of the model) and its products with the test rows are made per setting.
-    ``done(folds_done, folds)`` is called after each fold."""
+    ``done(fits)`` is called after each fold with the settings scored on it (and those
+    stopped, with the folds they leave out). ``stop(i, scores, folds)``, after each fold
+    but the last, may stop setting i: given its scores of the ``folds`` done so far (the
+    other rows' ``fold`` -1), it returns why (the setting's result is then `Stopped`), or
+    None to go on."""
     fold = shared.fold
     labels = np.array(data.labels, dtype=object)
     seconds = dict(seconds or {})
@@ -207,16 +219,18 @@ def score_candidates(
     test_folds = sorted(set(fold[fold >= 0].tolist()))
     if not test_folds:
         raise InputError("no messages to evaluate: every message is for training")
-    results: list[_Trial | TrainingError] = [_Trial() for _ in trials]
+    results: list[_Trial | TrainingError | Stopped] = [_Trial() for _ in trials]
     for step, k in enumerate(test_folds):
         models = FoldModels(shared.rest(k))
         blocks = _Blocks(data.X, shared.test(k), keep=len(trials) > 1)
+        fits = 0
         for i, trial in enumerate(trials):
             result = results[i]
-            if isinstance(result, TrainingError):
+            if not isinstance(result, _Trial):
                 continue
             clock = time.perf_counter()
             fold_settings = trial if isinstance(trial, Settings) else trial[k]
+            fits += 1
             try:
                 model = models.model(fold_settings)
             except TrainingError as exc:
@@ -227,12 +241,21 @@ def score_candidates(
             seconds["train"] += fitted - clock
             result.score(model, blocks, len(labels))
             seconds["score"] += time.perf_counter() - fitted
+        del models, blocks
+        left = len(test_folds) - step - 1
+        if stop is not None and left:
+            so_far = np.where(fold <= k, fold, -1)  # the folds are scored in order
+            for i, result in enumerate(results):
+                if isinstance(result, _Trial):
+                    note = stop(i, result.scores(data, so_far, {}, {}), step + 1)
+                    if note is not None:
+                        results[i], fits = Stopped(note), fits + left
         if done is not None:
-            done(step + 1, len(test_folds))
+            done(fits)
     return [
-        result
-        if isinstance(result, TrainingError)
-        else result.scores(data, fold, dict(seconds), dict(protocol or {}))
+        result.scores(data, fold, dict(seconds), dict(protocol or {}))
+        if isinstance(result, _Trial)
+        else result
         for result in results
     ]
 
