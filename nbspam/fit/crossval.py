@@ -202,9 +202,10 @@ def score_candidates(
     `TrainingError` that fitting it on some fold raised (a mask that leaves no term).
 
     A fold at a time, then each setting: what does not depend on the settings is made once
-    per fold for all of them (the counts of the rest, the test rows copied and their
-    presence, the columns they hold), and only each setting's own scoring form (one at a
-    time, the size of the model) and its products with the test rows are made per setting.
+    per fold for all of them (the counts of the rest, the first model, the columns each
+    vocabulary filter keeps: `FoldModels`), and only each setting's own scoring form (one
+    at a time, the size of the model) and its products with the test rows (a block at a
+    time, over the columns the block holds) are made per setting.
     ``done(fits)`` is called after each fold with the settings scored on it (and those
     stopped, with the folds they leave out). ``stop(i, scores, folds)``, after each fold
     but the last, may stop setting i: given its scores of the ``folds`` done so far (the
@@ -222,7 +223,7 @@ def score_candidates(
     results: list[_Trial | TrainingError | Stopped] = [_Trial() for _ in trials]
     for step, k in enumerate(test_folds):
         models = FoldModels(shared.rest(k))
-        blocks = _Blocks(data.X, shared.test(k), keep=len(trials) > 1)
+        blocks = _Blocks(data.X, shared.test(k))
         fits = 0
         for i, trial in enumerate(trials):
             result = results[i]
@@ -270,9 +271,10 @@ class FoldModels:
     made of what its settings change: the first by `from_counts` (every check of the
     counts and settings), the others as that model with their own training settings (where
     the labels, prior and tokenizer that `from_counts` checks are the same), their scoring
-    forms from the columns each vocabulary filter keeps (`FILTERS`), found once, and what
-    the event models derive from the counts alone (`EventModel.form`'s ``memo``). The
-    same models, to the bit, as `from_counts` makes of each."""
+    forms from the columns each vocabulary filter keeps (`FILTERS`), found once for the
+    settings that follow one another with the same filter, and what the event models
+    derive from the counts alone (`EventModel.form`'s ``memo``). The same models, to the
+    bit, as `from_counts` makes of each."""
 
     def __init__(self, rest: ClassCounts) -> None:
         self.rest = rest
@@ -292,8 +294,8 @@ class FoldModels:
         first = self.first[1]
         model = dataclasses.replace(first, training=cfg.replace(positive=first.training.positive))
         key = tuple(getattr(cfg, name) for name in FILTERS)
-        if key not in self.kept:
-            self.kept[key] = kept_columns(model)
+        if key not in self.kept:  # the latest filter's alone: settings alike come together
+            self.kept = {key: kept_columns(model)}
         form = event_model(cfg.event_model).form(model, self.kept[key], self.memo)
         if not form.kept.size:  # no term left: the error `from_counts` raises
             return from_counts(self.rest, settings, sorted_terms=True)
@@ -313,20 +315,24 @@ class FoldModels:
 
 
 class _Trial:
-    """The scores of one setting, filled in a fold at a time (`score_candidates`)."""
+    """The scores of one setting, filled in a fold at a time (`score_candidates`), and the
+    classes and positive class of its first fold's model (not the model: the forms of
+    several settings would be held at once)."""
 
     def __init__(self) -> None:
-        self.first: Model | None = None
-        self.log_post = self.log_odds = np.zeros(0)
+        self.classes: tuple[str, ...] = ()
+        self.positive: str | None = None
+        self.log_post = np.zeros(0)
+        self.log_odds: np.ndarray | None = None
 
     def score(self, model: Model, blocks: _Blocks, n: int) -> None:
         """Score the fold's test rows (``blocks``) with its ``model``."""
-        if self.first is None:
-            self.first = model
+        if not self.classes:
+            self.classes, self.positive = model.labels, model.positive
             self.log_post = np.full((n, len(model.labels)), np.nan)
             self.log_odds = np.full(n, np.nan) if model.is_binary else None
-        wide = widened(model.form, blocks.width)
         form = model.form
+        wide = widened(form, blocks.width)
         for block in blocks:
             F = block.presence if form.binary else block.counts
             log_post, odds = predict_wide(form, wide, block.cols, F)
@@ -338,15 +344,13 @@ class _Trial:
     def scores(
         self, data: Tokenized, fold: np.ndarray, seconds: dict[str, float], protocol: dict
     ) -> Scores:
-        assert self.first is not None
-        first = self.first
         return Scores(
             ids=tuple(data.ids),
             labels=tuple(data.labels),
-            classes=first.labels,
+            classes=self.classes,
             log_posterior=self.log_post,
             log_odds=self.log_odds,
-            positive=first.training.positive if first.is_binary else None,
+            positive=self.positive,
             fold=fold,
             seconds=seconds,
             protocol=protocol,
@@ -354,20 +358,14 @@ class _Trial:
 
 
 class _Blocks:
-    """The test rows of a fold, `SCORED_ROWS` at a time (`_Block`). Made once and kept for
-    every setting scored (``keep``: the folds of a sample, `selection`), else made again at
-    each pass (a fold of all the messages being evaluated), so that their copy is a
-    block's, not the fold's."""
+    """The test rows of a fold, `SCORED_ROWS` at a time (`_Block`), copied again at each
+    pass (for each setting): their copy is a block's, not the fold's."""
 
-    def __init__(self, X: sp.csr_matrix, test: np.ndarray, *, keep: bool) -> None:
+    def __init__(self, X: sp.csr_matrix, test: np.ndarray) -> None:
         self.X, self.test, self.width = X, test, X.shape[1]
-        self.kept = list(self._made()) if keep else None
 
     def __iter__(self) -> Iterator[_Block]:
-        return iter(self.kept) if self.kept is not None else self._made()
-
-    def _made(self) -> Iterator[_Block]:
-        for start in range(0, self.test.size, SCORED_ROWS):  # a block copied at a time
+        for start in range(0, self.test.size, SCORED_ROWS):
             yield _Block(self.X, self.test[start : start + SCORED_ROWS])
 
 
@@ -388,7 +386,8 @@ class _Block:
     @cached_property
     def presence(self) -> sp.csr_matrix:
         X = self.counts
-        return sp.csr_matrix((np.ones(X.nnz), X.indices, X.indptr), shape=X.shape)
+        # ones of one byte: a product takes them as the weights' floats, 1.0 times each
+        return sp.csr_matrix((np.ones(X.nnz, np.uint8), X.indices, X.indptr), shape=X.shape)
 
 
 class Folds:

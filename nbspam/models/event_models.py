@@ -178,8 +178,8 @@ class Fisher(EventModel):
     def form(self, model: Counted, kept: np.ndarray, memo: dict | None = None) -> FisherForm:
         """The clues among the kept terms, with ln f and ln(1 - f) of each; no prior. With a
         ``memo`` (`EventModel.form`), f of every term of the vocabulary is kept in it for
-        other forms of the same counts and the same strength and background, and the kept
-        terms' taken from it: f of a term depends on its own counts alone, so the values
+        the next forms of the same counts and the same strength and background (of the
+        latest strength alone), and the kept terms' taken from it: f of a term depends on its own counts alone, so the values
         are the same to the bit."""
         import numpy as np
 
@@ -204,7 +204,8 @@ class Fisher(EventModel):
             f = probabilities(model.doc_count[:, kept])
         else:
             key = ("fisher", cfg.strength, cfg.background)
-            if key not in memo:
+            if key not in memo:  # the latest strength's alone: one array the model's width
+                memo.clear()
                 memo[key] = probabilities(model.doc_count)
             f = memo[key][kept]
         clues = np.abs(f - 0.5) >= cfg.min_dev
