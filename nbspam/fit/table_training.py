@@ -238,6 +238,8 @@ def logsumexp_rows(a: np.ndarray) -> np.ndarray:
     ``scipy.special.logsumexp(a, axis=1)`` (the largest term of a row taken out of the sum,
     and its count; the plain sum of exponentials where that is not finite), so the same
     bits, without its checks and copies (auto computes it once per trial)."""
+    if a.shape[1] == 2:
+        return _logsumexp_two(np.ascontiguousarray(a[:, 0]), np.ascontiguousarray(a[:, 1]))
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         top = a.max(axis=1, keepdims=True)
         at_top = a == top
@@ -248,6 +250,26 @@ def logsumexp_rows(a: np.ndarray) -> np.ndarray:
         finite = np.isfinite(out)
         if not finite.all():
             direct = np.log(np.exp(a).sum(axis=1))
+            out = np.where(finite, out, direct)
+    return out
+
+
+def _logsumexp_two(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """`logsumexp_rows` of the rows (x_i, y_i) of two columns, each operation the same on
+    the same values, so the same bits: a reduction over a row of two is numpy's first value
+    plus the second (the second added to 0 first, and no sum of exponentials is -0), and
+    elementwise on the columns it costs a fifth of numpy's reductions over rows of two."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        top = np.maximum(x, y)
+        at_x, at_y = x == top, y == top
+        m = np.add(at_x, at_y, dtype=x.dtype)
+        s = np.exp(np.where(at_x, -np.inf, x) - top)
+        s += np.exp(np.where(at_y, -np.inf, y) - top)
+        s = np.where(s == 0, s, s / m)
+        out = np.log1p(s) + np.log(m) + top
+        finite = np.isfinite(out)
+        if not finite.all():
+            direct = np.log(np.exp(x) + np.exp(y))
             out = np.where(finite, out, direct)
     return out
 
