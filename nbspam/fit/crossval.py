@@ -205,7 +205,7 @@ def score_candidates(
     per fold for all of them (the counts of the rest, the first model, the columns each
     vocabulary filter keeps: `FoldModels`), and only each setting's own scoring form (one
     at a time, the size of the model) and its products with the test rows (a block at a
-    time, over the columns the block holds) are made per setting.
+    time) are made per setting.
     ``done(fits)`` is called after each fold with the settings scored on it (and those
     stopped, with the folds they leave out). ``stop(i, scores, folds)``, after each fold
     but the last, may stop setting i: given its scores of the ``folds`` done so far (the
@@ -335,7 +335,7 @@ class _Trial:
         wide = widened(form, blocks.width)
         for block in blocks:
             F = block.presence if form.binary else block.counts
-            log_post, odds = predict_wide(form, wide, block.cols, F)
+            log_post, odds = predict_wide(form, wide, F)
             self.log_post[block.rows] = log_post
             if self.log_odds is not None:
                 self.log_odds[block.rows] = odds
@@ -370,18 +370,11 @@ class _Blocks:
 
 
 class _Block:
-    """Test rows (their numbers, ``rows``) copied over the columns they hold (``cols``):
-    their ``counts``, and their `presence` (f(x) = [x > 0]) when first needed."""
+    """Test rows (their numbers, ``rows``) copied: their ``counts``, and their `presence`
+    (f(x) = [x > 0]) when first needed."""
 
     def __init__(self, X: sp.csr_matrix, rows: np.ndarray) -> None:
-        X = X[rows]
-        held = np.zeros(X.shape[1], bool)
-        held[X.indices] = True
-        self.rows, self.cols = rows, np.flatnonzero(held)
-        local = np.zeros(X.shape[1], X.indices.dtype)
-        local[self.cols] = np.arange(self.cols.size, dtype=X.indices.dtype)
-        shape = (X.shape[0], self.cols.size)
-        self.counts = sp.csr_matrix((X.data, local[X.indices], X.indptr), shape=shape)
+        self.rows, self.counts = rows, X[rows]
 
     @cached_property
     def presence(self) -> sp.csr_matrix:
@@ -485,7 +478,7 @@ def predict_rows(
     model, rather than over its kept terms (`predict_wide`)."""
     if form.binary:  # f(x) = [x > 0]: presence, over the same indices
         X = sp.csr_matrix((np.ones(X.nnz), X.indices, X.indptr), shape=X.shape)
-    return predict_wide(form, widened(form, X.shape[1]), None, X)
+    return predict_wide(form, widened(form, X.shape[1]), X)
 
 
 def widened(form: LinearForm | FisherForm, d: int) -> np.ndarray:
@@ -506,16 +499,13 @@ def widened(form: LinearForm | FisherForm, d: int) -> np.ndarray:
 
 
 def predict_wide(
-    form: LinearForm | FisherForm, wide: np.ndarray, cols: np.ndarray | None, F: sp.csr_matrix
+    form: LinearForm | FisherForm, wide: np.ndarray, F: sp.csr_matrix
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """`model.predict_matrix` of rows F, f already applied (presence where the form is
-    binary), over the columns ``cols`` of the vocabulary (None: all of it), with the form's
-    weights `widened` to the vocabulary: the rows are not copied column by column (a copy,
-    and scipy's temporaries, several times the size of the rows). The same values to the
-    bit: a row's sum takes its terms in the same order, and a term that is not kept adds
-    0.0."""
-    if cols is not None:
-        wide = wide[cols] if wide.ndim == 1 or isinstance(form, FisherForm) else wide[:, cols]
+    """`model.predict_matrix` of rows F over the whole vocabulary, f already applied
+    (presence where the form is binary), with the form's weights `widened` to the
+    vocabulary: the rows are not copied column by column (a copy, and scipy's temporaries,
+    several times the size of the rows). The same values to the bit: a row's sum takes its
+    terms in the same order, and a term that is not kept adds 0.0."""
     if isinstance(form, FisherForm):
         sums = np.asarray(F @ wide)  # each row's sums of ln f, ln(1 - f), and its clues
         log_odds = fisher_log_odds_many(sums[:, 0], sums[:, 1], sums[:, 2].astype(np.int64))
