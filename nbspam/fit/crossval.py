@@ -53,7 +53,8 @@ class Tokenized(NamedTuple):
 class Scores:
     """Out-of-sample scores of every evaluated message.
 
-    Rows are the messages in input order. ``fold`` (n,) is the test fold that scored each
+    Rows are the messages in input order, ``ids`` naming each (a sequence: a table's row
+    names are made when read). ``fold`` (n,) is the test fold that scored each
     message, -1 for a message used only for training (its score rows are NaN).
     ``log_posterior`` (n, C) has its columns in ``classes`` order; ``log_odds`` (n,) is
     log P(positive | x) - log P(negative | x) for two-class models, else None.
@@ -64,7 +65,7 @@ class Scores:
     describes the split; ``seconds`` the time spent per stage.
     """
 
-    ids: tuple[str, ...]
+    ids: Sequence[str]
     labels: tuple[str, ...]
     classes: tuple[str, ...]
     log_posterior: np.ndarray

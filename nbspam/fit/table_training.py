@@ -370,7 +370,7 @@ def auto_choice(
     y = np.array(table.column(settings.label_column), dtype=object)
     fold = stratified_folds_of(y)
     scored = fold >= 0
-    target = np.array([model.labels.index(v) for v in y[scored]])
+    target = classes_of(model, table)[scored]  # each scored row's label, as its place
     shared = FoldStatistics(table, fold, share_scores=True)
     tried = counted("auto: treatments tried", list(candidates.items()))
     parts = {name: fold_contributions(table, c, fold, path, shared) for name, c in tried}
@@ -467,7 +467,7 @@ def fit_with_rule(
         odds = internal_odds(table, resolved(model, settings), path)
     n = len(odds.odds)
     scores = Scores(
-        ids=tuple(table.ids),
+        ids=table.ids,  # made when read
         labels=tuple(odds.labels.tolist()),
         classes=model.labels,
         log_posterior=np.zeros((n, len(model.labels))),
