@@ -92,6 +92,8 @@ class FoldStatistics:
         """Per settings (kept in `empty`), its `fold_models`."""
         self.empty: dict[int, tuple[TableSettings, TableModel]] = {}
         """Per settings (kept, so that its id stays its own), its model with no row counted."""
+        self.classes: tuple[tuple[str, ...], np.ndarray] | None = None
+        """A model's labels, and each row's class among them (`classes_of`)."""
 
     def fold_models(self, settings: TableSettings, path: str) -> dict[int, TableModel]:
         """Per fold k, the `model` of ``settings`` without it (made once per settings)."""
@@ -164,7 +166,9 @@ class FoldStatistics:
         edges, zero_bin = bin_edges(x[train], settings.bins or DEFAULT_BINS, settings.binning)
         binned = Column(column.name, column.kind, edges=edges, zero_bin=zero_bin)
         rows = np.flatnonzero(train & (self.fold >= 0))
-        ys = classes_of(model, self.table)[rows]
+        if self.classes is None or self.classes[0] != model.labels:  # once for every column
+            self.classes = model.labels, classes_of(model, self.table)
+        ys = self.classes[1][rows]
         names, codes = number_categories(binned, x[rows])
         return edges, zero_bin, category_counts(names, codes, ys, len(model.labels))
 
