@@ -36,6 +36,7 @@ import numpy as np
 from ..models.decision import stored_cutoffs
 from ..models.model import Model
 from ..models.scoring_forms import LinearForm
+from ..text.vocabulary import Terms
 from . import container, schema
 from .container import Blob
 
@@ -47,13 +48,10 @@ _COUNTS = ("class_count", "term_count", "doc_count", "seen_labels")
 
 def save_model(model: Model, path: str | os.PathLike[str]) -> None:
     """Write ``model`` to ``path`` atomically (see `container.write`)."""
-    # the terms as UTF-8 lines (no term holds a line break), encoded in one call; term i
-    # is blob[offsets[i] : offsets[i + 1] - 1]
-    blob = np.frombuffer("\n".join(model.terms).encode("utf-8"), np.uint8)
-    offsets = np.zeros(len(model.terms) + 1, np.uint64)
-    if model.terms:
-        offsets[1:-1] = np.flatnonzero(blob == ord("\n")) + 1
-        offsets[-1] = blob.size + 1
+    # the terms as UTF-8 lines (no term holds a line break): the model's own packing
+    # (`vocabulary.Terms`), term i is blob[offsets[i] : offsets[i + 1] - 1]
+    terms = model.terms if isinstance(model.terms, Terms) else Terms.of(model.terms)
+    blob, offsets = terms.blob, terms.offsets.astype(np.uint64)
     width = "<u4" if offsets[-1] < 2**32 else "<u8"
     arrays = {"terms": blob, "term_offsets": offsets.astype(width)}
     # counts as 32-bit integers when they fit: a smaller file is quicker to read and check
@@ -150,7 +148,7 @@ def _model(path: str | os.PathLike[str], box: schema.ModelFile) -> Model:
     }
     return Model(
         labels=box.labels,
-        terms=tuple(schema.terms(path, box)),
+        terms=_terms(path, box),
         class_count=arrays["class_count"].astype(np.int64),
         term_count=arrays["term_count"].astype(np.int64),
         doc_count=arrays["doc_count"].astype(np.int64),
@@ -163,6 +161,17 @@ def _model(path: str | os.PathLike[str], box: schema.ModelFile) -> Model:
         calibration=box.calibration,
         info=box.info,
     )
+
+
+def _terms(path: str | os.PathLike[str], box: schema.ModelFile) -> Terms:
+    """The checked vocabulary of a model file, packed as the file holds it."""
+    count = len(schema.terms(path, box))
+    blob = np.frombuffer(box.view("terms"), np.uint8).copy()
+    offsets = np.zeros(count + 1, np.int64)  # from the line breaks, which the check read
+    if count:
+        offsets[1:-1] = np.flatnonzero(blob == ord("\n")) + 1
+        offsets[-1] = blob.size + 1
+    return Terms(blob, offsets, ordered=True)
 
 
 def part_sizes(path: str | os.PathLike[str]) -> dict[str, int]:
