@@ -94,9 +94,12 @@ def build(folder: Path, n: int) -> int:
     return size
 
 
-def train(folder: Path, model: Path, jobs: int | None) -> tuple[float, float]:
-    """(wall seconds, peak RSS of the largest process in MB) of one ``nbspam train``."""
-    argv = [sys.executable, "-m", "nbspam", "train", str(folder), "-o", str(model), "-q"]
+def train(
+    folder: Path, model: Path, jobs: int | None, more: Sequence[str] = ()
+) -> tuple[float, float]:
+    """(wall seconds, peak RSS of the largest process in MB) of one ``nbspam train``
+    (``more``: options of train)."""
+    argv = [sys.executable, "-m", "nbspam", "train", str(folder), "-o", str(model), "-q", *more]
     if jobs is not None:
         argv += ["--jobs", str(jobs)]
     start = time.perf_counter()
@@ -153,7 +156,7 @@ def main() -> None:
             else:
                 size = build(folder, n)
             for jobs in [] if args.only_phases else args.jobs or [None]:
-                seconds, peak = train(folder, model, jobs)
+                seconds, peak = train(folder, model, jobs, args.train_option)
                 print(
                     f"{n:,} messages ({size / 1e6:.0f} MB), --jobs {jobs or 'default'}: "
                     f"peak {peak:.0f} MB (largest process), {seconds:.1f} s, "

@@ -52,6 +52,7 @@ def save_model(model: Model, path: str | os.PathLike[str]) -> None:
     # (`vocabulary.Terms`), term i is blob[offsets[i] : offsets[i + 1] - 1]
     terms = model.terms if isinstance(model.terms, Terms) else Terms.of(model.terms)
     blob, offsets = terms.blob, terms.offsets.astype(np.uint64)
+    blob.tobytes().decode("utf-8")  # a term of a lone surrogate (from text) is no UTF-8
     width = "<u4" if offsets[-1] < 2**32 else "<u8"
     arrays = {"terms": blob, "term_offsets": offsets.astype(width)}
     # counts as 32-bit integers when they fit: a smaller file is quicker to read and check

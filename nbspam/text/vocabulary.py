@@ -71,7 +71,7 @@ class Terms(Sequence[str]):
     def of(cls, terms: Iterable[str], *, ordered: bool = False) -> Terms:
         """The terms (no line break in any) packed."""
         terms = terms if isinstance(terms, (list, tuple)) else list(terms)
-        blob = np.frombuffer("\n".join(terms).encode("utf-8"), np.uint8)
+        blob = np.frombuffer("\n".join(terms).encode(_UTF8, _LONE), np.uint8)
         offsets = np.zeros(len(terms) + 1, np.int64)
         if terms:
             breaks = np.flatnonzero(blob == _BREAK)
@@ -95,7 +95,7 @@ class Terms(Sequence[str]):
 
     def _term(self, i: int) -> str:
         start, end = self.offsets[i : i + 2].tolist()
-        return self.blob[start : end - 1].tobytes().decode("utf-8")
+        return self.blob[start : end - 1].tobytes().decode(_UTF8, _LONE)
 
     def __iter__(self) -> Iterator[str]:
         """The terms, decoded a few thousand at a time."""
@@ -103,7 +103,7 @@ class Terms(Sequence[str]):
         for first in range(0, n, _DECODED_AT_ONCE):
             last = min(first + _DECODED_AT_ONCE, n)
             start, end = int(self.offsets[first]), int(self.offsets[last]) - 1
-            yield from self.blob[start:end].tobytes().decode("utf-8").split("\n")
+            yield from self.blob[start:end].tobytes().decode(_UTF8, _LONE).split("\n")
 
     def __contains__(self, term: object) -> bool:
         if not isinstance(term, str):
@@ -157,6 +157,7 @@ class Terms(Sequence[str]):
 
 
 _BREAK = ord("\n")
+_UTF8, _LONE = "utf-8", "surrogatepass"  # a lone surrogate (no model file holds one) kept
 _DECODED_AT_ONCE = 4096
 
 
@@ -264,7 +265,7 @@ class TermTable:
         k = len(terms)
         if not k:
             return np.zeros(0, np.int64)
-        text = np.frombuffer(("\n".join(terms) + "\n").encode("utf-8"), np.uint8)
+        text = np.frombuffer(("\n".join(terms) + "\n").encode(_UTF8, _LONE), np.uint8)
         ends = np.flatnonzero(text == _BREAK)
         if ends.size != k:
             raise ValueError("a term cannot contain a line break")
@@ -336,7 +337,7 @@ class TermTable:
         ``text``: the UTF-8 of all the terms, where all are new); their columns."""
         if text is None:
             fresh_text = "\n".join([terms[i] for i in new.tolist()]) + "\n"
-            text = np.frombuffer(fresh_text.encode("utf-8"), np.uint8)
+            text = np.frombuffer(fresh_text.encode(_UTF8, _LONE), np.uint8)
         start, size = self._n, int(self._offsets[self._n])
         cols = np.arange(start, start + new.size)
         self._blob = _room(self._blob, size + text.size)
