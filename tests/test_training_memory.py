@@ -437,3 +437,19 @@ def test_the_split_by_dates_counts_share_the_models_terms_not_a_tuple_of_them():
     # a tuple of the vocabulary decoded (13.6 MB at 10,000 messages) was made here
     assert shared.counts.terms is terms
     assert shared.rest(0).terms is terms
+
+
+def test_a_models_kept_terms_are_picked_without_decoding_one_term_at_a_time(
+    sample_messages, tmp_path
+):
+    from nbspam.models.scoring_forms import pick
+    from nbspam.store.modelfile import load_model, save_model
+
+    model = fit_counted(LabelledChunks(sample_messages, SETTINGS.tokenizer), SETTINGS)
+    save_model(model, tmp_path / "m.nbm")
+    loaded = load_model(tmp_path / "m.nbm")
+    assert loaded.terms.strings == list(model.terms)  # the file's check decoded them
+    kept = model.form.kept
+    expected = tuple(list(model.terms)[k] for k in kept.tolist())
+    assert pick(model.terms, kept) == expected == pick(loaded.terms, kept)
+    assert model.form.terms == expected == loaded.form.terms

@@ -165,14 +165,15 @@ def _model(path: str | os.PathLike[str], box: schema.ModelFile) -> Model:
 
 
 def _terms(path: str | os.PathLike[str], box: schema.ModelFile) -> Terms:
-    """The checked vocabulary of a model file, packed as the file holds it."""
-    count = len(schema.terms(path, box))
-    blob = np.frombuffer(box.view("terms"), np.uint8).copy()
-    offsets = np.zeros(count + 1, np.int64)  # from the line breaks, which the check read
-    if count:
+    """The checked vocabulary of a model file, packed as the file holds it, with the terms
+    the check decoded (what scoring and learning with the model read)."""
+    strings = schema.terms(path, box)
+    blob = np.frombuffer(box.view("terms"), np.uint8)  # the file read, as the digests are
+    offsets = np.zeros(len(strings) + 1, np.int64)  # from the line breaks the check read
+    if strings:
         offsets[1:-1] = np.flatnonzero(blob == ord("\n")) + 1
         offsets[-1] = blob.size + 1
-    return Terms(blob, offsets, ordered=True)
+    return Terms(blob, offsets, ordered=True, strings=strings)
 
 
 def part_sizes(path: str | os.PathLike[str]) -> dict[str, int]:

@@ -61,10 +61,19 @@ class Terms(Sequence[str]):
 
     ``ordered`` says the terms are distinct and sorted by code point (a model's
     vocabulary): ``in`` and `index` then search them (log d terms decoded). Equal to a
-    tuple or list of the same terms; a slice is a tuple."""
+    tuple or list of the same terms; a slice is a tuple. ``strings``, where given, are the
+    terms already decoded (a model file's, read to be checked), read in their place."""
 
-    def __init__(self, blob: np.ndarray, offsets: np.ndarray, *, ordered: bool = False) -> None:
+    def __init__(
+        self,
+        blob: np.ndarray,
+        offsets: np.ndarray,
+        *,
+        ordered: bool = False,
+        strings: list[str] | None = None,
+    ) -> None:
         self.blob, self.offsets, self.ordered = blob, offsets, ordered
+        self.strings = strings
         self._hash: int | None = None
 
     @classmethod
@@ -94,11 +103,16 @@ class Terms(Sequence[str]):
         return self._term(i + n if i < 0 else i)
 
     def _term(self, i: int) -> str:
+        if self.strings is not None:
+            return self.strings[i]
         start, end = self.offsets[i : i + 2].tolist()
         return self.blob[start : end - 1].tobytes().decode(_UTF8, _LONE)
 
     def __iter__(self) -> Iterator[str]:
         """The terms, decoded a few thousand at a time."""
+        if self.strings is not None:
+            yield from self.strings
+            return
         n = len(self)
         for first in range(0, n, _DECODED_AT_ONCE):
             last = min(first + _DECODED_AT_ONCE, n)
@@ -136,7 +150,14 @@ class Terms(Sequence[str]):
         return f"<Terms: {len(self):,}>"
 
     def __reduce__(self):
-        return (Terms, (self.blob, self.offsets), {"ordered": self.ordered, "_hash": None})
+        state = {"ordered": self.ordered, "strings": None, "_hash": None}
+        return (Terms, (self.blob, self.offsets), state)
+
+    def picked(self, columns: np.ndarray) -> tuple[str, ...]:
+        """The terms of these columns, in their order, as a tuple of str."""
+        if self.strings is not None:
+            return tuple(map(self.strings.__getitem__, columns.tolist()))
+        return tuple(self.take(columns))
 
     def take(self, columns: np.ndarray, *, ordered: bool | None = None) -> Terms:
         """The terms of these columns, in their order (``ordered``: by default, whether
