@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -44,6 +45,7 @@ from .container import Blob
 # and more to read when the file is opened (1,024 and 2,048 cost the same on the SpamAssassin model)
 GROUP_BYTES = 2048
 _COUNTS = ("class_count", "term_count", "doc_count", "seen_labels")
+_SURROGATE = re.compile(rb"\xed[\xa0-\xbf]")  # U+D800 to U+DFFF, as surrogatepass writes them
 
 
 def save_model(model: Model, path: str | os.PathLike[str]) -> None:
@@ -52,7 +54,8 @@ def save_model(model: Model, path: str | os.PathLike[str]) -> None:
     # (`vocabulary.Terms`), term i is blob[offsets[i] : offsets[i + 1] - 1]
     terms = model.terms if isinstance(model.terms, Terms) else Terms.of(model.terms)
     blob, offsets = terms.blob, terms.offsets.astype(np.uint64)
-    blob.tobytes().decode("utf-8")  # a term of a lone surrogate (from text) is no UTF-8
+    if _SURROGATE.search(memoryview(blob)):  # a lone surrogate (text can hold one)
+        raise ValueError("a term holds a lone surrogate, which UTF-8 cannot")
     width = "<u4" if offsets[-1] < 2**32 else "<u8"
     arrays = {"terms": blob, "term_offsets": offsets.astype(width)}
     # counts as 32-bit integers when they fit: a smaller file is quicker to read and check
@@ -88,7 +91,7 @@ def save_model(model: Model, path: str | os.PathLike[str]) -> None:
     blobs = {
         name: Blob(b"", a.dtype.str, a.shape, chunks=_chunks_of(a))
         if _mapped(a, a.dtype.str)
-        else Blob(np.ascontiguousarray(a).tobytes(), a.dtype.str, a.shape)
+        else Blob(np.ascontiguousarray(a).reshape(-1).view(np.uint8).data, a.dtype.str, a.shape)
         for name, a in arrays.items()
     }
     container.write(path, header, blobs, pages=True)
