@@ -103,9 +103,11 @@ class LabelledChunks:
         self._results = count_chunks(self._fresh(messages, progress), tokenizer, jobs)
 
     def __iter__(self) -> Iterator[tuple[list[str], ChunkCounts]]:
-        for (labels, digests), counts in self._results:
-            self.digests = digests
-            yield labels, counts
+        return map(self._handed, self._results)  # no generator of its own between
+
+    def _handed(self, result: tuple[tuple[list[str], list[bytes]], ChunkCounts]):
+        (labels, self.digests), counts = result
+        return labels, counts
 
     def _fresh(
         self, messages: Iterable[Message], progress: Callable[[int], None] | None
