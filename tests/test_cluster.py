@@ -258,6 +258,50 @@ def test_the_scheduler_holds_no_digests(client, sample_messages, monkeypatch):
     assert found == []
 
 
+def test_a_workers_buckets_of_digests_live_on_its_disk(client, sample_messages, monkeypatch):
+    """Each bucket of digests is kept on the disk of the workers that keep its checkpoint
+    (unnamed files of 20 bytes a digest): the workers' memory holds the digests of the
+    parts since the last checkpoint alone (before, each bucket whole, copied at every
+    part), the files are there while the run goes and gone after it."""
+    import gc
+    import importlib
+    import weakref
+
+    from nbspam.service import cluster, tally
+
+    try:
+        digestruns = importlib.import_module("nbspam.service.digestruns")
+    except ImportError:  # before buckets were kept on disk
+        digestruns = None
+    monkeypatch.setattr(cluster, "CHUNK", 1)  # a part a message
+    monkeypatch.setattr(cluster, "CHECKPOINT_PARTS", 2)
+    workers = list(client.cluster.workers.values())
+    messages = with_duplicates(sample_messages)
+    in_memory, on_disk, runs = [], [], []
+
+    def progress(read, size):
+        held = 0
+        for worker in workers:
+            for value in list(worker.data.values()):
+                if isinstance(value, tally.Bucket):
+                    fresh = sum(len(r) for r in getattr(value, "fresh", ()))
+                    held = max(held, len(getattr(value, "digests", ())) + fresh)
+        in_memory.append(held)
+        kept = list(getattr(digestruns, "BASES", {}).values())
+        runs.extend(weakref.ref(r) for base in kept for r in base.runs)
+        on_disk.append(sum(os.fstat(r.file.fileno()).st_size for b in kept for r in b.runs))
+
+    on_dask = cluster.train(messages, SETTINGS, client, progress=progress)
+    local = train_locally(messages, SETTINGS)
+    assert_same_trained_model(on_dask, local)
+    distinct = len(local.seen_digests)
+    assert max(in_memory) <= 6 < distinct // 4  # 2 parts since the checkpoint, 4 in flight
+    # 20 bytes a digest (the two workers share one process and its copy here)
+    assert 20 * (distinct - 6) <= max(on_disk) <= 20 * distinct
+    gc.collect()
+    assert digestruns.BASES == {} and not any(ref() for ref in runs)
+
+
 def test_the_digests_reach_the_model_file_a_slice_at_a_time(
     client, sample_messages, monkeypatch, tmp_path
 ):
@@ -311,12 +355,42 @@ def test_a_full_disk_for_the_digests_is_one_error(client, sample_messages, monke
     from nbspam.errors import TrainingError
     from nbspam.service import cluster
 
-    monkeypatch.setattr(tempfile, "TemporaryFile", lambda: open("/dev/full", "wb"))
+    real = tempfile.TemporaryFile
+
+    def full(*args, **kwargs):  # the calling process's files alone (the workers name theirs)
+        return real(*args, **kwargs) if kwargs else open("/dev/full", "wb")
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", full)
     with pytest.raises(TrainingError) as caught:
         cluster.train(sample_messages, SETTINGS, client)
     assert str(caught.value) == (
         f"cannot keep the {len(sample_messages):,} digests in a temporary file in "
         f"{tempfile.gettempdir()}: No space left on device; nothing was written"
+    )
+
+
+def test_a_full_disk_on_a_worker_is_one_error(client, sample_messages, monkeypatch):
+    """A worker keeps its buckets of digests on its disk: a disk too full for them is one
+    line that says so, and nothing is written."""
+    import tempfile
+
+    from nbspam.errors import NbspamError
+    from nbspam.service import cluster
+
+    real = tempfile.TemporaryFile
+
+    def full(*args, **kwargs):  # the workers' files alone
+        return (
+            open("/dev/full", "wb", buffering=0) if kwargs.get("prefix") else real(*args, **kwargs)
+        )
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", full)
+    with pytest.raises(NbspamError) as caught:
+        cluster.train(sample_messages, SETTINGS, client)
+    assert str(caught.value) == (
+        "training on the Dask cluster failed, no model was written: DigestDiskError: a worker "
+        f"cannot keep the digests in a temporary file in {tempfile.gettempdir()}: "
+        "No space left on device"
     )
 
 

@@ -6,9 +6,10 @@ how they add up (`cluster` runs these as tasks).
   (the first copy in the part wins), the rows kept until the part's duplicates of earlier
   parts are known.
 - `fold` (a digest bucket): the digests of the distinct messages whose digest starts in
-  the bucket, sorted (16 bytes, a position and a label each), folded in with each part in
-  input order, so that a digest already there marks the part's copy as a duplicate: the
-  first copy in the input wins, as in local training.
+  the bucket (16 bytes and a label each: on the disk of the workers that keep the last
+  checkpoint, `digestruns`, and in memory since), folded in with each part in input
+  order, so that a digest already there marks the part's copy as a duplicate: the first
+  copy in the input wins, as in local training.
 - `finish` (a part): its per-class counts without those duplicates, and its candidates for
   the sample; `merge` adds two such tallies up (in any order, any grouping: the sum is the
   same).
@@ -40,6 +41,8 @@ from ..mail.message import Problems
 from ..models.model import digest_halves, sample_key
 from ..text.counting import ChunkCounts, count_chunk
 from .sources import Part, read_part
+
+_halves = digest_halves
 
 SHORT = 64
 """Terms of at most this many UTF-8 bytes (and no NUL byte) sit in a fixed-width array;
@@ -246,13 +249,18 @@ def report(part: PartCounts) -> tuple[int, int, list[tuple[str, str | None]]]:
 
 @dataclass
 class Bucket:
-    """The distinct messages seen so far whose digest falls in one bucket: digests (m, 16)
-    sorted, with the label of each (indices into ``labels``): 20 bytes a message;
+    """The distinct messages seen so far whose digest falls in one bucket: those of the
+    last checkpoint on the disk of the workers that keep it (`digestruns`, under the token
+    ``base``; None: none), and those found since, in memory (``fresh``: a sorted array of
+    `digestruns.RECORD` a part, 20 bytes a message, at most `cluster.CHECKPOINT_PARTS`
+    parts' worth). ``labels`` are what the records' codes index (in order of first
+    appearance: the codes on disk never change), ``size`` how many digests there are,
     ``losers`` the positions of the last part's messages found to be copies."""
 
-    digests: np.ndarray = field(default_factory=lambda: np.zeros((0, 16), np.uint8))
-    codes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    base: str | None = None
+    fresh: list[np.ndarray] = field(default_factory=list)
     labels: tuple[str, ...] = ()
+    size: int = 0
     losers: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
 
@@ -264,51 +272,40 @@ def bucket_of(digests: np.ndarray, buckets: int) -> np.ndarray:
 
 
 def _keys(digests: np.ndarray) -> np.ndarray:
-    """The digests as one sortable void scalar each (bytes order)."""
-    return np.ascontiguousarray(digests).view("V16").ravel()
+    """The digests (n, 16) as 16-byte strings, which compare as their bytes."""
+    return np.ascontiguousarray(digests, np.uint8).view("S16").ravel()
 
 
 def fold(state: Bucket | None, part: PartCounts, bucket: int, buckets: int) -> Bucket:
-    """On a worker: the bucket with the part's messages of it added; those already there
-    (an earlier part's copy) become ``losers``. Parts are folded in input order."""
+    """On a worker (one that keeps the bucket's checkpoint): the bucket with the part's
+    messages of it added; those already there (an earlier part's copy) become ``losers``.
+    Parts are folded in input order. Nothing is changed in place: the result shares the
+    arrays of ``state``."""
+    from .digestruns import RECORD, base
+
     state = state or Bucket()
     mine = np.flatnonzero(bucket_of(part.digests, buckets) == bucket)
-    digests = part.digests[mine]
-    labels = tuple(sorted(set(state.labels) | {part.labels[i] for i in mine.tolist()}))
-    remap = np.array([labels.index(x) for x in state.labels], np.int32)
-    codes = np.array([labels.index(part.labels[i]) for i in mine.tolist()], np.int32)
-    old = state.digests
-    # sortable views: the digests as big-endian pairs of uint64
-    old_hi, old_lo = _halves(old)
-    new_hi, new_lo = _halves(digests)
-    at = _search(old_hi, old_lo, new_hi, new_lo)
-    found = np.zeros(len(mine), bool)
-    inside = at < len(old)
-    found[inside] = (old_hi[at[inside]] == new_hi[inside]) & (old_lo[at[inside]] == new_lo[inside])
-    fresh = ~found
-    order = np.lexsort((new_lo[fresh], new_hi[fresh]))
-    where = at[fresh][order]
+    keys = _keys(part.digests[mine])
+    found = base(state.base).contains(keys) if state.base is not None else np.zeros(len(keys), bool)
+    for records in state.fresh:
+        at = np.minimum(np.searchsorted(records["d"], keys), len(records) - 1)
+        found |= records["d"][at] == keys
+    labels = list(state.labels)
+    for i in mine[~found].tolist():
+        if part.labels[i] not in labels:
+            labels.append(part.labels[i])
+    new = np.flatnonzero(~found)
+    records = np.empty(len(new), RECORD)
+    records["d"] = keys[new]
+    records["c"] = [labels.index(part.labels[i]) for i in mine[new].tolist()]
+    records = records[np.argsort(records["d"], kind="stable")]
     return Bucket(
-        np.insert(old, where, digests[fresh][order], axis=0),
-        np.insert(
-            remap[state.codes] if len(state.codes) else state.codes, where, codes[fresh][order]
-        ),
-        labels,
+        state.base,
+        [*state.fresh, records] if len(records) else list(state.fresh),
+        tuple(labels),
+        state.size + len(records),
         part.positions[mine][found],
     )
-
-
-_halves = digest_halves
-
-
-def _search(hi: np.ndarray, lo: np.ndarray, new_hi: np.ndarray, new_lo: np.ndarray) -> np.ndarray:
-    """Where each (new_hi, new_lo) goes in the sorted pairs (hi, lo)."""
-    left = np.searchsorted(hi, new_hi, "left")
-    right = np.searchsorted(hi, new_hi, "right")
-    at = left.copy()
-    for i in np.flatnonzero(right > left).tolist():  # the same first 8 bytes: rare
-        at[i] = left[i] + np.searchsorted(lo[left[i] : right[i]], new_lo[i], "left")
-    return at
 
 
 def losers(state: Bucket) -> np.ndarray:
@@ -316,14 +313,23 @@ def losers(state: Bucket) -> np.ndarray:
 
 
 def bucket_labels(state: Bucket) -> tuple[int, tuple[str, ...]]:
-    """How many digests a bucket holds, and the labels its codes index."""
-    return len(state.digests), state.labels
+    """How many digests a bucket (at a checkpoint) holds, and the labels its codes index."""
+    return state.size, state.labels
 
 
 def bucket_slice(state: Bucket, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
-    """Digests ``start`` to ``stop`` of a bucket, and their labels' codes: what the calling
-    process fetches at a time to write them."""
-    return state.digests[start:stop].copy(), state.codes[start:stop].copy()
+    """Digests ``start`` to ``stop`` of a bucket at a checkpoint, in order, and their
+    labels' codes: what the calling process fetches at a time to write them (the bucket's
+    runs merged into one first, once)."""
+    from .digestruns import base
+
+    if state.base is None:
+        return np.zeros((0, 16), np.uint8), np.zeros(0, np.int32)
+    records = base(state.base).compact().read(start, stop)
+    return (
+        np.frombuffer(records["d"].tobytes(), np.uint8).reshape(-1, 16),
+        records["c"].astype(np.int32),
+    )
 
 
 # -- the counts of parts, added up -------------------------------------------------------------
