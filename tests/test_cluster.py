@@ -302,6 +302,32 @@ def test_a_workers_buckets_of_digests_live_on_its_disk(client, sample_messages, 
     assert digestruns.BASES == {} and not any(ref() for ref in runs)
 
 
+def test_the_workers_profiler_is_paused_for_the_length_of_a_run(client, sample_messages):
+    """Dask's statistical profiler keeps a tree of samples a second, for 1,000 s (40 MB of
+    nbspam's tasks): paused while a run goes, so that a worker's memory does not grow with
+    the length of the run, and started again after it."""
+    from nbspam.service import cluster
+
+    workers = list(client.cluster.workers.values())
+    running = []
+
+    def progress(read, size):
+        running.extend(
+            w.periodic_callbacks[name].is_running()
+            for w in workers
+            for name in ("profile", "profile-cycle")
+        )
+
+    assert all(w.periodic_callbacks["profile"].is_running() for w in workers)
+    cluster.train(sample_messages, SETTINGS, client, progress=progress)
+    assert running and not any(running)
+    assert all(
+        w.periodic_callbacks[name].is_running()
+        for w in workers
+        for name in ("profile", "profile-cycle")
+    )
+
+
 def test_the_digests_reach_the_model_file_a_slice_at_a_time(
     client, sample_messages, monkeypatch, tmp_path
 ):
