@@ -56,6 +56,7 @@ from ..fit.training import decide
 from ..mail.message import Message, Problems
 from ..models.model import CV_ROWS
 from ..text.counting import ChunkCounts, count_chunk
+from .digestruns import LostCheckpoint
 from .sources import Part
 
 MISSING = "--engine dask needs Dask: pip install 'dask[distributed]' (pipx inject nbspam 'dask[distributed]' under pipx)"
@@ -451,16 +452,20 @@ def _checkpoint(
     keeps = [
         [
             client.submit(
-                _keep, future, token, key=_key("keep"), workers=[w], allow_other_workers=True
+                *(_keep, future, token, w), key=_key("keep"), workers=[w], allow_other_workers=True
             )
             for w in workers
         ]
         for future, token, workers in zip(futures, tokens, chosen)
     ]
-    holders = [sorted({_result(client, keep) for keep in kept}) for kept in keeps]
+    holders = [sorted({_result(client, keep) for keep in kept} - {None}) for kept in keeps]
     del keeps
+    if not all(holders):
+        raise LostCheckpoint("a checkpoint was lost with the workers that kept it")
     made = [
-        client.submit(_kept, token, key=_key("checkpoint"), workers=at, allow_other_workers=True)
+        client.submit(
+            *(_kept, token, tuple(at)), key=_key("checkpoint"), workers=at, allow_other_workers=True
+        )
         for token, at in zip(tokens, holders)
     ]
     _wait(client, made)
@@ -474,30 +479,38 @@ _KEPT: dict[str, Any] = {}
 the buckets of digests are `digestruns.BASES`."""
 
 
-def _keep(value: Any, token: str) -> str:
-    """In a worker: keep ``value`` under ``token`` (a bucket of digests on its disk); the
-    worker's address."""
-    from distributed import get_worker
+def _keep(value: Any, token: str, where: str) -> str | None:
+    """In a worker (``where``, or another where Dask moved the task): keep ``value`` under
+    ``token`` (a bucket of digests on its disk); the worker's address, or None where a
+    bucket cannot be kept (this worker does not keep the checkpoint before, ``where``
+    lost)."""
+    from distributed import Reschedule, get_worker
 
     from . import digestruns
     from .tally import Bucket
 
+    here = get_worker().address
     if isinstance(value, Bucket):
+        if here != where and where in digestruns._workers():
+            raise Reschedule()  # work stealing moved it: back to where it is kept
+        if value.base is not None and value.base not in digestruns.BASES:
+            return None
         digestruns.keep(token, value.base, value.fresh, value.labels, value.size)
     else:
         _KEPT[token] = value
-    return get_worker().address
+    return here
 
 
-def _kept(token: str) -> Any:
-    """In a worker: the value kept under ``token`` (a bucket: its name on this disk)."""
+def _kept(token: str, holders: tuple[str, ...]) -> Any:
+    """In a worker: the value kept under ``token`` (a bucket: its name on the disks of
+    ``holders``)."""
     from . import digestruns
     from .tally import Bucket
 
     if token in _KEPT:
         return _KEPT[token]
-    kept = digestruns.base(token)  # or LostCheckpoint
-    return Bucket(token, [], kept.labels, kept.size)
+    kept = digestruns.base(token, holders)  # or Reschedule, or LostCheckpoint
+    return Bucket(token, [], kept.labels, kept.size, holders=holders)
 
 
 def _drop(tokens: list[str]) -> None:

@@ -177,12 +177,28 @@ BASES: dict[str, Base] = {}
 """In a worker: the buckets of the checkpoints it keeps, by token."""
 
 
-def base(token: str) -> Base:
-    """The bucket kept here under ``token``."""
-    try:
+def base(token: str, holders: tuple[str, ...] = ()) -> Base:
+    """The bucket kept here under ``token``. On a worker that does not keep it (Dask moved
+    the task there: work stealing, or every worker of ``holders``, that keep it, lost),
+    the task is given back to the scheduler, which runs it again on one of ``holders``
+    (`distributed.Reschedule`), or fails (`LostCheckpoint`) when none of them is left."""
+    if token in BASES:
         return BASES[token]
-    except KeyError:
-        raise LostCheckpoint("a checkpoint was lost with the workers that kept it") from None
+    if holders and set(holders) & _workers():
+        from distributed import Reschedule
+
+        raise Reschedule()
+    raise LostCheckpoint("a checkpoint was lost with the workers that kept it")
+
+
+def _workers() -> set[str]:
+    """The workers of the cluster this worker is in (none outside a worker)."""
+    try:
+        from distributed import get_client
+
+        return set(get_client().scheduler_info()["workers"])
+    except (ImportError, ValueError):  # not in a worker
+        return set()
 
 
 def keep(token: str, before: str | None, fresh: list[np.ndarray], labels: tuple, size: int) -> None:

@@ -255,13 +255,15 @@ class Bucket:
     `digestruns.RECORD` a part, 20 bytes a message, at most `cluster.CHECKPOINT_PARTS`
     parts' worth). ``labels`` are what the records' codes index (in order of first
     appearance: the codes on disk never change), ``size`` how many digests there are,
-    ``losers`` the positions of the last part's messages found to be copies."""
+    ``losers`` the positions of the last part's messages found to be copies, ``holders``
+    the workers that keep ``base``."""
 
     base: str | None = None
     fresh: list[np.ndarray] = field(default_factory=list)
     labels: tuple[str, ...] = ()
     size: int = 0
     losers: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    holders: tuple[str, ...] = ()
 
 
 def bucket_of(digests: np.ndarray, buckets: int) -> np.ndarray:
@@ -286,7 +288,9 @@ def fold(state: Bucket | None, part: PartCounts, bucket: int, buckets: int) -> B
     state = state or Bucket()
     mine = np.flatnonzero(bucket_of(part.digests, buckets) == bucket)
     keys = _keys(part.digests[mine])
-    found = base(state.base).contains(keys) if state.base is not None else np.zeros(len(keys), bool)
+    found = np.zeros(len(keys), bool)
+    if state.base is not None:
+        found = base(state.base, state.holders).contains(keys)
     for records in state.fresh:
         at = np.minimum(np.searchsorted(records["d"], keys), len(records) - 1)
         found |= records["d"][at] == keys
@@ -305,6 +309,7 @@ def fold(state: Bucket | None, part: PartCounts, bucket: int, buckets: int) -> B
         tuple(labels),
         state.size + len(records),
         part.positions[mine][found],
+        state.holders,
     )
 
 
@@ -325,7 +330,7 @@ def bucket_slice(state: Bucket, start: int, stop: int) -> tuple[np.ndarray, np.n
 
     if state.base is None:
         return np.zeros((0, 16), np.uint8), np.zeros(0, np.int32)
-    records = base(state.base).compact().read(start, stop)
+    records = base(state.base, state.holders).compact().read(start, stop)
     return (
         np.frombuffer(records["d"].tobytes(), np.uint8).reshape(-1, 16),
         records["c"].astype(np.int32),
