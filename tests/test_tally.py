@@ -71,3 +71,58 @@ def test_a_bucket_is_fetched_a_slice_at_a_time_in_order_with_its_labels():
         assert [state.labels[c] for c in codes.tolist()] == [x for _, x in expected]
     finally:
         digestruns.drop([f"c{n}" for n in range(5)])
+
+
+def sample_of(seed: int, rows: int, vocab: tally.Vocab) -> tally.Sample:
+    rng, width = np.random.default_rng(seed), len(vocab)
+    sizes = rng.integers(50, 150, rows)
+    indptr = np.zeros(rows + 1, np.int64)
+    np.cumsum(sizes, out=indptr[1:])
+    indices = np.concatenate([np.sort(rng.choice(width, n, replace=False)) for n in sizes])
+    digests = rng.integers(0, 256, (rows, 16), dtype=np.uint8)
+    return tally.Sample(
+        rng.integers(0, 1 << 63, rows, dtype=np.uint64),
+        digests,
+        np.sort(rng.choice(1 << 40, rows, replace=False)).astype(np.int64),
+        rng.random(rows),
+        ["spam" if x else "ham" for x in rng.integers(0, 2, rows).tolist()],
+        vocab,
+        indptr,
+        indices.astype(np.int64),
+        rng.integers(1, 5, indptr[-1]).astype(np.int32),
+    )
+
+
+def test_two_full_samples_merge_into_the_rows_of_smallest_key_without_joining_them():
+    """A merge of two samples keeps the ``limit`` rows of smallest key, in order of
+    position, each row's terms as they were; it gathers the rows it keeps from each side
+    (before, both samples' rows were joined, then the kept ones copied: 80 MB for two
+    samples of 10,000 rows of mail, the peak of a worker)."""
+    import tracemalloc
+
+    words = tally.Vocab.of([f"w{i}" for i in range(3000)])[0]
+    a = sample_of(1, 4000, words.take(np.arange(0, 3000, 2)))
+    b = sample_of(2, 4000, words.take(np.arange(1500, 3000)))
+    a_terms, b_terms = (s.vocab.terms()[0] for s in (a, b))
+    rows = {}  # position -> (key, label, terms and counts)
+    for s, terms in ((a, a_terms), (b, b_terms)):
+        for i in range(len(s.keys)):
+            cells = range(s.indptr[i], s.indptr[i + 1])
+            row = sorted((terms[s.indices[j]], int(s.data[j])) for j in cells)
+            rows[int(s.positions[i])] = (int(s.keys[i]), s.labels[i], row)
+    limit = 4000
+    tracemalloc.start()
+    try:
+        merged = tally._merge_samples(a, b, limit)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    expected = sorted(sorted(rows, key=lambda p: rows[p][0])[:limit])
+    assert merged.positions.tolist() == expected
+    assert merged.labels == [rows[p][1] for p in expected]
+    terms = merged.vocab.terms()[0]
+    for i, p in enumerate(expected):
+        cells = range(merged.indptr[i], merged.indptr[i + 1])
+        assert sorted((terms[merged.indices[j]], int(merged.data[j])) for j in cells) == rows[p][2]
+    kept = merged.indices.nbytes + merged.data.nbytes
+    assert peak < 3 * kept, (peak, kept)  # 3.9 times before
