@@ -308,19 +308,21 @@ def test_a_task_moved_off_the_workers_that_keep_its_bucket_goes_back_to_them(mon
     the scheduler, which runs it on one of them (Dask's `Reschedule`); with none of them
     left, the checkpoint is lost (one line, as before)."""
     from nbspam.mail.headers import message_digest
-    from nbspam.service import digestruns, tally
+    from nbspam.service import cluster, digestruns, tally
 
     digest = np.frombuffer(message_digest(b"Subject: x\n\nx\n"), np.uint8).reshape(1, 16)
     part = tally.PartCounts(digest, np.zeros(1, np.int64), np.full(1, np.nan), ["ham"], [], 1, [])
     state = tally.Bucket("kept-elsewhere", holders=("tls://10.0.0.1:1", "tls://10.0.0.2:2"))
-    monkeypatch.setattr(digestruns, "_workers", lambda: {"tls://10.0.0.2:2", "tls://10.0.0.3:3"})
+    monkeypatch.setattr(cluster, "_workers", lambda: {"tls://10.0.0.2:2", "tls://10.0.0.3:3"})
     with pytest.raises(distributed.Reschedule):
-        tally.fold(state, part, 0, 1)
+        cluster._here(tally.fold, state, part, 0, 1)
     with pytest.raises(distributed.Reschedule):
-        tally.bucket_slice(state, 0, 10)
-    monkeypatch.setattr(digestruns, "_workers", lambda: {"tls://10.0.0.3:3"})
+        cluster._here(tally.bucket_slice, state, 0, 10)
+    with pytest.raises(distributed.Reschedule):
+        cluster._kept("kept-elsewhere", state.holders)
+    monkeypatch.setattr(cluster, "_workers", lambda: {"tls://10.0.0.3:3"})
     with pytest.raises(digestruns.LostCheckpoint):
-        tally.fold(state, part, 0, 1)
+        cluster._here(tally.fold, state, part, 0, 1)
 
 
 def test_the_workers_profiler_is_paused_for_the_length_of_a_run(client, sample_messages):

@@ -386,7 +386,7 @@ def train_parts(
             lost = []
             for b in range(buckets):
                 states[b] = client.submit(
-                    *(fold, states[b], counted, b, buckets),
+                    *(_here, fold, states[b], counted, b, buckets),
                     key=_key("fold"),
                     workers=holders[b],
                     allow_other_workers=True,
@@ -491,7 +491,7 @@ def _keep(value: Any, token: str, where: str) -> str | None:
 
     here = get_worker().address
     if isinstance(value, Bucket):
-        if here != where and where in digestruns._workers():
+        if here != where and where in _workers():
             raise Reschedule()  # work stealing moved it: back to where it is kept
         if value.base is not None and value.base not in digestruns.BASES:
             return None
@@ -509,8 +509,34 @@ def _kept(token: str, holders: tuple[str, ...]) -> Any:
 
     if token in _KEPT:
         return _KEPT[token]
-    kept = digestruns.base(token, holders)  # or Reschedule, or LostCheckpoint
+    kept = _here(digestruns.base, token, holders)
     return Bucket(token, [], kept.labels, kept.size, holders=holders)
+
+
+def _here(function: Callable[..., Any], *args: Any) -> Any:
+    """In a worker: ``function(*args)``. Where it needs a bucket of digests (or a sum)
+    that this worker does not keep (`digestruns.NotHere`: Dask moved the task here, by
+    work stealing or because the workers that keep it were lost), the task is given back
+    to the scheduler, which runs it again on one of those that keep it (Dask's
+    `Reschedule`: the tasks are restricted to them, loosely); with none of them left,
+    the checkpoint is lost (`LostCheckpoint`)."""
+    from distributed import Reschedule
+
+    from .digestruns import NotHere
+
+    try:
+        return function(*args)
+    except NotHere as missing:
+        if set(missing.holders) & _workers():
+            raise Reschedule() from None
+        raise
+
+
+def _workers() -> set[str]:
+    """In a worker: the workers of its cluster."""
+    from distributed import get_client
+
+    return set(get_client().scheduler_info()["workers"])
 
 
 def _drop(tokens: list[str]) -> None:
@@ -550,7 +576,7 @@ def _spool(
         for state, where, (size, mine) in zip(states, holders, names):
             remap = np.array([labels.index(x) for x in mine], "<i4")
             for start in range(0, size, SLICE):
-                part = on(where, bucket_slice, state, start, start + SLICE, name="slice")
+                part = on(where, _here, bucket_slice, state, start, start + SLICE, name="slice")
                 digests, codes = _result(client, part)
                 del part
                 files[0].write(np.ascontiguousarray(digests, np.uint8).tobytes())

@@ -39,6 +39,15 @@ class LostCheckpoint(Exception):
     """A checkpoint lost with every worker that kept it."""
 
 
+class NotHere(LostCheckpoint):
+    """A bucket not kept by this worker process; ``holders`` are the workers that keep it
+    (`cluster` has the task run again on one of them, if any is left)."""
+
+    def __init__(self, holders: tuple[str, ...]) -> None:
+        super().__init__("a checkpoint was lost with the workers that kept it")
+        self.holders = holders
+
+
 class DigestDiskError(Exception):
     """A worker's disk could not take the digests."""
 
@@ -178,27 +187,12 @@ BASES: dict[str, Base] = {}
 
 
 def base(token: str, holders: tuple[str, ...] = ()) -> Base:
-    """The bucket kept here under ``token``. On a worker that does not keep it (Dask moved
-    the task there: work stealing, or every worker of ``holders``, that keep it, lost),
-    the task is given back to the scheduler, which runs it again on one of ``holders``
-    (`distributed.Reschedule`), or fails (`LostCheckpoint`) when none of them is left."""
-    if token in BASES:
-        return BASES[token]
-    if holders and set(holders) & _workers():
-        from distributed import Reschedule
-
-        raise Reschedule()
-    raise LostCheckpoint("a checkpoint was lost with the workers that kept it")
-
-
-def _workers() -> set[str]:
-    """The workers of the cluster this worker is in (none outside a worker)."""
+    """The bucket kept here under ``token`` by the workers ``holders`` (`NotHere`: not in
+    this process)."""
     try:
-        from distributed import get_client
-
-        return set(get_client().scheduler_info()["workers"])
-    except (ImportError, ValueError):  # not in a worker
-        return set()
+        return BASES[token]
+    except KeyError:
+        raise NotHere(holders) from None
 
 
 def keep(token: str, before: str | None, fresh: list[np.ndarray], labels: tuple, size: int) -> None:
