@@ -325,6 +325,34 @@ def test_a_task_moved_off_the_workers_that_keep_its_bucket_goes_back_to_them(mon
         cluster._here(tally.fold, state, part, 0, 1)
 
 
+def test_a_checkpoint_that_fails_half_way_leaves_nothing_on_the_workers(
+    client, sample_messages, monkeypatch
+):
+    """A run that fails while its buckets are being kept (here the second bucket's disk)
+    lets go what that checkpoint had kept already: no worker is left with files no run
+    will ever let go."""
+    import gc
+
+    from nbspam.errors import NbspamError
+    from nbspam.service import cluster, digestruns
+
+    monkeypatch.setattr(cluster, "CHUNK", 2)
+    monkeypatch.setattr(cluster, "CHECKPOINT_PARTS", 4)
+    real, calls = digestruns.keep, []
+
+    def keep(token, *args):
+        calls.append(token)
+        if len(set(calls)) > 1:
+            raise digestruns.DigestDiskError("a worker cannot keep the digests: full")
+        return real(token, *args)
+
+    monkeypatch.setattr(digestruns, "keep", keep)
+    with pytest.raises(NbspamError, match="DigestDiskError"):
+        cluster.train(sample_messages, SETTINGS, client)
+    gc.collect()
+    assert len(set(calls)) == 2 and digestruns.BASES == {}
+
+
 def test_the_workers_profiler_is_paused_for_the_length_of_a_run(client, sample_messages):
     """Dask's statistical profiler keeps a tree of samples a second, for 1,000 s (40 MB of
     nbspam's tasks): paused while a run goes, so that a worker's memory does not grow with

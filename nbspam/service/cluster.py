@@ -449,6 +449,21 @@ def _checkpoint(
     alive = sorted(client.scheduler_info()["workers"])
     chosen = [[w for w in given if w in alive] or given if given else alive[:2] for given in where]
     tokens = [uuid.uuid4().hex for _ in futures]
+    try:
+        made, holders = _keep_all(client, futures, tokens, chosen)
+    except BaseException:  # what this checkpoint kept so far goes with the run
+        release(client, tokens)
+        raise
+    client.run(_drop, dropped, on_error="ignore")  # a worker lost has nothing to drop
+    client.run(_trim, on_error="ignore")
+    return made, tokens, holders
+
+
+def _keep_all(
+    client: Any, futures: list[Any], tokens: list[str], chosen: list[list[str]]
+) -> tuple[list[Any], list[list[str]]]:
+    """`_checkpoint`'s results kept under ``tokens`` by the workers ``chosen`` for each,
+    and given back by tasks without a past: those tasks, and the workers that keep each."""
     keeps = [
         [
             client.submit(
@@ -469,9 +484,7 @@ def _checkpoint(
         for token, at in zip(tokens, holders)
     ]
     _wait(client, made)
-    client.run(_drop, dropped, on_error="ignore")  # a worker lost has nothing to drop
-    client.run(_trim, on_error="ignore")
-    return made, tokens, holders
+    return made, holders
 
 
 _KEPT: dict[str, Any] = {}
