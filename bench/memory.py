@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,10 +37,29 @@ def status():
         fields = dict(line.split(":", 1) for line in f)
     return int(fields["VmHWM"].split()[0]) / 1024, int(fields["VmRSS"].split()[0]) / 1024
 
+TRACE = int(sys.argv.pop(1))
+if TRACE:
+    import tracemalloc
+    tracemalloc.start()
+
+def top(limit=TRACE):
+    # the largest holders traced now, by line, and the traced total and peak
+    if not limit:
+        return
+    snapshot = tracemalloc.take_snapshot()
+    now, peak = tracemalloc.get_traced_memory()
+    print("    traced %.1f MB, traced peak %.1f MB" % (now / 1e6, peak / 1e6))
+    for stat in snapshot.statistics("lineno")[:limit]:
+        frame = stat.traceback[0]
+        name = frame.filename.rsplit("/nbspam/", 1)[-1].rsplit("/", 1)[-1]
+        print("    %7.1f MB %s:%d" % (stat.size / 1e6, name, frame.lineno))
+    tracemalloc.reset_peak()
+
 def probe(name, function):
     def probed(*args, **kwargs):
         result = function(*args, **kwargs)
         print("%-34s peak %6.1f MB, resident %6.1f MB" % ((name,) + status()), flush=True)
+        top()
         return result
     return probed
 
@@ -74,9 +94,12 @@ def build(folder: Path, n: int) -> int:
     return size
 
 
-def train(folder: Path, model: Path, jobs: int | None) -> tuple[float, float]:
-    """(wall seconds, peak RSS of the largest process in MB) of one ``nbspam train``."""
-    argv = [sys.executable, "-m", "nbspam", "train", str(folder), "-o", str(model), "-q"]
+def train(
+    folder: Path, model: Path, jobs: int | None, more: Sequence[str] = ()
+) -> tuple[float, float]:
+    """(wall seconds, peak RSS of the largest process in MB) of one ``nbspam train``
+    (``more``: options of train)."""
+    argv = [sys.executable, "-m", "nbspam", "train", str(folder), "-o", str(model), "-q", *more]
     if jobs is not None:
         argv += ["--jobs", str(jobs)]
     start = time.perf_counter()
@@ -87,9 +110,12 @@ def train(folder: Path, model: Path, jobs: int | None) -> tuple[float, float]:
     return time.perf_counter() - start, usage.ru_maxrss / 1024
 
 
-def phases(folder: Path, model: Path, jobs: int | None) -> None:
-    """One training in a child that prints its memory at each phase's end."""
-    more = [] if jobs is None else ["--jobs", str(jobs)]
+def phases(
+    folder: Path, model: Path, jobs: int | None, trace: int = 0, more: Sequence[str] = ()
+) -> None:
+    """One training in a child that prints its memory at each phase's end (with ``trace``,
+    the largest holders that `tracemalloc` saw, by line; ``more``: options of train)."""
+    more = [*more] if jobs is None else ["--jobs", str(jobs), *more]
     print(f"phases, --jobs {jobs or 'default'}:", flush=True)
     code = PHASES + (
         "from nbspam.cli.commands import main\n"
@@ -97,7 +123,7 @@ def phases(folder: Path, model: Path, jobs: int | None) -> None:
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "print('%-34s peak %6.1f MB, resident %6.1f MB' % (('written',) + status()))\n"
     )
-    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+    subprocess.run([sys.executable, "-c", code, str(trace)], cwd=ROOT, check=True)
 
 
 def main() -> None:
@@ -113,6 +139,12 @@ def main() -> None:
     parser.add_argument(
         "--only-phases", action="store_true", help="each phase's memory, not the trainings"
     )
+    parser.add_argument(
+        "--trace", type=int, default=0, help="with the phases, this many top holders by line"
+    )
+    parser.add_argument(
+        "--train-option", action="append", default=[], help="an option of train (repeat)"
+    )
     args = parser.parse_args()
     for n in args.messages:
         with tempfile.TemporaryDirectory() as tmp:
@@ -124,7 +156,7 @@ def main() -> None:
             else:
                 size = build(folder, n)
             for jobs in [] if args.only_phases else args.jobs or [None]:
-                seconds, peak = train(folder, model, jobs)
+                seconds, peak = train(folder, model, jobs, args.train_option)
                 print(
                     f"{n:,} messages ({size / 1e6:.0f} MB), --jobs {jobs or 'default'}: "
                     f"peak {peak:.0f} MB (largest process), {seconds:.1f} s, "
@@ -133,7 +165,7 @@ def main() -> None:
                 )
             if args.phases or args.only_phases:
                 for jobs in args.jobs or [None]:
-                    phases(folder, model, jobs)
+                    phases(folder, model, jobs, args.trace, args.train_option)
 
 
 if __name__ == "__main__":

@@ -51,6 +51,15 @@ def test_unicode_terms_survive(tmp_path):
     assert load_model(tmp_path / "u.nbm").terms == ("straße", "subject:ünïcode", "東京")
 
 
+def test_a_term_of_a_lone_surrogate_is_refused_where_the_model_is_written(tmp_path):
+    X, y, _ = random_counts(4, d=3)
+    model = fit(X, y, ["a", "b\ud800", "\ud7ff"], build_settings({"min_count": 1}))
+    assert list(model.terms) == ["a", "b\ud800", "\ud7ff"]  # kept, as a str would be
+    with pytest.raises(ValueError, match="lone surrogate"):
+        save_model(model, tmp_path / "s.nbm")
+    assert not (tmp_path / "s.nbm").exists()
+
+
 def test_no_temporary_file_is_left_and_a_new_model_is_not_for_others(saved):
     # the umask, less every permission of others: a model holds the words of mail
     assert os.listdir(saved.parent) == ["m.nbm"]
@@ -159,3 +168,27 @@ def test_a_file_written_before_word_pairs_named_where_reads_as_before(
     loaded = load_model(old)
     word_pairs, buckets = loaded.tokenizer.word_pairs, loaded.tokenizer.pair_buckets
     assert (word_pairs, buckets, loaded.training.score_pairs) == expected
+
+
+def test_writing_a_model_makes_no_copy_of_its_arrays_bytes(tmp_path):
+    import tracemalloc
+
+    import numpy as np
+    import scipy.sparse as sp
+
+    d = 200_000
+    X = sp.csr_matrix((np.ones(d, np.int64), np.arange(d), np.arange(0, d + 1, d // 4)), (4, d))
+    terms = [f"w{i:07d}" for i in range(d)]
+    model = fit(X, ["ham", "spam"] * 2, terms, build_settings({}), sorted_terms=True)
+    assert model.form.kept.size == d
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        save_model(model, tmp_path / "big.nbm")
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    # the file's arrays as made (32-bit counts, the scoring table: some 50 bytes a term),
+    # not each copied into bytes again, nor the terms joined into one str (115 bytes a term)
+    assert peak < 80 * d
+    assert load_model(tmp_path / "big.nbm").terms == terms

@@ -331,3 +331,125 @@ def test_the_set_of_digests_counted_is_let_go_of_before_the_cross_validation(
     model = training.train(sample_messages, SETTINGS)
     assert alive == {"counted": [], "dates": []}  # nor their digests (the model has them)
     assert len(model.seen_digests) == int(model.class_count.sum())
+
+
+def _traced(work) -> int:
+    """The bytes that ``work()``'s result holds, as tracemalloc counts them (what it
+    allocated and did not free)."""
+    import gc
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        kept = work()
+        gc.collect()
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    del kept
+    return held
+
+
+def test_counting_holds_its_vocabulary_in_arrays_not_python_strings():
+    n, per = 100_000, 10_000
+
+    def count():
+        builder = ClassCountsBuilder()
+        for start in range(0, n, per):  # each chunk's terms new str, as from a worker
+            terms = [f"w{i:07d}" for i in range(start, start + per)]
+            builder.add_counts(chunk(terms), [("ham", "spam")[start // per % 2]])
+        return builder
+
+    # a str, a dictionary entry and an int a term took some 150 bytes beside the counts
+    # (2 labels x 2 arrays x 8 bytes, room for a quarter more: 40); now some 45
+    assert _traced(count) < 100 * n
+    builder = count()
+    totals = builder.totals()
+    assert len(totals.terms) == n and totals.terms[12_345] == "w0012345"
+    assert totals.term_count[:, 12_345].tolist() == [0, 1]
+
+
+def test_the_models_terms_are_one_array_of_utf8_as_its_file_holds_them(sample_messages, tmp_path):
+    from nbspam.store.modelfile import load_model, save_model
+    from nbspam.text.vocabulary import Terms
+
+    model = fit_counted(LabelledChunks(sample_messages, SETTINGS.tokenizer), SETTINGS)
+    terms = list(model.terms)
+    assert terms == sorted(set(terms)) and len(terms) > 100
+    assert isinstance(model.terms, Terms) and model.terms.ordered  # not a tuple of str
+    assert model.terms.blob.tobytes() == "\n".join(terms).encode()
+    save_model(model, tmp_path / "m.nbm")
+    again = load_model(tmp_path / "m.nbm")
+    assert isinstance(again.terms, Terms) and again.terms == model.terms
+
+
+def test_the_digests_counted_take_some_20_bytes_a_message_not_a_dictionary_entry():
+    from nbspam.mail.message import Message
+
+    n = 20_000
+    messages = [Message(str(i), b"Subject: s\n\nword %d\n" % i, "ham") for i in range(n)]
+    list(LabelledChunks(messages[:1], SETTINGS.tokenizer))  # the analyzer made beforehand
+
+    def count():
+        counted = LabelledChunks(messages, SETTINGS.tokenizer)
+        for _ in counted:
+            pass
+        return counted
+
+    # a 16-byte bytes and a dictionary entry took some 110 bytes a message
+    assert _traced(count) < 50 * n
+    counted = count()
+    assert len(counted.seen) == n and counted.duplicates == 0
+
+
+def test_the_digests_counted_find_a_copy_however_long_ago_it_was_counted(monkeypatch):
+    from nbspam.mail.message import Message
+    from nbspam.text.counting import Seen
+
+    monkeypatch.setattr(Seen, "MERGED_AT", 16)
+    mail = [b"Subject: %d\n\nword %d\n" % (i, i) for i in range(300)]
+    order = list(range(300)) + list(range(0, 300, 7)) + [299, 0]
+    messages = [Message(str(n), mail[i], ("ham", "spam")[i % 3 == 0]) for n, i in enumerate(order)]
+    counted = LabelledChunks(messages, SETTINGS.tokenizer)
+    model = fit_counted(counted, SETTINGS)
+    assert counted.duplicates == len(order) - 300 and len(counted.seen) == 300
+    monkeypatch.setattr(Seen, "MERGED_AT", 10**9)  # every digest in the dictionary
+    whole = fit_counted(LabelledChunks(messages, SETTINGS.tokenizer), SETTINGS)
+    assert model.seen_digests.tobytes() == whole.seen_digests.tobytes()
+    assert model.seen_labels.tolist() == whole.seen_labels.tolist()
+    assert model.term_count.tolist() == whole.term_count.tolist()
+    from nbspam.mail.headers import message_digest
+
+    expected = sorted((message_digest(m), ("ham", "spam")[i % 3 == 0]) for i, m in enumerate(mail))
+    assert [bytes(d) for d in model.seen_digests] == [d for d, _ in expected]
+    assert [model.labels[k] for k in model.seen_labels] == [x for _, x in expected]
+
+
+def test_the_split_by_dates_counts_share_the_models_terms_not_a_tuple_of_them():
+    from nbspam.core.sparse import sp
+    from nbspam.fit.crossval import Folds, Tokenized
+    from nbspam.text.vocabulary import Terms
+
+    terms = Terms.of([f"t{j:06d}" for j in range(1000)], ordered=True)
+    X = sp.csr_matrix((np.ones(10, np.int64), np.arange(10), np.arange(11)), shape=(10, 1000))
+    data = Tokenized([str(i) for i in range(10)], ["ham", "spam"] * 5, X, terms)
+    shared = Folds(data, np.arange(10) % 5, None)  # without totals: the split by date's
+    # a tuple of the vocabulary decoded (13.6 MB at 10,000 messages) was made here
+    assert shared.counts.terms is terms
+    assert shared.rest(0).terms is terms
+
+
+def test_a_models_kept_terms_are_picked_without_decoding_one_term_at_a_time(
+    sample_messages, tmp_path
+):
+    from nbspam.models.scoring_forms import pick
+    from nbspam.store.modelfile import load_model, save_model
+
+    model = fit_counted(LabelledChunks(sample_messages, SETTINGS.tokenizer), SETTINGS)
+    save_model(model, tmp_path / "m.nbm")
+    loaded = load_model(tmp_path / "m.nbm")
+    assert loaded.terms.strings == list(model.terms)  # the file's check decoded them
+    kept = model.form.kept
+    expected = tuple(list(model.terms)[k] for k in kept.tolist())
+    assert pick(model.terms, kept) == expected == pick(loaded.terms, kept)
+    assert model.form.terms == expected == loaded.form.terms

@@ -183,3 +183,73 @@ def test_columns_adds_new_terms_in_one_step_and_refuses_repeats():
     assert index.terms == ["a", "b", "x", "y"] and index.ids["y"] == 3
     with pytest.raises(ValueError):
         index.columns(["bad\nterm"], grow=True)
+
+
+# -- a vocabulary in arrays: Terms and TermTable -------------------------------------------------
+
+_PIECES = ["a", "b", "ab", "abcdefg", "abcdefgh", "abcdefghi", "\x00", "é", "\u4e00", "\U0001f600"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sets(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=6).map("".join)))
+def test_terms_hold_and_sort_what_a_tuple_of_str_would(distinct):
+    from nbspam.text.vocabulary import Terms
+
+    terms = list(distinct)
+    packed = Terms.of(terms)
+    assert len(packed) == len(terms) and list(packed) == terms and packed == tuple(terms)
+    assert [packed[i] for i in range(-len(terms), len(terms))] == terms + terms
+    assert packed[1:4] == tuple(terms[1:4])
+    ordered, order = packed.sorted()
+    assert list(ordered) == sorted(terms)  # byte order of UTF-8 is code point order
+    assert [terms[i] for i in order.tolist()] == sorted(terms)
+    assert sorted_order(packed).tolist() == sorted_order(terms).tolist()
+    for term in terms:
+        assert term in ordered and ordered.index(term) == sorted(terms).index(term)
+    assert "q" not in ordered and "aq" not in ordered and 3 not in ordered
+
+
+def test_terms_are_packed_as_a_model_file_holds_them():
+    from nbspam.text.vocabulary import Terms
+
+    packed = Terms.of(["straße", "", "東京"])
+    assert packed.blob.tobytes() == "straße\n\n東京".encode()
+    assert packed.offsets.tolist() == [0, 8, 9, 16]
+    assert list(packed.take(np.array([2, 0]))) == ["東京", "straße"]
+    assert Terms.of([]).offsets.tolist() == [0] and list(Terms.of([])) == []
+    with pytest.raises(ValueError, match="line break"):
+        Terms.of(["a\nb", "c"])
+
+
+def _same_as_a_dictionary(chunks):
+    from nbspam.text.vocabulary import TermTable
+
+    table, ids = TermTable(), {}
+    for chunk in chunks:
+        expected = [ids.setdefault(term, len(ids)) for term in chunk]
+        assert table.columns(chunk).tolist() == expected
+    assert len(table) == len(ids) and list(table.terms()) == list(ids)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sets(st.text(st.characters(blacklist_characters="\n"), max_size=9))))
+def test_a_term_table_numbers_terms_as_a_dictionary_would(chunks):
+    _same_as_a_dictionary([list(chunk) for chunk in chunks])
+
+
+def test_a_term_table_tells_apart_terms_that_share_a_hash(monkeypatch):
+    from nbspam.text import vocabulary
+
+    # every term of a length shares one hash: each must be told apart by its bytes
+    monkeypatch.setattr(vocabulary, "_hash", len)
+    words = [f"w{i}" for i in range(3000)]
+    _same_as_a_dictionary([words[:5], words[3:700], ["x", "w1", "yy"], words[::-1], ["w2999"]])
+    monkeypatch.setattr(vocabulary, "_hash", lambda term: 7)
+    _same_as_a_dictionary([["a", "b"], ["b", "c", "a"], ["d"]])
+
+
+def test_a_term_table_refuses_line_breaks():
+    from nbspam.text.vocabulary import TermTable
+
+    with pytest.raises(ValueError, match="line break"):
+        TermTable().columns(["a", "b\nc"])

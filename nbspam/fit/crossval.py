@@ -239,7 +239,7 @@ class Folds:
         self.y = np.searchsorted(np.array(classes, dtype=object), labels).astype(np.int64)
         if totals is None:
             self.counts = ClassCounts(
-                tuple(classes), tuple(data.terms), *nb.class_counts(data.X, self.y, len(classes))
+                tuple(classes), data.terms, *nb.class_counts(data.X, self.y, len(classes))
             )
         else:  # the totals' labels in sorted order
             self.counts = totals.in_order([totals.labels.index(c) for c in classes])

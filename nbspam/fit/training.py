@@ -31,9 +31,10 @@ def train(
     settings and gives the cutoffs and calibration from an internal cross-validation of
     them, each fold scored by a model of all the other messages. Without calibration only
     cutoffs given in the settings are set. Either way memory follows the vocabulary (the
-    model) and the sample, and grows with the number of messages only by a digest and a date
-    each (docs/speed.md, "Memory"). The choice of auto and the candidates it tried are kept in the
-    model's ``info["auto"]``.
+    model, some 50 bytes a term for two classes) and the sample, and grows with the number
+    of messages only by some 50 bytes each: the digests counted (`counting.Seen`) and the
+    model's record of them (docs/speed.md, "Memory"). The choice of auto and the candidates
+    it tried are kept in the model's ``info["auto"]``.
     """
     cfg = settings.training
     keep_rows = cfg.calibrate or cfg.event_model == AUTO
@@ -54,7 +55,7 @@ def train(
     if rows is not None and dates is not None:
         times, rows.dated = rows.times(), None
     # the model holds the digests of the messages counted (32 bytes a message): their set
-    # (some 100 bytes a message) is let go of before the cross-validation
+    # (`counting.Seen`, some 20 bytes a message) is let go of before the cross-validation
     del counted, dates
     return decide(model, rows, settings, times)
 

@@ -25,10 +25,11 @@ from ..core.settings import (
 from ..core.sparse import sp
 from ..errors import NbspamError, TrainingError
 from ..mail.message import Message
-from ..text.counting import ChunkCounts, LabelledChunks, count_chunk, count_chunks
+from ..text.counting import ChunkCounts, LabelledChunks, Seen, count_chunk, count_chunks
 from ..text.counts import ClassCounts
 from ..text.vocabulary import (
-    TermIndex,
+    Terms,
+    TermTable,
     count_rows,
     mutual_information,
     pair_terms,
@@ -78,7 +79,7 @@ class Model:
             object.__setattr__(self, "seen_times", np.full(n, UNKNOWN_TIME, np.int64))
 
     labels: tuple[str, ...]
-    terms: tuple[str, ...]
+    terms: Terms
     class_count: np.ndarray
     term_count: np.ndarray
     doc_count: np.ndarray
@@ -215,7 +216,7 @@ def from_counts(
     counts: ClassCounts,
     settings: Settings,
     info: dict[str, Any] | None = None,
-    seen: dict[bytes, str] | None = None,
+    seen: dict[bytes, str] | Seen | None = None,
     *,
     sorted_terms: bool = False,
     times: dict[bytes, int] | None = None,
@@ -238,6 +239,11 @@ def from_counts(
     label_order = sorted(range(len(counts.labels)), key=counts.labels.__getitem__)
     counts = counts.in_order(label_order, None if sorted_terms else sorted_order(counts.terms))
     labels = counts.labels
+    terms = counts.terms  # sorted now: packed, or marked, as such
+    if not isinstance(terms, Terms):
+        terms = Terms.of(terms, ordered=True)
+    elif not terms.ordered:
+        terms = Terms(terms.blob, terms.offsets, ordered=True)
     if len(labels) < 2:
         raise TrainingError(
             f"need messages of at least two labels to train, found only {', '.join(labels) or 'none'}"
@@ -260,7 +266,7 @@ def from_counts(
     digests, seen_labels, seen_times = _seen_arrays(seen or {}, labels, times or {}, default_time)
     model = Model(
         labels=labels,
-        terms=counts.terms,
+        terms=terms,
         class_count=counts.class_count,
         term_count=counts.term_count,
         doc_count=counts.doc_count,
@@ -280,11 +286,23 @@ def from_counts(
 
 
 def _seen_arrays(
-    seen: dict[bytes, str], labels: Sequence[str], times: dict[bytes, int], default_time: int
+    seen: dict[bytes, str] | Seen,
+    labels: Sequence[str],
+    times: dict[bytes, int],
+    default_time: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(digests (n, 16) sorted, the label index of each, when each was learned) of the
     messages ``seen`` (digest -> label), in arrays from the start: 32 bytes a message, not
     a sorted list of pairs (and a time) of some 150."""
+    if isinstance(seen, Seen):  # sorted already, in arrays
+        digests, codes = seen.arrays()
+        index = np.array([labels.index(label) for label in seen.labels], np.int64)
+        when = np.full(len(digests), default_time, np.int64)
+        if times:
+            when = np.fromiter(
+                map(times.get, map(bytes, digests), repeat(default_time)), np.int64, len(digests)
+            )
+        return digests, index[codes] if index.size else codes, when
     digests = np.frombuffer(b"".join(seen), np.uint8).reshape(-1, 16)
     hi, lo = digest_halves(digests)
     order = np.lexsort((lo, hi))
@@ -346,7 +364,7 @@ class SampledRows:
     chunks: list[tuple[sp.csr_matrix, list[str], np.ndarray]] = field(default_factory=list)
     """(rows, their labels, their numbers in the stream) of each chunk."""
     seen: int = 0
-    terms: tuple[str, ...] = ()
+    terms: Sequence[str] = ()
     """The terms sorted by code point, once known."""
     order: np.ndarray | None = None
     """The permutation that sorts the terms of the columns into ``terms``, once known."""
@@ -412,11 +430,11 @@ class SampledRows:
         """The number of each row in the stream of messages counted (n,)."""
         return np.concatenate([numbers for _, _, numbers in self.chunks])
 
-    def matrix(self) -> tuple[sp.csr_matrix, list[str]]:
+    def matrix(self) -> tuple[sp.csr_matrix, Sequence[str]]:
         """(X (n, d) over the sorted terms, the sorted terms). The rows are then kept as X
         alone (one chunk over the sorted terms), not twice."""
         if not self.chunks:
-            return stack_in_order([], self.order), list(self.terms)
+            return stack_in_order([], self.order), self.terms
         labels, numbers = self.labels, self.numbers()
         blocks = [X for X, _, _ in self.chunks]
         # the smallest type that holds the counts, however the chunks were kept (`add`, or
@@ -426,7 +444,7 @@ class SampledRows:
         X = stack_in_order(blocks, self.order, release=True, dtype=kind)
         self.chunks = [(X, labels, numbers)]
         self.order = np.arange(len(self.terms))
-        return X, list(self.terms)
+        return X, self.terms
 
 
 def fit_messages(
@@ -461,11 +479,11 @@ def fit_counted(
     for labels, chunk in counted:
         X = counts.add_counts(chunk, labels)
         if rows is not None:
-            rows.add(X, labels, counted.digests(rows.seen, len(labels)))
+            rows.add(X, labels, counted.digests)
     if not counts.labels:
         raise TrainingError("no messages to train on")
     total = counts.totals()
-    del counts  # the vocabulary's dictionary: the terms are kept in their sorted tuple
+    del counts  # the table's hashes: the terms are kept, sorted, in the model
     order = sorted_order(total.terms)
     info = {
         "created": utc_timestamp(),
@@ -492,7 +510,7 @@ class ClassCountsBuilder:
     larger, left the allocator with more free holes than counts)."""
 
     def __init__(self) -> None:
-        self.index = TermIndex()
+        self.index = TermTable()
         self.labels: dict[str, int] = {}
         self._class = np.zeros(0, np.int64)
         self._term = np.zeros((0, 0), np.int64)
@@ -505,7 +523,7 @@ class ClassCountsBuilder:
 
     def add_counts(self, counted: ChunkCounts, labels: Sequence[str]) -> sp.csr_matrix:
         """Add a counted chunk with the label of each row; returns its rows over ``index``."""
-        cols = self.index.columns(counted.terms, grow=True)
+        cols = self.index.columns(counted.terms)
         y = np.array(
             [self.labels.setdefault(label, len(self.labels)) for label in labels], np.int64
         )
@@ -519,11 +537,12 @@ class ClassCountsBuilder:
         return rows_over(counted, cols, len(self.index))
 
     def _reserve(self, c: int, d: int) -> None:
-        """Room for c labels and d terms (doubling the terms' room when it runs out)."""
+        """Room for c labels and d terms (when the terms' room runs out, an eighth more than
+        d, and at least a quarter more than before: doubling left up to half of it unused)."""
         rows, room = self._term.shape
         if c <= rows and d <= room:
             return
-        rows, room = max(c, rows), room if d <= room else max(d, 2 * room, 1024)
+        rows, room = max(c, rows), room if d <= room else max(d + d // 8, room + room // 4, 1024)
         self._class = _grow(self._class, (rows,))
         self._term = _grow(self._term, (rows, room))
         self._doc = _grow(self._doc, (rows, room))
@@ -534,7 +553,7 @@ class ClassCountsBuilder:
         c, d = len(self.labels), len(self.index)
         return ClassCounts(
             tuple(self.labels),
-            tuple(self.index.terms),
+            self.index.terms(),
             self._class[:c],
             self._term[:c, :d],
             self._doc[:c, :d],

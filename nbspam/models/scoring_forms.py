@@ -99,6 +99,8 @@ class FisherForm(_Kept):
 
 def pick(items: Sequence[str], positions: np.ndarray) -> tuple[str, ...]:
     """The items at the given positions, as a tuple."""
+    if hasattr(items, "picked"):  # a packed vocabulary (`vocabulary.Terms`)
+        return items.picked(positions)
     return tuple(map(items.__getitem__, positions.tolist()))
 
 

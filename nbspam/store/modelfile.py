@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -36,6 +37,7 @@ import numpy as np
 from ..models.decision import stored_cutoffs
 from ..models.model import Model
 from ..models.scoring_forms import LinearForm
+from ..text.vocabulary import Terms
 from . import container, schema
 from .container import Blob
 
@@ -43,17 +45,17 @@ from .container import Blob
 # and more to read when the file is opened (1,024 and 2,048 cost the same on the SpamAssassin model)
 GROUP_BYTES = 2048
 _COUNTS = ("class_count", "term_count", "doc_count", "seen_labels")
+_SURROGATE = re.compile(rb"\xed[\xa0-\xbf]")  # U+D800 to U+DFFF, as surrogatepass writes them
 
 
 def save_model(model: Model, path: str | os.PathLike[str]) -> None:
     """Write ``model`` to ``path`` atomically (see `container.write`)."""
-    # the terms as UTF-8 lines (no term holds a line break), encoded in one call; term i
-    # is blob[offsets[i] : offsets[i + 1] - 1]
-    blob = np.frombuffer("\n".join(model.terms).encode("utf-8"), np.uint8)
-    offsets = np.zeros(len(model.terms) + 1, np.uint64)
-    if model.terms:
-        offsets[1:-1] = np.flatnonzero(blob == ord("\n")) + 1
-        offsets[-1] = blob.size + 1
+    # the terms as UTF-8 lines (no term holds a line break): the model's own packing
+    # (`vocabulary.Terms`), term i is blob[offsets[i] : offsets[i + 1] - 1]
+    terms = model.terms if isinstance(model.terms, Terms) else Terms.of(model.terms)
+    blob, offsets = terms.blob, terms.offsets.astype(np.uint64)
+    if _SURROGATE.search(memoryview(blob)):  # a lone surrogate (text can hold one)
+        raise ValueError("a term holds a lone surrogate, which UTF-8 cannot")
     width = "<u4" if offsets[-1] < 2**32 else "<u8"
     arrays = {"terms": blob, "term_offsets": offsets.astype(width)}
     # counts as 32-bit integers when they fit: a smaller file is quicker to read and check
@@ -89,7 +91,7 @@ def save_model(model: Model, path: str | os.PathLike[str]) -> None:
     blobs = {
         name: Blob(b"", a.dtype.str, a.shape, chunks=_chunks_of(a))
         if _mapped(a, a.dtype.str)
-        else Blob(np.ascontiguousarray(a).tobytes(), a.dtype.str, a.shape)
+        else Blob(np.ascontiguousarray(a).reshape(-1).view(np.uint8).data, a.dtype.str, a.shape)
         for name, a in arrays.items()
     }
     container.write(path, header, blobs, pages=True)
@@ -150,7 +152,7 @@ def _model(path: str | os.PathLike[str], box: schema.ModelFile) -> Model:
     }
     return Model(
         labels=box.labels,
-        terms=tuple(schema.terms(path, box)),
+        terms=_terms(path, box),
         class_count=arrays["class_count"].astype(np.int64),
         term_count=arrays["term_count"].astype(np.int64),
         doc_count=arrays["doc_count"].astype(np.int64),
@@ -163,6 +165,18 @@ def _model(path: str | os.PathLike[str], box: schema.ModelFile) -> Model:
         calibration=box.calibration,
         info=box.info,
     )
+
+
+def _terms(path: str | os.PathLike[str], box: schema.ModelFile) -> Terms:
+    """The checked vocabulary of a model file, packed as the file holds it, with the terms
+    the check decoded (what scoring and learning with the model read)."""
+    strings = schema.terms(path, box)
+    blob = np.frombuffer(box.view("terms"), np.uint8)  # the file read, as the digests are
+    offsets = np.zeros(len(strings) + 1, np.int64)  # from the line breaks the check read
+    if strings:
+        offsets[1:-1] = np.flatnonzero(blob == ord("\n")) + 1
+        offsets[-1] = blob.size + 1
+    return Terms(blob, offsets, ordered=True, strings=strings)
 
 
 def part_sizes(path: str | os.PathLike[str]) -> dict[str, int]:

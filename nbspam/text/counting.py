@@ -8,13 +8,12 @@ CSR rows over a vocabulary.
 
 from __future__ import annotations
 
-import itertools
 import time
 from array import array
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain, count
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from ..core.parallel import chunks, imap_ordered
 from ..core.settings import TokenizerConfig
@@ -83,10 +82,10 @@ class LabelledChunks:
     of each chunk as it comes, not summed (`model.ClassCountsBuilder` sums them), each
     distinct message counted once (as `learn` would: by `messages.message_digest`).
 
-    Iterating gives (labels, counts) for each chunk. When it is done, ``seen`` maps the
-    digest of every message counted to its label, and ``duplicates`` is the number of
-    messages skipped as already counted. The workers start at once; ``started`` is when
-    (`time.perf_counter`).
+    Iterating gives (labels, counts) for each chunk, and sets ``digests`` to the digests of
+    its messages. When it is done, ``seen`` (`Seen`) holds the digest of every message
+    counted with its label, and ``duplicates`` is the number of messages skipped as already
+    counted. The workers start at once; ``started`` is when (`time.perf_counter`).
     """
 
     def __init__(
@@ -98,37 +97,104 @@ class LabelledChunks:
         jobs: int = 1,
     ) -> None:
         self.started = time.perf_counter()
-        self.seen: dict[bytes, str] = {}
+        self.seen = Seen()
         self.duplicates = 0
+        self.digests: list[bytes] = []
         self._results = count_chunks(self._fresh(messages, progress), tokenizer, jobs)
 
     def __iter__(self) -> Iterator[tuple[list[str], ChunkCounts]]:
-        return self._results
+        return map(self._handed, self._results)  # no generator of its own between
 
-    def digests(self, start: int, n: int) -> list[bytes]:
-        """The digests of the ``n`` distinct messages counted from number ``start`` on (the
-        chunks are counted ahead of the caller, never behind)."""
-        ahead = len(self.seen) - start  # the digests from start on are the newest
-        return list(itertools.islice(reversed(self.seen), ahead))[::-1][:n]
+    def _handed(self, result: tuple[tuple[list[str], list[bytes]], ChunkCounts]):
+        (labels, self.digests), counts = result
+        return labels, counts
 
     def _fresh(
         self, messages: Iterable[Message], progress: Callable[[int], None] | None
-    ) -> Iterator[tuple[list[str], list[bytes | str]]]:
+    ) -> Iterator[tuple[tuple[list[str], list[bytes]], list[bytes | str]]]:
         for chunk in chunks(messages):
-            fresh = first_copies(chunk, self.seen)
+            fresh, digests = first_copies(chunk, self.seen)
             self.duplicates += len(chunk) - len(fresh)
-            yield [m.label for m in fresh], [m.data for m in fresh]
+            yield ([m.label for m in fresh], digests), [m.data for m in fresh]
             if progress:
                 progress(len(chunk))
 
 
-def first_copies(messages: Sequence[Message], seen: dict[bytes, str]) -> list[Message]:
-    """The messages whose bytes are not in ``seen`` (digest -> label) yet, each added to it
+def first_copies(messages: Sequence[Message], seen: Seen) -> tuple[list[Message], list[bytes]]:
+    """The messages whose bytes are not in ``seen`` yet, and their digests, each added to it
     as it comes: a repeated message counts once, under the label of its first copy."""
-    fresh = []
+    fresh, digests = [], []
     for message in messages:
         digest = message_digest(message.data)
         if digest not in seen:
-            seen[digest] = message.label
+            seen.add(digest, message.label)
             fresh.append(message)
-    return fresh
+            digests.append(digest)
+    return fresh, digests
+
+
+class Seen:
+    """The digests of the messages counted (16 bytes each), with the label of each: what
+    makes a repeated message count once.
+
+    The newest are kept in a dictionary (some 100 bytes a message); when it holds
+    `MERGED_AT` of them, and an eighth as many as the rest, they are merged into one sorted
+    array of digests and one of label codes, 17 bytes a message (numpy is imported then:
+    counting a few thousand messages leaves it unimported). Found exactly: a digest is
+    looked up in the dictionary, then by binary search in the sorted array."""
+
+    MERGED_AT = 8192
+
+    def __init__(self) -> None:
+        self.recent: dict[bytes, str] = {}
+        self.labels: list[str] = []
+        """The labels the codes of the sorted array name."""
+        self._sorted: Any = None  # digests as a numpy array of 16-byte strings, sorted
+        self._codes: Any = None  # the label code of each
+
+    def __len__(self) -> int:
+        return len(self.recent) + (0 if self._sorted is None else len(self._sorted))
+
+    def __contains__(self, digest: object) -> bool:
+        if digest in self.recent:
+            return True
+        if self._sorted is None or not isinstance(digest, bytes) or len(digest) != 16:
+            return False
+        at = int(self._sorted.searchsorted(digest))
+        return at < len(self._sorted) and self._sorted[at : at + 1].tobytes() == digest
+
+    def add(self, digest: bytes, label: str) -> None:
+        """Note a message not noted yet (``digest`` not in this set)."""
+        self.recent[digest] = label
+        if len(self.recent) >= max(self.MERGED_AT, len(self) // 9):
+            self._merge()
+
+    def _merge(self) -> None:
+        import numpy as np
+
+        codes = {label: i for i, label in enumerate(self.labels)}
+        for label in self.recent.values():
+            if label not in codes:
+                codes[label] = len(self.labels)
+                self.labels.append(label)
+        kind = np.uint8 if len(self.labels) <= 256 else np.int32
+        digests = np.frombuffer(b"".join(self.recent), "S16")
+        new = np.fromiter(map(codes.__getitem__, self.recent.values()), kind, len(self.recent))
+        if self._sorted is not None:
+            digests = np.concatenate([self._sorted, digests])
+            new = np.concatenate([self._codes.astype(kind), new])
+        self._sorted = self._codes = None
+        order = digests.argsort(kind="stable")
+        self._sorted, self._codes = digests[order], new[order]
+        self.recent = {}
+
+    def arrays(self) -> tuple[Any, Any]:
+        """(the digests (n, 16) as uint8, sorted; the code of each one's label in
+        ``labels``, int64), every message noted merged."""
+        import numpy as np
+
+        if self.recent or self._sorted is None:
+            if not self.recent:
+                return np.zeros((0, 16), np.uint8), np.zeros(0, np.int64)
+            self._merge()
+        return self._sorted.view(np.uint8).reshape(-1, 16), self._codes.astype(np.int64)

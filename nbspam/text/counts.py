@@ -24,7 +24,7 @@ class ClassCounts:
     class that contain the term. Integers (int64)."""
 
     labels: tuple[str, ...]
-    terms: tuple[str, ...]
+    terms: Sequence[str]
     class_count: np.ndarray
     term_count: np.ndarray
     doc_count: np.ndarray
@@ -60,7 +60,7 @@ class ClassCounts:
         cols = np.flatnonzero(self.doc_count.sum(axis=0) > 0)
         return ClassCounts(
             tuple(self.labels[i] for i in rows),
-            tuple(self.terms[j] for j in cols),
+            _take(self.terms, cols),
             self.class_count[rows],
             self.term_count[np.ix_(rows, cols)],
             self.doc_count[np.ix_(rows, cols)],
@@ -89,14 +89,30 @@ class ClassCounts:
             return self
         rows = np.arange(len(self.labels)) if labels is None else np.asarray(labels, np.int64)
         cols = np.arange(len(self.terms)) if terms is None else np.asarray(terms, np.int64)
-        pick = np.ix_(rows, cols)  # one copy of each array, whichever axes move
         return ClassCounts(
             tuple(self.labels[i] for i in rows.tolist()),
-            self.terms if terms is None else tuple(map(self.terms.__getitem__, cols.tolist())),
+            self.terms if terms is None else _take(self.terms, cols),
             self.class_count[rows],
-            np.ascontiguousarray(self.term_count[pick]),
-            np.ascontiguousarray(self.doc_count[pick]),
+            _picked(self.term_count, rows, cols),
+            _picked(self.doc_count, rows, cols),
         )
+
+
+def _picked(counts: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """counts[rows][:, cols] as a new array, taken a row at a time into it: no temporary
+    the size of the counts (an indexing by both axes at once made three)."""
+    out = np.empty((rows.size, cols.size), counts.dtype)
+    for i, row in enumerate(rows.tolist()):
+        np.take(counts[row], cols, out=out[i])
+    return out
+
+
+def _take(terms: Sequence[str], cols: np.ndarray) -> Sequence[str]:
+    """The terms of the columns ``cols``, in their order: packed (`vocabulary.Terms`) where
+    they are, else a tuple."""
+    if hasattr(terms, "take"):  # Terms (not imported here: it brings scipy along)
+        return terms.take(cols)
+    return tuple(map(terms.__getitem__, cols.tolist()))
 
 
 def _same(order: Sequence[int] | np.ndarray | None, n: int) -> bool:

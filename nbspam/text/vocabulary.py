@@ -1,11 +1,17 @@
-"""Terms and counts: a term <-> column map, token lists -> CSR count rows, vocabulary filters."""
+"""Terms and counts: a term <-> column map, token lists -> CSR count rows, vocabulary filters.
+
+A large vocabulary is held as arrays, not as Python strings: `Terms` (the terms' UTF-8 in
+one array, the layout of the model file) and `TermTable` (a growing term -> column map
+over such arrays, looked up by hash), some 20 bytes a term where a str and a dictionary
+entry took some 110."""
 
 from __future__ import annotations
 
+import bisect
 import functools
 import operator
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice, repeat
 
 import numpy as np
@@ -45,6 +51,357 @@ class TermIndex:
             self.terms.extend(fresh)
             cols[new] = np.arange(start, start + len(fresh))
         return cols
+
+
+class Terms(Sequence[str]):
+    """Terms as one array of UTF-8 bytes, a line break between two, the layout of a model
+    file's ``terms``: term i is ``blob[offsets[i] : offsets[i + 1] - 1]`` (``offsets`` (d +
+    1,), the last the blob's length + 1). About 9 bytes a term beside its characters, where
+    a tuple of str takes some 60; a term is decoded as it is read.
+
+    ``ordered`` says the terms are distinct and sorted by code point (a model's
+    vocabulary): ``in`` and `index` then search them (log d terms decoded). Equal to a
+    tuple or list of the same terms; a slice is a tuple. ``strings``, where given, are the
+    terms already decoded (a model file's, read to be checked), read in their place."""
+
+    def __init__(
+        self,
+        blob: np.ndarray,
+        offsets: np.ndarray,
+        *,
+        ordered: bool = False,
+        strings: list[str] | None = None,
+    ) -> None:
+        self.blob, self.offsets, self.ordered = blob, offsets, ordered
+        self.strings = strings
+        self._hash: int | None = None
+
+    @classmethod
+    def of(cls, terms: Iterable[str], *, ordered: bool = False) -> Terms:
+        """The terms (no line break in any) packed."""
+        terms = terms if isinstance(terms, (list, tuple)) else list(terms)
+        blob = np.frombuffer("\n".join(terms).encode(_UTF8, _LONE), np.uint8)
+        offsets = np.zeros(len(terms) + 1, np.int64)
+        if terms:
+            breaks = np.flatnonzero(blob == _BREAK)
+            if breaks.size != len(terms) - 1:
+                raise ValueError("a term cannot contain a line break")
+            offsets[1:-1] = breaks + 1
+            offsets[-1] = blob.size + 1
+        return cls(blob, offsets, ordered=ordered)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return tuple(map(self._term, range(*i.indices(len(self)))))
+        i = operator.index(i)
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError("term index out of range")
+        return self._term(i + n if i < 0 else i)
+
+    def _term(self, i: int) -> str:
+        if self.strings is not None:
+            return self.strings[i]
+        start, end = self.offsets[i : i + 2].tolist()
+        return self.blob[start : end - 1].tobytes().decode(_UTF8, _LONE)
+
+    def __iter__(self) -> Iterator[str]:
+        """The terms, decoded a few thousand at a time."""
+        if self.strings is not None:
+            yield from self.strings
+            return
+        n = len(self)
+        for first in range(0, n, _DECODED_AT_ONCE):
+            last = min(first + _DECODED_AT_ONCE, n)
+            start, end = int(self.offsets[first]), int(self.offsets[last]) - 1
+            yield from self.blob[start:end].tobytes().decode(_UTF8, _LONE).split("\n")
+
+    def __contains__(self, term: object) -> bool:
+        if not isinstance(term, str):
+            return False
+        if not self.ordered:
+            return any(map(term.__eq__, self))
+        at = bisect.bisect_left(self, term)
+        return at < len(self) and self._term(at) == term
+
+    def index(self, term: str, start: int = 0, stop: int | None = None) -> int:  # type: ignore[override]
+        if self.ordered and start == 0 and stop is None and term in self:
+            return bisect.bisect_left(self, term)
+        return super().index(term, start, len(self) if stop is None else stop)
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if isinstance(other, Terms):
+            return len(self) == len(other) and np.array_equal(self.blob, other.blob)
+        if isinstance(other, (tuple, list)):
+            return len(self) == len(other) and all(map(operator.eq, self, other))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash((len(self), self.blob.tobytes()))
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"<Terms: {len(self):,}>"
+
+    def __reduce__(self):
+        state = {"ordered": self.ordered, "strings": None, "_hash": None}
+        return (Terms, (self.blob, self.offsets), state)
+
+    def picked(self, columns: np.ndarray) -> tuple[str, ...]:
+        """The terms of these columns, in their order, as a tuple of str."""
+        if self.strings is not None:
+            return tuple(map(self.strings.__getitem__, columns.tolist()))
+        return tuple(self.take(columns))
+
+    def take(self, columns: np.ndarray, *, ordered: bool | None = None) -> Terms:
+        """The terms of these columns, in their order (``ordered``: by default, whether
+        these are, as the columns of an ordered vocabulary in increasing order are)."""
+        columns = np.asarray(columns, np.int64)
+        starts, ends = self.offsets[columns], self.offsets[columns + 1]
+        if ordered is None:
+            ordered = self.ordered and bool((columns[1:] > columns[:-1]).all())
+        return Terms(*_gathered(self.blob, starts, ends - starts - 1), ordered=ordered)
+
+    def sorted(self) -> tuple[Terms, np.ndarray]:
+        """(the terms sorted by code point, the permutation that sorts them: term j of the
+        sorted is term order[j] of these)."""
+        if self.ordered:
+            return self, np.arange(len(self), dtype=np.int64)
+        order = byte_order(self.blob, self.offsets)
+        return self.take(order, ordered=True), order
+
+
+_BREAK = ord("\n")
+_UTF8, _LONE = "utf-8", "surrogatepass"  # a lone surrogate (no model file holds one) kept
+_DECODED_AT_ONCE = 4096
+
+
+def _gathered(
+    blob: np.ndarray, starts: np.ndarray, lengths: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(blob, offsets) of `Terms` holding the byte strings ``blob[starts[i] : starts[i] +
+    lengths[i]]`` in their order, gathered `_GATHERED_AT_ONCE` terms at a time: the byte
+    positions computed on the way are 8 bytes a byte of those terms, not of all."""
+    offsets = np.zeros(lengths.size + 1, np.int64)
+    np.cumsum(lengths + 1, out=offsets[1:])
+    out = np.full(max(int(offsets[-1]) - 1, 0), _BREAK, np.uint8)
+    for first in range(0, lengths.size, _GATHERED_AT_ONCE):
+        sizes = lengths[first : first + _GATHERED_AT_ONCE]
+        inner = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        to = np.repeat(offsets[first : first + sizes.size], sizes) + inner
+        out[to] = blob[np.repeat(starts[first : first + sizes.size], sizes) + inner]
+    return out, offsets
+
+
+_GATHERED_AT_ONCE = 1 << 12
+
+
+def byte_order(blob: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """The permutation that sorts the terms of a `Terms` (``blob``, ``offsets``) by their
+    bytes, which for UTF-8 is by code point (as `sorted_order` sorts str).
+
+    By 8 bytes at a time, each read as a big-endian integer (zeros past a term's end) with
+    how many of them the term holds: first all the terms by their first 8 bytes, then, at
+    each further 8, only the runs of terms still equal so far, within each run. Arrays of a
+    few integers a term; no str is made."""
+    n = offsets.size - 1
+    order = np.arange(n, dtype=np.int64)
+    padded = np.concatenate([blob, np.zeros(8, np.uint8)])
+    live = order.copy()  # positions of ``order`` not settled yet
+    run = None  # the run of terms equal so far that each is in (depth 0: one run)
+    depth = 0
+    while live.size > 1:
+        items = order[live]
+        at = offsets[items]
+        held = offsets[items + 1]
+        held -= at + depth + 1  # the bytes left from this depth on, at most 9: more follow
+        np.clip(held, 0, 9, out=held)
+        held = held.astype(np.int8)
+        at += depth
+        word = np.zeros(items.size, np.uint64)
+        for k in range(8):
+            byte = padded[at]
+            byte[held <= k] = 0
+            word <<= np.uint64(8)
+            word |= byte
+            at += 1
+        del at, byte
+        sub = np.lexsort((held, word) if run is None else (held, word, run))
+        order[live] = items[sub]
+        del items
+        word, held = word[sub], held[sub]
+        same = (word[1:] == word[:-1]) & (held[1:] == 9) & (held[:-1] == 9)
+        if run is not None:
+            run = run[sub]
+            same &= run[1:] == run[:-1]
+        del word, held, sub
+        tied = np.zeros(live.size, bool)
+        tied[1:] = same
+        tied[:-1] |= same
+        first = np.ones(live.size, bool)
+        first[1:] = ~same
+        run = np.cumsum(first)[tied]
+        live = live[tied]
+        depth += 8
+    return order
+
+
+class TermTable:
+    """A growing map term -> column, columns numbered in order of first appearance, held in
+    arrays (what training counts with: a `TermIndex` holds a str and a dictionary entry a
+    term, some 110 bytes; this some 30).
+
+    The terms' UTF-8 in one growing array (the layout of `Terms`), the Python `hash` of
+    each, and a hash table of their columns (open addressing, at most half full), looked up
+    for a whole chunk of terms at once. A hit is checked byte for byte, so two terms that
+    share a hash are never confused (the second of them, a rare case, is kept in a small
+    dictionary). Adding a chunk's terms costs in proportion to the chunk, not the table,
+    but when the table doubles."""
+
+    def __init__(self) -> None:
+        self._blob = np.zeros(1 << 16, np.uint8)  # each term followed by a line break
+        self._offsets = np.zeros(1 << 10, np.int64)
+        self._keys = np.zeros(1 << 10, np.int64)  # the hash of each column's term
+        self._n = 0
+        self._slots = np.full(1 << 11, -1, np.int32)  # a column, or -1: free
+        self._shared: dict[str, int] = {}  # terms whose hash an earlier term has
+
+    def __len__(self) -> int:
+        return self._n
+
+    def terms(self) -> Terms:
+        """The terms in order of their columns (views of the table's arrays)."""
+        end = int(self._offsets[self._n])
+        return Terms(self._blob[: max(end - 1, 0)], self._offsets[: self._n + 1])
+
+    def columns(self, terms: Sequence[str]) -> np.ndarray:
+        """Columns (k,) of k distinct terms, the terms new to the table given the next free
+        ones, in their order."""
+        k = len(terms)
+        if not k:
+            return np.zeros(0, np.int64)
+        text = np.frombuffer(("\n".join(terms) + "\n").encode(_UTF8, _LONE), np.uint8)
+        ends = np.flatnonzero(text == _BREAK)
+        if ends.size != k:
+            raise ValueError("a term cannot contain a line break")
+        keys = np.fromiter(map(_hash, terms), np.int64, k)
+        cols = self._find(keys)
+        hit = np.flatnonzero(cols >= 0)
+        if hit.size:
+            same = self._same(text, ends, hit, cols[hit])
+            for i in hit[~same].tolist():  # a hash shared by two terms
+                cols[i] = self._shared.get(terms[i], -1)
+        new = np.flatnonzero(cols < 0)
+        if new.size:
+            cols[new] = self._add(terms, keys, new, text if new.size == k else None)
+        return cols
+
+    def _find(self, keys: np.ndarray) -> np.ndarray:
+        """The column whose hash is each of ``keys``, -1 where none is."""
+        mask = self._slots.size - 1
+        cols = np.full(keys.size, -1, np.int64)
+        todo = np.arange(keys.size)
+        at = keys & mask
+        while todo.size:
+            col = self._slots[at]
+            used = col >= 0
+            match = used & (self._keys[np.maximum(col, 0)] == keys[todo])
+            cols[todo[match]] = col[match]
+            more = used & ~match
+            todo, at = todo[more], (at[more] + 1) & mask
+        return cols
+
+    def _place(self, keys: np.ndarray, cols: np.ndarray) -> None:
+        """Put the columns ``cols`` of the distinct hashes ``keys``, none in the table yet,
+        into free slots (the first free one from the hash's own on)."""
+        mask = self._slots.size - 1
+        at = keys & mask
+        while cols.size:
+            free = self._slots[at] < 0
+            # of the columns that found the same free slot, the first takes it
+            _, first = np.unique(at[free], return_index=True)
+            taken = np.flatnonzero(free)[first]
+            self._slots[at[taken]] = cols[taken]
+            left = np.ones(cols.size, bool)
+            left[taken] = False
+            cols, at = cols[left], (at[left] + 1) & mask
+
+    def _same(
+        self, text: np.ndarray, ends: np.ndarray, hit: np.ndarray, found: np.ndarray
+    ) -> np.ndarray:
+        """Whether each term ``hit`` of a chunk (its UTF-8 ``text``, each term ending at
+        ``ends``) has the bytes of the table's term ``found``."""
+        starts = np.concatenate([[0], ends[:-1] + 1])[hit]
+        sizes = ends[hit] - starts
+        mine = self._offsets[found]
+        same = self._offsets[found + 1] - mine - 1 == sizes
+        check = np.flatnonzero(same)
+        sizes = sizes[check]
+        inner = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        a = text[np.repeat(starts[check], sizes) + inner]
+        b = self._blob[np.repeat(mine[check], sizes) + inner]
+        del inner
+        differ = np.repeat(np.arange(check.size), sizes)[a != b]
+        same[check[differ]] = False
+        return same
+
+    def _add(
+        self, terms: Sequence[str], keys: np.ndarray, new: np.ndarray, text: np.ndarray | None
+    ) -> np.ndarray:
+        """Append the terms ``new`` (positions in ``terms``, whose hashes are ``keys``;
+        ``text``: the UTF-8 of all the terms, where all are new); their columns."""
+        if text is None:
+            fresh_text = "\n".join([terms[i] for i in new.tolist()]) + "\n"
+            text = np.frombuffer(fresh_text.encode(_UTF8, _LONE), np.uint8)
+        start, size = self._n, int(self._offsets[self._n])
+        cols = np.arange(start, start + new.size)
+        self._blob = _room(self._blob, size + text.size)
+        self._blob[size : size + text.size] = text
+        self._offsets = _room(self._offsets, start + new.size + 1)
+        self._offsets[start + 1 : start + new.size + 1] = np.flatnonzero(text == _BREAK) + size + 1
+        # the first term of each hash the table lacks takes a slot, the others go aside
+        fresh, first = np.unique(keys[new], return_index=True)
+        known = self._find(fresh) >= 0
+        self._keys = _room(self._keys, start + new.size)
+        self._keys[start : start + new.size] = keys[new]
+        self._n += new.size
+        if 2 * self._n > self._slots.size:  # more than half full: twice (or more) the slots
+            slots = self._slots.size
+            while 2 * self._n > slots:
+                slots *= 2
+            self._slots = np.full(slots, -1, np.int32 if slots < 2**31 else np.int64)
+            placed = self._slots_of(start)
+            self._place(self._keys[placed], placed)
+        aside = np.ones(new.size, bool)
+        aside[first[~known]] = False
+        for j in np.flatnonzero(aside).tolist():
+            self._shared[terms[int(new[j])]] = int(cols[j])
+        self._place(fresh[~known], cols[first[~known]])
+        return cols
+
+    def _slots_of(self, n: int) -> np.ndarray:
+        """The columns of the first ``n`` that hold a slot (not set aside)."""
+        aside = np.fromiter(self._shared.values(), np.int64, len(self._shared))
+        return np.setdiff1d(np.arange(n), aside, assume_unique=True)
+
+
+_hash = hash  # what a TermTable looks terms up by (a test makes terms share one)
+
+
+def _room(array: np.ndarray, size: int) -> np.ndarray:
+    """``array``, or a copy with room for ``size`` items and an eighth more (and at least
+    a quarter more than before)."""
+    if size <= array.size:
+        return array
+    grown = np.zeros(max(size + size // 8, array.size + array.size // 4), array.dtype)
+    grown[: array.size] = array
+    return grown
 
 
 _ROWS_AT_ONCE = 512
@@ -169,6 +526,8 @@ def stack_in_order(
 
 def sorted_order(terms: Sequence[str]) -> np.ndarray:
     """Permutation that sorts ``terms`` by code point: ``terms[order]`` is sorted."""
+    if isinstance(terms, Terms):
+        return np.arange(len(terms)) if terms.ordered else byte_order(terms.blob, terms.offsets)
     if all(map(operator.lt, terms, islice(terms, 1, None))):  # already sorted (and distinct)
         return np.arange(len(terms), dtype=np.int64)
     return np.array(sorted(range(len(terms)), key=terms.__getitem__), dtype=np.int64)
