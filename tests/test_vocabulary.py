@@ -253,3 +253,18 @@ def test_a_term_table_refuses_line_breaks():
 
     with pytest.raises(ValueError, match="line break"):
         TermTable().columns(["a", "b\nc"])
+
+
+def test_a_term_table_spreads_hashes_that_share_their_low_bits(monkeypatch):
+    import time
+
+    from nbspam.text import vocabulary
+
+    # hashes that differ only above bit 32 (mail can make such terms where the hash seed is
+    # known): taken as their low bits, every term would probe one run of slots, and adding
+    # them took time growing with the square of their number (25 s for these)
+    monkeypatch.setattr(vocabulary, "_hash", lambda term: (int(term[1:]) + 1) << 32)
+    words = [f"w{i}" for i in range(30_000)]
+    started = time.monotonic()
+    _same_as_a_dictionary([words[i : i + 1000] for i in range(0, len(words), 1000)] + [words])
+    assert time.monotonic() - started < 15  # does not hang: some 0.2 s
