@@ -268,3 +268,21 @@ def test_a_term_table_spreads_hashes_that_share_their_low_bits(monkeypatch):
     started = time.monotonic()
     _same_as_a_dictionary([words[i : i + 1000] for i in range(0, len(words), 1000)] + [words])
     assert time.monotonic() - started < 15  # does not hang: some 0.2 s
+
+
+def test_ordered_terms_find_an_absent_term_by_binary_search_not_by_reading_all(monkeypatch):
+    from nbspam.text.vocabulary import Terms
+
+    ordered = Terms.of([f"t{i:06d}" for i in range(50_000)], ordered=True)
+    read = []
+    decode = Terms._term
+    monkeypatch.setattr(Terms, "_term", lambda self, i: read.append(i) or decode(self, i))
+    assert ordered.index("t012345") == 12_345
+    with pytest.raises(ValueError) as absent:
+        ordered.index("t0123455")
+    assert len(read) < 50  # log2(50,000) each; a Sequence's index read all 50,000
+    assert str(absent.value) == "'t0123455' is not among the terms"
+    with pytest.raises(ValueError):
+        ordered.index(5)
+    assert "t0123455" not in ordered and "t049999" in ordered
+    assert Terms.of(["b", "a"]).index("a") == 1  # not ordered: read in turn

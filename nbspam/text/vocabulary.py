@@ -125,13 +125,20 @@ class Terms(Sequence[str]):
             return False
         if not self.ordered:
             return any(map(term.__eq__, self))
-        at = bisect.bisect_left(self, term)
-        return at < len(self) and self._term(at) == term
+        return self._search(term) >= 0
 
     def index(self, term: str, start: int = 0, stop: int | None = None) -> int:  # type: ignore[override]
-        if self.ordered and start == 0 and stop is None and term in self:
-            return bisect.bisect_left(self, term)
-        return super().index(term, start, len(self) if stop is None else stop)
+        if not (self.ordered and start == 0 and stop is None):
+            return super().index(term, start, len(self) if stop is None else stop)
+        at = self._search(term) if isinstance(term, str) else -1
+        if at < 0:  # found absent in log d terms, not by reading them all
+            raise ValueError(f"{term!r} is not among the terms")
+        return at
+
+    def _search(self, term: str) -> int:
+        """The position of ``term`` in ordered terms, -1 if absent (binary search)."""
+        at = bisect.bisect_left(self, term)
+        return at if at < len(self) and self._term(at) == term else -1
 
     def __eq__(self, other: object) -> bool:
         if self is other:
