@@ -200,7 +200,8 @@ def test_terms_hold_and_sort_what_a_tuple_of_str_would(distinct):
     assert len(packed) == len(terms) and list(packed) == terms and packed == tuple(terms)
     assert [packed[i] for i in range(-len(terms), len(terms))] == terms + terms
     assert packed[1:4] == tuple(terms[1:4])
-    ordered, order = packed.sorted()
+    order = sorted_order(packed)  # by the bytes (`byte_order`), no str made
+    ordered = packed.take(order, ordered=True)
     assert list(ordered) == sorted(terms)  # byte order of UTF-8 is code point order
     assert [terms[i] for i in order.tolist()] == sorted(terms)
     assert sorted_order(packed).tolist() == sorted_order(terms).tolist()

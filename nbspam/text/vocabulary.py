@@ -176,14 +176,6 @@ class Terms(Sequence[str]):
             ordered = self.ordered and bool((columns[1:] > columns[:-1]).all())
         return Terms(*_gathered(self.blob, starts, ends - starts - 1), ordered=ordered)
 
-    def sorted(self) -> tuple[Terms, np.ndarray]:
-        """(the terms sorted by code point, the permutation that sorts them: term j of the
-        sorted is term order[j] of these)."""
-        if self.ordered:
-            return self, np.arange(len(self), dtype=np.int64)
-        order = byte_order(self.blob, self.offsets)
-        return self.take(order, ordered=True), order
-
 
 _BREAK = ord("\n")
 _UTF8, _LONE = "utf-8", "surrogatepass"  # a lone surrogate (no model file holds one) kept
