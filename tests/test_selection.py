@@ -54,16 +54,19 @@ def test_a_candidate_wins_only_by_removing_a_clear_share_of_the_error(sample_mes
         ("bernoulli", 0.5, 2, 0, None): 0.962,  # 24%: it wins
         ("bernoulli", 0.5, 1, 0, half): 0.963,  # beats the first round, not min-count 2
     }
-    seen = []
-    real_cv = selection.cross_validate_matrix
+    seen, auc_of = [], {}
+    real_scores = selection.score_candidates
 
-    def recording_cv(data, trial, **options):
-        t = trial.training
-        seen.append((t.event_model, t.alpha, t.min_count, len(t.stop_words), t.max_features))
-        return real_cv(data, trial, **options)
+    def recording(data, shared, trials, **options):
+        out = real_scores(data, shared, trials, **options)
+        for trial, scores in zip(trials, out):
+            t = trial.training
+            seen.append((t.event_model, t.alpha, t.min_count, len(t.stop_words), t.max_features))
+            auc_of[id(scores)] = planned[seen[-1]]
+        return out
 
-    monkeypatch.setattr(selection, "cross_validate_matrix", recording_cv)
-    monkeypatch.setattr(selection, "pooled_auc", lambda scores: planned[seen[-1]])
+    monkeypatch.setattr(selection, "score_candidates", recording)
+    monkeypatch.setattr(selection, "pooled_auc", lambda scores: auc_of[id(scores)])
     choice = selection.internal_cv(data, settings)
     assert choice.chosen == "bernoulli + min-count 2"
     t = choice.training
@@ -111,7 +114,14 @@ def test_each_auc_in_the_table_is_the_candidates_own_cross_validation(sample_mes
         start = winner.changes if row.name.startswith("+ ") else {}
         cfg = settings.training.replace(**{**start, **row.changes})
         scores = cross_validate_matrix(data, settings.replace(training=cfg))
-        assert row.auc == selection.pooled_auc(scores), row.name
+        if row.auc is not None:
+            assert row.auc == selection.pooled_auc(scores), row.name
+            continue
+        # stopped early: its AUC, had it been scored on every fold, is within the bound
+        assert row.note.startswith("stopped "), row
+        bound = float(row.note.split("could be at most ")[1].split(",")[0])
+        assert selection.pooled_auc(scores) <= bound + 5e-6, row.name
+    assert any(row.auc is None for row in choice.tried)
 
 
 def test_the_candidates_share_each_folds_counts(sample_messages, monkeypatch):
@@ -138,6 +148,139 @@ def test_the_candidates_share_each_folds_counts(sample_messages, monkeypatch):
         assert scores.log_odds.tolist() == alone.log_odds.tolist()
 
 
+def _forms_made(monkeypatch) -> list[str]:
+    """A list that gets the event model of every scoring form made from then on."""
+    from nbspam.models import event_models
+
+    made = []
+    for cls in (event_models.EventModel, event_models.Fisher):
+        real = cls.form
+
+        def spy(self, model, kept, *rest, real=real):
+            made.append(self.name)
+            return real(self, model, kept, *rest)
+
+        monkeypatch.setattr(cls, "form", spy)
+    return made
+
+
+def test_a_candidate_that_cannot_win_is_stopped_and_the_choice_is_the_full_runs(
+    sample_messages, monkeypatch
+):
+    settings = resolve_settings({}, source="test")
+    data = tokenized(sample_messages, settings)
+    made = _forms_made(monkeypatch)
+    choice = selection.internal_cv(data, settings)
+    early = list(made)
+    # multinomial and bernoulli (AUC 1: nothing can beat it by a margin) on every fold;
+    # complement after 2 folds, fisher after 1; the changes to bernoulli on none
+    assert (
+        early
+        == ["multinomial"] * 5
+        + ["bernoulli", "complement", "fisher"]
+        + [
+            "bernoulli",
+            "complement",
+        ]
+        + ["bernoulli"] * 3
+    )
+    made.clear()
+    with monkeypatch.context() as full:
+        # every bound beats the best: none is stopped
+        full.setattr(selection, "SLACK", 1.0, raising=False)
+        whole = selection.internal_cv(data, settings)
+    assert (choice.training, choice.rule, choice.chosen) == (
+        whole.training,
+        whole.rule,
+        whole.chosen,
+    )
+    assert whole.chosen == "bernoulli" and all(row.auc is not None for row in whole.tried)
+    assert len(made) == 50  # 10 candidates, 5 folds each
+    for row, full_row in zip(choice.tried, whole.tried):
+        assert row == full_row if row.auc is not None else row.note.startswith("stopped ")
+    stopped = [row.name for row in choice.tried if row.auc is None]
+    assert stopped == ["complement norm", "fisher"] + [r.name for r in choice.tried[4:]]
+    assert choice.tried[2].note == (
+        "stopped after 2 of 5 folds: its ROC AUC could be at most 0.99653, which does not "
+        "remove 10% of the error of the best, 0.99653"
+    )
+    assert choice.tried[4].note == (
+        "stopped before its folds: its ROC AUC could be at most 1.00000, which does not "
+        "remove 20% of the error of the best, 1.00000"
+    )
+
+
+def test_the_best_possible_auc_counts_the_pairs_the_scored_rows_rank_wrong():
+    from nbspam.fit.crossval import Scores
+
+    labels = ("spam", "ham") * 4
+    odds = np.array([2.0, 3.0, 1.0, 1.0, np.nan, np.nan, np.nan, np.nan])
+    fold = np.array([0, 0, 0, 0, -1, -1, -1, -1])  # the second fold not scored yet
+    scores = Scores(
+        ids=tuple("abcdefgh"),
+        labels=labels,
+        classes=("ham", "spam"),
+        log_posterior=np.zeros((8, 2)),
+        log_odds=odds,
+        positive="spam",
+        fold=fold,
+        seconds={},
+    )
+    # of the 4 x 4 pairs, (2, 3) and (1, 3) are ranked wrong and (1, 1) is a tie: 2.5 of 16
+    assert selection.best_possible_auc(scores) == 1.0 - 2.5 / 16
+    rng = np.random.default_rng(3)
+    every = rng.normal(size=8).round(1)
+    done = Scores(
+        *[getattr(scores, f) for f in ("ids", "labels", "classes", "log_posterior")],
+        log_odds=every,
+        positive="spam",
+        fold=np.zeros(8, int),
+        seconds={},
+    )
+    assert abs(selection.best_possible_auc(done) - selection.pooled_auc(done)) < 1e-12
+
+
+def test_a_folds_models_share_one_fit_and_fishers_word_probabilities(sample_messages, monkeypatch):
+    """Every candidate's model of a fold is the first one's with its own settings: one
+    from_counts a fold for all the candidates, not one a candidate, and Fisher's word
+    probabilities once a fold and strength; the scores are those of each alone, to the bit."""
+    from nbspam.models import fisher
+
+    settings = resolve_settings({}, source="test")
+    data = tokenized(sample_messages, settings)
+    fits, probabilities = [], []
+    real_fit, real_f = crossval.from_counts, fisher.word_probabilities
+    monkeypatch.setattr(
+        crossval, "from_counts", lambda *a, **k: fits.append(1) or real_fit(*a, **k)
+    )
+    monkeypatch.setattr(
+        fisher, "word_probabilities", lambda *a, **k: probabilities.append(1) or real_f(*a, **k)
+    )
+    monkeypatch.setattr(selection, "SLACK", 1.0, raising=False)  # no candidate stopped
+    choice = selection.internal_cv(data, settings)
+    assert choice.chosen == "bernoulli"
+    # the first round: multinomial alone (5 folds), then the 3 others together (5); the
+    # second: the 6 changes together (5); fisher in the first round only
+    assert (len(fits), len(probabilities)) == (15, 5)
+    shared = crossval.Folds(data, crossval.stratified_split(data.labels, 5, 42)[0], None)
+    fisher_stop = settings.training.replace(
+        event_model="fisher", stop_words=selection.load_stop_words("english", settings.tokenizer)
+    )
+    trials = [
+        settings.replace(training=t)
+        for t in (
+            settings.training.replace(event_model="fisher"),
+            fisher_stop,
+            settings.training.replace(event_model="bernoulli", min_count=2),
+        )
+    ]
+    together = crossval.score_candidates(data, shared, trials)
+    for trial, scores in zip(trials, together):
+        alone = cross_validate_matrix(data, trial)
+        assert scores.log_odds.tobytes() == alone.log_odds.tobytes()
+        assert scores.log_posterior.tobytes() == alone.log_posterior.tobytes()
+
+
 def test_more_than_two_labels_choose_among_the_linear_models_by_mean_auc():
     texts = {
         "sport": ["goal match team win", "team score goal cup", "cup final match team"],
@@ -160,7 +303,10 @@ def test_more_than_two_labels_choose_among_the_linear_models_by_mean_auc():
         "bernoulli",
         "complement",
     )
-    assert all(0.0 <= row.auc <= 1.0 for row in choice.tried)
+    assert all(
+        0.0 <= row.auc <= 1.0 if row.auc is not None else row.note.startswith("stopped ")
+        for row in choice.tried
+    )
 
 
 def test_too_few_messages_to_choose_fall_back_and_say_so(tmp_path):
@@ -212,7 +358,10 @@ def test_train_prints_the_candidates_and_info_shows_them(tmp_path):
         r["name"] for r in record["candidates"]
     ]
     for line, row in zip(table, record["candidates"]):
-        assert f"{row['auc']:>9.5f} {100 * (1 - row['auc']):>8.3f}  " in line
+        if row["auc"] is None:  # stopped early: why, in place of its AUC
+            assert line.endswith(f"{'-':>9} {'-':>8}  {row['note']}") and "stopped" in line
+        else:
+            assert f"{row['auc']:>9.5f} {100 * (1 - row['auc']):>8.3f}  " in line
     assert sum(line.startswith("*") for line in table) == len(record["chosen"].split(" + "))
     shown = cli_run("info", "-m", tmp_path / "m.nbm").stdout.splitlines()
     start = shown.index(lines[1])

@@ -11,19 +11,21 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..core.settings import Settings
+from ..core.settings import AUTO, Settings
 from ..core.sparse import sp
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError, InputError, TrainingError
 from ..models import naive_bayes as nb
 from ..models.decision import Rule
+from ..models.event_models import event_model
 from ..models.fisher import fisher_log_odds_many
-from ..models.model import Model, from_counts
+from ..models.model import Model, from_counts, kept_columns
 from ..models.scoring_forms import FisherForm, LinearForm
 from ..text.counts import ClassCounts
 from . import metrics
@@ -51,7 +53,8 @@ class Tokenized(NamedTuple):
 class Scores:
     """Out-of-sample scores of every evaluated message.
 
-    Rows are the messages in input order. ``fold`` (n,) is the test fold that scored each
+    Rows are the messages in input order, ``ids`` naming each (a sequence: a table's row
+    names are made when read). ``fold`` (n,) is the test fold that scored each
     message, -1 for a message used only for training (its score rows are NaN).
     ``log_posterior`` (n, C) has its columns in ``classes`` order; ``log_odds`` (n,) is
     log P(positive | x) - log P(negative | x) for two-class models, else None.
@@ -62,7 +65,7 @@ class Scores:
     describes the split; ``seconds`` the time spent per stage.
     """
 
-    ids: tuple[str, ...]
+    ids: Sequence[str]
     labels: tuple[str, ...]
     classes: tuple[str, ...]
     log_posterior: np.ndarray
@@ -167,49 +170,218 @@ def score_split(
     messages but the fold's. ``shared`` (`Folds` of the same rows, folds and totals) keeps
     what does not depend on the settings from one call to the next.
     """
-    fold = np.asarray(fold, dtype=np.int64)
-    labels = np.array(data.labels, dtype=object)
     seconds = {} if tokenize_seconds is None else {"tokenize": tokenize_seconds}
+    clock = time.perf_counter()
+    if shared is None:
+        shared = Folds(data, np.asarray(fold, dtype=np.int64), totals)
+    seconds["train"] = time.perf_counter() - clock
+    (scores,) = score_candidates(data, shared, [settings], protocol=protocol, seconds=seconds)
+    if isinstance(scores, TrainingError):
+        raise scores
+    assert isinstance(scores, Scores)
+    return scores
+
+
+class Stopped(NamedTuple):
+    """A setting whose scoring `score_candidates` stopped before its last fold, and why."""
+
+    note: str
+
+
+def score_candidates(
+    data: Tokenized,
+    shared: Folds,
+    trials: Sequence[Settings | Mapping[int, Settings]],
+    *,
+    protocol: dict[str, Any] | None = None,
+    seconds: dict[str, float] | None = None,
+    done: Callable[[int], None] | None = None,
+    stop: Callable[[int, Scores, int], str | None] | None = None,
+) -> list[Scores | TrainingError | Stopped]:
+    """The scores of each of several settings (``trials``, each one `Settings` or one per
+    fold) on the folds of ``shared``, as `score_split` gives each alone, to the bit; or the
+    `TrainingError` that fitting it on some fold raised (a mask that leaves no term).
+
+    A fold at a time, then each setting: what does not depend on the settings is made once
+    per fold for all of them (the counts of the rest, the first model, the columns each
+    vocabulary filter keeps: `FoldModels`), and only each setting's own scoring form (one
+    at a time, the size of the model) and its products with the test rows (a block at a
+    time) are made per setting.
+    ``done(fits)`` is called after each fold with the settings scored on it (and those
+    stopped, with the folds they leave out). ``stop(i, scores, folds)``, after each fold
+    but the last, may stop setting i: given its scores of the ``folds`` done so far (the
+    other rows' ``fold`` -1), it returns why (the setting's result is then `Stopped`), or
+    None to go on."""
+    fold = shared.fold
+    labels = np.array(data.labels, dtype=object)
+    seconds = dict(seconds or {})
+    seconds.setdefault("train", 0.0)
+    seconds["score"] = 0.0
     # not np.unique: numpy 2's imports numpy.ma on first use, 7 ms of training's serial end
     test_folds = sorted(set(fold[fold >= 0].tolist()))
     if not test_folds:
         raise InputError("no messages to evaluate: every message is for training")
-    clock = time.perf_counter()
-    if shared is None:
-        shared = Folds(data, fold, totals)
-    seconds["train"], seconds["score"] = time.perf_counter() - clock, 0.0
-    first: Model | None = None
-    for k in test_folds:  # one fold's model at a time: each is the size of the whole model
-        clock = time.perf_counter()
-        fold_settings = settings if isinstance(settings, Settings) else settings[k]
-        model = from_counts(shared.rest(k), fold_settings, sorted_terms=True)
-        _check_test_labels(set(labels[fold == k]), model.labels)
-        fitted = time.perf_counter()
-        seconds["train"] += fitted - clock
-        if first is None:
-            first = model
-            log_post = np.full((len(labels), len(model.labels)), np.nan)
-            log_odds = np.full(len(labels), np.nan) if model.is_binary else None
-        test = shared.test(k)
-        for start in range(0, test.size, SCORED_ROWS):  # the rows of a block copied at a time
-            rows = test[start : start + SCORED_ROWS]
-            log_post[rows], odds = predict_rows(model.form, data.X[rows])
-            if log_odds is not None:
-                log_odds[rows] = odds
-        seconds["score"] += time.perf_counter() - fitted
-    assert first is not None
-    classes = first.labels
-    return Scores(
-        ids=tuple(data.ids),
-        labels=tuple(data.labels),
-        classes=classes,
-        log_posterior=log_post,
-        log_odds=log_odds,
-        positive=first.training.positive if first.is_binary else None,
-        fold=fold,
-        seconds=seconds,
-        protocol=protocol,
-    )
+    results: list[_Trial | TrainingError | Stopped] = [_Trial() for _ in trials]
+    for step, k in enumerate(test_folds):
+        models = FoldModels(shared.rest(k))
+        blocks = _Blocks(data.X, shared.test(k))
+        fits = 0
+        for i, trial in enumerate(trials):
+            result = results[i]
+            if not isinstance(result, _Trial):
+                continue
+            clock = time.perf_counter()
+            fold_settings = trial if isinstance(trial, Settings) else trial[k]
+            fits += 1
+            try:
+                model = models.model(fold_settings)
+            except TrainingError as exc:
+                results[i] = exc
+                continue
+            _check_test_labels(set(labels[blocks.test]), model.labels)
+            fitted = time.perf_counter()
+            seconds["train"] += fitted - clock
+            result.score(model, blocks, len(labels))
+            seconds["score"] += time.perf_counter() - fitted
+        del models, blocks
+        left = len(test_folds) - step - 1
+        if stop is not None and left:
+            so_far = np.where(fold <= k, fold, -1)  # the folds are scored in order
+            for i, result in enumerate(results):
+                if isinstance(result, _Trial):
+                    note = stop(i, result.scores(data, so_far, {}, {}), step + 1)
+                    if note is not None:
+                        results[i], fits = Stopped(note), fits + left
+        if done is not None:
+            done(fits)
+    return [
+        result.scores(data, fold, dict(seconds), dict(protocol or {}))
+        if isinstance(result, _Trial)
+        else result
+        for result in results
+    ]
+
+
+#: The training settings `model.kept_columns` reads: settings alike in these keep the same
+#: columns of the same counts.
+FILTERS = ("stop_words", "score_pairs", "select", "max_features", "min_count", "max_df")
+
+
+class FoldModels:
+    """The models of one fold (fitted on the counts ``rest``) for several settings, each
+    made of what its settings change: the first by `from_counts` (every check of the
+    counts and settings), the others as that model with their own training settings (where
+    the labels, prior and tokenizer that `from_counts` checks are the same), their scoring
+    forms from the columns each vocabulary filter keeps (`FILTERS`), found once for the
+    settings that follow one another with the same filter, and what the event models
+    derive from the counts alone (`EventModel.form`'s ``memo``). The same models, to the
+    bit, as `from_counts` makes of each."""
+
+    def __init__(self, rest: ClassCounts) -> None:
+        self.rest = rest
+        self.first: tuple[Settings, Model] | None = None
+        self.kept: dict[tuple, np.ndarray] = {}
+        self.memo: dict = {}
+
+    def model(self, settings: Settings) -> Model:
+        """The model of ``settings`` on the counts, its scoring form made; raises the
+        `TrainingError` of `from_counts`."""
+        cfg = settings.training
+        if self.first is None or not self._alike(settings):
+            model = from_counts(self.rest, settings, sorted_terms=True)
+            if self.first is None:  # kept without its form: a form is the size of the model
+                self.first = settings, dataclasses.replace(model)
+            return model
+        first = self.first[1]
+        model = dataclasses.replace(first, training=cfg.replace(positive=first.training.positive))
+        key = tuple(getattr(cfg, name) for name in FILTERS)
+        if key not in self.kept:  # the latest filter's alone: settings alike come together
+            self.kept = {key: kept_columns(model)}
+        form = event_model(cfg.event_model).form(model, self.kept[key], self.memo)
+        if not form.kept.size:  # no term left: the error `from_counts` raises
+            return from_counts(self.rest, settings, sorted_terms=True)
+        model.__dict__["form"] = form  # the cached property's value
+        return model
+
+    def _alike(self, settings: Settings) -> bool:
+        """Whether ``settings`` differ from the first model's only where a model of the same
+        counts may: not in its tokenizer, labels, prior, nor as auto."""
+        assert self.first is not None
+        given, cfg = self.first[0], settings.training
+        return (
+            settings.tokenizer == given.tokenizer
+            and (cfg.positive, cfg.prior) == (given.training.positive, given.training.prior)
+            and cfg.event_model != AUTO
+        )
+
+
+class _Trial:
+    """The scores of one setting, filled in a fold at a time (`score_candidates`), and the
+    classes and positive class of its first fold's model (not the model: the forms of
+    several settings would be held at once)."""
+
+    def __init__(self) -> None:
+        self.classes: tuple[str, ...] = ()
+        self.positive: str | None = None
+        self.log_post = np.zeros(0)
+        self.log_odds: np.ndarray | None = None
+
+    def score(self, model: Model, blocks: _Blocks, n: int) -> None:
+        """Score the fold's test rows (``blocks``) with its ``model``."""
+        if not self.classes:
+            self.classes, self.positive = model.labels, model.positive
+            self.log_post = np.full((n, len(model.labels)), np.nan)
+            self.log_odds = np.full(n, np.nan) if model.is_binary else None
+        form = model.form
+        wide = widened(form, blocks.width)
+        for block in blocks:
+            F = block.presence if form.binary else block.counts
+            log_post, odds = predict_wide(form, wide, F)
+            self.log_post[block.rows] = log_post
+            if self.log_odds is not None:
+                self.log_odds[block.rows] = odds
+            del block, F  # let go of before the next block is copied
+
+    def scores(
+        self, data: Tokenized, fold: np.ndarray, seconds: dict[str, float], protocol: dict
+    ) -> Scores:
+        return Scores(
+            ids=tuple(data.ids),
+            labels=tuple(data.labels),
+            classes=self.classes,
+            log_posterior=self.log_post,
+            log_odds=self.log_odds,
+            positive=self.positive,
+            fold=fold,
+            seconds=seconds,
+            protocol=protocol,
+        )
+
+
+class _Blocks:
+    """The test rows of a fold, `SCORED_ROWS` at a time (`_Block`), copied again at each
+    pass (for each setting): their copy is a block's, not the fold's."""
+
+    def __init__(self, X: sp.csr_matrix, test: np.ndarray) -> None:
+        self.X, self.test, self.width = X, test, X.shape[1]
+
+    def __iter__(self) -> Iterator[_Block]:
+        for start in range(0, self.test.size, SCORED_ROWS):
+            yield _Block(self.X, self.test[start : start + SCORED_ROWS])
+
+
+class _Block:
+    """Test rows (their numbers, ``rows``) copied: their ``counts``, and their `presence`
+    (f(x) = [x > 0]) when first needed."""
+
+    def __init__(self, X: sp.csr_matrix, rows: np.ndarray) -> None:
+        self.rows, self.counts = rows, X[rows]
+
+    @cached_property
+    def presence(self) -> sp.csr_matrix:
+        X = self.counts
+        # ones of one byte: a product takes them as the weights' floats, 1.0 times each
+        return sp.csr_matrix((np.ones(X.nnz, np.uint8), X.indices, X.indptr), shape=X.shape)
 
 
 class Folds:
@@ -304,30 +476,44 @@ def predict_rows(
     form: LinearForm | FisherForm, X: sp.csr_matrix
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """`model.predict_matrix` of count rows X (n, d) over the whole vocabulary of the form's
-    model, rather than over its kept terms: the weights go into vectors of the
-    vocabulary's width, zero where a term is not kept, so the rows are not copied column by
-    column (a copy, and scipy's temporaries, several times the size of the rows, for every
-    fold of every setting). The same values to the bit: a row's sum takes its terms in the
-    same order, and a term that is not kept adds 0.0."""
-    d = X.shape[1]
+    model, rather than over its kept terms (`predict_wide`)."""
     if form.binary:  # f(x) = [x > 0]: presence, over the same indices
         X = sp.csr_matrix((np.ones(X.nnz), X.indices, X.indptr), shape=X.shape)
+    return predict_wide(form, widened(form, X.shape[1]), X)
+
+
+def widened(form: LinearForm | FisherForm, d: int) -> np.ndarray:
+    """The form's weights over the whole vocabulary of its model (d terms), zero where a
+    term is not kept: (d,) log-odds weights, (C, d) coefficients of more classes, or for
+    Fisher (d, 3), ln f, ln(1 - f) and 1 for each clue."""
     if isinstance(form, FisherForm):
-        wide = np.zeros((d, 2))
-        wide[form.kept, 0], wide[form.kept, 1] = form.log_f, form.log_not_f
-        sums = np.asarray(X @ wide)
-        is_clue = np.zeros(d)
-        is_clue[form.kept] = 1.0
-        clues = np.asarray(X @ is_clue).astype(np.int64)  # each row's clues
-        log_odds = fisher_log_odds_many(sums[:, 0], sums[:, 1], clues)
-        return nb.log_posterior_two(log_odds, form.positive), log_odds
+        wide = np.zeros((d, 3))
+        wide[form.kept, 0], wide[form.kept, 1], wide[form.kept, 2] = form.log_f, form.log_not_f, 1.0
+        return wide
     if form.weights is not None:  # two classes: the log-odds weights alone
         weights = np.zeros(d)
         weights[form.kept] = form.weights
-        return dataclasses.replace(form, weights=weights).predict(X)
+        return weights
     coef = np.zeros((form.coef.shape[0], d))
     coef[:, form.kept] = form.coef
-    return dataclasses.replace(form, coef=coef).predict(X)
+    return coef
+
+
+def predict_wide(
+    form: LinearForm | FisherForm, wide: np.ndarray, F: sp.csr_matrix
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """`model.predict_matrix` of rows F over the whole vocabulary, f already applied
+    (presence where the form is binary), with the form's weights `widened` to the
+    vocabulary: the rows are not copied column by column (a copy, and scipy's temporaries,
+    several times the size of the rows). The same values to the bit: a row's sum takes its
+    terms in the same order, and a term that is not kept adds 0.0."""
+    if isinstance(form, FisherForm):
+        sums = np.asarray(F @ wide)  # each row's sums of ln f, ln(1 - f), and its clues
+        log_odds = fisher_log_odds_many(sums[:, 0], sums[:, 1], sums[:, 2].astype(np.int64))
+        return nb.log_posterior_two(log_odds, form.positive), log_odds
+    if form.weights is not None:
+        return dataclasses.replace(form, weights=wide).predict(F)
+    return dataclasses.replace(form, coef=wide).predict(F)
 
 
 def _check_test_labels(test_labels: set[str], model_labels: Sequence[str]) -> None:

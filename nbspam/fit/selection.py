@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,9 +40,10 @@ from .calibration import DRIFT, drift_from_dates, rule_from_scores
 from .crossval import (
     Folds,
     Scores,
+    Stopped,
     Tokenized,
     cross_validate_matrix,
-    score_split,
+    score_candidates,
     stratified_split,
 )
 
@@ -249,38 +251,115 @@ def choose(
     base = cfg.replace(stop_words=())
     tried: list[Tried] = []
     # the counts of each fold's rest, its test rows and Fisher's log-odds, for every candidate
-    shared = Folds(data, stratified_split(data.labels, folds, SEED)[0], totals)
+    fold, protocol = stratified_split(data.labels, folds, SEED)
+    shared = Folds(data, fold, totals)
     split = date_split(data.labels, times)
     by_date = None if split is None else Folds(data, split, None, like=shared)
 
-    def run(candidate: Candidate, start: TrainConfig) -> tuple[float, TrainConfig, Scores] | None:
-        training = start.replace(**candidate.changes)
-        trial = settings.replace(training=training)
-        try:
-            scores = cross_validate_matrix(
-                data, trial, folds=folds, seed=SEED, totals=totals, shared=shared
+    test_folds = len(set(fold.tolist()))
+    fits = test_folds + (by_date is not None)  # of each candidate
+
+    def run(
+        candidates: list[Candidate],
+        start: TrainConfig,
+        step: Callable[[int], None],
+        best: float | None,
+        margin: float,
+    ) -> list[tuple[float, TrainConfig, Scores] | None]:
+        """Each candidate (changes to ``start``) judged: first on the split by date, then
+        on the folds, all of them on each fold in turn (`score_candidates`); a candidate is
+        stopped after a fold where even the best ROC AUC the remaining folds could give it
+        (`best_possible_auc`) does not beat ``best`` (a candidate that does not beat the best
+        before its round never beats the best at its turn: that only grows). Where there is
+        no best yet (the first round), the first candidate that trains is judged on all its
+        folds first, and is the best the others must beat."""
+        trainings = [start.replace(**c.changes) for c in candidates]
+        trials = [settings.replace(training=t) for t in trainings]
+        progress = _Progress(step, len(candidates), fits)
+        on_date: list[Scores | TrainingError | Stopped | None] = [None] * len(candidates)
+        if by_date is not None:  # one fit each, which may rule a candidate out
+            on_date = score_candidates(data, by_date, trials)
+            progress(len(candidates))
+        date_auc = [pooled_auc(s) if isinstance(s, Scores) else None for s in on_date]
+        outcome: list[Scores | TrainingError | Stopped | None] = [None] * len(candidates)
+
+        def judged(i: int) -> tuple[Tried, tuple[float, TrainConfig, Scores] | None]:
+            name, changes, scores, dated = (
+                candidates[i].name,
+                candidates[i].changes,
+                outcome[i],
+                on_date[i],
             )
-        except TrainingError as exc:  # a mask that leaves no term
-            tried.append(Tried(candidate.name, candidate.changes, None, str(exc)))
-            return None
-        auc = pooled_auc(scores)
-        if by_date is None:
-            tried.append(Tried(candidate.name, candidate.changes, auc))
-            return auc, training, scores
-        dated = score_split(data, by_date.fold, trial, protocol={}, shared=by_date)
-        date_auc = pooled_auc(dated)
-        judged = (auc + date_auc) / 2
-        tried.append(Tried(candidate.name, candidate.changes, judged, "", auc, date_auc))
-        return judged, training, scores
+            if isinstance(scores, TrainingError):  # a mask that leaves no term
+                return Tried(name, changes, None, str(scores)), None
+            if isinstance(dated, TrainingError):
+                raise dated
+            if isinstance(scores, Stopped):
+                return Tried(name, changes, None, scores.note), None
+            assert isinstance(scores, Scores)
+            auc = pooled_auc(scores)
+            if date_auc[i] is None:
+                return Tried(name, changes, auc), (auc, trainings[i], scores)
+            value = (auc + date_auc[i]) / 2
+            return Tried(name, changes, value, "", auc, date_auc[i]), (value, trainings[i], scores)
+
+        first = 0
+        while best is None and first < len(candidates):  # the first that trains sets the bar
+            (outcome[first],) = score_candidates(
+                data, shared, [trials[first]], protocol=protocol, done=progress
+            )
+            result = judged(first)[1]
+            best = None if result is None else result[0]
+            first += 1
+
+        def cannot_win(i: int, folds_auc: float, done: int) -> str | None:
+            """Why candidate i is stopped after ``done`` folds where its pooled ROC AUC can
+            reach ``folds_auc`` at most, or None."""
+            if best is None or isinstance(on_date[i], TrainingError):
+                return None
+            bound = folds_auc if date_auc[i] is None else (folds_auc + date_auc[i]) / 2
+            if better(bound + SLACK, best, margin):
+                return None
+            seen = [f"{done} of {test_folds} folds"] if done else []
+            seen += [] if date_auc[i] is None else ["the split by date"]
+            return (
+                f"stopped {'after ' + ' and '.join(seen) if seen else 'before its folds'}: its "
+                f"ROC AUC could be at most {bound:.5f}, which does not remove {margin:.0%} of "
+                f"the error of the best, {best:.5f}"
+            )
+
+        for i in range(first, len(candidates)):  # the split by date alone may tell
+            note = cannot_win(i, 1.0, 0)
+            if note is not None:
+                outcome[i] = Stopped(note)
+                progress(test_folds)
+        others = [i for i in range(first, len(candidates)) if outcome[i] is None]
+        if others:
+            scored = score_candidates(
+                data,
+                shared,
+                [trials[i] for i in others],
+                protocol=protocol,
+                done=progress,
+                stop=lambda j, scores, done: cannot_win(others[j], best_possible_auc(scores), done),
+            )
+            for i, scores in zip(others, scored):
+                outcome[i] = scores
+        progress.end()
+        results = []
+        for i in range(len(candidates)):
+            row, result = judged(i)
+            tried.append(row)
+            results.append(result)
+        return results
 
     best: tuple[float, TrainConfig, Scores] | None = None
     candidates = first_round(binary)
     with stage("auto: event models tried", len(candidates)) as step:
-        for candidate in candidates:
-            result = run(candidate, base)
-            step(1)
-            if result is not None and (best is None or better(result[0], best[0], MARGIN_MODEL)):
-                best, name = result, candidate.name
+        results = run(candidates, base, step, None, MARGIN_MODEL)
+    for candidate, result in zip(candidates, results):
+        if result is not None and (best is None or better(result[0], best[0], MARGIN_MODEL)):
+            best, name = result, candidate.name
     if best is None:
         raise TrainingError("no candidate of --event-model auto could be trained")
     winner, first = best[1], name
@@ -288,11 +367,10 @@ def choose(
     pairs = settings.tokenizer.word_pairs != "none"
     candidates = second_round(winner, stop_words, terms, pairs=pairs)
     with stage(f"auto: changes to {first} tried", len(candidates)) as step:
-        for candidate in candidates:  # each on the winner alone
-            result = run(candidate, winner)
-            step(1)
-            if result is not None and better(result[0], best[0], MARGIN_CHANGE):
-                best, name = result, f"{first} {candidate.name}"
+        results = run(candidates, winner, step, best[0], MARGIN_CHANGE)  # each on the winner
+    for candidate, result in zip(candidates, results):
+        if result is not None and better(result[0], best[0], MARGIN_CHANGE):
+            best, name = result, f"{first} {candidate.name}"
     _, training, scores = best
     return Choice(training, None, tuple(tried), name, len(data.labels), folds, scores)
 
@@ -332,6 +410,64 @@ def pooled_auc(scores: Scores) -> float:
             ]
         )
     )
+
+
+#: What a bound on an AUC is raised by before it is compared (`best_possible_auc` counts
+#: pairs where `pooled_auc` sums a curve: their last bits may differ).
+SLACK = 1e-9
+
+
+def best_possible_auc(scores: Scores) -> float:
+    """The highest `pooled_auc` that out-of-fold ``scores`` of some folds (the others' rows
+    not evaluated) can reach once every row is scored: every pair of a positive and a
+    negative with a row not scored yet ranked right. For two classes, 1 less the share of
+    all the pairs of positives and negatives that the rows scored already rank wrong (a tie
+    half); for more, the mean of each class's bound."""
+    labels = np.array(scores.labels, dtype=object)
+    if scores.log_odds is not None:
+        return _best_auc(scores.log_odds, labels == scores.positive, scores.evaluated)
+    return float(
+        np.mean(
+            [
+                _best_auc(scores.log_posterior[:, c], labels == label, scores.evaluated)
+                for c, label in enumerate(scores.classes)
+            ]
+        )
+    )
+
+
+def _best_auc(values: np.ndarray, positive: np.ndarray, known: np.ndarray) -> float:
+    """1 less the share of all the pairs (positive, negative) that the ``known`` rows'
+    ``values`` rank wrong, a tie counting half: pairs are counted as integers."""
+    pairs = int(np.count_nonzero(positive)) * int(np.count_nonzero(~positive))
+    if not pairs:
+        return 1.0
+    negatives = np.sort(values[known & ~positive])
+    ours = values[known & positive]
+    above = negatives.size - np.searchsorted(negatives, ours, "right")
+    ties = np.searchsorted(negatives, ours, "right") - np.searchsorted(negatives, ours, "left")
+    wrong_twice = 2 * int(above.sum()) + int(ties.sum())
+    return 1.0 - wrong_twice / (2 * pairs)
+
+
+class _Progress:
+    """A round's progress in candidates, from the fits done (``fits`` of each of
+    ``candidates``: the folds and the split by date; a candidate stopped early has done
+    its fits)."""
+
+    def __init__(self, step: Callable[[int], None], candidates: int, fits: int) -> None:
+        self.step, self.candidates, self.fits = step, candidates, fits
+        self.fitted = self.shown = 0
+
+    def __call__(self, fits: int) -> None:
+        self.fitted += fits
+        now = min(self.candidates, self.fitted // self.fits)
+        if now > self.shown:
+            self.step(now - self.shown)
+            self.shown = now
+
+    def end(self) -> None:
+        self(self.candidates * self.fits)
 
 
 def _plain(changes: dict[str, Any]) -> dict[str, Any]:

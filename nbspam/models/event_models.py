@@ -57,10 +57,14 @@ class EventModel:
         """(coef (C, k), intercept (C,)) from the counts over the kept terms (k of them)."""
         raise NotImplementedError
 
-    def form(self, model: Counted, kept: np.ndarray) -> LinearForm | FisherForm:
+    def form(
+        self, model: Counted, kept: np.ndarray, memo: dict | None = None
+    ) -> LinearForm | FisherForm:
         """The scoring form of ``model`` over its kept terms (columns ``kept`` of its
         vocabulary): here, a naive Bayes model's linear form, with the class prior, and for
-        two classes the log-odds weights and bias."""
+        two classes the log-odds weights and bias. ``memo``, where given, keeps what the
+        form derives from the model's counts alone, not from the columns kept, for the
+        forms of other settings on the same counts (the candidates of auto on one fold)."""
         from . import naive_bayes as nb
         from .scoring_forms import LinearForm
 
@@ -171,8 +175,12 @@ class Fisher(EventModel):
     def presence(self, cfg: TrainConfig) -> bool:
         return True
 
-    def form(self, model: Counted, kept: np.ndarray) -> FisherForm:
-        """The clues among the kept terms, with ln f and ln(1 - f) of each; no prior."""
+    def form(self, model: Counted, kept: np.ndarray, memo: dict | None = None) -> FisherForm:
+        """The clues among the kept terms, with ln f and ln(1 - f) of each; no prior. With a
+        ``memo`` (`EventModel.form`), f of every term of the vocabulary is kept in it for
+        the next forms of the same counts and the same strength and background (of the
+        latest strength alone), and the kept terms' taken from it: f of a term depends on its own counts alone, so the values
+        are the same to the bit."""
         import numpy as np
 
         from ..errors import TrainingError
@@ -182,13 +190,24 @@ class Fisher(EventModel):
         if not model.is_binary:
             raise TrainingError(f"the fisher event model needs two labels, not {len(model.labels)}")
         cfg = model.training
-        f = word_probabilities(
-            model.doc_count[:, kept],
-            model.class_count,
-            positive=model.positive_index,
-            strength=cfg.strength,
-            background=cfg.background,
-        )
+
+        def probabilities(doc_count: np.ndarray) -> np.ndarray:
+            return word_probabilities(
+                doc_count,
+                model.class_count,
+                positive=model.positive_index,
+                strength=cfg.strength,
+                background=cfg.background,
+            )
+
+        if memo is None:
+            f = probabilities(model.doc_count[:, kept])
+        else:
+            key = ("fisher", cfg.strength, cfg.background)
+            if key not in memo:  # the latest strength's alone: one array the model's width
+                memo.clear()
+                memo[key] = probabilities(model.doc_count)
+            f = memo[key][kept]
         clues = np.abs(f - 0.5) >= cfg.min_dev
         f = f[clues]
         return FisherForm(kept[clues], model.terms, np.log(f), np.log1p(-f), model.positive_index)
