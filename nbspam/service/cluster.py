@@ -15,7 +15,9 @@ the checkpoint before and the digests found since, which are all a fold holds in
 the sum in their memory. No checkpoint passes through this process or the scheduler, and
 results are fetched from the workers, not through the scheduler. The cross-validation sample is the messages of
 smallest keyed hash of their digest (`model.sample_key`, as local training draws it), kept
-as the sums go. Then the model is made here from the total, the digests of the buckets
+apart from the sums (which carry no rows) in one chain that takes in part after part
+(`tally.add_sample`), kept at each checkpoint as the sum is: a worker holds one sample of
+the run, not one in every partial sum. Then the model is made here from the total, the digests of the buckets
 (fetched `SLICE` at a time into temporary files, `_spool`) and the sample, and
 `training.decide` runs on the same totals and sample as local training.
 
