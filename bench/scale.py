@@ -5,7 +5,8 @@ the run), for docs/scale.md.
 Usage: ``python bench/scale.py CORPUS [CORPUS ...] [--jobs 2] [--engines local,dask]``
 (corpora of `bench/gencorpus.py`). For each corpus and engine: the wall-clock time, the
 peak resident memory (VmHWM) of the calling process, of the scheduler and of each worker,
-and the memory the scheduler and workers still hold after the run (VmRSS); then whether
+and the memory the scheduler and workers still hold after the run (VmRSS), and the most
+disk each worker's digests took (its unnamed files, sampled every 2 s); then whether
 the two models hold the same terms, counts and digests. A fresh scheduler and workers for
 each corpus, so that each peak is that run's. The output is a Markdown table.
 """
@@ -18,6 +19,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import numpy as np
@@ -74,12 +76,40 @@ def start_cluster(folder: str) -> tuple[str, list[subprocess.Popen], list[str]]:
     return address, procs, files
 
 
-def run(command: list[str]) -> tuple[float, int, str]:
-    """(seconds, peak kB of the process, stderr)."""
+def unnamed_bytes(pid: int) -> int:
+    """The bytes of the unnamed (deleted) files process ``pid`` holds open."""
+    total = 0
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return 0
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}").endswith("(deleted)"):
+                total += os.stat(f"/proc/{pid}/fd/{fd}").st_size
+        except OSError:
+            pass
+    return total
+
+
+def run(command: list[str], watch: dict[int, int] | None = None) -> tuple[float, int, str]:
+    """(seconds, peak kB of the process, stderr); the most bytes of unnamed files each
+    process of ``watch`` held meanwhile, into it."""
     started = time.perf_counter()
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(2):
+            for pid in watch or {}:
+                watch[pid] = max(watch[pid], unnamed_bytes(pid))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     err = proc.stderr.read().decode()
     _, code, usage = os.wait4(proc.pid, 0)
+    done.set()
+    sampler.join()
     seconds = time.perf_counter() - started
     if code:
         raise SystemExit(f"{' '.join(command)} failed:\n{err}")
@@ -109,8 +139,11 @@ def main() -> None:
     parser.add_argument("--engines", default="local,dask")
     parser.add_argument("--options", default="", help="more options for train")
     args = parser.parse_args()
-    print("| corpus | engine | seconds | caller MB | scheduler MB (after) | workers MB (after) |")
-    print("|---|---|---:|---:|---:|---:|")
+    print(
+        "| corpus | engine | seconds | caller MB | scheduler MB (after) | workers MB (after) "
+        "| workers' digests on disk MB |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|")
     for corpus in args.corpora:
         models = {}
         with tempfile.TemporaryDirectory() as folder:
@@ -119,12 +152,13 @@ def main() -> None:
                 command = [*NBSPAM, "train", corpus, "-o", out, *args.options.split()]
                 if engine == "local":
                     seconds, peak, _ = run([*command, "-j", args.jobs])
-                    row = f"| {corpus} | local -j {args.jobs} | {seconds:.1f} | {peak / 1024:.0f} | | |"
+                    row = f"| {corpus} | local -j {args.jobs} | {seconds:.1f} | {peak / 1024:.0f} | | | |"
                 else:
                     address, procs, files = start_cluster(folder)
+                    disk = {p.pid: 0 for p in procs[1:]}
                     try:
                         seconds, peak, _ = run(
-                            [*command, "--engine", "dask", "--scheduler", address, *files]
+                            [*command, "--engine", "dask", "--scheduler", address, *files], disk
                         )
                         time.sleep(2)
                         mem = [(status(p.pid, "VmHWM"), status(p.pid, "VmRSS")) for p in procs]
@@ -135,7 +169,9 @@ def main() -> None:
                     workers = ", ".join(f"{h / 1024:.0f} ({r / 1024:.0f})" for h, r in mem[1:])
                     row = (
                         f"| {corpus} | dask, 2 workers | {seconds:.1f} | {peak / 1024:.0f} | "
-                        f"{mem[0][0] / 1024:.0f} ({mem[0][1] / 1024:.0f}) | {workers} |"
+                        f"{mem[0][0] / 1024:.0f} ({mem[0][1] / 1024:.0f}) | {workers} | "
+                        + ", ".join(f"{b / 2**20:.1f}" for b in disk.values())
+                        + " |"
                     )
                 models[engine] = out
                 print(row, flush=True)

@@ -258,6 +258,127 @@ def test_the_scheduler_holds_no_digests(client, sample_messages, monkeypatch):
     assert found == []
 
 
+def test_a_workers_buckets_of_digests_live_on_its_disk(client, sample_messages, monkeypatch):
+    """Each bucket of digests is kept on the disk of the workers that keep its checkpoint
+    (unnamed files of 20 bytes a digest): the workers' memory holds the digests of the
+    parts since the last checkpoint alone (before, each bucket whole, copied at every
+    part), the files are there while the run goes and gone after it."""
+    import gc
+    import importlib
+    import weakref
+
+    from nbspam.service import cluster, tally
+
+    try:
+        digestruns = importlib.import_module("nbspam.service.digestruns")
+    except ImportError:  # before buckets were kept on disk
+        digestruns = None
+    monkeypatch.setattr(cluster, "CHUNK", 1)  # a part a message
+    monkeypatch.setattr(cluster, "CHECKPOINT_PARTS", 2)
+    workers = list(client.cluster.workers.values())
+    messages = with_duplicates(sample_messages)
+    in_memory, on_disk, runs = [], [], []
+
+    def progress(read, size):
+        held = 0
+        for worker in workers:
+            for value in list(worker.data.values()):
+                if isinstance(value, tally.Bucket):
+                    fresh = sum(len(r) for r in getattr(value, "fresh", ()))
+                    held = max(held, len(getattr(value, "digests", ())) + fresh)
+        in_memory.append(held)
+        kept = list(getattr(digestruns, "BASES", {}).values())
+        runs.extend(weakref.ref(r) for base in kept for r in base.runs)
+        on_disk.append(sum(os.fstat(r.file.fileno()).st_size for b in kept for r in b.runs))
+
+    on_dask = cluster.train(messages, SETTINGS, client, progress=progress)
+    local = train_locally(messages, SETTINGS)
+    assert_same_trained_model(on_dask, local)
+    distinct = len(local.seen_digests)
+    assert max(in_memory) <= 6 < distinct // 4  # 2 parts since the checkpoint, 4 in flight
+    # 20 bytes a digest (the two workers share one process and its copy here)
+    assert 20 * (distinct - 6) <= max(on_disk) <= 20 * distinct
+    gc.collect()
+    assert digestruns.BASES == {} and not any(ref() for ref in runs)
+
+
+def test_a_task_moved_off_the_workers_that_keep_its_bucket_goes_back_to_them(monkeypatch):
+    """A bucket of digests is on the disks of the workers that keep it: a fold or a slice
+    that Dask ran elsewhere (work stealing moves a task to an idle worker) is given back to
+    the scheduler, which runs it on one of them (Dask's `Reschedule`); with none of them
+    left, the checkpoint is lost (one line, as before)."""
+    from nbspam.mail.headers import message_digest
+    from nbspam.service import cluster, digestruns, tally
+
+    digest = np.frombuffer(message_digest(b"Subject: x\n\nx\n"), np.uint8).reshape(1, 16)
+    part = tally.PartCounts(digest, np.zeros(1, np.int64), np.full(1, np.nan), ["ham"], [], 1, [])
+    state = tally.Bucket("kept-elsewhere", holders=("tls://10.0.0.1:1", "tls://10.0.0.2:2"))
+    monkeypatch.setattr(cluster, "_workers", lambda: {"tls://10.0.0.2:2", "tls://10.0.0.3:3"})
+    with pytest.raises(distributed.Reschedule):
+        cluster._here(tally.fold, state, part, 0, 1)
+    with pytest.raises(distributed.Reschedule):
+        cluster._here(tally.bucket_slice, state, 0, 10)
+    with pytest.raises(distributed.Reschedule):
+        cluster._kept("kept-elsewhere", state.holders)
+    monkeypatch.setattr(cluster, "_workers", lambda: {"tls://10.0.0.3:3"})
+    with pytest.raises(digestruns.LostCheckpoint):
+        cluster._here(tally.fold, state, part, 0, 1)
+
+
+def test_a_checkpoint_that_fails_half_way_leaves_nothing_on_the_workers(
+    client, sample_messages, monkeypatch
+):
+    """A run that fails while its buckets are being kept (here the second bucket's disk)
+    lets go what that checkpoint had kept already: no worker is left with files no run
+    will ever let go."""
+    import gc
+
+    from nbspam.errors import NbspamError
+    from nbspam.service import cluster, digestruns
+
+    monkeypatch.setattr(cluster, "CHUNK", 2)
+    monkeypatch.setattr(cluster, "CHECKPOINT_PARTS", 4)
+    real, calls = digestruns.keep, []
+
+    def keep(token, *args):
+        calls.append(token)
+        if len(set(calls)) > 1:
+            raise digestruns.DigestDiskError("a worker cannot keep the digests: full")
+        return real(token, *args)
+
+    monkeypatch.setattr(digestruns, "keep", keep)
+    with pytest.raises(NbspamError, match="DigestDiskError"):
+        cluster.train(sample_messages, SETTINGS, client)
+    gc.collect()
+    assert len(set(calls)) == 2 and digestruns.BASES == {}
+
+
+def test_the_workers_profiler_is_paused_for_the_length_of_a_run(client, sample_messages):
+    """Dask's statistical profiler keeps a tree of samples a second, for 1,000 s (40 MB of
+    nbspam's tasks): paused while a run goes, so that a worker's memory does not grow with
+    the length of the run, and started again after it."""
+    from nbspam.service import cluster
+
+    workers = list(client.cluster.workers.values())
+    running = []
+
+    def progress(read, size):
+        running.extend(
+            w.periodic_callbacks[name].is_running()
+            for w in workers
+            for name in ("profile", "profile-cycle")
+        )
+
+    assert all(w.periodic_callbacks["profile"].is_running() for w in workers)
+    cluster.train(sample_messages, SETTINGS, client, progress=progress)
+    assert running and not any(running)
+    assert all(
+        w.periodic_callbacks[name].is_running()
+        for w in workers
+        for name in ("profile", "profile-cycle")
+    )
+
+
 def test_the_digests_reach_the_model_file_a_slice_at_a_time(
     client, sample_messages, monkeypatch, tmp_path
 ):
@@ -311,12 +432,42 @@ def test_a_full_disk_for_the_digests_is_one_error(client, sample_messages, monke
     from nbspam.errors import TrainingError
     from nbspam.service import cluster
 
-    monkeypatch.setattr(tempfile, "TemporaryFile", lambda: open("/dev/full", "wb"))
+    real = tempfile.TemporaryFile
+
+    def full(*args, **kwargs):  # the calling process's files alone (the workers name theirs)
+        return real(*args, **kwargs) if kwargs else open("/dev/full", "wb")
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", full)
     with pytest.raises(TrainingError) as caught:
         cluster.train(sample_messages, SETTINGS, client)
     assert str(caught.value) == (
         f"cannot keep the {len(sample_messages):,} digests in a temporary file in "
         f"{tempfile.gettempdir()}: No space left on device; nothing was written"
+    )
+
+
+def test_a_full_disk_on_a_worker_is_one_error(client, sample_messages, monkeypatch):
+    """A worker keeps its buckets of digests on its disk: a disk too full for them is one
+    line that says so, and nothing is written."""
+    import tempfile
+
+    from nbspam.errors import NbspamError
+    from nbspam.service import cluster
+
+    real = tempfile.TemporaryFile
+
+    def full(*args, **kwargs):  # the workers' files alone
+        return (
+            open("/dev/full", "wb", buffering=0) if kwargs.get("prefix") else real(*args, **kwargs)
+        )
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", full)
+    with pytest.raises(NbspamError) as caught:
+        cluster.train(sample_messages, SETTINGS, client)
+    assert str(caught.value) == (
+        "training on the Dask cluster failed, no model was written: DigestDiskError: a worker "
+        f"cannot keep the digests in a temporary file in {tempfile.gettempdir()}: "
+        "No space left on device"
     )
 
 

@@ -9,9 +9,11 @@ digests seen so far, in input order, which tells the part's copies of earlier me
 and make its per-class counts without them, which are added up in a binary tree of sums
 of sorted arrays as the parts finish. Every `CHECKPOINT_PARTS` parts the sum so far and
 the buckets are kept by two workers and given back by tasks without a past
-(`_checkpoint`), so that the scheduler forgets the tasks of the parts before; no
-checkpoint passes through this process or the scheduler, and results are fetched from the
-workers, not through the scheduler. The cross-validation sample is the messages of
+(`_checkpoint`), so that the scheduler forgets the tasks of the parts before: a bucket on
+the disks of the two workers that fold it (`digestruns`; each makes the same runs from
+the checkpoint before and the digests found since, which are all a fold holds in memory),
+the sum in their memory. No checkpoint passes through this process or the scheduler, and
+results are fetched from the workers, not through the scheduler. The cross-validation sample is the messages of
 smallest keyed hash of their digest (`model.sample_key`, as local training draws it), kept
 as the sums go. Then the model is made here from the total, the digests of the buckets
 (fetched `SLICE` at a time into temporary files, `_spool`) and the sample, and
@@ -19,8 +21,9 @@ as the sums go. Then the model is made here from the total, the digests of the b
 
 Every task is a pure function of what it is sent (and of the files it reads, or of the
 checkpoint its worker keeps), so a worker lost mid-run only costs its tasks being run
-again elsewhere (by Dask: a bucket of digests lost is folded again from the parts since
-the last checkpoint, a checkpoint given back by the other worker that keeps it); a run
+again elsewhere (by Dask: the digests of a bucket found since the last checkpoint are
+folded again from those parts, the checkpoint given back by the other worker that keeps
+it, which folds the bucket from then on); a run
 that cannot finish (the scheduler lost, a checkpoint lost with both its workers, or no
 worker left for `NO_WORKERS_TIMEOUT`) ends in one `NbspamError` and writes nothing. Dask
 is an optional dependency: ``pip install 'dask[distributed]'`` (or ``pip install
@@ -53,6 +56,7 @@ from ..fit.training import decide
 from ..mail.message import Message, Problems
 from ..models.model import CV_ROWS
 from ..text.counting import ChunkCounts, count_chunk
+from .digestruns import LostCheckpoint
 from .sources import Part
 
 MISSING = "--engine dask needs Dask: pip install 'dask[distributed]' (pipx inject nbspam 'dask[distributed]' under pipx)"
@@ -369,15 +373,24 @@ def train_parts(
     tokens: list[str] = []  # what the workers keep of the last checkpoint
     try:
         client.run(_allocator, on_error="ignore")
-        workers = max(1, len(client.scheduler_info()["workers"]))
+        client.run(_profiler, False, on_error="ignore")
+        names = sorted(client.scheduler_info()["workers"])
+        workers = max(1, len(names))
         buckets, window = max(2, workers), WINDOW_PER_WORKER * workers
         states: list[Any] = [None] * buckets
+        # the workers that keep each bucket's checkpoint on their disk, and fold it
+        holders = [sorted({names[b % workers], names[(b + 1) % workers]}) for b in range(buckets)]
         pending: dict[Any, Any] = {}  # a part's report -> its tally
         for number, part in enumerate(parts):
             counted = client.submit(read_counts, settings.tokenizer, part, number, key=_key("read"))
             lost = []
             for b in range(buckets):
-                states[b] = client.submit(fold, states[b], counted, b, buckets, key=_key("fold"))
+                states[b] = client.submit(
+                    *(_here, fold, states[b], counted, b, buckets),
+                    key=_key("fold"),
+                    workers=holders[b],
+                    allow_other_workers=True,
+                )
                 lost.append(client.submit(losers, states[b], key=_key("losers")))
             tally = client.submit(finish, counted, lost, take, key=_key("finish"))
             pending[client.submit(report, counted, key=_key("report"))] = tally
@@ -387,7 +400,9 @@ def train_parts(
             if (number + 1) % CHECKPOINT_PARTS == 0:
                 while pending:
                     _take_reports(client, pending, add_up, progress, problems)
-                (base, *states), tokens = _checkpoint(client, [add_all(), *states], tokens)
+                (base, *states), tokens, (_, *holders) = _checkpoint(
+                    client, [add_all(), *states], [None, *holders], tokens
+                )
         while pending:
             _take_reports(client, pending, add_up, progress, problems)
         total = add_all()
@@ -396,11 +411,13 @@ def train_parts(
             raise TrainingError("no messages to train on")
         if min_docs is not None or max_terms is not None:
             total = client.submit(prune_terms, total, min_docs, max_terms, key=_key("prune"))
+        states, last, holders = _checkpoint(client, states, holders, [])
+        tokens += last
         _wait(client, [total, *states])
         tally = _result(client, total)
         del total
         now = int(time.time())
-        digests = _spool(client, states, tuple(sorted(tally.labels)), now)
+        digests = _spool(client, states, holders, tuple(sorted(tally.labels)), now)
         del states
     except NbspamError:
         raise
@@ -415,66 +432,133 @@ def train_parts(
     return _model(tally, digests, settings, started, keep_rows, limit, now)
 
 
-def _checkpoint(client: Any, futures: list[Any], dropped: list[str]) -> tuple[list[Any], list[str]]:
-    """Tasks without a past that give the results of ``futures`` (done), and the tokens
-    they are kept under. Each result is kept (`_keep`) on up to two workers, moved from
-    worker to worker by Dask, never through the scheduler or this process; the new tasks
-    (`_kept`) give it back from there, so the scheduler forgets the tasks it was made of.
-    A worker lost costs a rerun of `_kept` on the other; a result lost with every worker
-    that kept it fails the run (`LostCheckpoint`). The copies of the checkpoint before,
-    whose tokens are ``dropped``, are let go on every worker."""
+def _checkpoint(
+    client: Any, futures: list[Any], where: list[list[str] | None], dropped: list[str]
+) -> tuple[list[Any], list[str], list[list[str]]]:
+    """Tasks without a past that give the results of ``futures`` (done), the tokens they
+    are kept under, and the workers that keep each. Each result is kept (`_keep`) by the
+    workers of ``where`` still in the cluster (None: the first two), never through the
+    scheduler or this process: a bucket of digests on their disks, from the checkpoint
+    before that they keep and the digests found since (`digestruns.keep`), a sum in their
+    memory (moved from worker to worker by Dask). The new tasks (`_kept`) give it back from
+    there, so the scheduler forgets the tasks it was made of. A worker lost costs a rerun
+    of `_kept` on the other; a result lost with every worker that kept it fails the run
+    (`LostCheckpoint`). The checkpoint before, whose tokens are ``dropped``, is let go on
+    every worker."""
     _wait(client, futures)
-    workers = sorted(client.scheduler_info()["workers"])[:2]
+    alive = sorted(client.scheduler_info()["workers"])
+    chosen = [[w for w in given if w in alive] or given if given else alive[:2] for given in where]
     tokens = [uuid.uuid4().hex for _ in futures]
+    try:
+        made, holders = _keep_all(client, futures, tokens, chosen)
+    except BaseException:  # what this checkpoint kept so far goes with the run
+        release(client, tokens)
+        raise
+    client.run(_drop, dropped, on_error="ignore")  # a worker lost has nothing to drop
+    client.run(_trim, on_error="ignore")
+    return made, tokens, holders
+
+
+def _keep_all(
+    client: Any, futures: list[Any], tokens: list[str], chosen: list[list[str]]
+) -> tuple[list[Any], list[list[str]]]:
+    """`_checkpoint`'s results kept under ``tokens`` by the workers ``chosen`` for each,
+    and given back by tasks without a past: those tasks, and the workers that keep each."""
     keeps = [
         [
             client.submit(
-                _keep, future, token, key=_key("keep"), workers=[w], allow_other_workers=True
+                *(_keep, future, token, w), key=_key("keep"), workers=[w], allow_other_workers=True
             )
             for w in workers
         ]
-        for future, token in zip(futures, tokens)
+        for future, token, workers in zip(futures, tokens, chosen)
     ]
-    holders = [sorted({_result(client, keep) for keep in kept}) for kept in keeps]
+    holders = [sorted({_result(client, keep) for keep in kept} - {None}) for kept in keeps]
     del keeps
+    if not all(holders):
+        raise LostCheckpoint("a checkpoint was lost with the workers that kept it")
     made = [
-        client.submit(_kept, token, key=_key("checkpoint"), workers=where, allow_other_workers=True)
-        for token, where in zip(tokens, holders)
+        client.submit(
+            *(_kept, token, tuple(at)), key=_key("checkpoint"), workers=at, allow_other_workers=True
+        )
+        for token, at in zip(tokens, holders)
     ]
     _wait(client, made)
-    client.run(_drop, dropped, on_error="ignore")  # a worker lost has nothing to drop
-    client.run(_trim, on_error="ignore")
-    return made, tokens
+    return made, holders
 
 
 _KEPT: dict[str, Any] = {}
-"""In a worker: the checkpoints it keeps a copy of, by token (`_checkpoint`)."""
+"""In a worker: the sums of the checkpoints it keeps a copy of, by token (`_checkpoint`);
+the buckets of digests are `digestruns.BASES`."""
 
 
-class LostCheckpoint(Exception):
-    """A checkpoint lost with every worker that kept it."""
+def _keep(value: Any, token: str, where: str) -> str | None:
+    """In a worker (``where``, or another where Dask moved the task): keep ``value`` under
+    ``token`` (a bucket of digests on its disk); the worker's address, or None where a
+    bucket cannot be kept (this worker does not keep the checkpoint before, ``where``
+    lost)."""
+    from distributed import Reschedule, get_worker
+
+    from . import digestruns
+    from .tally import Bucket
+
+    here = get_worker().address
+    if isinstance(value, Bucket):
+        if here != where and where in _workers():
+            raise Reschedule()  # work stealing moved it: back to where it is kept
+        if value.base is not None and value.base not in digestruns.BASES:
+            return None
+        digestruns.keep(token, value.base, value.fresh, value.labels, value.size)
+    else:
+        _KEPT[token] = value
+    return here
 
 
-def _keep(value: Any, token: str) -> str:
-    """In a worker: keep ``value`` under ``token``; the worker's address."""
-    from distributed import get_worker
+def _kept(token: str, holders: tuple[str, ...]) -> Any:
+    """In a worker: the value kept under ``token`` (a bucket: its name on the disks of
+    ``holders``)."""
+    from . import digestruns
+    from .tally import Bucket
 
-    _KEPT[token] = value
-    return get_worker().address
-
-
-def _kept(token: str) -> Any:
-    """In a worker: the value kept under ``token``."""
-    try:
+    if token in _KEPT:
         return _KEPT[token]
-    except KeyError:
-        raise LostCheckpoint("a checkpoint was lost with the workers that kept it") from None
+    kept = _here(digestruns.base, token, holders)
+    return Bucket(token, [], kept.labels, kept.size, holders=holders)
+
+
+def _here(function: Callable[..., Any], *args: Any) -> Any:
+    """In a worker: ``function(*args)``. Where it needs a bucket of digests (or a sum)
+    that this worker does not keep (`digestruns.NotHere`: Dask moved the task here, by
+    work stealing or because the workers that keep it were lost), the task is given back
+    to the scheduler, which runs it again on one of those that keep it (Dask's
+    `Reschedule`: the tasks are restricted to them, loosely); with none of them left,
+    the checkpoint is lost (`LostCheckpoint`)."""
+    from distributed import Reschedule
+
+    from .digestruns import NotHere
+
+    try:
+        return function(*args)
+    except NotHere as missing:
+        if set(missing.holders) & _workers():
+            raise Reschedule() from None
+        raise
+
+
+def _workers() -> set[str]:
+    """In a worker: the workers of its cluster."""
+    from distributed import get_client
+
+    return set(get_client().scheduler_info()["workers"])
 
 
 def _drop(tokens: list[str]) -> None:
     """In a worker: let the values kept under ``tokens`` go."""
+    from . import digestruns
+
     for token in tokens:
         _KEPT.pop(token, None)
+    digestruns.drop(tokens)
 
 
 SLICE = 1 << 16
@@ -482,7 +566,7 @@ SLICE = 1 << 16
 
 
 def _spool(
-    client: Any, states: list[Any], labels: tuple[str, ...], now: int
+    client: Any, states: list[Any], holders: list[list[str]], labels: tuple[str, ...], now: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The digests of the buckets ``states`` (sorted: the buckets are ranges of them, in
     order), the label of each (an index into ``labels``) and its learn time ``now``,
@@ -492,17 +576,20 @@ def _spool(
 
     from .tally import bucket_labels, bucket_slice
 
-    names = [_result(client, client.submit(bucket_labels, s, key=_key("size"))) for s in states]
+    def on(where: list[str], *task: Any, name: str) -> Any:  # on a worker that keeps it
+        return client.submit(*task, key=_key(name), workers=where, allow_other_workers=True)
+
+    names = [_result(client, on(w, bucket_labels, s, name="size")) for s, w in zip(states, holders)]
     n = sum(size for size, _ in names)
     if not n:
         return np.zeros((0, 16), np.uint8), np.zeros(0, np.int64), np.zeros(0, np.int64)
     files: list[Any] = []
     try:
         files += [tempfile.TemporaryFile() for _ in range(3)]
-        for state, (size, mine) in zip(states, names):
+        for state, where, (size, mine) in zip(states, holders, names):
             remap = np.array([labels.index(x) for x in mine], "<i4")
             for start in range(0, size, SLICE):
-                part = client.submit(bucket_slice, state, start, start + SLICE, key=_key("slice"))
+                part = on(where, _here, bucket_slice, state, start, start + SLICE, name="slice")
                 digests, codes = _result(client, part)
                 del part
                 files[0].write(np.ascontiguousarray(digests, np.uint8).tobytes())
@@ -628,6 +715,7 @@ def release(client: Any, tokens: list[str] | None = None) -> None:
     try:
         client.run(_drop, tokens or [])
         client.run(_trim, on_error="ignore")
+        client.run(_profiler, True, on_error="ignore")
     except Exception:  # noqa: BLE001 - a lost cluster has nothing to give back
         pass
 
@@ -649,6 +737,22 @@ def _allocator() -> None:
         libc.mallopt(-1, 4 * MMAP_THRESHOLD)  # M_TRIM_THRESHOLD: heaps' free tops go back
     except (OSError, AttributeError):  # not glibc
         pass
+
+
+PROFILER = ("profile", "profile-cycle")
+"""A Dask worker's statistical profiler (for its dashboard): a sample of the running
+task's stack every 10 ms, and every second a tree of them kept in a history of the last
+1,000 (about 40 KB a second of nbspam's tasks, so 40 MB after 17 minutes of a run, where
+it stops growing). `train_parts` pauses it on the workers for the length of a run, so that
+a worker's memory does not grow with the length of the run."""
+
+
+def _profiler(on: bool, dask_worker: Any = None) -> None:
+    """In a worker: its statistical profiler paused (``on`` False) or started again."""
+    for name in PROFILER:
+        callback = getattr(dask_worker, "periodic_callbacks", {}).get(name)
+        if callback is not None and callback.is_running() != on:
+            callback.start() if on else callback.stop()
 
 
 def _trim() -> None:

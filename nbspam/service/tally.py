@@ -6,9 +6,10 @@ how they add up (`cluster` runs these as tasks).
   (the first copy in the part wins), the rows kept until the part's duplicates of earlier
   parts are known.
 - `fold` (a digest bucket): the digests of the distinct messages whose digest starts in
-  the bucket, sorted (16 bytes, a position and a label each), folded in with each part in
-  input order, so that a digest already there marks the part's copy as a duplicate: the
-  first copy in the input wins, as in local training.
+  the bucket (16 bytes and a label each: on the disk of the workers that keep the last
+  checkpoint, `digestruns`, and in memory since), folded in with each part in input
+  order, so that a digest already there marks the part's copy as a duplicate: the first
+  copy in the input wins, as in local training.
 - `finish` (a part): its per-class counts without those duplicates, and its candidates for
   the sample; `merge` adds two such tallies up (in any order, any grouping: the sum is the
   same).
@@ -40,6 +41,8 @@ from ..mail.message import Problems
 from ..models.model import digest_halves, sample_key
 from ..text.counting import ChunkCounts, count_chunk
 from .sources import Part, read_part
+
+_halves = digest_halves
 
 SHORT = 64
 """Terms of at most this many UTF-8 bytes (and no NUL byte) sit in a fixed-width array;
@@ -246,14 +249,21 @@ def report(part: PartCounts) -> tuple[int, int, list[tuple[str, str | None]]]:
 
 @dataclass
 class Bucket:
-    """The distinct messages seen so far whose digest falls in one bucket: digests (m, 16)
-    sorted, with the label of each (indices into ``labels``): 20 bytes a message;
-    ``losers`` the positions of the last part's messages found to be copies."""
+    """The distinct messages seen so far whose digest falls in one bucket: those of the
+    last checkpoint on the disk of the workers that keep it (`digestruns`, under the token
+    ``base``; None: none), and those found since, in memory (``fresh``: a sorted array of
+    `digestruns.RECORD` a part, 20 bytes a message, at most `cluster.CHECKPOINT_PARTS`
+    parts' worth). ``labels`` are what the records' codes index (in order of first
+    appearance: the codes on disk never change), ``size`` how many digests there are,
+    ``losers`` the positions of the last part's messages found to be copies, ``holders``
+    the workers that keep ``base``."""
 
-    digests: np.ndarray = field(default_factory=lambda: np.zeros((0, 16), np.uint8))
-    codes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    base: str | None = None
+    fresh: list[np.ndarray] = field(default_factory=list)
     labels: tuple[str, ...] = ()
+    size: int = 0
     losers: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    holders: tuple[str, ...] = ()
 
 
 def bucket_of(digests: np.ndarray, buckets: int) -> np.ndarray:
@@ -264,51 +274,43 @@ def bucket_of(digests: np.ndarray, buckets: int) -> np.ndarray:
 
 
 def _keys(digests: np.ndarray) -> np.ndarray:
-    """The digests as one sortable void scalar each (bytes order)."""
-    return np.ascontiguousarray(digests).view("V16").ravel()
+    """The digests (n, 16) as 16-byte strings, which compare as their bytes."""
+    return np.ascontiguousarray(digests, np.uint8).view("S16").ravel()
 
 
 def fold(state: Bucket | None, part: PartCounts, bucket: int, buckets: int) -> Bucket:
-    """On a worker: the bucket with the part's messages of it added; those already there
-    (an earlier part's copy) become ``losers``. Parts are folded in input order."""
+    """On a worker (one that keeps the bucket's checkpoint): the bucket with the part's
+    messages of it added; those already there (an earlier part's copy) become ``losers``.
+    Parts are folded in input order. Nothing is changed in place: the result shares the
+    arrays of ``state``."""
+    from .digestruns import RECORD, base
+
     state = state or Bucket()
     mine = np.flatnonzero(bucket_of(part.digests, buckets) == bucket)
-    digests = part.digests[mine]
-    labels = tuple(sorted(set(state.labels) | {part.labels[i] for i in mine.tolist()}))
-    remap = np.array([labels.index(x) for x in state.labels], np.int32)
-    codes = np.array([labels.index(part.labels[i]) for i in mine.tolist()], np.int32)
-    old = state.digests
-    # sortable views: the digests as big-endian pairs of uint64
-    old_hi, old_lo = _halves(old)
-    new_hi, new_lo = _halves(digests)
-    at = _search(old_hi, old_lo, new_hi, new_lo)
-    found = np.zeros(len(mine), bool)
-    inside = at < len(old)
-    found[inside] = (old_hi[at[inside]] == new_hi[inside]) & (old_lo[at[inside]] == new_lo[inside])
-    fresh = ~found
-    order = np.lexsort((new_lo[fresh], new_hi[fresh]))
-    where = at[fresh][order]
+    keys = _keys(part.digests[mine])
+    found = np.zeros(len(keys), bool)
+    if state.base is not None:
+        found = base(state.base, state.holders).contains(keys)
+    for records in state.fresh:
+        at = np.minimum(np.searchsorted(records["d"], keys), len(records) - 1)
+        found |= records["d"][at] == keys
+    labels = list(state.labels)
+    for i in mine[~found].tolist():
+        if part.labels[i] not in labels:
+            labels.append(part.labels[i])
+    new = np.flatnonzero(~found)
+    records = np.empty(len(new), RECORD)
+    records["d"] = keys[new]
+    records["c"] = [labels.index(part.labels[i]) for i in mine[new].tolist()]
+    records = records[np.argsort(records["d"], kind="stable")]
     return Bucket(
-        np.insert(old, where, digests[fresh][order], axis=0),
-        np.insert(
-            remap[state.codes] if len(state.codes) else state.codes, where, codes[fresh][order]
-        ),
-        labels,
+        state.base,
+        [*state.fresh, records] if len(records) else list(state.fresh),
+        tuple(labels),
+        state.size + len(records),
         part.positions[mine][found],
+        state.holders,
     )
-
-
-_halves = digest_halves
-
-
-def _search(hi: np.ndarray, lo: np.ndarray, new_hi: np.ndarray, new_lo: np.ndarray) -> np.ndarray:
-    """Where each (new_hi, new_lo) goes in the sorted pairs (hi, lo)."""
-    left = np.searchsorted(hi, new_hi, "left")
-    right = np.searchsorted(hi, new_hi, "right")
-    at = left.copy()
-    for i in np.flatnonzero(right > left).tolist():  # the same first 8 bytes: rare
-        at[i] = left[i] + np.searchsorted(lo[left[i] : right[i]], new_lo[i], "left")
-    return at
 
 
 def losers(state: Bucket) -> np.ndarray:
@@ -316,14 +318,23 @@ def losers(state: Bucket) -> np.ndarray:
 
 
 def bucket_labels(state: Bucket) -> tuple[int, tuple[str, ...]]:
-    """How many digests a bucket holds, and the labels its codes index."""
-    return len(state.digests), state.labels
+    """How many digests a bucket (at a checkpoint) holds, and the labels its codes index."""
+    return state.size, state.labels
 
 
 def bucket_slice(state: Bucket, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
-    """Digests ``start`` to ``stop`` of a bucket, and their labels' codes: what the calling
-    process fetches at a time to write them."""
-    return state.digests[start:stop].copy(), state.codes[start:stop].copy()
+    """Digests ``start`` to ``stop`` of a bucket at a checkpoint, in order, and their
+    labels' codes: what the calling process fetches at a time to write them (the bucket's
+    runs merged into one first, once)."""
+    from .digestruns import base
+
+    if state.base is None:
+        return np.zeros((0, 16), np.uint8), np.zeros(0, np.int32)
+    records = base(state.base, state.holders).compact().read(start, stop)
+    return (
+        np.frombuffer(records["d"].tobytes(), np.uint8).reshape(-1, 16),
+        records["c"].astype(np.int32),
+    )
 
 
 # -- the counts of parts, added up -------------------------------------------------------------
@@ -479,33 +490,43 @@ def merge(a: Tally, b: Tally, limit: int) -> Tally:
 
 
 def _merge_samples(a: Sample, b: Sample, limit: int) -> Sample:
+    """The ``limit`` rows of smallest key of two samples, in order of position: the rows
+    chosen are gathered from each side alone (never both samples' rows joined, which made
+    a merge of two full samples take some 80 MB)."""
     vocab, map_a, map_b = a.vocab.union(b.vocab)
     keys = np.concatenate([a.keys, b.keys])
     digests = np.concatenate([a.digests, b.digests])
     hi, lo = _halves(digests)
     chosen = np.lexsort((lo, hi, keys))[:limit]
+    del hi, lo
     positions = np.concatenate([a.positions, b.positions])
     chosen = chosen[np.argsort(positions[chosen], kind="stable")]
     times = np.concatenate([a.times, b.times])
-    both = Sample(
-        keys,
-        digests,
-        positions,
-        times,
-        [*a.labels, *b.labels],
-        vocab,
-        np.concatenate([a.indptr, b.indptr[1:] + a.indptr[-1]]),
-        np.concatenate([map_a[a.indices], map_b[b.indices]]),
-        np.concatenate([a.data, b.data]),
-    )
-    indptr, indices, data = both.rows(chosen)
+    labels = [*a.labels, *b.labels]
+    in_a = chosen < len(a.keys)
+    sides = ((in_a, a, chosen[in_a], map_a), (~in_a, b, chosen[~in_a] - len(a.keys), map_b))
+    sizes = np.empty(len(chosen), np.int64)
+    for side, sample, rows, _ in sides:
+        sizes[side] = np.diff(sample.indptr)[rows]
+    indptr = np.zeros(len(chosen) + 1, np.int64)
+    np.cumsum(sizes, out=indptr[1:])
+    indices = np.empty(indptr[-1], np.int64)
+    data = np.empty(indptr[-1], np.int32)
+    for side, sample, rows, columns in sides:
+        part_indptr, part_indices, part_data = sample.rows(rows)
+        # where each entry of this side's rows goes among the rows chosen
+        to = np.repeat(indptr[:-1][side] - part_indptr[:-1], np.diff(part_indptr))
+        to += np.arange(part_indptr[-1])
+        indices[to] = columns[part_indices]
+        data[to] = part_data
+        del part_indices, part_data, to
     return _compact(
         Sample(
             keys[chosen],
             digests[chosen],
             positions[chosen],
             times[chosen],
-            [both.labels[i] for i in chosen.tolist()],
+            [labels[i] for i in chosen.tolist()],
             vocab,
             indptr,
             indices,
