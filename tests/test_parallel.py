@@ -202,3 +202,35 @@ def test_a_program_interrupted_before_reading_the_results_ends():
     assert stderr.decode().endswith("KeyboardInterrupt\n")
     with pytest.raises(ProcessLookupError):  # no worker outlives it
         os.killpg(process.pid, 0)
+
+
+class _SwallowingImport:
+    """A module whose loading runs code that drops what it raises, as the initialization of
+    numpy's and scipy's compiled modules does; a Ctrl-C comes in the middle of it."""
+
+    def __init__(self, module):
+        self._module = module
+
+    def __getattr__(self, name):
+        import signal
+        import threading
+
+        try:
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        except KeyboardInterrupt:
+            pass
+        return getattr(self._module, name)
+
+
+def test_ctrl_c_while_training_imports_numpy_is_not_lost(messages, monkeypatch):
+    """A Ctrl-C of `train` while numpy and scipy were imported beside the workers vanished
+    in their compiled modules' initialization, and the model was trained and written."""
+    import sys
+
+    import nbspam.models.model
+    from nbspam.fit.training import train
+
+    loading = _SwallowingImport(nbspam.models.model)
+    monkeypatch.setitem(sys.modules, "nbspam.models.model", loading)
+    with pytest.raises(KeyboardInterrupt):
+        train(messages, build_settings({}), jobs=2)

@@ -17,6 +17,7 @@ import threading
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from itertools import chain, islice
 from typing import Any, TypeVar
 
@@ -33,6 +34,19 @@ def chunks(items: Iterable[T], size: int = CHUNK) -> Iterator[list[T]]:
     it = iter(items)
     while chunk := list(islice(it, size)):
         yield chunk
+
+
+@contextmanager
+def ctrl_c_held_back() -> Iterator[None]:
+    """Ctrl-C held back in this block, not lost: it is raised (KeyboardInterrupt) as the
+    block ends. For code that would lose it: the initialization of compiled modules (numpy's
+    and scipy's, made by Cython) runs Python code and drops what it raises, so that a Ctrl-C
+    raised there vanished and the command went on. In the main thread only."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def imap_ordered(
