@@ -140,6 +140,11 @@ def _unsorted_terms(header, arrays):
 ALL, WHOLE, VOCAB, FULL = "all", "whole", "vocab", "full"
 
 
+def _offset(arrays, i: int) -> int:
+    """Offset ``i`` of the model's terms."""
+    return struct.unpack_from("<I", arrays["term_offsets"][2], 4 * i)[0]
+
+
 def _column(arrays, term: bytes) -> int:
     """The column of ``term`` (a term of MESSAGE) in the model's vocabulary."""
     return arrays["terms"][2].split(b"\n").index(term)
@@ -254,6 +259,9 @@ CASES = [
     ("terms not UTF-8", lambda h, a: _set(a["terms"], 2, b"\xff" + a["terms"][2][1:]), VOCAB),
     ("terms unsorted", _unsorted_terms, VOCAB),
     ("offsets in between wrong", lambda h, a: put(a, "term_offsets", 1, "<I", 1), FULL),
+    ("offsets decreasing", lambda h, a: put(a, "term_offsets", 2, "<I", 0), FULL),
+    ("an offset past the terms", lambda h, a: put(a, "term_offsets", 1, "<I", 2**32 - 1), FULL),
+    ("an offset twice", lambda h, a: put(a, "term_offsets", 1, "<I", _offset(a, 2)), FULL),
 ]
 
 

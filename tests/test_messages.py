@@ -1205,3 +1205,18 @@ def test_a_folder_swapped_for_a_link_out_while_reading_is_not_followed(tmp_path)
         ("box/data/a", b"A"),
     ]
     assert lines == [f"box/links/b: {LINK_OUT}"]
+
+
+def test_a_json_text_holding_a_lone_surrogate_reads_it_as_a_replacement_character():
+    from tests.helpers import cli_run
+
+    # JSON escapes what no UTF-8 holds: its digest failed, and training stopped on an
+    # internal error (a term holding it could not be written either)
+    rows = ['{"label": "spam", "text": "buy \\ud800 now"}', '{"label": "ham", "text": "hi \\udc80"}']
+    write("rows.jsonl", "\n".join(rows) + "\n")
+    problems, lines = collector()
+    got = list(read_labelled(["rows.jsonl"], problems))
+    assert triples(got) == [("rows.jsonl#1", "buy \ufffd now", "spam"), ("rows.jsonl#2", "hi \ufffd", "ham")]
+    assert lines == []
+    result = cli_run("train", "rows.jsonl", "-o", "m.nbm", "--no-calibrate", "-q")
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "", "")

@@ -200,7 +200,8 @@ def test_terms_hold_and_sort_what_a_tuple_of_str_would(distinct):
     assert len(packed) == len(terms) and list(packed) == terms and packed == tuple(terms)
     assert [packed[i] for i in range(-len(terms), len(terms))] == terms + terms
     assert packed[1:4] == tuple(terms[1:4])
-    ordered, order = packed.sorted()
+    order = sorted_order(packed)  # by the bytes (`byte_order`), no str made
+    ordered = packed.take(order, ordered=True)
     assert list(ordered) == sorted(terms)  # byte order of UTF-8 is code point order
     assert [terms[i] for i in order.tolist()] == sorted(terms)
     assert sorted_order(packed).tolist() == sorted_order(terms).tolist()
@@ -253,3 +254,36 @@ def test_a_term_table_refuses_line_breaks():
 
     with pytest.raises(ValueError, match="line break"):
         TermTable().columns(["a", "b\nc"])
+
+
+def test_a_term_table_spreads_hashes_that_share_their_low_bits(monkeypatch):
+    import time
+
+    from nbspam.text import vocabulary
+
+    # hashes that differ only above bit 32 (mail can make such terms where the hash seed is
+    # known): taken as their low bits, every term would probe one run of slots, and adding
+    # them took time growing with the square of their number (25 s for these)
+    monkeypatch.setattr(vocabulary, "_hash", lambda term: (int(term[1:]) + 1) << 32)
+    words = [f"w{i}" for i in range(30_000)]
+    started = time.monotonic()
+    _same_as_a_dictionary([words[i : i + 1000] for i in range(0, len(words), 1000)] + [words])
+    assert time.monotonic() - started < 15  # does not hang: some 0.2 s
+
+
+def test_ordered_terms_find_an_absent_term_by_binary_search_not_by_reading_all(monkeypatch):
+    from nbspam.text.vocabulary import Terms
+
+    ordered = Terms.of([f"t{i:06d}" for i in range(50_000)], ordered=True)
+    read = []
+    decode = Terms._term
+    monkeypatch.setattr(Terms, "_term", lambda self, i: read.append(i) or decode(self, i))
+    assert ordered.index("t012345") == 12_345
+    with pytest.raises(ValueError) as absent:
+        ordered.index("t0123455")
+    assert len(read) < 50  # log2(50,000) each; a Sequence's index read all 50,000
+    assert str(absent.value) == "'t0123455' is not among the terms"
+    with pytest.raises(ValueError):
+        ordered.index(5)
+    assert "t0123455" not in ordered and "t049999" in ordered
+    assert Terms.of(["b", "a"]).index("a") == 1  # not ordered: read in turn

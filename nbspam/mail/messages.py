@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import errno
 import os
+import re
 import stat
 from collections.abc import Iterable, Iterator
 
@@ -507,8 +508,13 @@ def _jsonl_rows(
             line,
             None if row_id is None else str(row_id),
             None if label is None else str(label),
-            obj["text"],
+            _LONE_SURROGATE.sub("\ufffd", obj["text"]),
         )
+
+
+# JSON can escape a lone surrogate ("\ud800"), which no UTF-8 holds (nor a digest, a term
+# of a model file): it is read as U+FFFD, as the mail parser reads UTF-7's
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def is_maildir(folder: str) -> bool:

@@ -496,7 +496,7 @@ def fit_counted(
         total, settings, info, counted.seen, sorted_terms=True, default_time=int(time.time())
     )
     if rows is not None:
-        rows.terms, rows.order, rows.totals = total.terms, order, model.counts
+        rows.terms, rows.order, rows.totals = model.terms, order, model.counts
     return model
 
 

@@ -15,7 +15,7 @@ from functools import cached_property
 import numpy as np
 
 from ..core.sparse import sp
-from ..text.vocabulary import TermIndex
+from ..text.vocabulary import TermIndex, Terms
 from . import naive_bayes as nb
 from .fisher import fisher_log_odds_many
 
@@ -99,7 +99,7 @@ class FisherForm(_Kept):
 
 def pick(items: Sequence[str], positions: np.ndarray) -> tuple[str, ...]:
     """The items at the given positions, as a tuple."""
-    if hasattr(items, "picked"):  # a packed vocabulary (`vocabulary.Terms`)
+    if isinstance(items, Terms):  # a packed vocabulary: in one pass, not a term at a time
         return items.picked(positions)
     return tuple(map(items.__getitem__, positions.tolist()))
 

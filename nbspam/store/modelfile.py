@@ -152,7 +152,7 @@ def _model(path: str | os.PathLike[str], box: schema.ModelFile) -> Model:
     }
     return Model(
         labels=box.labels,
-        terms=_terms(path, box),
+        terms=_terms(path, box, arrays["term_offsets"]),
         class_count=arrays["class_count"].astype(np.int64),
         term_count=arrays["term_count"].astype(np.int64),
         doc_count=arrays["doc_count"].astype(np.int64),
@@ -167,16 +167,13 @@ def _model(path: str | os.PathLike[str], box: schema.ModelFile) -> Model:
     )
 
 
-def _terms(path: str | os.PathLike[str], box: schema.ModelFile) -> Terms:
-    """The checked vocabulary of a model file, packed as the file holds it, with the terms
-    the check decoded (what scoring and learning with the model read)."""
+def _terms(path: str | os.PathLike[str], box: schema.ModelFile, offsets: np.ndarray) -> Terms:
+    """The checked vocabulary of a model file, packed as the file holds it (its UTF-8, as
+    the digests are, and its ``offsets``, which `schema.check_counts` found at the line
+    breaks), with the terms the check decoded (what scoring and learning with it read)."""
     strings = schema.terms(path, box)
-    blob = np.frombuffer(box.view("terms"), np.uint8)  # the file read, as the digests are
-    offsets = np.zeros(len(strings) + 1, np.int64)  # from the line breaks the check read
-    if strings:
-        offsets[1:-1] = np.flatnonzero(blob == ord("\n")) + 1
-        offsets[-1] = blob.size + 1
-    return Terms(blob, offsets, ordered=True, strings=strings)
+    blob = np.frombuffer(box.view("terms"), np.uint8)
+    return Terms(blob, offsets.astype(np.int64), ordered=True, strings=strings)
 
 
 def part_sizes(path: str | os.PathLike[str]) -> dict[str, int]:

@@ -11,6 +11,7 @@ import bisect
 import functools
 import operator
 import re
+import secrets
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice, repeat
 
@@ -124,13 +125,20 @@ class Terms(Sequence[str]):
             return False
         if not self.ordered:
             return any(map(term.__eq__, self))
-        at = bisect.bisect_left(self, term)
-        return at < len(self) and self._term(at) == term
+        return self._search(term) >= 0
 
     def index(self, term: str, start: int = 0, stop: int | None = None) -> int:  # type: ignore[override]
-        if self.ordered and start == 0 and stop is None and term in self:
-            return bisect.bisect_left(self, term)
-        return super().index(term, start, len(self) if stop is None else stop)
+        if not (self.ordered and start == 0 and stop is None):
+            return super().index(term, start, len(self) if stop is None else stop)
+        at = self._search(term) if isinstance(term, str) else -1
+        if at < 0:  # found absent in log d terms, not by reading them all
+            raise ValueError(f"{term!r} is not among the terms")
+        return at
+
+    def _search(self, term: str) -> int:
+        """The position of ``term`` in ordered terms, -1 if absent (binary search)."""
+        at = bisect.bisect_left(self, term)
+        return at if at < len(self) and self._term(at) == term else -1
 
     def __eq__(self, other: object) -> bool:
         if self is other:
@@ -167,14 +175,6 @@ class Terms(Sequence[str]):
         if ordered is None:
             ordered = self.ordered and bool((columns[1:] > columns[:-1]).all())
         return Terms(*_gathered(self.blob, starts, ends - starts - 1), ordered=ordered)
-
-    def sorted(self) -> tuple[Terms, np.ndarray]:
-        """(the terms sorted by code point, the permutation that sorts them: term j of the
-        sorted is term order[j] of these)."""
-        if self.ordered:
-            return self, np.arange(len(self), dtype=np.int64)
-        order = byte_order(self.blob, self.offsets)
-        return self.take(order, ordered=True), order
 
 
 _BREAK = ord("\n")
@@ -259,7 +259,10 @@ class TermTable:
 
     The terms' UTF-8 in one growing array (the layout of `Terms`), the Python `hash` of
     each, and a hash table of their columns (open addressing, at most half full), looked up
-    for a whole chunk of terms at once. A hit is checked byte for byte, so two terms that
+    for a whole chunk of terms at once. A hash's first slot is the top bits of the hash
+    times an odd number drawn for each table (multiply-shift, `_home`): every bit of the
+    hash counts, so hashes alike in their low bits (which a known hash seed lets mail make)
+    do not pile into one run of slots. A hit is checked byte for byte, so two terms that
     share a hash are never confused (the second of them, a rare case, is kept in a small
     dictionary). Adding a chunk's terms costs in proportion to the chunk, not the table,
     but when the table doubles."""
@@ -270,6 +273,7 @@ class TermTable:
         self._keys = np.zeros(1 << 10, np.int64)  # the hash of each column's term
         self._n = 0
         self._slots = np.full(1 << 11, -1, np.int32)  # a column, or -1: free
+        self._mix = np.uint64(secrets.randbits(64) | 1)  # `_home`'s multiplier
         self._shared: dict[str, int] = {}  # terms whose hash an earlier term has
 
     def __len__(self) -> int:
@@ -307,7 +311,7 @@ class TermTable:
         mask = self._slots.size - 1
         cols = np.full(keys.size, -1, np.int64)
         todo = np.arange(keys.size)
-        at = keys & mask
+        at = self._home(keys)
         while todo.size:
             col = self._slots[at]
             used = col >= 0
@@ -321,7 +325,7 @@ class TermTable:
         """Put the columns ``cols`` of the distinct hashes ``keys``, none in the table yet,
         into free slots (the first free one from the hash's own on)."""
         mask = self._slots.size - 1
-        at = keys & mask
+        at = self._home(keys)
         while cols.size:
             free = self._slots[at] < 0
             # of the columns that found the same free slot, the first takes it
@@ -331,6 +335,12 @@ class TermTable:
             left = np.ones(cols.size, bool)
             left[taken] = False
             cols, at = cols[left], (at[left] + 1) & mask
+
+    def _home(self, keys: np.ndarray) -> np.ndarray:
+        """The first slot to try for each hash: the top log2(slots) bits of hash x
+        `_mix` (mod 2**64)."""
+        shift = np.uint64(65 - self._slots.size.bit_length())
+        return ((keys.astype(np.uint64) * self._mix) >> shift).astype(np.int64)
 
     def _same(
         self, text: np.ndarray, ends: np.ndarray, hit: np.ndarray, found: np.ndarray
