@@ -41,7 +41,11 @@ def ctrl_c_held_back() -> Iterator[None]:
     """Ctrl-C held back in this block, not lost: it is raised (KeyboardInterrupt) as the
     block ends. For code that would lose it: the initialization of compiled modules (numpy's
     and scipy's, made by Cython) runs Python code and drops what it raises, so that a Ctrl-C
-    raised there vanished and the command went on. In the main thread only."""
+    raised there vanished and the command went on. In the main thread only; where signals
+    cannot be held back (Windows), nothing is."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
     held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
