@@ -68,6 +68,27 @@ def test_ctrl_c_ends_with_one_line_and_status_130(corpus, model, tmp_path, comma
     assert [p.name for p in tmp_path.iterdir()] == [model.name]
 
 
+class _CtrlCWhileLoading:
+    def __getattr__(self, name):
+        raise KeyboardInterrupt
+
+
+def test_ctrl_c_while_the_commands_load_is_one_line_and_status_130(monkeypatch, capsys):
+    """Ctrl-C as click and the commands are imported (half a second on a loaded machine)
+    printed a traceback."""
+    from nbspam.cli import fast_start
+
+    monkeypatch.setitem(sys.modules, "nbspam.cli.commands", _CtrlCWhileLoading())
+    monkeypatch.setattr(sys, "argv", ["nbspam", "train", "corpus", "-o", "new.nbm"])
+    with pytest.raises(SystemExit) as stop:
+        try:
+            fast_start.main()
+        except KeyboardInterrupt:
+            pytest.fail("Ctrl-C escaped as a traceback")
+    assert stop.value.code == 130
+    assert capsys.readouterr() == ("", "Error: interrupted\n")
+
+
 # -- full disks and outputs that cannot be written ----------------------------------------------
 
 

@@ -84,8 +84,10 @@ def main() -> None:
             raise
         sys.exit(status)
     if status is None:
-        from .commands import main as cli_main
-
+        try:
+            from .commands import main as cli_main
+        except KeyboardInterrupt as error:  # Ctrl-C while click and the commands load
+            sys.exit(failure(error))
         cli_main()  # click itself stops quietly with status 1 when the reader goes away
     else:
         sys.exit(status)

@@ -8,6 +8,7 @@ import math
 from collections.abc import Callable, Container, Iterable, Iterator
 from typing import TYPE_CHECKING
 
+from ..core.parallel import ctrl_c_held_back
 from ..core.settings import AUTO, Settings
 from ..mail.message import Message
 from ..text.counting import LabelledChunks
@@ -45,7 +46,8 @@ def train(
     if dates is not None:
         dates.counted = counted.seen
     # The workers are tokenizing: numpy and scipy are imported now, beside them, not before.
-    from ..models.model import CV_ROWS, SampledRows, fit_counted
+    with ctrl_c_held_back():
+        from ..models.model import CV_ROWS, SampledRows, fit_counted
 
     rows = None
     if keep_rows:
