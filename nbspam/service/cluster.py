@@ -15,7 +15,9 @@ the checkpoint before and the digests found since, which are all a fold holds in
 the sum in their memory. No checkpoint passes through this process or the scheduler, and
 results are fetched from the workers, not through the scheduler. The cross-validation sample is the messages of
 smallest keyed hash of their digest (`model.sample_key`, as local training draws it), kept
-as the sums go. Then the model is made here from the total, the digests of the buckets
+apart from the sums (which carry no rows) in one chain that takes in part after part
+(`tally.add_sample`), kept at each checkpoint as the sum is: a worker holds one sample of
+the run, not one in every partial sum. Then the model is made here from the total, the digests of the buckets
 (fetched `SLICE` at a time into temporary files, `_spool`) and the sample, and
 `training.decide` runs on the same totals and sample as local training.
 
@@ -343,7 +345,17 @@ def train_parts(
     `update.prune` prunes them, on the worker that makes the last sum, and its decision
     rule fitted on the pruned counts). What the workers could not read is reported to
     ``problems``, the number of messages read and their bytes to ``progress``."""
-    from .tally import finish, fold, losers, merge, prune_terms, read_counts, report
+    from .tally import (
+        add_sample,
+        finish,
+        fold,
+        losers,
+        merge,
+        prune_terms,
+        read_counts,
+        report,
+        with_sample,
+    )
 
     started = time.perf_counter()
     cfg = settings.training
@@ -355,7 +367,7 @@ def train_parts(
     def add_up(tally: Any, level: int = 0) -> None:
         # a binary counter of partial sums: at most one a level, log2(parts) in all
         while level in levels:
-            tally = client.submit(merge, levels.pop(level), tally, take, key=_key("merge"))
+            tally = client.submit(merge, levels.pop(level), tally, 0, key=_key("merge"))
             level += 1
         levels[level] = tally
 
@@ -365,11 +377,12 @@ def train_parts(
         total = base
         for other in sums:
             if total is not None:
-                other = client.submit(merge, total, other, take, key=_key("merge"))
+                other = client.submit(merge, total, other, 0, key=_key("merge"))
             total = other
         return total
 
     base: Any = None  # the sum of the parts before the last checkpoint
+    sampled: Any = None  # the sample so far, a chain apart from the sums (`add_sample`)
     tokens: list[str] = []  # what the workers keep of the last checkpoint
     try:
         client.run(_allocator, on_error="ignore")
@@ -393,6 +406,8 @@ def train_parts(
                 )
                 lost.append(client.submit(losers, states[b], key=_key("losers")))
             tally = client.submit(finish, counted, lost, take, key=_key("finish"))
+            if take:
+                sampled = client.submit(add_sample, sampled, tally, take, key=_key("sample"))
             pending[client.submit(report, counted, key=_key("report"))] = tally
             del counted, lost, tally
             while len(pending) >= window:
@@ -400,15 +415,25 @@ def train_parts(
             if (number + 1) % CHECKPOINT_PARTS == 0:
                 while pending:
                     _take_reports(client, pending, add_up, progress, problems)
-                (base, *states), tokens, (_, *holders) = _checkpoint(
-                    client, [add_all(), *states], [None, *holders], tokens
+                chain = [] if sampled is None else [sampled]
+                made, tokens, kept_at = _checkpoint(
+                    client,
+                    [add_all(), *chain, *states],
+                    [None] * (1 + len(chain)) + holders,
+                    tokens,
                 )
+                base, states, holders = made[0], made[-buckets:], kept_at[-buckets:]
+                sampled = made[1] if chain else None
+                del chain
         while pending:
             _take_reports(client, pending, add_up, progress, problems)
         total = add_all()
         base = None
         if total is None:
             raise TrainingError("no messages to train on")
+        if sampled is not None:
+            total = client.submit(with_sample, total, sampled, key=_key("sample"))
+            sampled = None
         if min_docs is not None or max_terms is not None:
             total = client.submit(prune_terms, total, min_docs, max_terms, key=_key("prune"))
         states, last, holders = _checkpoint(client, states, holders, [])
@@ -427,7 +452,7 @@ def train_parts(
         ) from None
     finally:
         levels.clear()
-        base = None
+        base = sampled = None
         release(client, tokens)
     return _model(tally, digests, settings, started, keep_rows, limit, now)
 

@@ -12,7 +12,7 @@ how they add up (`cluster` runs these as tasks).
   copy in the input wins, as in local training.
 - `finish` (a part): its per-class counts without those duplicates, and its candidates for
   the sample; `merge` adds two such tallies up (in any order, any grouping: the sum is the
-  same).
+  same), and `add_sample` adds a part's candidates to the sample so far.
 
 Terms are kept as sorted arrays of their UTF-8 bytes (`Vocab`), not as Python objects, and
 the per-class counts as int64 arrays beside them; two tallies add up by a merge of sorted
@@ -352,7 +352,7 @@ class Sample:
     labels: list[str] = field(default_factory=list)
     vocab: Vocab = field(default_factory=Vocab)
     indptr: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
-    indices: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    indices: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     data: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
 
     def rows(self, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -421,7 +421,7 @@ def finish(part: PartCounts, lost: Sequence[np.ndarray], limit: int) -> Tally:
         [labels[c] for c in y[chosen].tolist()],
         every,
         rows.indptr.astype(np.int64),
-        column[rows.indices],
+        column[rows.indices].astype(np.int32),
         rows.data.astype(np.int32),
     )
     return Tally(
@@ -455,14 +455,16 @@ def _compact(sample: Sample) -> Sample:
     present = np.zeros(len(sample.vocab), bool)
     present[sample.indices] = True
     used = np.flatnonzero(present)
-    remap = np.full(len(sample.vocab), -1, np.int64)
+    remap = np.full(len(sample.vocab), -1, np.int32)
     remap[used] = np.arange(len(used))
     sample.vocab, sample.indices = sample.vocab.take(used), remap[sample.indices]
     return sample
 
 
 def merge(a: Tally, b: Tally, limit: int) -> Tally:
-    """On a worker: the sum of two tallies of different messages."""
+    """On a worker: the sum of two tallies of different messages, with the ``limit`` sample
+    rows of smallest key of both (none for 0: `cluster` keeps the sample apart, in
+    `add_sample`'s chain)."""
     labels = tuple(sorted(set(a.labels) | set(b.labels)))
     vocab, map_a, map_b = a.vocab.union(b.vocab)
     shape = (len(labels), len(vocab))
@@ -483,16 +485,56 @@ def merge(a: Tally, b: Tally, limit: int) -> Tally:
         term_count,
         doc_count,
         first,
-        _merge_samples(a.sample, b.sample, limit),
+        _merge_samples(a.sample, b.sample, limit) if limit else Sample(),
         a.read + b.read,
         a.duplicates + b.duplicates,
     )
 
 
+def add_sample(state: Sample | None, part: Tally, limit: int) -> Sample:
+    """On a worker: the sample so far (None: none yet) with a part's candidates added, the
+    ``limit`` rows of smallest key of both. Once the sample is full, the part's rows whose
+    key is above all of its keys cannot win and are left out first; with none left, the
+    sample is given back as it is (no copy)."""
+    rows = part.sample
+    if state is None:
+        return rows
+    if len(state.keys) >= limit and len(state.keys):
+        keep = np.flatnonzero(rows.keys <= state.keys.max())
+        if not len(keep):
+            return state
+        if len(keep) < len(rows.keys):
+            indptr, indices, data = rows.rows(keep)
+            rows = Sample(
+                rows.keys[keep],
+                rows.digests[keep],
+                rows.positions[keep],
+                rows.times[keep],
+                [rows.labels[i] for i in keep.tolist()],
+                rows.vocab,
+                indptr,
+                indices,
+                data,
+            )
+    return _merge_samples(state, rows, limit)
+
+
+def with_sample(total: Tally, sample: Sample) -> Tally:
+    """On a worker: the tally with the sample ``sample`` (`add_sample`'s)."""
+    import dataclasses
+
+    return dataclasses.replace(total, sample=sample)
+
+
+GATHER_ROWS = 1024
+"""Rows a merge of samples gathers at a time: its scratch arrays stay a few MB, not some
+three times the sample (four arrays of the whole sample's entries)."""
+
+
 def _merge_samples(a: Sample, b: Sample, limit: int) -> Sample:
     """The ``limit`` rows of smallest key of two samples, in order of position: the rows
-    chosen are gathered from each side alone (never both samples' rows joined, which made
-    a merge of two full samples take some 80 MB)."""
+    chosen are gathered from each side alone, `GATHER_ROWS` at a time (never both samples'
+    rows joined, which made a merge of two full samples take some 80 MB)."""
     vocab, map_a, map_b = a.vocab.union(b.vocab)
     keys = np.concatenate([a.keys, b.keys])
     digests = np.concatenate([a.digests, b.digests])
@@ -504,22 +546,25 @@ def _merge_samples(a: Sample, b: Sample, limit: int) -> Sample:
     times = np.concatenate([a.times, b.times])
     labels = [*a.labels, *b.labels]
     in_a = chosen < len(a.keys)
-    sides = ((in_a, a, chosen[in_a], map_a), (~in_a, b, chosen[~in_a] - len(a.keys), map_b))
     sizes = np.empty(len(chosen), np.int64)
-    for side, sample, rows, _ in sides:
-        sizes[side] = np.diff(sample.indptr)[rows]
+    sizes[in_a] = np.diff(a.indptr)[chosen[in_a]]
+    sizes[~in_a] = np.diff(b.indptr)[chosen[~in_a] - len(a.keys)]
     indptr = np.zeros(len(chosen) + 1, np.int64)
     np.cumsum(sizes, out=indptr[1:])
-    indices = np.empty(indptr[-1], np.int64)
+    indices = np.empty(indptr[-1], np.int32)
     data = np.empty(indptr[-1], np.int32)
-    for side, sample, rows, columns in sides:
-        part_indptr, part_indices, part_data = sample.rows(rows)
-        # where each entry of this side's rows goes among the rows chosen
-        to = np.repeat(indptr[:-1][side] - part_indptr[:-1], np.diff(part_indptr))
-        to += np.arange(part_indptr[-1])
-        indices[to] = columns[part_indices]
-        data[to] = part_data
-        del part_indices, part_data, to
+    for start in range(0, len(chosen), GATHER_ROWS):  # a slice at a time: bounded scratch
+        block = slice(start, start + GATHER_ROWS)
+        for side, sample, offset, columns in ((in_a, a, 0, map_a), (~in_a, b, len(a.keys), map_b)):
+            out = start + np.flatnonzero(side[block])
+            if not len(out):
+                continue
+            part_indptr, part_indices, part_data = sample.rows(chosen[out] - offset)
+            # where each entry of these rows goes among the rows chosen
+            to = np.repeat(indptr[out] - part_indptr[:-1], np.diff(part_indptr))
+            to += np.arange(part_indptr[-1])
+            indices[to] = columns[part_indices]
+            data[to] = part_data
     return _compact(
         Sample(
             keys[chosen],
