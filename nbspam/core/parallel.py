@@ -72,17 +72,13 @@ def imap_ordered(
     # initializer ignores it would die, and the pool would fork a replacement that outlives
     # this process. Held back, not lost: it arrives as the mask is restored, and from then
     # on the pool is stopped whatever leaves here.
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    stop = None
     try:
-        pool = multiprocessing.get_context("fork").Pool(
-            jobs, initializer=_set_context, initargs=(context,)
-        )
-    except BaseException:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
-        raise
-    stop = _Stop(pool)
-    try:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        with ctrl_c_held_back():
+            pool = multiprocessing.get_context("fork").Pool(
+                jobs, initializer=_set_context, initargs=(context,)
+            )
+            stop = _Stop(pool)
         pending = deque(
             (tag, pool.apply_async(_call, (func, work)))
             for tag, work in chain(head, islice(it, 2 * jobs - 2))
@@ -91,7 +87,8 @@ def imap_ordered(
         # a reader that lets the results go before reading any (or is interrupted before)
         weakref.finalize(results, stop).atexit = False
     except BaseException:
-        stop()
+        if stop is not None:
+            stop()
         raise
     return results
 
