@@ -242,6 +242,7 @@ def score_candidates(
             fitted = time.perf_counter()
             seconds["train"] += fitted - clock
             result.score(model, blocks, len(labels))
+            del model  # its form, the size of the model, let go of before the next is made
             seconds["score"] += time.perf_counter() - fitted
         del models, blocks
         left = len(test_folds) - step - 1
