@@ -3,19 +3,15 @@ vocabulary where a chunk or a fold is smaller (docs/speed.md, "Memory")."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import tracemalloc
 from array import array
 
 import numpy as np
-import pytest
 
 from nbspam.core.settings import build_settings
 from nbspam.models.model import ClassCountsBuilder, SampledRows, fit_counted
 from nbspam.text.counting import ChunkCounts, LabelledChunks
 from nbspam.text.counts import ClassCounts
-from tests.helpers import ENV, SAMPLE
 
 SETTINGS = build_settings({})
 
@@ -490,42 +486,3 @@ def test_each_candidates_model_is_let_go_of_before_the_next_is_made(monkeypatch)
     assert len(made) == 4 * 4 and alive_at_each == [0] * 16
     assert all(isinstance(s, crossval.Scores) and s.evaluated.all() for s in scores)
 
-
-ALLOCATOR = """
-import ctypes, sys
-import numpy as np
-from nbspam.core.settings import build_settings
-from nbspam.fit.training import train
-from nbspam.mail.message import Problems
-from nbspam.mail.messages import read_labelled
-
-class Info(ctypes.Structure):  # glibc's mallinfo2
-    _fields_ = [(name, ctypes.c_size_t) for name in
-                "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
-
-libc = ctypes.CDLL("libc.so.6")
-libc.mallinfo2.restype = Info
-big = np.ones(16 << 20, np.uint8)
-del big  # glibc's default now carves blocks up to 16 MiB from its heap
-train(read_labelled([sys.argv[1]], Problems()), build_settings({"calibrate": False}))
-before = libc.mallinfo2().hblkhd
-array = np.ones(4 << 20, np.uint8)
-print((libc.mallinfo2().hblkhd - before) >> 20)
-"""
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc")
-def test_training_gives_the_arrays_it_frees_back_to_the_system():
-    """Training sets the allocator as a Dask worker's (`allocator.return_freed_arrays`): an
-    array of 64 KiB or more has a mapping of its own, given back when freed, even after
-    larger arrays were freed (glibc's default then carves them from its heap, whose holes
-    the process keeps: tens of MB at training's peak)."""
-    done = subprocess.run(
-        [sys.executable, "-c", ALLOCATOR, str(SAMPLE / "train")],
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    assert int(done.stdout) == 4  # MiB mapped for the 4 MiB array

@@ -8,7 +8,6 @@ import math
 from collections.abc import Callable, Container, Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from ..core.allocator import return_freed_arrays
 from ..core.parallel import ctrl_c_held_back
 from ..core.settings import AUTO, Settings
 from ..mail.message import Message
@@ -36,10 +35,8 @@ def train(
     model, some 50 bytes a term for two classes) and the sample, and grows with the number
     of messages only by some 50 bytes each: the digests counted (`counting.Seen`) and the
     model's record of them (docs/speed.md, "Memory"). The choice of auto and the candidates
-    it tried are kept in the model's ``info["auto"]``. The process's allocator is set to
-    give freed arrays back (`allocator.return_freed_arrays`), for good.
+    it tried are kept in the model's ``info["auto"]``.
     """
-    return_freed_arrays()
     cfg = settings.training
     keep_rows = cfg.calibrate or cfg.event_model == AUTO
     dates = Dates(settings.tokenizer.mail) if keep_rows else None
@@ -102,8 +99,7 @@ def decide(
     cross-validation of the count rows ``rows`` kept while fitting, or without them only
     the cutoffs given in the settings; ``times`` (the date of each row of ``rows``, in their
     order, NaN where unknown) let the cutoffs be checked on a chronological split.
-    (`train`, and `cluster.train` after its reduce; the allocator set as `train` sets it.)"""
-    return_freed_arrays()
+    (`train`, and `cluster.train` after its reduce.)"""
     import numpy as np
 
     from .calibration import DRIFT, expected_fpr

@@ -51,7 +51,6 @@ from typing import Any
 
 import numpy as np
 
-from ..core.allocator import return_freed_arrays
 from ..core.parallel import CHUNK, chunks
 from ..core.settings import AUTO, Settings, TokenizerConfig
 from ..errors import ConfigError, NbspamError, TrainingError
@@ -746,10 +745,23 @@ def release(client: Any, tokens: list[str] | None = None) -> None:
         pass
 
 
+MMAP_THRESHOLD = 1 << 16
+"""Bytes from which a worker's glibc malloc gives a block a mapping of its own (returned to
+the system when freed): glibc's default moves this threshold up to 32 MiB as blocks are
+freed, after which the arrays of every part are carved from heaps that it keeps, and a
+worker's peak grew with the parts it had counted."""
+
+
 def _allocator() -> None:
-    """In a worker: its allocator gives freed arrays back (`allocator.return_freed_arrays`:
-    glibc's moving threshold let a worker's peak grow with the parts it had counted)."""
-    return_freed_arrays()
+    """In a worker: its allocator set as `MMAP_THRESHOLD` says (glibc alone), for good."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, MMAP_THRESHOLD)  # M_MMAP_THRESHOLD, fixed
+        libc.mallopt(-1, 4 * MMAP_THRESHOLD)  # M_TRIM_THRESHOLD: heaps' free tops go back
+    except (OSError, AttributeError):  # not glibc
+        pass
 
 
 PROFILER = ("profile", "profile-cycle")
