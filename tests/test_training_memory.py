@@ -486,3 +486,63 @@ def test_each_candidates_model_is_let_go_of_before_the_next_is_made(monkeypatch)
     assert len(made) == 4 * 4 and alive_at_each == [0] * 16
     assert all(isinstance(s, crossval.Scores) and s.evaluated.all() for s in scores)
 
+
+def test_the_folds_counts_and_the_rests_are_int32_where_they_fit():
+    from nbspam.fit.crossval import Folds, Tokenized
+
+    d = 200_000
+    X = _rows(20, 3, d)
+    labels = ["ham", "spam"] * 10
+    data = Tokenized([str(i) for i in range(20)], labels, X, [f"t{j:06d}" for j in range(d)])
+    tracemalloc.start()
+    try:
+        shared = Folds(data, np.arange(20) % 5, None)
+        rest = shared.rest(0)
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # the rows' sums and the rest's, two pairs of (2 labels x 200,000 terms) arrays: 6.4 MB
+    # of int32 (12.8 MB as int64)
+    assert held < 7_000_000
+    assert rest.term_count.dtype == rest.doc_count.dtype == np.int32
+    dense = X.toarray()
+    for c, label in enumerate(("ham", "spam")):
+        mine = (np.arange(20) % 5 != 0) & (np.array(labels) == label)
+        assert rest.term_count[c].tolist() == dense[mine].sum(axis=0).tolist()
+        assert rest.doc_count[c].tolist() == (dense[mine] > 0).sum(axis=0).tolist()
+
+
+def test_the_fold_models_of_int32_counts_score_as_those_of_int64_to_the_bit():
+    from nbspam.fit.crossval import Folds, Tokenized, score_split
+    from nbspam.models.model import from_counts, predict_matrix
+
+    d, n = 3000, 400
+    X = _rows(n, 20, d, seed=3)
+    labels = ["ham", "spam"] * (n // 2)
+    data = Tokenized([str(i) for i in range(n)], labels, X, [f"t{j:05d}" for j in range(d)])
+    fold = np.arange(n) % 4
+    shared = Folds(data, fold, None)
+    for changes in (
+        {"event_model": "multinomial", "alpha": 0.1},
+        {"event_model": "bernoulli", "alpha": 0.5},
+        {"event_model": "complement", "complement_norm": True},
+        {"event_model": "fisher"},
+        {"event_model": "multinomial", "select": "mi", "max_features": 1000},
+    ):
+        settings = build_settings({**changes, "calibrate": False})
+        scores = score_split(data, fold, settings, protocol={}, shared=shared)
+        for k in range(4):
+            rest = shared.rest(k)
+            assert rest.term_count.dtype == np.int32
+            wide = ClassCounts(
+                rest.labels,
+                rest.terms,
+                rest.class_count,
+                rest.term_count.astype(np.int64),
+                rest.doc_count.astype(np.int64),
+            )
+            model = from_counts(wide, settings, sorted_terms=True)
+            test = shared.test(k)
+            log_post, log_odds = predict_matrix(model, X[test][:, model.form.kept])
+            assert scores.log_odds[test].tobytes() == log_odds.tobytes(), changes
+            assert scores.log_posterior[test].tobytes() == log_post.tobytes(), changes

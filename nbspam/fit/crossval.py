@@ -394,7 +394,9 @@ class Folds:
     (`rest`), integers, so it is exactly the model fitted on the other rows, and only the
     fold's rows are counted, once. The rest's counts of each fold are written into one
     pair of arrays, which each call of `rest` reuses (and so may another `Folds` of the same
-    rows, given as ``like``).
+    rows, given as ``like``). Counts that fit are kept as int32 (the rows' own sums, and the
+    rest's), half the memory of int64: the event models take them as floats, or sum them
+    as int64, so the fold models are the same to the bit.
     """
 
     def __init__(
@@ -411,11 +413,16 @@ class Folds:
         classes = sorted(set(data.labels) if totals is None else totals.labels)
         self.y = np.searchsorted(np.array(classes, dtype=object), labels).astype(np.int64)
         if totals is None:
+            class_count, term_count, doc_count = nb.class_counts(data.X, self.y, len(classes))
+            if term_count.max(initial=0) < 2**31:  # a term's count is at least its documents'
+                term_count, doc_count = term_count.astype(np.int32), doc_count.astype(np.int32)
             self.counts = ClassCounts(
-                tuple(classes), data.terms, *nb.class_counts(data.X, self.y, len(classes))
+                tuple(classes), data.terms, class_count, term_count, doc_count
             )
         else:  # the totals' labels in sorted order
             self.counts = totals.in_order([totals.labels.index(c) for c in classes])
+        #: the type of the rest's counts: int32 where the totals fit
+        self.kind = np.int32 if self.counts.term_count.max(initial=0) < 2**31 else np.int64
         self._held: dict[int, tuple[np.ndarray, ...]] = {}
         # the arrays `rest` writes into, by shape and type; shared with ``like``, another
         # Folds whose fold models are never in use at the same time as these
@@ -453,10 +460,10 @@ class Folds:
             self._held[k] = less[0], cols.astype(np.int32), term_less, doc_less
         class_less, cols, term_less, doc_less = self._held[k]
         totals = self.counts
-        shape = (totals.term_count.shape, totals.term_count.dtype, totals.doc_count.dtype)
+        shape = (totals.term_count.shape, self.kind)
         if shape not in self._buffers:  # one pair of arrays for every fold and every setting
             self._buffers.clear()
-            self._buffers[shape] = np.empty_like(totals.term_count), np.empty_like(totals.doc_count)
+            self._buffers[shape] = np.empty(shape[0], self.kind), np.empty(shape[0], self.kind)
         term_count, doc_count = self._buffers[shape]
         np.copyto(term_count, totals.term_count)
         np.copyto(doc_count, totals.doc_count)
