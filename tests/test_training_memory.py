@@ -546,3 +546,61 @@ def test_the_fold_models_of_int32_counts_score_as_those_of_int64_to_the_bit():
             log_post, log_odds = predict_matrix(model, X[test][:, model.form.kept])
             assert scores.log_odds[test].tobytes() == log_odds.tobytes(), changes
             assert scores.log_posterior[test].tobytes() == log_post.tobytes(), changes
+
+
+def test_a_folds_sums_are_kept_in_12_bytes_a_column_for_every_setting():
+    from nbspam.fit.crossval import Folds, Tokenized
+
+    d, n = 200_000, 50
+    X = _rows(n, 4000, d, seed=4)  # each fold's 10 rows hold some 40,000 columns
+    labels = ["ham", "spam"] * (n // 2)
+    data = Tokenized([str(i) for i in range(n)], labels, X, [f"t{j:06d}" for j in range(d)])
+    fold = np.arange(n) % 5
+    shared = Folds(data, fold, None)
+    shared.rest(0)  # the rest's arrays, made once
+    tracemalloc.start()
+    try:
+        before, _ = tracemalloc.get_traced_memory()
+        for k in range(1, 5):
+            shared.rest(k)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    columns = sum(np.unique(X[fold == k].indices).size for k in range(1, 5))
+    assert columns > 100_000
+    # each column a fold's rows hold: its number (int32) and 2 labels' sums of occurrences
+    # and of documents, each in 2 bytes where they fit (20 bytes as int32)
+    assert held < 12 * columns + 20_000
+
+
+def test_the_scores_of_two_class_settings_are_kept_as_log_odds_between_folds():
+    from nbspam.fit.crossval import Folds, Tokenized, score_candidates
+
+    n, d = 40_000, 50
+    X = _rows(n, 3, d, seed=5)
+    labels = ["ham", "spam"] * (n // 2)
+    data = Tokenized([str(i) for i in range(n)], labels, X, [f"t{j:02d}" for j in range(d)])
+    shared = Folds(data, np.arange(n) // 2 % 2, None)
+    trials = [
+        build_settings({"event_model": "multinomial", "alpha": a, "calibrate": False})
+        for a in (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+    ]
+    held = []
+    tracemalloc.start()
+    try:
+        start, _ = tracemalloc.get_traced_memory()
+        scores = score_candidates(
+            data,
+            shared,
+            trials,
+            done=lambda fits: held.append(tracemalloc.get_traced_memory()[0] - start),
+        )
+    finally:
+        tracemalloc.stop()
+    # after the first fold: 8 settings' log-odds of 40,000 rows, 8 bytes a row (2.6 MB),
+    # and the rows' labels (0.3 MB); with the log posteriors too, 24 bytes a row (7.7 MB)
+    assert held[0] < 3_500_000
+    for s in scores:
+        assert s.log_posterior.shape == (n, 2) and s.evaluated.all()
+        expected = -np.logaddexp(0.0, -s.log_odds)  # log P(spam | x), spam the second class
+        assert s.log_posterior[:, 1].tobytes() == expected.tobytes()
