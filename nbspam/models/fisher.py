@@ -230,13 +230,19 @@ def _add_terms(
     done, width = 0, 16
     while rows.size:
         step = np.arange(done + 1, done + width + 1)[:, None]  # (w, 1): s
-        valid = step <= count[rows]
         j = base[rows] + sign * step
-        ratio = np.where(valid, j / m[rows] if sign < 0 else m[rows] / j, 0.0)
-        terms = np.multiply.accumulate(np.vstack([term, ratio]), axis=0)[1:]
-        total[rows] = np.add.accumulate(np.vstack([total[rows], terms]), axis=0)[-1]
-        going = terms[-1] >= _INVISIBLE
-        rows, term = rows[going], terms[-1, going]
+        terms = np.empty((width + 1, rows.size))  # the first the running sum
+        ratio = terms[1:]
+        np.divide(j, m[rows], out=ratio) if sign < 0 else np.divide(m[rows], j, out=ratio)
+        del j
+        ratio *= step <= count[rows]  # 0.0 past a row's last step (x 1.0 changes no bit)
+        ratio[0] *= term
+        np.multiply.accumulate(ratio, axis=0, out=ratio)
+        going = ratio[-1] >= _INVISIBLE
+        term = ratio[-1, going]
+        terms[0] = total[rows]
+        total[rows] = np.add.accumulate(terms, axis=0)[-1]
+        rows = rows[going]
         done, width = done + width, max(16, min(2 * width, _BLOCK // max(rows.size, 1)))
 
 
