@@ -115,3 +115,22 @@ def test_the_masks_of_plain_stop_words_decode_no_term():
     Counted.decoded = 0
     assert np.array_equal(pair_terms(counted), per_term_pairs(terms))
     assert Counted.decoded == 0
+
+
+def test_the_masks_hold_a_chunk_of_the_vocabulary_at_a_time():
+    import tracemalloc
+
+    rng = random.Random(7)
+    terms = sorted({f"subject:w{rng.randrange(10**9)}:the{i}" for i in range(100_000)})
+    packed = Terms.of(terms, ordered=True)
+    hash(packed)  # the caches' key, computed once
+    assert packed.blob.nbytes > 2_500_000
+    for mask in (lambda: stop_terms(packed, ("the", "of")), lambda: pair_terms(packed)):
+        stop_terms.cache_clear()
+        pair_terms.cache_clear()
+        tracemalloc.start()
+        mask()
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        # temporaries of a chunk of the terms, not several bytes for each byte of them all
+        assert peak < 2 * packed.blob.nbytes

@@ -547,7 +547,7 @@ def sorted_order(terms: Sequence[str]) -> np.ndarray:
 _NOT_WORDS = ("header:", "attachment:", "url:", "nbspam:", "skip:", "digits:", "pair:")
 #: The terms a vocabulary mask reads at a time: its temporaries are a few bytes a byte of
 #: those terms, not of all.
-_MASKED_AT_ONCE = 1 << 16
+_MASKED_AT_ONCE = 1 << 13
 
 
 @functools.lru_cache(maxsize=2)  # the folds of a cross-validation share their terms
