@@ -419,6 +419,61 @@ def test_the_workers_profiler_is_paused_for_the_length_of_a_run(client, sample_m
     )
 
 
+def dask_logs(client) -> dict[str, Any]:
+    """Dask's low-level logs in the client, the scheduler and the workers of a cluster in
+    this process, by name."""
+    scheduler = client.cluster.scheduler
+    logs = {"client sent": client.scheduler_comm.recent_message_log}
+    logs["scheduler transitions"] = scheduler.transition_log
+    logs.update({f"events {k}": t.events for k, t in scheduler._broker._topics.items()})
+    for name, comms in (
+        ("to worker", scheduler.stream_comms),
+        ("to client", scheduler.client_comms),
+    ):
+        logs.update({f"{name} {k}": c.recent_message_log for k, c in comms.items()})
+    for w in client.cluster.workers.values():
+        logs.update(
+            {
+                f"{w.address} stimuli": w.state.stimulus_log,
+                f"{w.address} transitions": w.state.log,
+                f"{w.address} transfers in": w.transfer_incoming_log,
+                f"{w.address} transfers out": w.transfer_outgoing_log,
+                f"{w.address} sent": w.batched_stream.recent_message_log,
+            }
+        )
+    return logs
+
+
+def test_dasks_logs_stay_short_for_the_length_of_a_run(client, sample_messages, monkeypatch):
+    """Dask keeps its last 1,000 messages sent, events, transitions and stimuli in every
+    process (a batch of tasks sent to a worker is some 10 KB of nbspam's): they filled up
+    over the first 10^5 to 10^6 messages, and each process's peak grew with them (the
+    scheduler by 9 MB, the calling process by 6). For a run they keep `LOG_LENGTH`
+    entries, and Dask's own length again after it."""
+    import dask
+
+    from nbspam.service import cluster
+
+    monkeypatch.setattr(cluster, "CHUNK", 1)  # 52 parts, some 500 tasks
+    monkeypatch.setattr(cluster, "LOG_LENGTH", 20, raising=False)
+    longest: dict[str, int] = {}
+
+    def progress(read, size):
+        for name, log in dask_logs(client).items():
+            longest[name] = max(longest.get(name, 0), len(log))
+
+    messages = with_duplicates(sample_messages)
+    on_dask = cluster.train(messages, SETTINGS, client, progress=progress)
+    assert_same_trained_model(on_dask, train_locally(messages, SETTINGS))
+    assert len(longest) >= 13 and max(longest.values()) <= 20, longest
+    assert longest["client sent"] == longest["scheduler transitions"] == 20
+    full = dask.config.get("distributed.admin.low-level-log-length")
+    assert full == 1000
+    assert {log.maxlen for log in dask_logs(client).values()} == {full}
+    cluster.train(messages, SETTINGS, client)  # a second run: cut again, then given back
+    assert {log.maxlen for log in dask_logs(client).values()} == {full}
+
+
 def test_the_digests_reach_the_model_file_a_slice_at_a_time(
     client, sample_messages, monkeypatch, tmp_path
 ):

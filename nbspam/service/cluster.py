@@ -387,6 +387,7 @@ def train_parts(
     try:
         client.run(_allocator, on_error="ignore")
         client.run(_profiler, False, on_error="ignore")
+        _short_logs(client, LOG_LENGTH)
         names = sorted(client.scheduler_info()["workers"])
         workers = max(1, len(names))
         buckets, window = max(2, workers), WINDOW_PER_WORKER * workers
@@ -743,6 +744,64 @@ def release(client: Any, tokens: list[str] | None = None) -> None:
         client.run(_profiler, True, on_error="ignore")
     except Exception:  # noqa: BLE001 - a lost cluster has nothing to give back
         pass
+    _short_logs(client, None)
+
+
+LOG_LENGTH = 100
+"""Entries each of Dask's low-level logs keeps for the length of a run (Dask's own length,
+``distributed.admin.low-level-log-length``, is 1,000), in this process's client, the
+scheduler and each worker: the messages each sent (a batch a line: the scheduler's to each
+worker hold every task it sent, some 10 KB a batch of nbspam's), the scheduler's events
+(one an update of its graph, a dozen a part) and transitions, a worker's stimuli and
+transfers. They fill up in the first hundred parts or so (10^5 messages) and hold some 9
+MB on the scheduler and 6 MB in this process once full: with 1,000 entries each process's
+peak grew with the messages until some 10^6 messages, with 100 it does not past the first
+ten parts."""
+
+
+def _short_logs(client: Any, length: int | None) -> None:
+    """Dask's low-level logs cut to ``length`` entries (`LOG_LENGTH`) in this process's
+    ``client``, on the scheduler and on each worker, or given back Dask's own length
+    (None); a cluster that cannot is left as it is."""
+    _logs(length, client)
+    try:
+        client.run_on_scheduler(_logs, length)  # Dask passes the scheduler as dask_worker
+        client.run(_logs, length, on_error="ignore")
+    except Exception:  # noqa: BLE001 - a lost cluster: nothing to cut or give back
+        pass
+
+
+def _logs(length: int | None, dask_worker: Any = None) -> None:
+    """In a Dask process: the low-level logs of ``dask_worker`` (the scheduler, a worker,
+    or a client) cut to ``length`` entries, the newest kept, or given back Dask's own
+    length (None). Each is a deque that Dask only appends to, so a new one of another
+    length takes its place; new topics of the scheduler's events get the same."""
+    from collections import deque
+    from functools import partial
+
+    import dask
+
+    full = dask.config.get("distributed.admin.low-level-log-length")
+    size = full if length is None else min(length, full)
+    server = dask_worker
+    comms = [getattr(server, name, None) for name in ("scheduler_comm", "batched_stream")]
+    for name in ("stream_comms", "client_comms"):  # the scheduler's, to workers and clients
+        comms += list(getattr(server, name, {}).values())
+    held = [(comm, "recent_message_log") for comm in comms if comm is not None]
+    for holder, names in (
+        (server, ("transition_log", "transfer_incoming_log", "transfer_outgoing_log")),
+        (getattr(server, "state", None), ("log", "stimulus_log")),  # a worker's state machine
+    ):
+        held += [(holder, name) for name in names if hasattr(holder, name)]
+    topics = getattr(getattr(server, "_broker", None), "_topics", None)  # scheduler's events
+    if topics is not None:
+        held += [(topic, "events") for topic in topics.values()]
+        if isinstance(topics.default_factory, partial):
+            topics.default_factory = partial(topics.default_factory.func, maxlen=size)
+    for holder, name in held:
+        log = getattr(holder, name)
+        if isinstance(log, deque) and log.maxlen != size:
+            setattr(holder, name, deque(log, maxlen=size))
 
 
 MMAP_THRESHOLD = 1 << 16
