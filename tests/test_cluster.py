@@ -419,6 +419,36 @@ def test_the_workers_profiler_is_paused_for_the_length_of_a_run(client, sample_m
     )
 
 
+def test_the_scheduler_keeps_one_span_and_one_task_group_of_a_run(
+    client, sample_messages, monkeypatch
+):
+    """Dask's scheduler keeps, for good, a record of every span it opens (it opened one
+    each time it had been idle, some 40 a run here) with every task group of it (a group
+    of a kind of task was made anew each time its tasks were all done) and a description
+    of every submission (a dozen a part): a run's tasks are now one group in one span that
+    keeps one description, whatever the number of parts."""
+    from nbspam.service import cluster
+
+    monkeypatch.setattr(cluster, "CHUNK", 1)  # 52 parts
+    monkeypatch.setattr(cluster, "CHECKPOINT_PARTS", 4)
+    scheduler = client.cluster.scheduler
+    spans = scheduler.extensions["spans"].spans
+    before = set(spans)
+    groups: list[Any] = []  # the task groups the scheduler held as the parts were done
+
+    def progress(read, size):
+        groups.extend(scheduler.task_groups.values())
+
+    messages = with_duplicates(sample_messages)
+    on_dask = cluster.train(messages, SETTINGS, client, progress=progress)
+    assert_same_trained_model(on_dask, train_locally(messages, SETTINGS))
+    made = [span for key, span in spans.items() if key not in before]
+    assert [span.name for span in made] == [("nbspam-train",)]
+    assert [group.name for group in made[0].groups] == ["nbspam"]
+    assert len({id(group) for group in groups}) == 1
+    assert made[0]._metadata["collections"] == [{"type": "Future"}]
+
+
 def dask_logs(client) -> dict[str, Any]:
     """Dask's low-level logs in the client, the scheduler and the workers of a cluster in
     this process, by name."""

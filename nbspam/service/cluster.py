@@ -289,7 +289,42 @@ class _Alone:
 
 
 def _key(name: str) -> str:
-    return f"nbspam-{name}-{uuid.uuid4().hex}"
+    """A task's key: ``nbspam-HEX-NAME``. Dask names a task's group by the words of its key
+    before the first that is not all letters (a UUID4's hex holds the digit 4), so every
+    task of nbspam is of one group, ``nbspam``, which lives as long as a run: the scheduler
+    keeps the record of every group it ever made in its spans and computations, and a
+    group per kind of task was made anew each time its tasks were all done (some 2 KB
+    a part)."""
+    return f"nbspam-{uuid.uuid4().hex}-{name}"
+
+
+@contextmanager
+def _span(name: str) -> Iterator[str | None]:
+    """The tasks submitted in the block are of one Dask span, ``name``, whose id it gives
+    (None with a Dask without spans). Otherwise the scheduler opens a span of its own
+    each time it has been idle, and keeps every span it opened for good."""
+    try:
+        from distributed import span
+    except ImportError:  # before distributed 2023.5
+        yield None
+        return
+    with span(name) as made:
+        yield made
+
+
+def _span_collections(span_id: str | None, dask_worker: Any = None) -> None:
+    """On the scheduler: the span ``span_id`` keeps one of each of the descriptions of
+    what was submitted in it. Dask adds one for every submission (each ``{"type":
+    "Future"}``, some 300 bytes), for good: a dozen a part."""
+    spans = getattr(dask_worker, "extensions", {}).get("spans")
+    span = spans.spans.get(span_id) if spans is not None and span_id else None
+    metadata = getattr(span, "_metadata", None)
+    if metadata and isinstance(metadata.get("collections"), list):
+        kept: list[Any] = []
+        for collection in metadata["collections"]:
+            if collection not in kept:
+                kept.append(collection)
+        metadata["collections"][:] = kept
 
 
 WINDOW_PER_WORKER = 2
@@ -345,6 +380,33 @@ def train_parts(
     `update.prune` prunes them, on the worker that makes the last sum, and its decision
     rule fitted on the pruned counts). What the workers could not read is reported to
     ``problems``, the number of messages read and their bytes to ``progress``."""
+    with _span("nbspam-train") as span:  # the run's tasks are of one span
+        return _train_parts(
+            parts,
+            settings,
+            client,
+            span,
+            progress=progress,
+            problems=problems,
+            limit=limit,
+            min_docs=min_docs,
+            max_terms=max_terms,
+        )
+
+
+def _train_parts(
+    parts: Iterable[Part],
+    settings: Settings,
+    client: Any,
+    span: str | None,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    problems: Problems | None = None,
+    limit: int | None = None,
+    min_docs: int | None = None,
+    max_terms: int | None = None,
+) -> Any:
+    """`train_parts` in the Dask span ``span``."""
     from .tally import (
         add_sample,
         finish,
@@ -426,6 +488,7 @@ def train_parts(
                 base, states, holders = made[0], made[-buckets:], kept_at[-buckets:]
                 sampled = made[1] if chain else None
                 del chain
+                client.run_on_scheduler(_span_collections, span)
         while pending:
             _take_reports(client, pending, add_up, progress, problems)
         total = add_all()
@@ -454,7 +517,7 @@ def train_parts(
     finally:
         levels.clear()
         base = sampled = None
-        release(client, tokens)
+        release(client, tokens, span)
     return _model(tally, digests, settings, started, keep_rows, limit, now)
 
 
@@ -734,14 +797,16 @@ def _model(
     return decide(model, rows, settings)
 
 
-def release(client: Any, tokens: list[str] | None = None) -> None:
+def release(client: Any, tokens: list[str] | None = None, span: str | None = None) -> None:
     """Have the workers let go the checkpoint kept under ``tokens`` and give the memory of
-    a run back to the system (a Python process keeps what it freed otherwise); a cluster
-    that cannot is left as it is."""
+    a run back to the system (a Python process keeps what it freed otherwise), and the
+    scheduler the run's span ``span`` but one of each of its descriptions
+    (`_span_collections`); a cluster that cannot is left as it is."""
     try:
         client.run(_drop, tokens or [])
         client.run(_trim, on_error="ignore")
         client.run(_profiler, True, on_error="ignore")
+        client.run_on_scheduler(_span_collections, span)
     except Exception:  # noqa: BLE001 - a lost cluster has nothing to give back
         pass
     _short_logs(client, None)
