@@ -429,7 +429,7 @@ def test_the_scheduler_keeps_one_span_and_one_task_group_of_a_run(
     keeps one description, whatever the number of parts."""
     from nbspam.service import cluster
 
-    monkeypatch.setattr(cluster, "CHUNK", 1)  # 52 parts
+    monkeypatch.setattr(cluster, "CHUNK", 1)  # 63 parts
     monkeypatch.setattr(cluster, "CHECKPOINT_PARTS", 4)
     scheduler = client.cluster.scheduler
     spans = scheduler.extensions["spans"].spans
@@ -447,6 +447,30 @@ def test_the_scheduler_keeps_one_span_and_one_task_group_of_a_run(
     assert [group.name for group in made[0].groups] == ["nbspam"]
     assert len({id(group) for group in groups}) == 1
     assert made[0]._metadata["collections"] == [{"type": "Future"}]
+
+
+def test_dasks_cache_of_task_keys_is_emptied_at_each_checkpoint(
+    client, sample_messages, monkeypatch
+):
+    """Dask caches the group name of every task key it sees (`dask.utils.key_split`, up to
+    100,000 keys, in the scheduler, the workers and the client): a dozen keys a part, so
+    it grew with the parts (up to some 30 MB at 10^7 messages). Emptied at each
+    checkpoint, it holds the keys of the parts since the last one."""
+    from dask.utils import key_split
+
+    from nbspam.service import cluster
+
+    monkeypatch.setattr(cluster, "CHUNK", 1)  # 63 parts
+    monkeypatch.setattr(cluster, "CHECKPOINT_PARTS", 4)
+    cached = []
+
+    def progress(read, size):
+        cached.append(key_split.cache_info().currsize)
+
+    messages = with_duplicates(sample_messages)
+    on_dask = cluster.train(messages, SETTINGS, client, progress=progress)
+    assert_same_trained_model(on_dask, train_locally(messages, SETTINGS))
+    assert len(cached) == len(messages) and max(cached) <= 100, cached  # 600 before
 
 
 def dask_logs(client) -> dict[str, Any]:
@@ -484,7 +508,7 @@ def test_dasks_logs_stay_short_for_the_length_of_a_run(client, sample_messages, 
 
     from nbspam.service import cluster
 
-    monkeypatch.setattr(cluster, "CHUNK", 1)  # 52 parts, some 500 tasks
+    monkeypatch.setattr(cluster, "CHUNK", 1)  # 63 parts, some 600 tasks
     monkeypatch.setattr(cluster, "LOG_LENGTH", 20, raising=False)
     longest: dict[str, int] = {}
 

@@ -545,7 +545,22 @@ def _checkpoint(
         raise
     client.run(_drop, dropped, on_error="ignore")  # a worker lost has nothing to drop
     client.run(_trim, on_error="ignore")
+    _forget_keys()
+    client.run_on_scheduler(_forget_keys)
+    client.run(_forget_keys, on_error="ignore")
     return made, tokens, holders
+
+
+def _forget_keys() -> None:
+    """In a Dask process (this one, the scheduler, a worker): Dask's cache of the group
+    name of each task key it has seen (`dask.utils.key_split`, up to 100,000 keys, some
+    300 bytes each: a dozen keys a part, so it grew with the parts up to some 10^7
+    messages) emptied, at each checkpoint."""
+    from dask.utils import key_split
+
+    clear = getattr(key_split, "cache_clear", None)
+    if clear is not None:
+        clear()
 
 
 def _keep_all(
