@@ -425,7 +425,7 @@ def test_the_scheduler_keeps_one_span_and_one_task_group_of_a_run(
     """Dask's scheduler keeps, for good, a record of every span it opens (it opened one
     each time it had been idle, some 40 a run here) with every task group of it (a group
     of a kind of task was made anew each time its tasks were all done) and a description
-    of every submission (a dozen a part): a run's tasks are now one group in one span that
+    of every submission (ten a part): a run's tasks are now one group in one span that
     keeps one description, whatever the number of parts."""
     from nbspam.service import cluster
 
@@ -453,8 +453,8 @@ def test_dasks_cache_of_task_keys_is_emptied_at_each_checkpoint(
     client, sample_messages, monkeypatch
 ):
     """Dask caches the group name of every task key it sees (`dask.utils.key_split`, up to
-    100,000 keys, in the scheduler, the workers and the client): a dozen keys a part, so
-    it grew with the parts (up to some 30 MB at 10^7 messages). Emptied at each
+    100,000 keys, in the scheduler, the workers and the client): about ten keys a part, so
+    it grew with the parts (up to some 17 MB at 10^7 messages). Emptied at each
     checkpoint, it holds the keys of the parts since the last one."""
     from dask.utils import key_split
 
@@ -500,9 +500,9 @@ def dask_logs(client) -> dict[str, Any]:
 
 def test_dasks_logs_stay_short_for_the_length_of_a_run(client, sample_messages, monkeypatch):
     """Dask keeps its last 1,000 messages sent, events, transitions and stimuli in every
-    process (a batch of tasks sent to a worker is some 10 KB of nbspam's): they filled up
-    over the first 10^5 to 10^6 messages, and each process's peak grew with them (the
-    scheduler by 9 MB, the calling process by 6). For a run they keep `LOG_LENGTH`
+    process (a batch of tasks sent to a worker is some 9 KB of nbspam's): they filled up
+    over the first 4 * 10^5 messages, and each process's peak grew with them (to some 19
+    MB on the scheduler, 6 in the calling process). For a run they keep `LOG_LENGTH`
     entries, and Dask's own length again after it."""
     import dask
 

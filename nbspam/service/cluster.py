@@ -315,7 +315,7 @@ def _span(name: str) -> Iterator[str | None]:
 def _span_collections(span_id: str | None, dask_worker: Any = None) -> None:
     """On the scheduler: the span ``span_id`` keeps one of each of the descriptions of
     what was submitted in it. Dask adds one for every submission (each ``{"type":
-    "Future"}``, some 300 bytes), for good: a dozen a part."""
+    "Future"}``, some 300 bytes), for good: about ten a part."""
     spans = getattr(dask_worker, "extensions", {}).get("spans")
     span = spans.spans.get(span_id) if spans is not None and span_id else None
     metadata = getattr(span, "_metadata", None)
@@ -554,8 +554,8 @@ def _checkpoint(
 def _forget_keys() -> None:
     """In a Dask process (this one, the scheduler, a worker): Dask's cache of the group
     name of each task key it has seen (`dask.utils.key_split`, up to 100,000 keys, some
-    300 bytes each: a dozen keys a part, so it grew with the parts up to some 10^7
-    messages) emptied, at each checkpoint."""
+    170 bytes each with the key it keeps: about ten keys a part, so it grew with the
+    parts up to some 10^7 messages, 17 MB) emptied, at each checkpoint."""
     from dask.utils import key_split
 
     clear = getattr(key_split, "cache_clear", None)
@@ -831,12 +831,12 @@ LOG_LENGTH = 100
 """Entries each of Dask's low-level logs keeps for the length of a run (Dask's own length,
 ``distributed.admin.low-level-log-length``, is 1,000), in this process's client, the
 scheduler and each worker: the messages each sent (a batch a line: the scheduler's to each
-worker hold every task it sent, some 10 KB a batch of nbspam's), the scheduler's events
-(one an update of its graph, a dozen a part) and transitions, a worker's stimuli and
-transfers. They fill up in the first hundred parts or so (10^5 messages) and hold some 9
-MB on the scheduler and 6 MB in this process once full: with 1,000 entries each process's
-peak grew with the messages until some 10^6 messages, with 100 it does not past the first
-ten parts."""
+worker hold the tasks it sent, some 9 KB a batch of nbspam's), the scheduler's events (one
+an update of its graph, about ten a part) and transitions, a worker's stimuli and
+transfers. With 1,000 entries they filled up over the first 300 parts or so (4 * 10^5
+messages), to some 19 MB on the scheduler with two workers, 6 MB in this process and 3
+MB in each worker, so each process's peak grew with the messages until then; with 100,
+they are full after the first ten parts."""
 
 
 def _short_logs(client: Any, length: int | None) -> None:
