@@ -419,14 +419,14 @@ def test_the_workers_profiler_is_paused_for_the_length_of_a_run(client, sample_m
     )
 
 
-def test_the_scheduler_keeps_one_span_and_one_task_group_of_a_run(
+def test_the_scheduler_keeps_one_span_and_one_task_group_of_each_kind_a_run(
     client, sample_messages, monkeypatch
 ):
     """Dask's scheduler keeps, for good, a record of every span it opens (it opened one
-    each time it had been idle, some 40 a run here) with every task group of it (a group
+    each time it had been idle, some 40 a run here) with every task group of it (the group
     of a kind of task was made anew each time its tasks were all done) and a description
-    of every submission (ten a part): a run's tasks are now one group in one span that
-    keeps one description, whatever the number of parts."""
+    of every submission (ten a part): a run's tasks are now of one span that keeps one
+    description, with one group of each kind of task, whatever the number of parts."""
     from nbspam.service import cluster
 
     monkeypatch.setattr(cluster, "CHUNK", 1)  # 63 parts
@@ -444,8 +444,9 @@ def test_the_scheduler_keeps_one_span_and_one_task_group_of_a_run(
     assert_same_trained_model(on_dask, train_locally(messages, SETTINGS))
     made = [span for key, span in spans.items() if key not in before]
     assert [span.name for span in made] == [("nbspam-train",)]
-    assert [group.name for group in made[0].groups] == ["nbspam"]
-    assert len({id(group) for group in groups}) == 1
+    names = sorted(group.name for group in made[0].groups)
+    assert names == sorted(f"nbspam-{kind}" for kind in cluster.KINDS)
+    assert len({id(group) for group in groups}) == len({group.name for group in groups}) > 5
     assert made[0]._metadata["collections"] == [{"type": "Future"}]
 
 

@@ -289,13 +289,29 @@ class _Alone:
 
 
 def _key(name: str) -> str:
-    """A task's key: ``nbspam-HEX-NAME``. Dask names a task's group by the words of its key
-    before the first that is not all letters (a UUID4's hex holds the digit 4), so every
-    task of nbspam is of one group, ``nbspam``, which lives as long as a run: the scheduler
-    keeps the record of every group it ever made in its spans and computations, and a
-    group per kind of task was made anew each time its tasks were all done (some 2 KB
-    a part)."""
-    return f"nbspam-{uuid.uuid4().hex}-{name}"
+    return f"nbspam-{name}-{uuid.uuid4().hex}"
+
+
+KINDS = (
+    *("read", "fold", "losers", "finish", "sample", "report", "merge", "prune"),
+    *("keep", "checkpoint", "size", "slice"),
+)
+"""The kinds of task of `train_parts` (their keys' names)."""
+
+
+def _groups(client: Any) -> list[Any]:
+    """A task of each of `KINDS` that does nothing, for the run to hold while it goes.
+    Dask's scheduler makes a task group of the tasks of each kind (by the name of their
+    keys, ``nbspam-fold``) and forgets it once its tasks are all done, to make it anew
+    with the next: it made one of most kinds at every checkpoint and more between, and
+    kept every group it made, for good, in the run's span and computations (and in the
+    groups of the tasks that depended on it), some 2 KB each. One task of each kind held,
+    each group is made once a run."""
+    return [client.submit(_nothing, key=_key(kind)) for kind in KINDS]
+
+
+def _nothing() -> None:
+    return None
 
 
 @contextmanager
@@ -446,10 +462,12 @@ def _train_parts(
     base: Any = None  # the sum of the parts before the last checkpoint
     sampled: Any = None  # the sample so far, a chain apart from the sums (`add_sample`)
     tokens: list[str] = []  # what the workers keep of the last checkpoint
+    groups: list[Any] = []  # a task of each kind, held: one task group of each a run
     try:
         client.run(_allocator, on_error="ignore")
         client.run(_profiler, False, on_error="ignore")
         _short_logs(client, LOG_LENGTH)
+        groups = _groups(client)
         names = sorted(client.scheduler_info()["workers"])
         workers = max(1, len(names))
         buckets, window = max(2, workers), WINDOW_PER_WORKER * workers
@@ -517,6 +535,7 @@ def _train_parts(
     finally:
         levels.clear()
         base = sampled = None
+        groups.clear()
         release(client, tokens, span)
     return _model(tally, digests, settings, started, keep_rows, limit, now)
 
