@@ -45,6 +45,7 @@ import logging
 import re
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -461,6 +462,7 @@ def _train_parts(
 
     base: Any = None  # the sum of the parts before the last checkpoint
     sampled: Any = None  # the sample so far, a chain apart from the sums (`add_sample`)
+    chain: deque[Any] = deque()  # its last merges (one sample, changed in place), not all done
     tokens: list[str] = []  # what the workers keep of the last checkpoint
     groups: list[Any] = []  # a task of each kind, held: one task group of each a run
     try:
@@ -489,23 +491,27 @@ def _train_parts(
             tally = client.submit(finish, counted, lost, take, key=_key("finish"))
             if take:
                 sampled = client.submit(add_sample, sampled, tally, take, key=_key("sample"))
+                chain.append(sampled)
             pending[client.submit(report, counted, key=_key("report"))] = tally
             del counted, lost, tally
             while len(pending) >= window:
                 _take_reports(client, pending, add_up, progress, problems)
+            while len(chain) >= window:  # the parts' tallies waiting for the chain
+                _wait(client, [chain.popleft()])
             if (number + 1) % CHECKPOINT_PARTS == 0:
                 while pending:
                     _take_reports(client, pending, add_up, progress, problems)
-                chain = [] if sampled is None else [sampled]
+                chain.clear()
+                ours = [] if sampled is None else [sampled]
                 made, tokens, kept_at = _checkpoint(
                     client,
-                    [add_all(), *chain, *states],
-                    [None] * (1 + len(chain)) + holders,
+                    [add_all(), *ours, *states],
+                    [None] * (1 + len(ours)) + holders,
                     tokens,
                 )
                 base, states, holders = made[0], made[-buckets:], kept_at[-buckets:]
-                sampled = made[1] if chain else None
-                del chain
+                sampled = made[1] if ours else None
+                del ours
                 client.run_on_scheduler(_span_collections, span)
         while pending:
             _take_reports(client, pending, add_up, progress, problems)
@@ -534,6 +540,7 @@ def _train_parts(
         ) from None
     finally:
         levels.clear()
+        chain.clear()
         base = sampled = None
         groups.clear()
         release(client, tokens, span)
