@@ -165,14 +165,34 @@ def fisher_log_odds_many(
         has = messages[start : start + _BLOCK // 16]
         k = clues[has]
         ham_m, spam_m = -sum_log_f[has], -sum_log_not_f[has]
-        log_h, log_s = _log_sf_many(ham_m, k), _log_sf_many(spam_m, k)
-        log_not_h, log_not_s = _log_cdf_many(ham_m, k, log_h), _log_cdf_many(spam_m, k, log_s)
+        ln_ham, ln_spam = _ln(ham_m), _ln(spam_m)  # ln m, for both tails of each
+        log_h, log_s = _log_sf_many(ham_m, k, ln_ham), _log_sf_many(spam_m, k, ln_spam)
+        log_not_h = _log_cdf_many(ham_m, k, log_h, ln_ham)
+        log_not_s = _log_cdf_many(spam_m, k, log_s, ln_spam)
         out[has] = _logaddexp_many(log_not_s, log_h) - _logaddexp_many(log_not_h, log_s)
     return out
 
 
-def _log_sf_many(m: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """`log_chi2_sf` of each (m, k), k >= 1."""
+def _ln(m: np.ndarray) -> np.ndarray:
+    """math's ln m of each 0 < m < inf (NaN elsewhere: not read)."""
+    import numpy as np
+
+    out = np.full(m.shape, np.nan)
+    rows = np.flatnonzero((m > 0.0) & (m < math.inf))
+    out[rows] = _math(math.log, m[rows])
+    return out
+
+
+def _lgamma_of_integers(n: np.ndarray) -> np.ndarray:
+    """math's lgamma of each integer n >= 1, once for each distinct value."""
+    import numpy as np
+
+    values, inverse = np.unique(n, return_inverse=True)
+    return _math(math.lgamma, values)[inverse]
+
+
+def _log_sf_many(m: np.ndarray, k: np.ndarray, ln_m: np.ndarray) -> np.ndarray:
+    """`log_chi2_sf` of each (m, k), k >= 1, with ``ln_m`` (`_ln`)."""
     import numpy as np
 
     out = np.zeros(m.shape)
@@ -184,13 +204,13 @@ def _log_sf_many(m: np.ndarray, k: np.ndarray) -> np.ndarray:
         total = np.ones(m.shape)
         _add_terms(total, m, top_j + 1, -1, top_j)  # downwards: times j / m
         _add_terms(total, m, top_j, 1, k - 1 - top_j)  # upwards: times m / j
-        top = top_j * _math(math.log, m) - _math(math.lgamma, top_j + 1)
+        top = top_j * ln_m[rows] - _lgamma_of_integers(top_j + 1)
         out[rows] = -m + top + _math(math.log, total)
     return out
 
 
-def _log_cdf_many(m: np.ndarray, k: np.ndarray, log_q: np.ndarray) -> np.ndarray:
-    """`log_chi2_cdf` of each (m, k) with its ``log_q``."""
+def _log_cdf_many(m: np.ndarray, k: np.ndarray, log_q: np.ndarray, ln_m: np.ndarray) -> np.ndarray:
+    """`log_chi2_cdf` of each (m, k) with its ``log_q`` and ``ln_m`` (`_ln`)."""
     import numpy as np
 
     out = np.full(m.shape, -math.inf)
@@ -203,7 +223,7 @@ def _log_cdf_many(m: np.ndarray, k: np.ndarray, log_q: np.ndarray) -> np.ndarray
         m_, k_ = m[rows], k[rows]
         total = np.ones(m_.shape)
         _add_terms(total, m_, k_, 1, np.full(k_.shape, np.iinfo(np.int64).max))
-        first = k_ * _math(math.log, m_) - _math(math.lgamma, k_ + 1)
+        first = k_ * ln_m[rows] - _lgamma_of_integers(k_ + 1)
         out[rows] = -m_ + first + _math(math.log, total)
     for row in np.flatnonzero(~low & (m > 0.0) & (m >= k)):
         out[row] = log_chi2_cdf(float(m[row]), int(k[row]), float(log_q[row]))
@@ -230,13 +250,19 @@ def _add_terms(
     done, width = 0, 16
     while rows.size:
         step = np.arange(done + 1, done + width + 1)[:, None]  # (w, 1): s
-        valid = step <= count[rows]
         j = base[rows] + sign * step
-        ratio = np.where(valid, j / m[rows] if sign < 0 else m[rows] / j, 0.0)
-        terms = np.multiply.accumulate(np.vstack([term, ratio]), axis=0)[1:]
-        total[rows] = np.add.accumulate(np.vstack([total[rows], terms]), axis=0)[-1]
-        going = terms[-1] >= _INVISIBLE
-        rows, term = rows[going], terms[-1, going]
+        terms = np.empty((width + 1, rows.size))  # the first the running sum
+        ratio = terms[1:]
+        np.divide(j, m[rows], out=ratio) if sign < 0 else np.divide(m[rows], j, out=ratio)
+        del j
+        ratio *= step <= count[rows]  # 0.0 past a row's last step (x 1.0 changes no bit)
+        ratio[0] *= term
+        np.multiply.accumulate(ratio, axis=0, out=ratio)
+        going = ratio[-1] >= _INVISIBLE
+        term = ratio[-1, going]
+        terms[0] = total[rows]
+        total[rows] = np.add.accumulate(terms, axis=0)[-1]
+        rows = rows[going]
         done, width = done + width, max(16, min(2 * width, _BLOCK // max(rows.size, 1)))
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import bisect
 import functools
 import operator
-import re
 import secrets
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice, repeat
@@ -546,37 +545,163 @@ def sorted_order(terms: Sequence[str]) -> np.ndarray:
 #: Tokens that name a structure, not words: a header's name, an attachment's type, a host,
 #: a note of nbspam's. A stop word there ('header:to') is no stop word.
 _NOT_WORDS = ("header:", "attachment:", "url:", "nbspam:", "skip:", "digits:", "pair:")
+#: The terms a vocabulary mask reads at a time: its temporaries are a few bytes a byte of
+#: those terms, not of all.
+_MASKED_AT_ONCE = 1 << 13
 
 
 @functools.lru_cache(maxsize=2)  # the folds of a cross-validation share their terms
-def stop_terms(terms: tuple[str, ...], stop_words: tuple[str, ...]) -> np.ndarray:
+def stop_terms(terms: Sequence[str], stop_words: tuple[str, ...]) -> np.ndarray:
     """Boolean mask (d,) of the terms that are stop words: a word (``the``), a tagged word
     (``subject:the``) or an n-gram holding one (``of the``, ``subject:in time``); the
     tokens of `_NOT_WORDS` never are. The model leaves them out, so the same counts give
-    the model with and without stop words."""
+    the model with and without stop words.
+
+    A term is one if, after its last colon, its words (or one of them, split at each
+    space) are a stop word (`_stop_term`). Found on the terms' UTF-8 (`Terms`) with
+    numpy, not term by term: each run of bytes between colons, spaces and line breaks that
+    may be such a word is looked up among the stop words' bytes. (A stop word holding a
+    space, or empty, is looked for by the rule, a term at a time, among the terms with a
+    space, ending in a colon, or empty.)"""
     stop = frozenset(stop_words)
     mask = np.zeros(len(terms), dtype=bool)
     if not stop:
         return mask
-    for i, term in enumerate(terms):
-        if term.startswith(_NOT_WORDS):
-            continue
-        words = term.rpartition(":")[2]
-        if words in stop or (" " in words and not stop.isdisjoint(words.split(" "))):
-            mask[i] = True
+    words = sorted({w.encode(_UTF8, _LONE) for w in stop if w and not set(w) & set(": \n")})
+    rare = any(w == "" or " " in w for w in stop)
+    packed = _packed(terms)
+    for first, last, blob, starts, ends in _term_chunks(packed):
+        if words:  # a word of the term is a stop word: a stop term unless a tag's
+            hit = _word_runs(blob, starts, ends, words)
+            mask[first + hit] = ~_tagged(blob, starts[hit], ends[hit])
+        if rare:  # by the rule, where it may find what the words did not
+            maybe = np.zeros(last - first, bool)
+            maybe[np.searchsorted(ends, np.flatnonzero(blob == _SPACE))] = True
+            maybe |= (ends == starts) | (blob[np.maximum(ends - 1, 0)] == _COLON)
+            for i in np.flatnonzero(maybe & ~mask[first:last]).tolist():
+                mask[first + i] = _stop_term(packed[first + i], stop)
     mask.flags.writeable = False
     return mask
+
+
+def _tagged(blob: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Whether each term (``blob[starts[i] : ends[i]]``, followed by a line break) starts
+    with a tag of `_NOT_WORDS`."""
+    tagged = np.zeros(starts.size, bool)
+    for prefix in _NOT_WORDS:
+        same = ends - starts >= len(prefix)
+        for i, byte in enumerate(prefix.encode()):
+            same &= blob[np.minimum(starts + i, ends)] == byte
+        tagged |= same
+    return tagged
+
+
+def _stop_term(term: str, stop: frozenset[str]) -> bool:
+    """The rule of `stop_terms` for one term."""
+    if term.startswith(_NOT_WORDS):
+        return False
+    words = term.rpartition(":")[2]
+    return words in stop or (" " in words and not stop.isdisjoint(words.split(" ")))
+
+
+def _word_runs(
+    blob: np.ndarray, starts: np.ndarray, ends: np.ndarray, words: list[bytes]
+) -> np.ndarray:
+    """The terms (of a chunk: `_term_chunks`) with a run of bytes that is one of ``words``
+    (none with a colon, space or line break) and may be one of its words: a run between
+    colons, spaces and line breaks that ends the term, or is followed by a space with no
+    colon after it in the term."""
+    apart = (blob == _COLON) | (blob == _SPACE) | (blob == _BREAK)
+    edge = np.flatnonzero(apart[1:] != apart[:-1]) + 1  # where runs start and end
+    edge = edge if apart[0] else np.append(0, edge)  # (blob ends in a line break)
+    begin, end = edge[0::2], edge[1::2]
+    after = blob[end]
+    keep = (after != _COLON) & np.isin(end - begin, sorted(set(map(len, words))))
+    begin, end, after = begin[keep], end[keep], after[keep]
+    spaced = np.flatnonzero(after == _SPACE)
+    if spaced.size:  # a word before a space: is there a colon after it, before the term ends?
+        colons = np.flatnonzero(blob == _COLON)
+        term_end = ends[np.searchsorted(ends, end[spaced])]
+        later = colons[np.minimum(np.searchsorted(colons, end[spaced]), colons.size - 1)]
+        tagged = (later > end[spaced]) & (later < term_end) if colons.size else False
+        ok = np.ones(begin.size, bool)
+        ok[spaced[tagged]] = False
+        begin, end = begin[ok], end[ok]
+    hit = _among(blob, begin, end - begin, words)
+    return np.searchsorted(ends, begin[hit])
 
 
 @functools.lru_cache(maxsize=2)
-def pair_terms(terms: tuple[str, ...]) -> np.ndarray:
+def pair_terms(terms: Sequence[str]) -> np.ndarray:
     """Boolean mask (d,) of the hashed word pairs (``pair:<n>``, and tagged by the header
     they come from, ``subject:pair:<n>``: `tokenizer.pair_tokens`): the model without them
-    (``word_pairs`` off) leaves them out of the same counts."""
-    pair = re.compile(r"(?:^|:)pair:[0-9]+\Z").search
-    mask = np.fromiter((pair(t) is not None for t in terms), dtype=bool, count=len(terms))
+    (``word_pairs`` off) leaves them out of the same counts.
+
+    A term is one if it ends in ASCII digits after ``pair:``, itself at the start or after
+    a colon: found on the terms' UTF-8 with numpy, from where ``pair:`` is."""
+    mask = np.zeros(len(terms), dtype=bool)
+    tag = np.frombuffer(b"pair:", np.uint8)
+    for first, _, blob, _, ends in _term_chunks(_packed(terms)):
+        if blob.size <= tag.size:
+            continue
+        at = np.ones(blob.size - tag.size, bool)
+        for i, byte in enumerate(tag):
+            at &= blob[i : i + at.size] == byte
+        at = np.flatnonzero(at)
+        before = blob[np.maximum(at - 1, 0)]
+        at = at[(at == 0) | (before == _COLON) | (before == _BREAK)]
+        digits = (blob >= ord("0")) & (blob <= ord("9"))
+        other = np.flatnonzero(~digits)  # the first byte after the tag that is no digit
+        stop = other[np.searchsorted(other, at + tag.size)]  # (the blob ends in one)
+        at = at[(stop > at + tag.size) & (blob[stop] == _BREAK)]
+        mask[first + np.searchsorted(ends, at)] = True
     mask.flags.writeable = False
     return mask
+
+
+_COLON, _SPACE = ord(":"), ord(" ")
+
+
+def _packed(terms: Sequence[str]) -> Terms:
+    """The terms as `Terms` (packed UTF-8), as they are where they already are."""
+    return terms if isinstance(terms, Terms) else Terms.of(list(terms))
+
+
+def _term_chunks(terms: Terms) -> Iterator[tuple[int, int, np.ndarray, np.ndarray, np.ndarray]]:
+    """The terms `_MASKED_AT_ONCE` at a time: (first, last) term numbers, the chunk's
+    UTF-8 (each term followed by a line break) and where each term starts and ends in it."""
+    n = len(terms)
+    for first in range(0, n, _MASKED_AT_ONCE):
+        last = min(first + _MASKED_AT_ONCE, n)
+        base = int(terms.offsets[first])
+        blob = np.append(terms.blob[base : int(terms.offsets[last]) - 1], np.uint8(_BREAK))
+        starts = terms.offsets[first:last] - base
+        yield first, last, blob, starts, terms.offsets[first + 1 : last + 1] - base - 1
+
+
+def _among(
+    blob: np.ndarray, starts: np.ndarray, sizes: np.ndarray, words: list[bytes]
+) -> np.ndarray:
+    """Whether each byte string ``blob[starts[i] : starts[i] + sizes[i]]`` is one of
+    ``words``: for each size of a word, the strings of that size read as fixed-width keys
+    (a byte 1 after each, so that a zero byte at the end counts) and looked up among the
+    words of that size by binary search. Memory: a few bytes a byte of those strings."""
+    out = np.zeros(starts.size, bool)
+    by_size: dict[int, list[bytes]] = {}
+    for word in words:
+        by_size.setdefault(len(word), []).append(word + b"\x01")
+    for size, group in by_size.items():
+        rows = np.flatnonzero(sizes == size)
+        if not rows.size:
+            continue
+        keys = np.sort(np.array(group, dtype=f"S{size + 1}"))
+        table = np.ones((rows.size, size + 1), np.uint8)
+        if size:
+            table[:, :size] = blob[starts[rows, None] + np.arange(size)]
+        found = table.view(f"S{size + 1}").ravel()
+        place = np.minimum(np.searchsorted(keys, found), keys.size - 1)
+        out[rows] = keys[place] == found
+    return out
 
 
 def select_terms(
