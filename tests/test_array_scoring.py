@@ -229,6 +229,40 @@ def test_batch_of_the_scoring_table_equals_the_model(saved, jobs):
         _assert_same_probabilities(one, batch)
 
 
+def test_a_batch_reads_each_page_of_the_model_once(saved, monkeypatch):
+    """Before a batch is scored, the weights a score sums and the vocabulary are read, each
+    page once, even where few pages are kept: the rows of coef as one array (not the whole
+    array once a class, nor at all where a two-class model sums its log-odds weights), and
+    the term offsets once, where the term groups are checked (the vocabulary's size is
+    their shape). The batch then scores as the model does."""
+    from collections import Counter
+
+    from nbspam.store.container import PAGE
+
+    model, path = saved
+    scorer = load_array_scorer(path)
+    pages = scorer._box.pages
+    assert pages is not None
+    monkeypatch.setattr(pages, "KEPT", 1)
+    reads: Counter[int] = Counter()
+    pread = pages.pread
+    monkeypatch.setattr(pages, "pread", lambda size, at: reads.update([at]) or pread(size, at))
+    scorer.build_index()
+
+    def pages_of(name: str) -> list[int]:  # where the pages wholly inside array name start
+        offset, size = pages.blob(name)
+        first = -(-offset // PAGE) * PAGE
+        return [pages._start + at for at in range(first, offset + size - PAGE + 1, PAGE)]
+
+    for name in ("score_coef", "score_weights", "terms", "term_offsets"):
+        if name in scorer._box.views:
+            assert all(reads[at] <= 1 for at in pages_of(name)), name
+    assert any(reads[at] for at in pages_of("terms"))
+    messages = list(read_messages([str(SAMPLE / "new")], Problems()))
+    batch = {p.id: p.log_odds for p in score(model, messages)}
+    assert {p.id: p.log_odds for p in scorer.predict_messages(messages)} == batch
+
+
 def test_predicting_a_folder_imports_neither_numpy_nor_scipy(saved):
     _, path = saved
     probe = (

@@ -20,7 +20,7 @@ import sys
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import repeat
+from itertools import compress, count, repeat
 
 from ..errors import ModelFileError
 from ..models.decision import Prediction, log_posterior_two, prediction
@@ -132,20 +132,23 @@ class ArrayScorer:
             if self._paged is not None:
                 self._read_whole()
             terms = schema.terms(self.path, self._box)
-            if self.fisher:
+            if self.fisher:  # the clues' terms and columns, chosen in C: no Python a term
                 log_f = self._fisher_rows()[0]
-                self._clue_table = {term: col for col, term in enumerate(terms) if log_f[col]}
+                self._clue_table = dict(zip(compress(terms, log_f), compress(count(), log_f)))
                 self._tables = []
             else:
                 self._tables = [dict(zip(terms, vector)) for vector in self._vectors()]
 
     def _read_whole(self) -> None:
-        """Read every page of the scoring table of a file read a page at a time (each page
-        checked), with the weights checked as `schema.read` checks them."""
+        """Read the weight vectors a score sums from a file read a page at a time, each page
+        once and checked, the weights checked as `schema.read` checks them: the log-odds
+        weights of a two-class linear model, else the rows of coef (read as one array)."""
         self._paged = None
-        self._rows = [self._vector("score_coef", c * self._size) for c in range(len(self.labels))]
         if self._weights is not None:
-            self._weights = self._vector("score_weights", 0)
+            self._weights = self._box.values("score_weights")
+        else:
+            coef, size = self._box.values("score_coef"), self._size
+            self._rows = [coef[c * size : (c + 1) * size] for c in range(len(self.labels))]
         for vector in self._vectors():
             if not math.isfinite(sum(vector)):
                 raise ModelFileError(
@@ -201,11 +204,13 @@ class ArrayScorer:
         terms = dict.fromkeys(tokens, 1) if self.binary else Counter(tokens)
         log_odds = None
         if self.fisher:  # logit(I) from the sums of ln f and ln(1 - f) over the clues
-            clues = self._clues(terms)
-            sum_f, sum_not_f = _dot((f for f, _ in clues), None), _dot((n for _, n in clues), None)
+            cols = self._clue_columns(terms)
+            log_f, log_not_f = self._fisher_rows()
+            sum_f = _dot(map(log_f.__getitem__, cols), None)
+            sum_not_f = _dot(map(log_not_f.__getitem__, cols), None)
             from ..models.fisher import fisher_log_odds  # for a fisher model only
 
-            log_odds = fisher_log_odds(sum_f, sum_not_f, len(clues))
+            log_odds = fisher_log_odds(sum_f, sum_not_f, len(cols))
             log_posterior = log_posterior_two(log_odds, self.labels.index(self.positive))
         elif self._weights is not None:  # two classes: the posteriors follow from the log-odds
             log_odds = self._sums(terms)[0] + self.bias
@@ -227,18 +232,16 @@ class ArrayScorer:
             calibration=self.calibration,
         )
 
-    def _clues(self, terms: dict[str, int]) -> list[tuple[float, float]]:
-        """(ln f, ln(1 - f)) of each term of a Fisher model that is a clue, in the order of
-        ``terms``: summed in that order they give the batch scorer's sums to the bit (the
-        other terms add 0.0 there)."""
+    def _clue_columns(self, terms: dict[str, int]) -> list[int]:
+        """The column of each term of a Fisher model that is a clue, in the order of
+        ``terms``: their ln f and ln(1 - f) summed in that order give the batch scorer's
+        sums to the bit (the other terms add 0.0 there)."""
         if len(terms) * self._size.bit_length() > self._size:
             self.build_index()
-        log_f, log_not_f = self._fisher_rows()
         if self._clue_table is not None:
-            cols = [col for col in map(self._clue_table.get, terms) if col is not None]
-        else:
-            cols = [col for col in map(self.column, terms) if col is not None and log_f[col]]
-        return [(log_f[col], log_not_f[col]) for col in cols]
+            return [col for col in map(self._clue_table.get, terms) if col is not None]
+        log_f = self._fisher_rows()[0]
+        return [col for col in map(self.column, terms) if col is not None and log_f[col]]
 
     def _sums(self, terms: dict[str, int]) -> list[float]:
         """For each weight vector, the sum over the terms of count x weight (presence:
