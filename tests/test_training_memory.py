@@ -453,3 +453,154 @@ def test_a_models_kept_terms_are_picked_without_decoding_one_term_at_a_time(
     expected = tuple(list(model.terms)[k] for k in kept.tolist())
     assert pick(model.terms, kept) == expected == pick(loaded.terms, kept)
     assert model.form.terms == expected == loaded.form.terms
+
+
+def test_each_candidates_model_is_let_go_of_before_the_next_is_made(monkeypatch):
+    """A fold's model holds its scoring form (the size of the model): the candidates of a
+    fold are scored one after another, and only one of their models is alive at a time."""
+    import weakref
+
+    from nbspam.fit import crossval
+
+    X = _rows(400, 20, 3000, seed=2)
+    labels = ["ham", "spam"] * 200
+    data = crossval.Tokenized(
+        [str(i) for i in range(400)], labels, X, [f"t{j:05d}" for j in range(3000)]
+    )
+    shared = crossval.Folds(data, np.arange(400) % 4, None)
+    trials = [
+        build_settings({"event_model": name, "calibrate": False})
+        for name in ("multinomial", "bernoulli", "fisher", "complement")
+    ]
+    made: list[weakref.ref] = []
+    alive_at_each: list[int] = []
+    model = crossval.FoldModels.model
+
+    def noted(self, settings):
+        alive_at_each.append(sum(ref() is not None for ref in made))
+        made.append(weakref.ref(fitted := model(self, settings)))
+        return fitted
+
+    monkeypatch.setattr(crossval.FoldModels, "model", noted)
+    scores = crossval.score_candidates(data, shared, trials)
+    assert len(made) == 4 * 4 and alive_at_each == [0] * 16
+    assert all(isinstance(s, crossval.Scores) and s.evaluated.all() for s in scores)
+
+
+def test_the_folds_counts_and_the_rests_are_int32_where_they_fit():
+    from nbspam.fit.crossval import Folds, Tokenized
+
+    d = 200_000
+    X = _rows(20, 3, d)
+    labels = ["ham", "spam"] * 10
+    data = Tokenized([str(i) for i in range(20)], labels, X, [f"t{j:06d}" for j in range(d)])
+    tracemalloc.start()
+    try:
+        shared = Folds(data, np.arange(20) % 5, None)
+        rest = shared.rest(0)
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # the rows' sums and the rest's, two pairs of (2 labels x 200,000 terms) arrays: 6.4 MB
+    # of int32 (12.8 MB as int64)
+    assert held < 7_000_000
+    assert rest.term_count.dtype == rest.doc_count.dtype == np.int32
+    dense = X.toarray()
+    for c, label in enumerate(("ham", "spam")):
+        mine = (np.arange(20) % 5 != 0) & (np.array(labels) == label)
+        assert rest.term_count[c].tolist() == dense[mine].sum(axis=0).tolist()
+        assert rest.doc_count[c].tolist() == (dense[mine] > 0).sum(axis=0).tolist()
+
+
+def test_the_fold_models_of_int32_counts_score_as_those_of_int64_to_the_bit():
+    from nbspam.fit.crossval import Folds, Tokenized, score_split
+    from nbspam.models.model import from_counts, predict_matrix
+
+    d, n = 3000, 400
+    X = _rows(n, 20, d, seed=3)
+    labels = ["ham", "spam"] * (n // 2)
+    data = Tokenized([str(i) for i in range(n)], labels, X, [f"t{j:05d}" for j in range(d)])
+    fold = np.arange(n) % 4
+    shared = Folds(data, fold, None)
+    for changes in (
+        {"event_model": "multinomial", "alpha": 0.1},
+        {"event_model": "bernoulli", "alpha": 0.5},
+        {"event_model": "complement", "complement_norm": True},
+        {"event_model": "fisher"},
+        {"event_model": "multinomial", "select": "mi", "max_features": 1000},
+    ):
+        settings = build_settings({**changes, "calibrate": False})
+        scores = score_split(data, fold, settings, protocol={}, shared=shared)
+        for k in range(4):
+            rest = shared.rest(k)
+            assert rest.term_count.dtype == np.int32
+            wide = ClassCounts(
+                rest.labels,
+                rest.terms,
+                rest.class_count,
+                rest.term_count.astype(np.int64),
+                rest.doc_count.astype(np.int64),
+            )
+            model = from_counts(wide, settings, sorted_terms=True)
+            test = shared.test(k)
+            log_post, log_odds = predict_matrix(model, X[test][:, model.form.kept])
+            assert scores.log_odds[test].tobytes() == log_odds.tobytes(), changes
+            assert scores.log_posterior[test].tobytes() == log_post.tobytes(), changes
+
+
+def test_a_folds_sums_are_kept_in_12_bytes_a_column_for_every_setting():
+    from nbspam.fit.crossval import Folds, Tokenized
+
+    d, n = 200_000, 50
+    X = _rows(n, 4000, d, seed=4)  # each fold's 10 rows hold some 40,000 columns
+    labels = ["ham", "spam"] * (n // 2)
+    data = Tokenized([str(i) for i in range(n)], labels, X, [f"t{j:06d}" for j in range(d)])
+    fold = np.arange(n) % 5
+    shared = Folds(data, fold, None)
+    shared.rest(0)  # the rest's arrays, made once
+    tracemalloc.start()
+    try:
+        before, _ = tracemalloc.get_traced_memory()
+        for k in range(1, 5):
+            shared.rest(k)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    columns = sum(np.unique(X[fold == k].indices).size for k in range(1, 5))
+    assert columns > 100_000
+    # each column a fold's rows hold: its number (int32) and 2 labels' sums of occurrences
+    # and of documents, each in 2 bytes where they fit (20 bytes as int32)
+    assert held < 12 * columns + 20_000
+
+
+def test_the_scores_of_two_class_settings_are_kept_as_log_odds_between_folds():
+    from nbspam.fit.crossval import Folds, Tokenized, score_candidates
+
+    n, d = 40_000, 50
+    X = _rows(n, 3, d, seed=5)
+    labels = ["ham", "spam"] * (n // 2)
+    data = Tokenized([str(i) for i in range(n)], labels, X, [f"t{j:02d}" for j in range(d)])
+    shared = Folds(data, np.arange(n) // 2 % 2, None)
+    trials = [
+        build_settings({"event_model": "multinomial", "alpha": a, "calibrate": False})
+        for a in (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+    ]
+    held = []
+    tracemalloc.start()
+    try:
+        start, _ = tracemalloc.get_traced_memory()
+        scores = score_candidates(
+            data,
+            shared,
+            trials,
+            done=lambda fits: held.append(tracemalloc.get_traced_memory()[0] - start),
+        )
+    finally:
+        tracemalloc.stop()
+    # after the first fold: 8 settings' log-odds of 40,000 rows, 8 bytes a row (2.6 MB),
+    # and the rows' labels (0.3 MB); with the log posteriors too, 24 bytes a row (7.7 MB)
+    assert held[0] < 3_500_000
+    for s in scores:
+        assert s.log_posterior.shape == (n, 2) and s.evaluated.all()
+        expected = -np.logaddexp(0.0, -s.log_odds)  # log P(spam | x), spam the second class
+        assert s.log_posterior[:, 1].tobytes() == expected.tobytes()

@@ -242,6 +242,7 @@ def score_candidates(
             fitted = time.perf_counter()
             seconds["train"] += fitted - clock
             result.score(model, blocks, len(labels))
+            del model  # its form, the size of the model, let go of before the next is made
             seconds["score"] += time.perf_counter() - fitted
         del models, blocks
         left = len(test_folds) - step - 1
@@ -318,38 +319,49 @@ class FoldModels:
 class _Trial:
     """The scores of one setting, filled in a fold at a time (`score_candidates`), and the
     classes and positive class of its first fold's model (not the model: the forms of
-    several settings would be held at once)."""
+    several settings would be held at once). Of a two-class model only the log-odds are
+    kept: its log posteriors are a function of them alone (`naive_bayes.log_posterior_two`,
+    element by element: the same values made at the end), a third of the memory."""
 
     def __init__(self) -> None:
         self.classes: tuple[str, ...] = ()
         self.positive: str | None = None
-        self.log_post = np.zeros(0)
+        self.row = 0  # the positive class's column of a two-class model's log posteriors
+        self.log_post: np.ndarray | None = None
         self.log_odds: np.ndarray | None = None
 
     def score(self, model: Model, blocks: _Blocks, n: int) -> None:
         """Score the fold's test rows (``blocks``) with its ``model``."""
+        form = model.form
         if not self.classes:
             self.classes, self.positive = model.labels, model.positive
-            self.log_post = np.full((n, len(model.labels)), np.nan)
-            self.log_odds = np.full(n, np.nan) if model.is_binary else None
-        form = model.form
+            if model.is_binary:
+                self.log_odds, self.row = np.full(n, np.nan), model.positive_index
+            else:
+                self.log_post = np.full((n, len(model.labels)), np.nan)
         wide = widened(form, blocks.width)
         for block in blocks:
             F = block.presence if form.binary else block.counts
             log_post, odds = predict_wide(form, wide, F)
-            self.log_post[block.rows] = log_post
             if self.log_odds is not None:
                 self.log_odds[block.rows] = odds
+            else:
+                self.log_post[block.rows] = log_post
             del block, F  # let go of before the next block is copied
 
     def scores(
         self, data: Tokenized, fold: np.ndarray, seconds: dict[str, float], protocol: dict
     ) -> Scores:
+        log_post = self.log_post
+        if self.log_odds is not None:  # the rows scored (the others' stay NaN)
+            scored = ~np.isnan(self.log_odds)
+            log_post = np.full((scored.size, 2), np.nan)
+            log_post[scored] = nb.log_posterior_two(self.log_odds[scored], self.row)
         return Scores(
             ids=tuple(data.ids),
             labels=tuple(data.labels),
             classes=self.classes,
-            log_posterior=self.log_post,
+            log_posterior=np.zeros(0) if log_post is None else log_post,
             log_odds=self.log_odds,
             positive=self.positive,
             fold=fold,
@@ -393,7 +405,9 @@ class Folds:
     (`rest`), integers, so it is exactly the model fitted on the other rows, and only the
     fold's rows are counted, once. The rest's counts of each fold are written into one
     pair of arrays, which each call of `rest` reuses (and so may another `Folds` of the same
-    rows, given as ``like``).
+    rows, given as ``like``). Counts that fit are kept as int32 (the rows' own sums, and the
+    rest's), half the memory of int64: the event models take them as floats, or sum them
+    as int64, so the fold models are the same to the bit.
     """
 
     def __init__(
@@ -410,11 +424,16 @@ class Folds:
         classes = sorted(set(data.labels) if totals is None else totals.labels)
         self.y = np.searchsorted(np.array(classes, dtype=object), labels).astype(np.int64)
         if totals is None:
+            class_count, term_count, doc_count = nb.class_counts(data.X, self.y, len(classes))
+            if term_count.max(initial=0) < 2**31:  # a term's count is at least its documents'
+                term_count, doc_count = term_count.astype(np.int32), doc_count.astype(np.int32)
             self.counts = ClassCounts(
-                tuple(classes), data.terms, *nb.class_counts(data.X, self.y, len(classes))
+                tuple(classes), data.terms, class_count, term_count, doc_count
             )
         else:  # the totals' labels in sorted order
             self.counts = totals.in_order([totals.labels.index(c) for c in classes])
+        #: the type of the rest's counts: int32 where the totals fit
+        self.kind = np.int32 if self.counts.term_count.max(initial=0) < 2**31 else np.int64
         self._held: dict[int, tuple[np.ndarray, ...]] = {}
         # the arrays `rest` writes into, by shape and type; shared with ``like``, another
         # Folds whose fold models are never in use at the same time as these
@@ -446,16 +465,18 @@ class Folds:
             local[cols] = np.arange(cols.size)
             own = sp.csr_matrix((X.data, local[X.indices], X.indptr), shape=(X.shape[0], cols.size))
             less = nb.class_counts(own, self.y[held], len(self.counts.labels))
-            # as int32 where they fit (half the memory of the five folds' sums kept)
-            held_type = np.int32 if less[1].max(initial=0) < 2**31 else np.int64
+            # in the smallest integers that hold them (a quarter of int64's memory for
+            # most folds, whose sums are kept for every setting)
+            top = int(less[1].max(initial=0))  # a term's count is at least its documents'
+            held_type = np.uint16 if top < 2**16 else np.int32 if top < 2**31 else np.int64
             term_less, doc_less = (a.astype(held_type) for a in less[1:])
             self._held[k] = less[0], cols.astype(np.int32), term_less, doc_less
         class_less, cols, term_less, doc_less = self._held[k]
         totals = self.counts
-        shape = (totals.term_count.shape, totals.term_count.dtype, totals.doc_count.dtype)
+        shape = (totals.term_count.shape, self.kind)
         if shape not in self._buffers:  # one pair of arrays for every fold and every setting
             self._buffers.clear()
-            self._buffers[shape] = np.empty_like(totals.term_count), np.empty_like(totals.doc_count)
+            self._buffers[shape] = np.empty(shape[0], self.kind), np.empty(shape[0], self.kind)
         term_count, doc_count = self._buffers[shape]
         np.copyto(term_count, totals.term_count)
         np.copyto(doc_count, totals.doc_count)
