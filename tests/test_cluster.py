@@ -419,6 +419,118 @@ def test_the_workers_profiler_is_paused_for_the_length_of_a_run(client, sample_m
     )
 
 
+def test_the_scheduler_keeps_one_span_and_one_task_group_of_each_kind_a_run(
+    client, sample_messages, monkeypatch
+):
+    """Dask's scheduler keeps, for good, a record of every span it opens (it opened one
+    each time it had been idle, some 40 a run here) with every task group of it (the group
+    of a kind of task was made anew each time its tasks were all done) and a description
+    of every submission (ten a part): a run's tasks are now of one span that keeps one
+    description, with one group of each kind of task, whatever the number of parts."""
+    from nbspam.service import cluster
+
+    monkeypatch.setattr(cluster, "CHUNK", 1)  # 63 parts
+    monkeypatch.setattr(cluster, "CHECKPOINT_PARTS", 4)
+    scheduler = client.cluster.scheduler
+    spans = scheduler.extensions["spans"].spans
+    before = set(spans)
+    groups: list[Any] = []  # the task groups the scheduler held as the parts were done
+
+    def progress(read, size):
+        groups.extend(scheduler.task_groups.values())
+
+    messages = with_duplicates(sample_messages)
+    on_dask = cluster.train(messages, SETTINGS, client, progress=progress)
+    assert_same_trained_model(on_dask, train_locally(messages, SETTINGS))
+    made = [span for key, span in spans.items() if key not in before]
+    assert [span.name for span in made] == [("nbspam-train",)]
+    # a group still alive from a run before keeps its own span (Dask's rule), so the
+    # run's span has those of the kinds that were not
+    names = [group.name for group in made[0].groups]
+    assert len(names) == len(set(names)) and set(names) <= {f"nbspam-{k}" for k in cluster.KINDS}
+    assert len({id(group) for group in groups}) == len({group.name for group in groups}) > 5
+    assert made[0]._metadata["collections"] == [{"type": "Future"}]
+
+
+def test_dasks_cache_of_task_keys_is_emptied_at_each_checkpoint(
+    client, sample_messages, monkeypatch
+):
+    """Dask caches the group name of every task key it sees (`dask.utils.key_split`, up to
+    100,000 keys, in the scheduler, the workers and the client): about ten keys a part, so
+    it grew with the parts (up to some 17 MB at 10^7 messages). Emptied at each
+    checkpoint, it holds the keys of the parts since the last one."""
+    from dask.utils import key_split
+
+    from nbspam.service import cluster
+
+    monkeypatch.setattr(cluster, "CHUNK", 1)  # 63 parts
+    monkeypatch.setattr(cluster, "CHECKPOINT_PARTS", 4)
+    cached = []
+
+    def progress(read, size):
+        cached.append(key_split.cache_info().currsize)
+
+    messages = with_duplicates(sample_messages)
+    on_dask = cluster.train(messages, SETTINGS, client, progress=progress)
+    assert_same_trained_model(on_dask, train_locally(messages, SETTINGS))
+    assert len(cached) == len(messages) and max(cached) <= 100, cached  # 600 before
+
+
+def dask_logs(client) -> dict[str, Any]:
+    """Dask's low-level logs in the client, the scheduler and the workers of a cluster in
+    this process, by name."""
+    scheduler = client.cluster.scheduler
+    logs = {"client sent": client.scheduler_comm.recent_message_log}
+    logs["scheduler transitions"] = scheduler.transition_log
+    logs.update({f"events {k}": t.events for k, t in scheduler._broker._topics.items()})
+    for name, comms in (
+        ("to worker", scheduler.stream_comms),
+        ("to client", scheduler.client_comms),
+    ):
+        logs.update({f"{name} {k}": c.recent_message_log for k, c in comms.items()})
+    for w in client.cluster.workers.values():
+        logs.update(
+            {
+                f"{w.address} stimuli": w.state.stimulus_log,
+                f"{w.address} transitions": w.state.log,
+                f"{w.address} transfers in": w.transfer_incoming_log,
+                f"{w.address} transfers out": w.transfer_outgoing_log,
+                f"{w.address} sent": w.batched_stream.recent_message_log,
+            }
+        )
+    return logs
+
+
+def test_dasks_logs_stay_short_for_the_length_of_a_run(client, sample_messages, monkeypatch):
+    """Dask keeps its last 1,000 messages sent, events, transitions and stimuli in every
+    process (a batch of tasks sent to a worker is some 9 KB of nbspam's): they filled up
+    over the first 4 * 10^5 messages, and each process's peak grew with them (to some 19
+    MB on the scheduler, 6 in the calling process). For a run they keep `LOG_LENGTH`
+    entries, and Dask's own length again after it."""
+    import dask
+
+    from nbspam.service import cluster
+
+    monkeypatch.setattr(cluster, "CHUNK", 1)  # 63 parts, some 600 tasks
+    monkeypatch.setattr(cluster, "LOG_LENGTH", 20, raising=False)
+    longest: dict[str, int] = {}
+
+    def progress(read, size):
+        for name, log in dask_logs(client).items():
+            longest[name] = max(longest.get(name, 0), len(log))
+
+    messages = with_duplicates(sample_messages)
+    on_dask = cluster.train(messages, SETTINGS, client, progress=progress)
+    assert_same_trained_model(on_dask, train_locally(messages, SETTINGS))
+    assert len(longest) >= 13 and max(longest.values()) <= 20, longest
+    assert longest["client sent"] == longest["scheduler transitions"] == 20
+    full = dask.config.get("distributed.admin.low-level-log-length")
+    assert full == 1000
+    assert {log.maxlen for log in dask_logs(client).values()} == {full}
+    cluster.train(messages, SETTINGS, client)  # a second run: cut again, then given back
+    assert {log.maxlen for log in dask_logs(client).values()} == {full}
+
+
 def test_the_digests_reach_the_model_file_a_slice_at_a_time(
     client, sample_messages, monkeypatch, tmp_path
 ):

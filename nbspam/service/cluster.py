@@ -292,6 +292,57 @@ def _key(name: str) -> str:
     return f"nbspam-{name}-{uuid.uuid4().hex}"
 
 
+KINDS = (
+    *("read", "fold", "losers", "finish", "sample", "report", "merge", "prune"),
+    *("keep", "checkpoint", "size", "slice"),
+)
+"""The kinds of task of `train_parts` (their keys' names)."""
+
+
+def _groups(client: Any) -> list[Any]:
+    """A task of each of `KINDS` that does nothing, for the run to hold while it goes.
+    Dask's scheduler makes a task group of the tasks of each kind (by the name of their
+    keys, ``nbspam-fold``) and forgets it once its tasks are all done, to make it anew
+    with the next: it made one of most kinds at every checkpoint and more between, and
+    kept every group it made, for good, in the run's span and computations (and in the
+    groups of the tasks that depended on it), some 2 KB each. One task of each kind held,
+    each group is made once a run."""
+    return [client.submit(_nothing, key=_key(kind)) for kind in KINDS]
+
+
+def _nothing() -> None:
+    return None
+
+
+@contextmanager
+def _span(name: str) -> Iterator[str | None]:
+    """The tasks submitted in the block are of one Dask span, ``name``, whose id it gives
+    (None with a Dask without spans). Otherwise the scheduler opens a span of its own
+    each time it has been idle, and keeps every span it opened for good."""
+    try:
+        from distributed import span
+    except ImportError:  # before distributed 2023.5
+        yield None
+        return
+    with span(name) as made:
+        yield made
+
+
+def _span_collections(span_id: str | None, dask_worker: Any = None) -> None:
+    """On the scheduler: the span ``span_id`` keeps one of each of the descriptions of
+    what was submitted in it. Dask adds one for every submission (each ``{"type":
+    "Future"}``, some 300 bytes), for good: about ten a part."""
+    spans = getattr(dask_worker, "extensions", {}).get("spans")
+    span = spans.spans.get(span_id) if spans is not None and span_id else None
+    metadata = getattr(span, "_metadata", None)
+    if metadata and isinstance(metadata.get("collections"), list):
+        kept: list[Any] = []
+        for collection in metadata["collections"]:
+            if collection not in kept:
+                kept.append(collection)
+        metadata["collections"][:] = kept
+
+
 WINDOW_PER_WORKER = 2
 """Parts in flight per worker: the calling process submits no more until one is done."""
 CHECKPOINT_PARTS = 32
@@ -345,6 +396,33 @@ def train_parts(
     `update.prune` prunes them, on the worker that makes the last sum, and its decision
     rule fitted on the pruned counts). What the workers could not read is reported to
     ``problems``, the number of messages read and their bytes to ``progress``."""
+    with _span("nbspam-train") as span:  # the run's tasks are of one span
+        return _train_parts(
+            parts,
+            settings,
+            client,
+            span,
+            progress=progress,
+            problems=problems,
+            limit=limit,
+            min_docs=min_docs,
+            max_terms=max_terms,
+        )
+
+
+def _train_parts(
+    parts: Iterable[Part],
+    settings: Settings,
+    client: Any,
+    span: str | None,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    problems: Problems | None = None,
+    limit: int | None = None,
+    min_docs: int | None = None,
+    max_terms: int | None = None,
+) -> Any:
+    """`train_parts` in the Dask span ``span``."""
     from .tally import (
         add_sample,
         finish,
@@ -384,9 +462,12 @@ def train_parts(
     base: Any = None  # the sum of the parts before the last checkpoint
     sampled: Any = None  # the sample so far, a chain apart from the sums (`add_sample`)
     tokens: list[str] = []  # what the workers keep of the last checkpoint
+    groups: list[Any] = []  # a task of each kind, held: one task group of each a run
     try:
         client.run(_allocator, on_error="ignore")
         client.run(_profiler, False, on_error="ignore")
+        _short_logs(client, LOG_LENGTH)
+        groups = _groups(client)
         names = sorted(client.scheduler_info()["workers"])
         workers = max(1, len(names))
         buckets, window = max(2, workers), WINDOW_PER_WORKER * workers
@@ -425,6 +506,7 @@ def train_parts(
                 base, states, holders = made[0], made[-buckets:], kept_at[-buckets:]
                 sampled = made[1] if chain else None
                 del chain
+                client.run_on_scheduler(_span_collections, span)
         while pending:
             _take_reports(client, pending, add_up, progress, problems)
         total = add_all()
@@ -453,7 +535,8 @@ def train_parts(
     finally:
         levels.clear()
         base = sampled = None
-        release(client, tokens)
+        groups.clear()
+        release(client, tokens, span)
     return _model(tally, digests, settings, started, keep_rows, limit, now)
 
 
@@ -481,7 +564,22 @@ def _checkpoint(
         raise
     client.run(_drop, dropped, on_error="ignore")  # a worker lost has nothing to drop
     client.run(_trim, on_error="ignore")
+    _forget_keys()
+    client.run_on_scheduler(_forget_keys)
+    client.run(_forget_keys, on_error="ignore")
     return made, tokens, holders
+
+
+def _forget_keys() -> None:
+    """In a Dask process (this one, the scheduler, a worker): Dask's cache of the group
+    name of each task key it has seen (`dask.utils.key_split`, up to 100,000 keys, some
+    170 bytes each with the key it keeps: about ten keys a part, so it grew with the
+    parts up to some 10^7 messages, 17 MB) emptied, at each checkpoint."""
+    from dask.utils import key_split
+
+    clear = getattr(key_split, "cache_clear", None)
+    if clear is not None:
+        clear()
 
 
 def _keep_all(
@@ -733,16 +831,76 @@ def _model(
     return decide(model, rows, settings)
 
 
-def release(client: Any, tokens: list[str] | None = None) -> None:
+def release(client: Any, tokens: list[str] | None = None, span: str | None = None) -> None:
     """Have the workers let go the checkpoint kept under ``tokens`` and give the memory of
-    a run back to the system (a Python process keeps what it freed otherwise); a cluster
-    that cannot is left as it is."""
+    a run back to the system (a Python process keeps what it freed otherwise), and the
+    scheduler the run's span ``span`` but one of each of its descriptions
+    (`_span_collections`); a cluster that cannot is left as it is."""
     try:
         client.run(_drop, tokens or [])
         client.run(_trim, on_error="ignore")
         client.run(_profiler, True, on_error="ignore")
+        client.run_on_scheduler(_span_collections, span)
     except Exception:  # noqa: BLE001 - a lost cluster has nothing to give back
         pass
+    _short_logs(client, None)
+
+
+LOG_LENGTH = 100
+"""Entries each of Dask's low-level logs keeps for the length of a run (Dask's own length,
+``distributed.admin.low-level-log-length``, is 1,000), in this process's client, the
+scheduler and each worker: the messages each sent (a batch a line: the scheduler's to each
+worker hold the tasks it sent, some 9 KB a batch of nbspam's), the scheduler's events (one
+an update of its graph, about ten a part) and transitions, a worker's stimuli and
+transfers. With 1,000 entries they filled up over the first 300 parts or so (4 * 10^5
+messages), to some 19 MB on the scheduler with two workers, 6 MB in this process and 3
+MB in each worker, so each process's peak grew with the messages until then; with 100,
+they are full after the first ten parts."""
+
+
+def _short_logs(client: Any, length: int | None) -> None:
+    """Dask's low-level logs cut to ``length`` entries (`LOG_LENGTH`) in this process's
+    ``client``, on the scheduler and on each worker, or given back Dask's own length
+    (None); a cluster that cannot is left as it is."""
+    _logs(length, client)
+    try:
+        client.run_on_scheduler(_logs, length)  # Dask passes the scheduler as dask_worker
+        client.run(_logs, length, on_error="ignore")
+    except Exception:  # noqa: BLE001 - a lost cluster: nothing to cut or give back
+        pass
+
+
+def _logs(length: int | None, dask_worker: Any = None) -> None:
+    """In a Dask process: the low-level logs of ``dask_worker`` (the scheduler, a worker,
+    or a client) cut to ``length`` entries, the newest kept, or given back Dask's own
+    length (None). Each is a deque that Dask only appends to, so a new one of another
+    length takes its place; new topics of the scheduler's events get the same."""
+    from collections import deque
+    from functools import partial
+
+    import dask
+
+    full = dask.config.get("distributed.admin.low-level-log-length")
+    size = full if length is None else min(length, full)
+    server = dask_worker
+    comms = [getattr(server, name, None) for name in ("scheduler_comm", "batched_stream")]
+    for name in ("stream_comms", "client_comms"):  # the scheduler's, to workers and clients
+        comms += list(getattr(server, name, {}).values())
+    held = [(comm, "recent_message_log") for comm in comms if comm is not None]
+    for holder, names in (
+        (server, ("transition_log", "transfer_incoming_log", "transfer_outgoing_log")),
+        (getattr(server, "state", None), ("log", "stimulus_log")),  # a worker's state machine
+    ):
+        held += [(holder, name) for name in names if hasattr(holder, name)]
+    topics = getattr(getattr(server, "_broker", None), "_topics", None)  # scheduler's events
+    if topics is not None:
+        held += [(topic, "events") for topic in topics.values()]
+        if isinstance(topics.default_factory, partial):
+            topics.default_factory = partial(topics.default_factory.func, maxlen=size)
+    for holder, name in held:
+        log = getattr(holder, name)
+        if isinstance(log, deque) and log.maxlen != size:
+            setattr(holder, name, deque(log, maxlen=size))
 
 
 MMAP_THRESHOLD = 1 << 16
