@@ -19,6 +19,7 @@ from nbspam.errors import ConfigError
 from nbspam.text import tokenizer as tokenizer_module
 from nbspam.text.tokenizer import (
     _ASCII_ADDRESS_RE,
+    _ASCII_WORD2_RE,
     _ASCII_WORD_RE,
     _UNICODE,
     Tokenizer,
@@ -164,6 +165,21 @@ def test_the_ascii_patterns_match_the_unicode_ones_on_ascii(text):
     ]
 
 
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.characters(max_codepoint=127),
+            st.sampled_from(["a", "Z", "9", "$1", "a.", ".b", "a-b", "a'b'c", "$$1", "x__y", "1."]),
+        ),
+        max_size=40,
+    ).map("".join)
+)
+@example("a b.c d-e $1 $ x. .y z")
+def test_the_two_character_word_pattern_is_the_word_pattern_less_one_character_words(text):
+    assert _ASCII_WORD2_RE.findall(text) == [w for w in _ASCII_WORD_RE.findall(text) if len(w) > 1]
+
+
 def test_ascii_text_is_tokenized_without_importing_regex():
     probe = (
         "import sys\n"
@@ -243,6 +259,50 @@ def test_tokens_out_of_order_are_those_in_order(text, config):
     in_order = tokenizer.split(text)
     assert sorted(words_) == sorted(in_order[0])
     assert sorted(addresses) == sorted(in_order[1])
+
+
+def _general_words(text: str, config: TokenizerConfig) -> list[str]:
+    """The tokens of an ASCII text by the general rule, word by word in text order: the
+    Unicode pattern's words, those of a kept length and no stop word, long ones as skip
+    tokens, then the n-grams and word pairs, then the addresses."""
+    from nbspam.text.tokenizer import _ngrams, _take_addresses, pair_tokens
+
+    text = text.lower() if config.casefold else text
+    rest, addresses = (
+        _take_addresses(text) if "@" in text or "://" in text or "www." in text else (text, [])
+    )
+    out = []
+    for word in _UNICODE.word.findall(rest):
+        if word in config.stop_words or len(word) < config.min_length:
+            continue
+        if len(word) <= config.max_length:
+            out.append(word)
+        elif config.long_words == "skip":
+            out.append(f"skip:{word[0]} {len(word) // 10 * 10}")
+    if config.ngrams > 1:
+        out.extend(_ngrams(out, config.ngrams))
+    if config.word_pairs == "all":
+        out.extend(pair_tokens(out, config.pair_buckets))
+    return out + addresses
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(_PIECES.filter(str.isascii), max_size=30).map("".join),
+    _CONFIGS,
+    st.sampled_from(["none", "all"]),
+)
+@example("a bc d e.f $ $5 it's", TokenizerConfig(), "all")
+@example("a bc themselves it's", TokenizerConfig(stop_words=("it's",), ngrams=2), "all")
+def test_ascii_text_gives_the_tokens_of_the_general_rule(text, config, word_pairs):
+    """ASCII text is scanned by quicker patterns (of two characters or more where shorter
+    words are dropped) and filtered without a loop where it can: the same tokens in the same
+    order as the word-by-word rule, with n-grams and word pairs."""
+    config = config.replace(word_pairs=word_pairs, pair_buckets=97)
+    tokens, expected = Tokenizer(config).words(text), _general_words(text, config)
+    if config.ngrams == 1 and word_pairs == "none":  # then the skip tokens may come last
+        tokens, expected = sorted(tokens), sorted(expected)
+    assert tokens == expected
 
 
 def test_a_long_stop_word_is_dropped_as_any_stop_word():

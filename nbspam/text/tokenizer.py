@@ -35,8 +35,6 @@ _CJK_SPLIT = r"""(?V1)(?P<cjk>[\p{Han}\p{Hiragana}\p{Katakana}]+)
     | \p{Sc}?[[\p{L}\p{M}\p{N}]--[\p{Han}\p{Hiragana}\p{Katakana}]]+
       (?:['._\-][[\p{L}\p{M}\p{N}]--[\p{Han}\p{Hiragana}\p{Katakana}]]+)*"""
 
-# string.ascii_letters + string.digits: importing string compiles a pattern (Template's)
-_ASCII_LETTERS_DIGITS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 # The same patterns restricted to ASCII, where \p{L} \p{M} \p{N} are [A-Za-z0-9], \p{Sc} is $
 # and \s is [\t\n\v\f\r ]. Most mail is ASCII: the standard library's engine scans it about
 # twice as fast, and a process that sees only ASCII never imports `regex`.
@@ -49,6 +47,14 @@ _ASCII_ADDRESS_RE = re.compile(
 # word can start instead of trying the pattern at every position (12% fewer instructions).
 _ASCII_WORD_RE = re.compile(
     r"[$A-Za-z0-9](?<=[A-Za-z0-9]|\$(?=[A-Za-z0-9]))[A-Za-z0-9]*(?:['._\-][A-Za-z0-9]+)*"
+)
+# The same words but those of one character, which the default minimum length of 2 drops:
+# after the first character, more letters or digits, or a joined part. A word of one
+# character ("a", "I", "5") then never becomes a string, and the words need no filter
+# (5% of the words of mail, and the pass over all of them that dropped them).
+_ASCII_WORD2_RE = re.compile(
+    r"[$A-Za-z0-9](?<=[A-Za-z0-9]|\$(?=[A-Za-z0-9]))"
+    r"(?:[A-Za-z0-9]+(?:['._\-][A-Za-z0-9]+)*|(?:['._\-][A-Za-z0-9]+)+)"
 )
 # The four characters `str.split` takes as blanks and a web address may hold (\s of the
 # patterns above does not match them).
@@ -159,12 +165,11 @@ class Tokenizer:
         # hashed word pairs of the text (0: none): a text's own only with word_pairs 'all';
         # `features.Analyzer` tokenizes the subject and headers as 'all' where they get theirs
         self._pairs = config.pair_buckets if config.word_pairs == "all" else 0
-        # What the ASCII scan drops when no word is too long: the stop words and, for a
-        # minimum length of 2, the one-character words it can find (a letter or a digit).
-        self._drop: frozenset[str] | None = None
-        if config.min_length <= 2:
-            short = _ASCII_LETTERS_DIGITS if config.min_length == 2 else ""
-            self._drop = self._stop | frozenset(short)
+        # ASCII words: of at least two characters where no shorter one is kept
+        self._ascii_words = (_ASCII_WORD2_RE if config.min_length >= 2 else _ASCII_WORD_RE).findall
+        # What the ASCII scan then drops when no word is too long: the stop words (None:
+        # with a minimum length above 2, each word is looked at)
+        self._drop = self._stop if config.min_length <= 2 else None
 
     def words(self, text: str, *, in_order: bool = True) -> list[str]:
         """Tokens of ``text``: words and CJK bigrams, word n-grams, then web and e-mail
@@ -217,11 +222,13 @@ class Tokenizer:
             text, addresses = _take_addresses(text)
         low, high, stop = cfg.min_length, cfg.max_length, self._stop
         if text.isascii():
-            tokens = _ASCII_WORD_RE.findall(text)
-            if cfg.ngrams == 1 and not self._pairs:  # the common case: order does not matter
-                long = bool(tokens) and max(map(len, tokens)) > high
-                if self._drop is not None and not long:  # a filter without a Python loop
-                    return list(filterfalse(self._drop.__contains__, tokens)), addresses
+            tokens = self._ascii_words(text)
+            long = bool(tokens) and max(map(len, tokens)) > high
+            if self._drop is not None and not long:  # no Python loop; the order kept
+                if self._drop:
+                    tokens = list(filterfalse(self._drop.__contains__, tokens))
+                return self._joined(tokens), addresses
+            if cfg.ngrams == 1 and not self._pairs:  # order does not matter
                 out = [t for t in tokens if low <= len(t) <= high and t not in stop]
                 if long and cfg.long_words == "skip":  # stop words give none, as in _special
                     out.extend(
