@@ -220,3 +220,36 @@ def test_the_sample_takes_in_a_part_in_place_at_the_cost_of_the_part(monkeypatch
     for rows in parts[5:9]:  # again: nothing changes
         assert tally.add_sample(state, as_tally(rows), limit) is state
     assert_same_sample(state.sample(), expected)
+
+
+def test_a_checkpoints_sample_on_disk_is_the_sample_held_or_the_same_made_again():
+    """A checkpoint keeps the sample in an unnamed file (`tally.StoredSample`), not a
+    second copy in memory: while the worker holds the sample, it is given back itself;
+    once let go, it is read back from the file (a term of more than `tally.SHORT` bytes
+    too), and takes in the next parts as the one held did."""
+    import gc
+
+    words = tally.Vocab.of([f"w{i:04d}" for i in range(3000)] + ["x" * 80])[0]
+    parts = []
+    for n in range(20):
+        columns = np.array([*range(n * 37 % 2000, n * 37 % 2000 + 900), 3000])
+        rows = sample_of(200 + n, 300, words.take(columns))
+        rows.positions = (n << tally.POSITION_BITS) + np.arange(300, dtype=np.int64)
+        parts.append(rows)
+    state = None
+    for rows in parts[:10]:
+        state = tally.add_sample(state, as_tally(rows), 2000)
+    stored = tally.StoredSample(state)
+    assert stored.get() is state
+    assert os.fstat(stored.file.fileno()).st_size >= 8 * state.end  # the entries on disk
+    expected = state.sample()
+    for rows in parts[10:]:
+        state = tally.add_sample(state, as_tally(rows), 2000)
+    later = state.sample()
+    del state
+    gc.collect()
+    again = stored.get()
+    assert_same_sample(again.sample(), expected)
+    for rows in parts[10:]:
+        again = tally.add_sample(again, as_tally(rows), 2000)
+    assert_same_sample(again.sample(), later)

@@ -618,19 +618,20 @@ def _keep_all(
 
 
 _KEPT: dict[str, Any] = {}
-"""In a worker: the sums of the checkpoints it keeps a copy of, by token (`_checkpoint`);
-the buckets of digests are `digestruns.BASES`."""
+"""In a worker: the sums of the checkpoints it keeps a copy of, by token (`_checkpoint`),
+and their samples (on its disk: `tally.StoredSample`); the buckets of digests are
+`digestruns.BASES`."""
 
 
 def _keep(value: Any, token: str, where: str) -> str | None:
     """In a worker (``where``, or another where Dask moved the task): keep ``value`` under
-    ``token`` (a bucket of digests on its disk); the worker's address, or None where a
+    ``token`` (a bucket of digests or a sample on its disk); the worker's address, or None where a
     bucket cannot be kept (this worker does not keep the checkpoint before, ``where``
     lost)."""
     from distributed import Reschedule, get_worker
 
     from . import digestruns
-    from .tally import Bucket
+    from .tally import Bucket, Reservoir, StoredSample
 
     here = get_worker().address
     if isinstance(value, Bucket):
@@ -639,6 +640,8 @@ def _keep(value: Any, token: str, where: str) -> str | None:
         if value.base is not None and value.base not in digestruns.BASES:
             return None
         digestruns.keep(token, value.base, value.fresh, value.labels, value.size)
+    elif isinstance(value, Reservoir):  # on disk: the chain goes on from the one in memory
+        _KEPT[token] = StoredSample(value)
     else:
         _KEPT[token] = value
     return here
@@ -648,10 +651,11 @@ def _kept(token: str, holders: tuple[str, ...]) -> Any:
     """In a worker: the value kept under ``token`` (a bucket: its name on the disks of
     ``holders``)."""
     from . import digestruns
-    from .tally import Bucket
+    from .tally import Bucket, StoredSample
 
     if token in _KEPT:
-        return _KEPT[token]
+        value = _KEPT[token]
+        return value.get() if isinstance(value, StoredSample) else value
     kept = _here(digestruns.base, token, holders)
     return Bucket(token, [], kept.labels, kept.size, holders=holders)
 

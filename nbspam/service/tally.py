@@ -654,6 +654,59 @@ class Reservoir:
         )
 
 
+_STORED = ("keys", "digests", "positions", "times", "codes", "start", "size")
+
+
+class StoredSample:
+    """A checkpoint's `Reservoir` kept on this worker's disk, in an unnamed temporary file
+    (as `digestruns` keeps digests: no other user can open or swap it, gone with the
+    object or the process), not in its memory: `get` gives back the sample itself while
+    the worker still holds it (the chain goes on from it, changing it in place, which a
+    rerun of the chain's tasks from there cannot tell: `Reservoir.take_in`), or else makes
+    it again from the file, its pool as large as it was."""
+
+    def __init__(self, sample: Reservoir) -> None:
+        import tempfile
+        import weakref
+
+        self.held = weakref.ref(sample)
+        self.file = tempfile.TemporaryFile(prefix="nbspam-sample-")
+        self.limit, self.n, self.end = sample.limit, sample.n, sample.end
+        self.labels, self.long = list(sample.labels), sample.vocab.long
+        self.short = (len(sample.vocab.short), sample.vocab.short.dtype)
+        self.pool = len(sample.indices)
+        for array in (
+            *(getattr(sample, name) for name in _STORED),
+            sample.vocab.short,
+            sample.indices[: sample.end],
+            sample.data[: sample.end],
+        ):
+            self.file.write(memoryview(np.ascontiguousarray(array)).cast("B"))
+        self.file.flush()
+
+    def get(self) -> Reservoir:
+        held = self.held()
+        if held is not None:
+            return held
+        sample = Reservoir(self.limit)
+        sample.n, sample.end, sample.labels = self.n, self.end, list(self.labels)
+        short = np.empty(self.short[0], self.short[1])
+        sample.indices = np.empty(self.pool, np.int32)
+        sample.data = np.empty(self.pool, np.int32)
+        self.file.seek(0)
+        for array in (
+            *(getattr(sample, name) for name in _STORED),
+            short,
+            sample.indices[: self.end],
+            sample.data[: self.end],
+        ):
+            view = memoryview(array).cast("B")
+            if self.file.readinto(view) != len(view):
+                raise OSError("a sample kept on disk was cut short")
+        sample.vocab = Vocab(short, self.long)
+        return sample
+
+
 def add_sample(state: Reservoir | None, part: Tally, limit: int) -> Reservoir:
     """On a worker: the sample so far (None: none yet) with a part's candidates taken in,
     the ``limit`` rows of smallest key of both: ``state`` itself, changed in place
