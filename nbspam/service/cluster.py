@@ -15,14 +15,17 @@ the checkpoint before and the digests found since, which are all a fold holds in
 the sum in their memory. No checkpoint passes through this process or the scheduler, and
 results are fetched from the workers, not through the scheduler. The cross-validation sample is the messages of
 smallest keyed hash of their digest (`model.sample_key`, as local training draws it), kept
-apart from the sums (which carry no rows) in one chain that takes in part after part
-(`tally.add_sample`), kept at each checkpoint as the sum is: a worker holds one sample of
-the run, not one in every partial sum. Then the model is made here from the total, the digests of the buckets
+apart from the sums (which carry no rows) in one chain that takes in part after part, in
+place (`tally.add_sample`), whose merges not yet done count in the window of parts in
+flight; at each checkpoint it is kept on the disks of two workers (`tally.StoredSample`)
+and the chain goes on from the one in memory: the cluster holds one sample of the run,
+not one in every partial sum nor a checkpoint's copy beside it. Then the model is made here from the total, the digests of the buckets
 (fetched `SLICE` at a time into temporary files, `_spool`) and the sample, and
 `training.decide` runs on the same totals and sample as local training.
 
 Every task is a pure function of what it is sent (and of the files it reads, or of the
-checkpoint its worker keeps), so a worker lost mid-run only costs its tasks being run
+checkpoint its worker keeps; the sample's merges change it in place, and give the same
+sample when run again), so a worker lost mid-run only costs its tasks being run
 again elsewhere (by Dask: the digests of a bucket found since the last checkpoint are
 folded again from those parts, the checkpoint given back by the other worker that keeps
 it, which folds the bucket from then on); a run
@@ -345,7 +348,8 @@ def _span_collections(span_id: str | None, dask_worker: Any = None) -> None:
 
 
 WINDOW_PER_WORKER = 2
-"""Parts in flight per worker: the calling process submits no more until one is done."""
+"""Parts in flight per worker: the calling process submits no more until one is done (its
+report taken, and its part taken into the sample)."""
 CHECKPOINT_PARTS = 32
 """Parts between checkpoints: there the calling process fetches the buckets of digests and
 the sum so far, and sends them back as tasks of their own, so that the scheduler can forget

@@ -12,7 +12,8 @@ how they add up (`cluster` runs these as tasks).
   copy in the input wins, as in local training.
 - `finish` (a part): its per-class counts without those duplicates, and its candidates for
   the sample; `merge` adds two such tallies up (in any order, any grouping: the sum is the
-  same), and `add_sample` adds a part's candidates to the sample so far.
+  same), and `add_sample` adds a part's candidates to the sample so far, in place
+  (`Reservoir`; a checkpoint's copy on disk: `StoredSample`).
 
 Terms are kept as sorted arrays of their UTF-8 bytes (`Vocab`), not as Python objects, and
 the per-class counts as int64 arrays beside them; two tallies add up by a merge of sorted
