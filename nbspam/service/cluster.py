@@ -15,14 +15,17 @@ the checkpoint before and the digests found since, which are all a fold holds in
 the sum in their memory. No checkpoint passes through this process or the scheduler, and
 results are fetched from the workers, not through the scheduler. The cross-validation sample is the messages of
 smallest keyed hash of their digest (`model.sample_key`, as local training draws it), kept
-apart from the sums (which carry no rows) in one chain that takes in part after part
-(`tally.add_sample`), kept at each checkpoint as the sum is: a worker holds one sample of
-the run, not one in every partial sum. Then the model is made here from the total, the digests of the buckets
+apart from the sums (which carry no rows) in one chain that takes in part after part, in
+place (`tally.add_sample`), whose merges not yet done count in the window of parts in
+flight; at each checkpoint it is kept on the disks of two workers (`tally.StoredSample`)
+and the chain goes on from the one in memory: the cluster holds one sample of the run,
+not one in every partial sum nor a checkpoint's copy beside it. Then the model is made here from the total, the digests of the buckets
 (fetched `SLICE` at a time into temporary files, `_spool`) and the sample, and
 `training.decide` runs on the same totals and sample as local training.
 
 Every task is a pure function of what it is sent (and of the files it reads, or of the
-checkpoint its worker keeps), so a worker lost mid-run only costs its tasks being run
+checkpoint its worker keeps; the sample's merges change it in place, and give the same
+sample when run again), so a worker lost mid-run only costs its tasks being run
 again elsewhere (by Dask: the digests of a bucket found since the last checkpoint are
 folded again from those parts, the checkpoint given back by the other worker that keeps
 it, which folds the bucket from then on); a run
@@ -45,6 +48,7 @@ import logging
 import re
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -344,7 +348,8 @@ def _span_collections(span_id: str | None, dask_worker: Any = None) -> None:
 
 
 WINDOW_PER_WORKER = 2
-"""Parts in flight per worker: the calling process submits no more until one is done."""
+"""Parts in flight per worker: the calling process submits no more until one is done (its
+report taken, and its part taken into the sample)."""
 CHECKPOINT_PARTS = 32
 """Parts between checkpoints: there the calling process fetches the buckets of digests and
 the sum so far, and sends them back as tasks of their own, so that the scheduler can forget
@@ -461,6 +466,7 @@ def _train_parts(
 
     base: Any = None  # the sum of the parts before the last checkpoint
     sampled: Any = None  # the sample so far, a chain apart from the sums (`add_sample`)
+    chain: deque[Any] = deque()  # its last merges (one sample, changed in place), not all done
     tokens: list[str] = []  # what the workers keep of the last checkpoint
     groups: list[Any] = []  # a task of each kind, held: one task group of each a run
     try:
@@ -489,23 +495,27 @@ def _train_parts(
             tally = client.submit(finish, counted, lost, take, key=_key("finish"))
             if take:
                 sampled = client.submit(add_sample, sampled, tally, take, key=_key("sample"))
+                chain.append(sampled)
             pending[client.submit(report, counted, key=_key("report"))] = tally
             del counted, lost, tally
             while len(pending) >= window:
                 _take_reports(client, pending, add_up, progress, problems)
+            while len(chain) >= window:  # the parts' tallies waiting for the chain
+                _wait(client, [chain.popleft()])
             if (number + 1) % CHECKPOINT_PARTS == 0:
                 while pending:
                     _take_reports(client, pending, add_up, progress, problems)
-                chain = [] if sampled is None else [sampled]
+                chain.clear()
+                ours = [] if sampled is None else [sampled]
                 made, tokens, kept_at = _checkpoint(
                     client,
-                    [add_all(), *chain, *states],
-                    [None] * (1 + len(chain)) + holders,
+                    [add_all(), *ours, *states],
+                    [None] * (1 + len(ours)) + holders,
                     tokens,
                 )
                 base, states, holders = made[0], made[-buckets:], kept_at[-buckets:]
-                sampled = made[1] if chain else None
-                del chain
+                sampled = made[1] if ours else None
+                del ours
                 client.run_on_scheduler(_span_collections, span)
         while pending:
             _take_reports(client, pending, add_up, progress, problems)
@@ -534,6 +544,7 @@ def _train_parts(
         ) from None
     finally:
         levels.clear()
+        chain.clear()
         base = sampled = None
         groups.clear()
         release(client, tokens, span)
@@ -611,19 +622,20 @@ def _keep_all(
 
 
 _KEPT: dict[str, Any] = {}
-"""In a worker: the sums of the checkpoints it keeps a copy of, by token (`_checkpoint`);
-the buckets of digests are `digestruns.BASES`."""
+"""In a worker: the sums of the checkpoints it keeps a copy of, by token (`_checkpoint`),
+and their samples (on its disk: `tally.StoredSample`); the buckets of digests are
+`digestruns.BASES`."""
 
 
 def _keep(value: Any, token: str, where: str) -> str | None:
     """In a worker (``where``, or another where Dask moved the task): keep ``value`` under
-    ``token`` (a bucket of digests on its disk); the worker's address, or None where a
+    ``token`` (a bucket of digests or a sample on its disk); the worker's address, or None where a
     bucket cannot be kept (this worker does not keep the checkpoint before, ``where``
     lost)."""
     from distributed import Reschedule, get_worker
 
     from . import digestruns
-    from .tally import Bucket
+    from .tally import Bucket, Reservoir, StoredSample
 
     here = get_worker().address
     if isinstance(value, Bucket):
@@ -632,6 +644,8 @@ def _keep(value: Any, token: str, where: str) -> str | None:
         if value.base is not None and value.base not in digestruns.BASES:
             return None
         digestruns.keep(token, value.base, value.fresh, value.labels, value.size)
+    elif isinstance(value, Reservoir):  # on disk: the chain goes on from the one in memory
+        _KEPT[token] = StoredSample(value)
     else:
         _KEPT[token] = value
     return here
@@ -641,10 +655,11 @@ def _kept(token: str, holders: tuple[str, ...]) -> Any:
     """In a worker: the value kept under ``token`` (a bucket: its name on the disks of
     ``holders``)."""
     from . import digestruns
-    from .tally import Bucket
+    from .tally import Bucket, StoredSample
 
     if token in _KEPT:
-        return _KEPT[token]
+        value = _KEPT[token]
+        return value.get() if isinstance(value, StoredSample) else value
     kept = _here(digestruns.base, token, holders)
     return Bucket(token, [], kept.labels, kept.size, holders=holders)
 

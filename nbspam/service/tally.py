@@ -12,7 +12,8 @@ how they add up (`cluster` runs these as tasks).
   copy in the input wins, as in local training.
 - `finish` (a part): its per-class counts without those duplicates, and its candidates for
   the sample; `merge` adds two such tallies up (in any order, any grouping: the sum is the
-  same), and `add_sample` adds a part's candidates to the sample so far.
+  same), and `add_sample` adds a part's candidates to the sample so far, in place
+  (`Reservoir`; a checkpoint's copy on disk: `StoredSample`).
 
 Terms are kept as sorted arrays of their UTF-8 bytes (`Vocab`), not as Python objects, and
 the per-class counts as int64 arrays beside them; two tallies add up by a merge of sorted
@@ -38,7 +39,7 @@ from ..core.parallel import CHUNK, chunks
 from ..core.settings import TokenizerConfig
 from ..mail.headers import message_digest, message_time
 from ..mail.message import Problems
-from ..models.model import digest_halves, sample_key
+from ..models.model import digest_halves, sample_key, sample_order
 from ..text.counting import ChunkCounts, count_chunk
 from .sources import Part, read_part
 
@@ -491,39 +492,236 @@ def merge(a: Tally, b: Tally, limit: int) -> Tally:
     )
 
 
-def add_sample(state: Sample | None, part: Tally, limit: int) -> Sample:
-    """On a worker: the sample so far (None: none yet) with a part's candidates added, the
-    ``limit`` rows of smallest key of both. Once the sample is full, the part's rows whose
-    key is above all of its keys cannot win and are left out first; with none left, the
-    sample is given back as it is (no copy)."""
-    rows = part.sample
-    if state is None:
-        return rows
-    if len(state.keys) >= limit and len(state.keys):
-        keep = np.flatnonzero(rows.keys <= state.keys.max())
-        if not len(keep):
-            return state
-        if len(keep) < len(rows.keys):
-            indptr, indices, data = rows.rows(keep)
-            rows = Sample(
-                rows.keys[keep],
-                rows.digests[keep],
-                rows.positions[keep],
-                rows.times[keep],
-                [rows.labels[i] for i in keep.tolist()],
-                rows.vocab,
+POOL_SLACK = 8
+"""A `Reservoir`'s pool of entries holds 1/POOL_SLACK more than its rows need, so that the
+holes rows leave are compacted once every so many parts, not at every one."""
+
+
+RENUMBER = 1 << 16
+"""Entries of a `Reservoir`'s pool renumbered at a time (their scratch: 0.5 MB)."""
+
+
+class Reservoir:
+    """The cross-validation sample being drawn (`add_sample`), changed in place: at most
+    ``limit`` rows in arrays of ``limit`` slots (key, digest, position, date, label, and
+    where the row's entries are), the rows' entries (term, count) in a pool where a row
+    that loses its place leaves a hole, the pool compacted in place when it is full. Taking
+    in n candidates costs memory of the order of n (and of the keys of the rows, 40 bytes
+    a row), never a copy of the sample's entries. Taking in rows it holds already (same
+    positions: a task run again) changes nothing, so a task run again after a lost worker
+    leaves the same sample."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.n, self.end = limit, 0, 0
+        self.keys = np.zeros(limit, np.uint64)
+        self.digests = np.zeros((limit, 16), np.uint8)
+        self.positions = np.zeros(limit, np.int64)
+        self.times = np.zeros(limit, np.float64)
+        self.codes = np.zeros(limit, np.int32)
+        self.start = np.zeros(limit, np.int64)
+        self.size = np.zeros(limit, np.int64)
+        self.labels: list[str] = []
+        self.vocab = Vocab()
+        self.indices = np.zeros(0, np.int32)  # the pool: every entry a column of ``vocab``
+        self.data = np.zeros(0, np.int32)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def take_in(self, rows: Sample) -> None:
+        """The ``limit`` rows of smallest key of the sample and ``rows`` kept."""
+        n = self.n
+        cand = np.arange(len(rows.keys))
+        if n:
+            cand = cand[~np.isin(rows.positions, self.positions[:n])]
+        if n >= self.limit and n:
+            cand = cand[rows.keys[cand] <= self.keys[:n].max()]
+        if not len(cand):
+            return
+        order = sample_order(
+            np.concatenate([self.keys[:n], rows.keys[cand]]),
+            np.concatenate([self.digests[:n], rows.digests[cand]]),
+        )
+        won = np.zeros(n + len(cand), bool)
+        won[order[: self.limit]] = True
+        del order
+        lost = np.flatnonzero(~won[:n])
+        new = cand[won[n:]]
+        if not len(new):
+            return
+        indptr, indices, data = rows.rows(new)
+        self.size[lost] = 0  # their entries are holes from now on
+        self._room(len(indices), n + len(new) - len(lost))
+        used = np.unique(indices)
+        terms = rows.vocab.take(used)
+        columns, found = terms.columns_in(self.vocab)
+        if not found.all():
+            vocab, old, columns = self.vocab.union(terms)
+            self._renumber(old)
+            self.vocab = vocab
+        indices = columns[np.searchsorted(used, indices)].astype(np.int32)
+        slots = np.concatenate([lost, n + np.arange(len(new) - len(lost))])
+        self.n = n + len(new) - len(lost)
+        self.indices[self.end : self.end + len(indices)] = indices
+        self.data[self.end : self.end + len(indices)] = data
+        self.start[slots] = self.end + indptr[:-1]
+        self.size[slots] = np.diff(indptr)
+        self.end += len(indices)
+        self.keys[slots] = rows.keys[new]
+        self.digests[slots] = rows.digests[new]
+        self.positions[slots] = rows.positions[new]
+        self.times[slots] = rows.times[new]
+        for label in dict.fromkeys(rows.labels[i] for i in new.tolist()):
+            if label not in self.labels:
+                self.labels.append(label)
+        self.codes[slots] = [self.labels.index(rows.labels[i]) for i in new.tolist()]
+
+    def _renumber(self, columns: np.ndarray) -> None:
+        """The pool's columns renumbered in place (``columns[old]``), a slice at a time."""
+        for at in range(0, self.end, RENUMBER):
+            part = slice(at, min(at + RENUMBER, self.end))
+            self.indices[part] = columns[self.indices[part]]
+
+    def _room(self, entries: int, rows: int) -> None:
+        """Room for ``entries`` more at the end of the pool, for ``rows`` rows in all: the
+        holes compacted out (in place), or, where the rows need more, a larger pool
+        (`POOL_SLACK`; while the sample is not full, for ``limit`` rows of this size)."""
+        if self.end + entries <= len(self.indices):
+            return
+        self._pack()
+        need = self.end + entries
+        if need <= len(self.indices):
+            return
+        if rows < self.limit:
+            need = need * self.limit // max(rows, 1)
+        size = need + need // POOL_SLACK
+        for name in ("indices", "data"):
+            grown = np.empty(size, np.int32)
+            grown[: self.end] = getattr(self, name)[: self.end]
+            setattr(self, name, grown)
+
+    def _pack(self) -> None:
+        """The rows' entries moved to the start of the pool in their order there, a slice
+        of rows at a time (each slice gathered, then written where it goes, never past
+        the entries not yet moved), and the terms no row uses dropped."""
+        order = np.argsort(self.start[: self.n], kind="stable")
+        end = 0
+        for at in range(0, len(order), GATHER_ROWS):
+            slots = order[at : at + GATHER_ROWS]
+            indptr = np.zeros(len(slots) + 1, np.int64)
+            np.cumsum(self.size[slots], out=indptr[1:])
+            take = np.repeat(self.start[slots] - indptr[:-1], self.size[slots])
+            take += np.arange(indptr[-1])
+            moved = self.indices[take], self.data[take]
+            self.indices[end : end + indptr[-1]], self.data[end : end + indptr[-1]] = moved
+            self.start[slots] = end + indptr[:-1]
+            end += int(indptr[-1])
+        self.end = end
+        present = np.zeros(len(self.vocab), bool)
+        for at in range(0, end, RENUMBER):
+            present[self.indices[at : min(at + RENUMBER, end)]] = True
+        if not present.all():
+            used = np.flatnonzero(present)
+            columns = np.zeros(len(self.vocab), np.int32)
+            columns[used] = np.arange(len(used))
+            self._renumber(columns)
+            self.vocab = self.vocab.take(used)
+
+    def sample(self) -> Sample:
+        """The rows as a `Sample`, in order of position."""
+        chosen = np.argsort(self.positions[: self.n], kind="stable")
+        indptr = np.zeros(len(chosen) + 1, np.int64)
+        np.cumsum(self.size[chosen], out=indptr[1:])
+        indices = np.empty(indptr[-1], np.int32)
+        data = np.empty(indptr[-1], np.int32)
+        for at in range(0, len(chosen), GATHER_ROWS):
+            slots = chosen[at : at + GATHER_ROWS]
+            out = slice(indptr[at], indptr[min(at + GATHER_ROWS, len(chosen))])
+            take = np.repeat(self.start[slots] - indptr[at : at + len(slots)], self.size[slots])
+            take += np.arange(out.start, out.stop)
+            indices[out], data[out] = self.indices[take], self.data[take]
+        return _compact(
+            Sample(
+                self.keys[chosen],
+                self.digests[chosen],
+                self.positions[chosen],
+                self.times[chosen],
+                [self.labels[c] for c in self.codes[chosen].tolist()],
+                self.vocab,
                 indptr,
                 indices,
                 data,
             )
-    return _merge_samples(state, rows, limit)
+        )
 
 
-def with_sample(total: Tally, sample: Sample) -> Tally:
+_STORED = ("keys", "digests", "positions", "times", "codes", "start", "size")
+
+
+class StoredSample:
+    """A checkpoint's `Reservoir` kept on this worker's disk, in an unnamed temporary file
+    (as `digestruns` keeps digests: no other user can open or swap it, gone with the
+    object or the process), not in its memory: `get` gives back the sample itself while
+    the worker still holds it (the chain goes on from it, changing it in place, which a
+    rerun of the chain's tasks from there cannot tell: `Reservoir.take_in`), or else makes
+    it again from the file, its pool as large as it was."""
+
+    def __init__(self, sample: Reservoir) -> None:
+        import tempfile
+        import weakref
+
+        self.held = weakref.ref(sample)
+        self.file = tempfile.TemporaryFile(prefix="nbspam-sample-")
+        self.limit, self.n, self.end = sample.limit, sample.n, sample.end
+        self.labels, self.long = list(sample.labels), sample.vocab.long
+        self.short = (len(sample.vocab.short), sample.vocab.short.dtype)
+        self.pool = len(sample.indices)
+        for array in (
+            *(getattr(sample, name) for name in _STORED),
+            sample.vocab.short,
+            sample.indices[: sample.end],
+            sample.data[: sample.end],
+        ):
+            self.file.write(memoryview(np.ascontiguousarray(array)).cast("B"))
+        self.file.flush()
+
+    def get(self) -> Reservoir:
+        held = self.held()
+        if held is not None:
+            return held
+        sample = Reservoir(self.limit)
+        sample.n, sample.end, sample.labels = self.n, self.end, list(self.labels)
+        short = np.empty(self.short[0], self.short[1])
+        sample.indices = np.empty(self.pool, np.int32)
+        sample.data = np.empty(self.pool, np.int32)
+        self.file.seek(0)
+        for array in (
+            *(getattr(sample, name) for name in _STORED),
+            short,
+            sample.indices[: self.end],
+            sample.data[: self.end],
+        ):
+            view = memoryview(array).cast("B")
+            if self.file.readinto(view) != len(view):
+                raise OSError("a sample kept on disk was cut short")
+        sample.vocab = Vocab(short, self.long)
+        return sample
+
+
+def add_sample(state: Reservoir | None, part: Tally, limit: int) -> Reservoir:
+    """On a worker: the sample so far (None: none yet) with a part's candidates taken in,
+    the ``limit`` rows of smallest key of both: ``state`` itself, changed in place
+    (`Reservoir`)."""
+    state = Reservoir(limit) if state is None else state
+    state.take_in(part.sample)
+    return state
+
+
+def with_sample(total: Tally, sample: Reservoir) -> Tally:
     """On a worker: the tally with the sample ``sample`` (`add_sample`'s)."""
     import dataclasses
 
-    return dataclasses.replace(total, sample=sample)
+    return dataclasses.replace(total, sample=sample.sample())
 
 
 GATHER_ROWS = 1024
