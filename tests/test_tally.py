@@ -5,11 +5,21 @@ workers that keep their checkpoint, and come back to the calling process in orde
 from __future__ import annotations
 
 import os
+import tracemalloc
 
 import numpy as np
 
 from nbspam.mail.headers import message_digest
 from nbspam.service import digestruns, tally
+
+
+def traced_peak(call, *args):
+    """``call(*args)`` and the peak of the memory tracemalloc traced while it ran."""
+    tracemalloc.start()
+    try:
+        return call(*args), tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
 
 
 def part(number: int, texts: list[str], labels: list[str]) -> tally.PartCounts:
@@ -102,8 +112,6 @@ def test_two_full_samples_merge_into_the_rows_of_smallest_key_without_joining_th
     then the kept ones copied: 80 MB for two samples of 10,000 rows of mail, the peak of a
     worker; then the rows kept gathered at once: 28 bytes an entry kept, the result's 64-bit
     columns and the scratch of its gathering, some 60 MB for 10,000 rows of mail)."""
-    import tracemalloc
-
     monkeypatch.setattr(tally, "GATHER_ROWS", 256, raising=False)
 
     words = tally.Vocab.of([f"w{i}" for i in range(3000)])[0]
@@ -117,12 +125,7 @@ def test_two_full_samples_merge_into_the_rows_of_smallest_key_without_joining_th
             row = sorted((terms[s.indices[j]], int(s.data[j])) for j in cells)
             rows[int(s.positions[i])] = (int(s.keys[i]), s.labels[i], row)
     limit = 4000
-    tracemalloc.start()
-    try:
-        merged = tally._merge_samples(a, b, limit)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    merged, peak = traced_peak(tally._merge_samples, a, b, limit)
     expected = sorted(sorted(rows, key=lambda p: rows[p][0])[:limit])
     assert merged.positions.tolist() == expected
     assert merged.labels == [rows[p][1] for p in expected]
@@ -183,8 +186,6 @@ def test_the_sample_takes_in_a_part_in_place_at_the_cost_of_the_part(monkeypatch
     over and over (holes compacted in place, terms renumbered) give the rows of smallest
     key of them all, as one merge of all does; a part taken in twice (a task run again)
     changes nothing."""
-    import tracemalloc
-
     monkeypatch.setattr(tally, "GATHER_ROWS", 64, raising=False)  # scratch: 64 rows
     monkeypatch.setattr(tally, "RENUMBER", 4096, raising=False)
     words = tally.Vocab.of([f"w{i:04d}" for i in range(3000)])[0]
@@ -200,12 +201,7 @@ def test_the_sample_takes_in_a_part_in_place_at_the_cost_of_the_part(monkeypatch
     for rows in parts:
         full = state is not None and len(state) == limit
         candidates = as_tally(rows)
-        tracemalloc.start()
-        try:
-            state = tally.add_sample(state, candidates, limit)
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
+        state, peak = traced_peak(tally.add_sample, state, candidates, limit)
         if full:
             peaks.append((peak, rows.indices.nbytes + rows.data.nbytes))
     entries = len(state.sample().indices)  # some 200,000: 1.6 MB a copy

@@ -50,7 +50,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import numpy as np
@@ -401,33 +401,6 @@ def train_parts(
     `update.prune` prunes them, on the worker that makes the last sum, and its decision
     rule fitted on the pruned counts). What the workers could not read is reported to
     ``problems``, the number of messages read and their bytes to ``progress``."""
-    with _span("nbspam-train") as span:  # the run's tasks are of one span
-        return _train_parts(
-            parts,
-            settings,
-            client,
-            span,
-            progress=progress,
-            problems=problems,
-            limit=limit,
-            min_docs=min_docs,
-            max_terms=max_terms,
-        )
-
-
-def _train_parts(
-    parts: Iterable[Part],
-    settings: Settings,
-    client: Any,
-    span: str | None,
-    *,
-    progress: Callable[[int, int], None] | None = None,
-    problems: Problems | None = None,
-    limit: int | None = None,
-    min_docs: int | None = None,
-    max_terms: int | None = None,
-) -> Any:
-    """`train_parts` in the Dask span ``span``."""
     from .tally import (
         add_sample,
         finish,
@@ -469,6 +442,8 @@ def _train_parts(
     chain: deque[Any] = deque()  # its last merges (one sample, changed in place), not all done
     tokens: list[str] = []  # what the workers keep of the last checkpoint
     groups: list[Any] = []  # a task of each kind, held: one task group of each a run
+    spans = ExitStack()
+    span = spans.enter_context(_span("nbspam-train"))  # the run's tasks are of one span
     try:
         client.run(_allocator, on_error="ignore")
         client.run(_profiler, False, on_error="ignore")
@@ -548,6 +523,7 @@ def _train_parts(
         base = sampled = None
         groups.clear()
         release(client, tokens, span)
+        spans.close()
     return _model(tally, digests, settings, started, keep_rows, limit, now)
 
 
