@@ -866,7 +866,6 @@ def _logs(length: int | None, dask_worker: Any = None) -> None:
     or a client) cut to ``length`` entries, the newest kept, or given back Dask's own
     length (None). Each is a deque that Dask only appends to, so a new one of another
     length takes its place; new topics of the scheduler's events get the same."""
-    from collections import deque
     from functools import partial
 
     import dask
@@ -958,7 +957,6 @@ def count_chunks(
     """(tag, counts) for each (tag, messages) chunk, in order, as `counting.count_chunks`
     gives them, counted by the workers of a Dask cluster, at most ``ahead`` chunks (four
     per worker) ahead of the reader. (``jobs`` is the local engine's, unused.)"""
-    from collections import deque
 
     try:
         if ahead is None:
@@ -1019,7 +1017,6 @@ def predict(
     order, scored by the workers of a Dask cluster (``client``): the model file's bytes are
     sent to every worker once, then partitions of `array_scoring.SCORE_CHUNK` messages, at most
     ``ahead`` (four per worker) at a time, so that memory stays bounded."""
-    from collections import deque
 
     from .array_scoring import SCORE_CHUNK
 
