@@ -3,11 +3,46 @@ them, and after the last chunk (docs/speed.md, "Training's serial parts")."""
 
 from __future__ import annotations
 
+import multiprocessing
 import subprocess
 import sys
 from pathlib import Path
 
+from nbspam.core.parallel import imap_ordered
+
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
+
+
+def _pid(context, work):
+    import os
+
+    return os.getpid()
+
+
+def _pulled(log: list[int], n: int):
+    """n items, each noting, as it is taken, how many worker processes this process has."""
+    for i in range(n):
+        log.append(len(multiprocessing.active_children()))
+        yield i, i
+
+
+def test_the_workers_start_before_the_second_item_is_taken():
+    """The pool is forked as soon as the first item exists, and that item handed out, so
+    that a training's first chunk is tokenized while its second is read (the second was
+    read before any worker started)."""
+    log: list[int] = []
+    results = imap_ordered(_pid, None, _pulled(log, 5), jobs=2)
+    pids = [pid for _, pid in results]
+    before = log[0]  # any pool of an earlier test still ending
+    assert log[1] == before + 2
+    assert len(pids) == 5 and multiprocessing.current_process().pid not in pids
+
+
+def test_one_item_is_worked_on_by_the_pool():
+    """The pool is forked before it is known whether a second item follows."""
+    ((tag, pid),) = imap_ordered(_pid, None, _pulled([], 1), jobs=2)
+    assert tag == 0 and pid != multiprocessing.current_process().pid
+    assert list(imap_ordered(_pid, None, _pulled([], 0), jobs=2)) == []
 
 
 FORK_PROBE = """
