@@ -109,3 +109,27 @@ def test_training_digests_each_message_once(monkeypatch, tmp_path):
     model = train(messages + messages[:5], build_settings({}), jobs=1)  # 5 read twice
     assert len(calls) == len(messages) + 5
     assert model.info["duplicates"] == 5 and model.info["cutoffs"]["drift"]
+
+
+SAVE_PROBE = """
+import sys
+from nbspam import api
+from nbspam.store.kinds import save
+
+save(api.train([sys.argv[1]]).model, sys.argv[2])
+print(sorted(m for m in ("numpy.ma", "scipy.special") if m in sys.modules))
+"""
+
+
+def test_training_and_writing_the_model_leave_numpy_ma_unimported(tmp_path):
+    """The term groups of the model file were found with np.unique, which imports numpy.ma
+    on first use in numpy 2 (10 ms of training's serial end); scipy.special is the
+    cutoffs' bound's."""
+    model = tmp_path / "m.nbm"
+    done = subprocess.run(
+        [sys.executable, "-c", SAVE_PROBE, str(SAMPLE / "train"), str(model)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[-2] == "['scipy.special']"
