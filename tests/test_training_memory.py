@@ -487,7 +487,7 @@ def test_each_candidates_model_is_let_go_of_before_the_next_is_made(monkeypatch)
     assert all(isinstance(s, crossval.Scores) and s.evaluated.all() for s in scores)
 
 
-def test_the_folds_counts_and_the_rests_are_int32_where_they_fit():
+def test_the_folds_counts_are_uint16_and_the_rests_int32_where_they_fit():
     from nbspam.fit.crossval import Folds, Tokenized
 
     d = 200_000
@@ -501,9 +501,10 @@ def test_the_folds_counts_and_the_rests_are_int32_where_they_fit():
         held, _ = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    # the rows' sums and the rest's, two pairs of (2 labels x 200,000 terms) arrays: 6.4 MB
-    # of int32 (12.8 MB as int64)
-    assert held < 7_000_000
+    # the rows' sums, a pair of (2 labels x 200,000 terms) arrays of uint16 (1.6 MB; 3.2 MB
+    # as int32), and the rest's of int32 (3.2 MB)
+    assert held < 5_500_000
+    assert shared.counts.term_count.dtype == shared.counts.doc_count.dtype == np.uint16
     assert rest.term_count.dtype == rest.doc_count.dtype == np.int32
     dense = X.toarray()
     for c, label in enumerate(("ham", "spam")):
@@ -604,3 +605,46 @@ def test_the_scores_of_two_class_settings_are_kept_as_log_odds_between_folds():
         assert s.log_posterior.shape == (n, 2) and s.evaluated.all()
         expected = -np.logaddexp(0.0, -s.log_odds)  # log P(spam | x), spam the second class
         assert s.log_posterior[:, 1].tobytes() == expected.tobytes()
+
+
+def test_class_counts_sum_a_block_of_entries_at_a_time():
+    from nbspam.models import naive_bayes as nb
+
+    X = _rows(4000, 250, 2000).astype(np.uint16)  # 1,000,000 entries, a sample's counts
+    y = np.arange(4000) % 2
+    for narrow in (False, True):
+        tracemalloc.start()
+        try:
+            if narrow:  # the sums in the integers they were summed in (int32 here)
+                class_count, term_count, doc_count = nb.class_counts(X, y, 2, narrow=True)
+            else:
+                class_count, term_count, doc_count = nb.class_counts(X, y, 2)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        # the product's copy of all the counts as int32, and the presence of each entry as
+        # int32 and as bool, took 9 bytes an entry at once (5 MB here)
+        assert peak < 3_500_000
+        assert term_count.dtype == doc_count.dtype == (np.int32 if narrow else np.int64)
+        dense = X.toarray()
+        for c in (0, 1):
+            assert class_count[c] == 2000
+            assert term_count[c].tolist() == dense[y == c].sum(axis=0).tolist()
+            assert doc_count[c].tolist() == (dense[y == c] > 0).sum(axis=0).tolist()
+
+
+def test_class_counts_of_rows_in_blocks_count_every_row(monkeypatch):
+    from nbspam.models import naive_bayes as nb
+
+    monkeypatch.setattr(nb, "SUMMED", 7)
+    X = _rows(30, 3, 50, seed=6).tolil()
+    X[0, :] = 0  # empty rows first and last, and a row longer than a block
+    X[29, :] = 0
+    X[5, :] = np.arange(50) % 3
+    X = X.tocsr()
+    y = np.arange(30) % 3
+    _, term_count, doc_count = nb.class_counts(X, y, 3)
+    dense = X.toarray()
+    for c in range(3):
+        assert term_count[c].tolist() == dense[y == c].sum(axis=0).tolist()
+        assert doc_count[c].tolist() == (dense[y == c] > 0).sum(axis=0).tolist()

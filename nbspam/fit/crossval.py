@@ -405,9 +405,10 @@ class Folds:
     (`rest`), integers, so it is exactly the model fitted on the other rows, and only the
     fold's rows are counted, once. The rest's counts of each fold are written into one
     pair of arrays, which each call of `rest` reuses (and so may another `Folds` of the same
-    rows, given as ``like``). Counts that fit are kept as int32 (the rows' own sums, and the
-    rest's), half the memory of int64: the event models take them as floats, or sum them
-    as int64, so the fold models are the same to the bit.
+    rows, given as ``like``). Counts are kept in the smallest integers that hold them (the
+    rows' own sums and the folds' as uint16 where they fit, the rest's as int32): the event
+    models take them as floats, or sum them as int64, so the fold models are the same to
+    the bit.
     """
 
     def __init__(
@@ -424,9 +425,10 @@ class Folds:
         classes = sorted(set(data.labels) if totals is None else totals.labels)
         self.y = np.searchsorted(np.array(classes, dtype=object), labels).astype(np.int64)
         if totals is None:
-            class_count, term_count, doc_count = nb.class_counts(data.X, self.y, len(classes))
-            if term_count.max(initial=0) < 2**31:  # a term's count is at least its documents'
-                term_count, doc_count = term_count.astype(np.int32), doc_count.astype(np.int32)
+            class_count, *sums = nb.class_counts(data.X, self.y, len(classes), narrow=True)
+            kind = _smallest(int(sums[0].max(initial=0)))
+            term_count, doc_count = (a.astype(kind) for a in sums)
+            del sums
             self.counts = ClassCounts(
                 tuple(classes), data.terms, class_count, term_count, doc_count
             )
@@ -464,11 +466,10 @@ class Folds:
             local = np.zeros(X.shape[1], np.int32)
             local[cols] = np.arange(cols.size)
             own = sp.csr_matrix((X.data, local[X.indices], X.indptr), shape=(X.shape[0], cols.size))
-            less = nb.class_counts(own, self.y[held], len(self.counts.labels))
+            less = nb.class_counts(own, self.y[held], len(self.counts.labels), narrow=True)
             # in the smallest integers that hold them (a quarter of int64's memory for
             # most folds, whose sums are kept for every setting)
-            top = int(less[1].max(initial=0))  # a term's count is at least its documents'
-            held_type = np.uint16 if top < 2**16 else np.int32 if top < 2**31 else np.int64
+            held_type = _smallest(int(less[1].max(initial=0)))
             term_less, doc_less = (a.astype(held_type) for a in less[1:])
             self._held[k] = less[0], cols.astype(np.int32), term_less, doc_less
         class_less, cols, term_less, doc_less = self._held[k]
@@ -491,6 +492,12 @@ class Folds:
     def test(self, k: int) -> np.ndarray:
         """The test rows of fold k (their numbers)."""
         return np.flatnonzero(self.fold == k)
+
+
+def _smallest(top: int) -> type:
+    """The smallest of uint16, int32 and int64 that holds the counts up to ``top``, the
+    largest count of a term (at least its documents')."""
+    return np.uint16 if top < 2**16 else np.int32 if top < 2**31 else np.int64
 
 
 def predict_rows(
