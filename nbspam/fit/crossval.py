@@ -223,7 +223,7 @@ def score_candidates(
         raise InputError("no messages to evaluate: every message is for training")
     results: list[_Trial | TrainingError | Stopped] = [_Trial() for _ in trials]
     for step, k in enumerate(test_folds):
-        models = FoldModels(shared.rest(k))
+        models = FoldModels(shared.rest(k), shared.memo)
         blocks = _Blocks(data.X, shared.test(k))
         fits = 0
         for i, trial in enumerate(trials):
@@ -241,8 +241,13 @@ def score_candidates(
             _check_test_labels(set(labels[blocks.test]), model.labels)
             fitted = time.perf_counter()
             seconds["train"] += fitted - clock
-            result.score(model, blocks, len(labels))
-            del model  # its form, the size of the model, let go of before the next is made
+            result.begin(model, len(labels))
+            form, wide = widened(model.form, blocks.width)
+            # the model and its form (the size of its kept terms) let go of before its
+            # scores, and before the next is made: the weights over the vocabulary alone
+            del model
+            result.score(form, wide, blocks)
+            del form, wide
             seconds["score"] += time.perf_counter() - fitted
         del models, blocks
         left = len(test_folds) - step - 1
@@ -276,13 +281,16 @@ class FoldModels:
     forms from the columns each vocabulary filter keeps (`FILTERS`), found once for the
     settings that follow one another with the same filter, and what the event models
     derive from the counts alone (`EventModel.form`'s ``memo``). The same models, to the
-    bit, as `from_counts` makes of each."""
+    bit, as `from_counts` makes of each. A ``memo`` given (`Folds.memo`) is the one of the
+    fold before: what it holds is made anew from these counts, in its arrays."""
 
-    def __init__(self, rest: ClassCounts) -> None:
+    def __init__(self, rest: ClassCounts, memo: dict | None = None) -> None:
         self.rest = rest
         self.first: tuple[Settings, Model] | None = None
         self.kept: dict[tuple, np.ndarray] = {}
-        self.memo: dict = {}
+        self.memo: dict = {} if memo is None else memo
+        for name, (_, value) in self.memo.items():  # the other counts': their arrays alone
+            self.memo[name] = None, value
 
     def model(self, settings: Settings) -> Model:
         """The model of ``settings`` on the counts, its scoring form made; raises the
@@ -297,7 +305,9 @@ class FoldModels:
         model = dataclasses.replace(first, training=cfg.replace(positive=first.training.positive))
         key = tuple(getattr(cfg, name) for name in FILTERS)
         if key not in self.kept:  # the latest filter's alone: settings alike come together
-            self.kept = {key: kept_columns(model)}
+            self.kept.clear()  # let go of before the next is made
+            kept = kept_columns(model)  # held while the filter lasts: as int32 where it fits
+            self.kept[key] = kept.astype(np.int32) if len(model.terms) < 2**31 else kept
         form = event_model(cfg.event_model).form(model, self.kept[key], self.memo)
         if not form.kept.size:  # no term left: the error `from_counts` raises
             return from_counts(self.rest, settings, sorted_terms=True)
@@ -330,16 +340,17 @@ class _Trial:
         self.log_post: np.ndarray | None = None
         self.log_odds: np.ndarray | None = None
 
-    def score(self, model: Model, blocks: _Blocks, n: int) -> None:
-        """Score the fold's test rows (``blocks``) with its ``model``."""
-        form = model.form
+    def begin(self, model: Model, n: int) -> None:
+        """Note the classes of the first fold's ``model`` (of ``n`` rows in all)."""
         if not self.classes:
             self.classes, self.positive = model.labels, model.positive
             if model.is_binary:
                 self.log_odds, self.row = np.full(n, np.nan), model.positive_index
             else:
                 self.log_post = np.full((n, len(model.labels)), np.nan)
-        wide = widened(form, blocks.width)
+
+    def score(self, form: LinearForm | FisherForm, wide: np.ndarray, blocks: _Blocks) -> None:
+        """Score the fold's test rows (``blocks``) with its model's form `widened`."""
         for block in blocks:
             F = block.presence if form.binary else block.counts
             log_post, odds = predict_wide(form, wide, F)
@@ -442,6 +453,9 @@ class Folds:
         self._buffers: dict[tuple, tuple[np.ndarray, np.ndarray]] = (
             {} if like is None else like._buffers
         )
+        #: what the event models derive from a fold's counts (`FoldModels`), its arrays
+        #: written into again at the next fold (of these Folds or of ``like``'s)
+        self.memo: dict = {} if like is None else like.memo
 
     def rest(self, k: int) -> ClassCounts:
         """The counts of every row but fold k's (and, where rows repeat a message, but the
@@ -507,31 +521,37 @@ def predict_rows(
     model, rather than over its kept terms (`predict_wide`)."""
     if form.binary:  # f(x) = [x > 0]: presence, over the same indices
         X = sp.csr_matrix((np.ones(X.nnz), X.indices, X.indptr), shape=X.shape)
-    return predict_wide(form, widened(form, X.shape[1]), X)
+    return predict_wide(*widened(form, X.shape[1]), X)
 
 
-def widened(form: LinearForm | FisherForm, d: int) -> np.ndarray:
+def widened(form: LinearForm | FisherForm, d: int) -> tuple[LinearForm | FisherForm, np.ndarray]:
     """The form's weights over the whole vocabulary of its model (d terms), zero where a
     term is not kept: (d,) log-odds weights, (C, d) coefficients of more classes, or for
-    Fisher (d, 3), ln f, ln(1 - f) and 1 for each clue."""
+    Fisher (d, 3), ln f, ln(1 - f) and 1 for each clue; with the form as `predict_wide`
+    takes it, without its arrays of the kept terms (which may then be let go of)."""
     if isinstance(form, FisherForm):
         wide = np.zeros((d, 3))
         wide[form.kept, 0], wide[form.kept, 1], wide[form.kept, 2] = form.log_f, form.log_not_f, 1.0
-        return wide
+        return dataclasses.replace(form, kept=_NONE, log_f=_NONE, log_not_f=_NONE), wide
     if form.weights is not None:  # two classes: the log-odds weights alone
-        weights = np.zeros(d)
-        weights[form.kept] = form.weights
-        return weights
-    coef = np.zeros((form.coef.shape[0], d))
-    coef[:, form.kept] = form.coef
-    return coef
+        wide = np.zeros(d)
+        wide[form.kept] = form.weights
+    else:
+        wide = np.zeros((form.coef.shape[0], d))
+        wide[:, form.kept] = form.coef
+    weights = None if form.weights is None else _NONE
+    return dataclasses.replace(form, kept=_NONE, coef=_NONE, weights=weights), wide
+
+
+#: What a `widened` form holds in place of its arrays of the kept terms.
+_NONE = np.zeros(0)
 
 
 def predict_wide(
     form: LinearForm | FisherForm, wide: np.ndarray, F: sp.csr_matrix
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """`model.predict_matrix` of rows F over the whole vocabulary, f already applied
-    (presence where the form is binary), with the form's weights `widened` to the
+    (presence where the form is binary), with the form and its weights `widened` to the
     vocabulary: the rows are not copied column by column (a copy, and scipy's temporaries,
     several times the size of the rows). The same values to the bit: a row's sum takes its
     terms in the same order, and a term that is not kept adds 0.0."""
