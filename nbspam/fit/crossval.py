@@ -471,21 +471,7 @@ class Folds:
             held = fold == k
             if data.copies is not None:  # a message repeated in the training part counts once
                 held = held | repeats(data.copies, fold != k)
-            # summed over the fold's own terms (the columns its rows hold), not the whole
-            # vocabulary: a fold's temporaries are the fold's size, not the model's
-            X = data.X[held]
-            held_cols = np.zeros(X.shape[1], bool)
-            held_cols[X.indices] = True
-            cols = np.flatnonzero(held_cols)
-            local = np.zeros(X.shape[1], np.int32)
-            local[cols] = np.arange(cols.size)
-            own = sp.csr_matrix((X.data, local[X.indices], X.indptr), shape=(X.shape[0], cols.size))
-            less = nb.class_counts(own, self.y[held], len(self.counts.labels), narrow=True)
-            # in the smallest integers that hold them (a quarter of int64's memory for
-            # most folds, whose sums are kept for every setting)
-            held_type = _smallest(int(less[1].max(initial=0)))
-            term_less, doc_less = (a.astype(held_type) for a in less[1:])
-            self._held[k] = less[0], cols.astype(np.int32), term_less, doc_less
+            self._held[k] = self._sums(np.flatnonzero(held))
         class_less, cols, term_less, doc_less = self._held[k]
         totals = self.counts
         shape = (totals.term_count.shape, self.kind)
@@ -502,6 +488,43 @@ class Folds:
             totals.labels, totals.terms, totals.class_count - class_less, term_count, doc_count
         )
         return rest.without_empty_classes()
+
+    def _sums(self, rows: np.ndarray) -> tuple[np.ndarray, ...]:
+        """(class_count, cols, term_count, doc_count): the sums of the ``rows`` (numbers)
+        over the columns they hold (``cols``, int32), not the whole vocabulary, in the
+        smallest integers that hold them (a quarter of int64's memory for most folds, whose
+        sums are kept for every setting). Taken `nb.SUMMED` entries of the rows at a time,
+        twice (their columns, then their sums): a fold's temporaries are a block's, not
+        the fold's rows copied, nor the model's size."""
+        X, d = self.data.X, self.data.X.shape[1]
+        ends = np.cumsum(X.indptr[rows + 1] - X.indptr[rows])
+        bounds = np.searchsorted(
+            ends, np.arange(nb.SUMMED, ends[-1] if ends.size else 0, nb.SUMMED)
+        )
+        blocks = np.split(rows, sorted(set(bounds.tolist())))
+        held_cols = np.zeros(d, bool)
+        for block in blocks:
+            held_cols[X[block].indices] = True
+        cols = np.flatnonzero(held_cols).astype(np.int32)
+        del held_cols
+        local = np.zeros(d, np.int32)
+        local[cols] = np.arange(cols.size, dtype=np.int32)
+        C = len(self.counts.labels)
+        class_count = np.zeros(C, np.int64)
+        # in the rest's integers: the rows' sums are at most the totals'
+        term_count, doc_count = np.zeros((2, C, cols.size), self.kind)
+        for block in blocks:
+            part = X[block]
+            own = sp.csr_matrix(
+                (part.data, local[part.indices], part.indptr), (block.size, cols.size)
+            )
+            sums = nb.class_counts(own, self.y[block], C, narrow=True)
+            class_count += sums[0]
+            term_count += sums[1]
+            doc_count += sums[2]
+            del part, own, sums
+        kind = _smallest(int(term_count.max(initial=0)))
+        return class_count, cols, term_count.astype(kind), doc_count.astype(kind)
 
     def test(self, k: int) -> np.ndarray:
         """The test rows of fold k (their numbers)."""

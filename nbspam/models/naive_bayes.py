@@ -30,7 +30,7 @@ class SmoothingWarning(UserWarning):
 
 #: The entries of count rows `class_counts` sums at a time (integer counts): its
 #: temporaries are a block's, not the rows'.
-SUMMED = 1 << 18
+SUMMED = 1 << 16
 
 
 def class_counts(
@@ -80,7 +80,7 @@ def class_counts(
             term_count += terms
             doc_count += docs
         del terms, docs
-    wide = None if narrow else np.int64
+    wide = None if narrow and kind == np.int32 else np.int64
     return (
         np.bincount(y, minlength=n_classes).astype(np.int64),
         np.ascontiguousarray(term_count.T, dtype=wide),
