@@ -11,6 +11,8 @@ for the results (numpy, scipy) while they work.
 from __future__ import annotations
 
 import atexit
+import functools
+import gc
 import multiprocessing
 import signal
 import threading
@@ -26,7 +28,8 @@ W = TypeVar("W")
 R = TypeVar("R")
 C = TypeVar("C")
 CHUNK = 250  # messages tokenized as one piece of work
-_CONTEXT: list[Any] = []  # in a worker process: the context it was started with
+_CONTEXT: list[Any] = []  # in a worker process: the context it was started with, and
+# the malloc_trim it calls (`malloc_trim`'s, or None)
 
 
 def chunks(items: Iterable[T], size: int = CHUNK) -> Iterator[list[T]]:
@@ -75,10 +78,11 @@ def imap_ordered(
     stop = None
     try:
         with ctrl_c_held_back():
-            pool = multiprocessing.get_context("fork").Pool(
-                jobs, initializer=_set_context, initargs=(context,)
+            trim = malloc_trim()
+            stop = _Stop()  # before the fork: it freezes this process's objects
+            pool = stop.pool = multiprocessing.get_context("fork").Pool(
+                jobs, initializer=_set_context, initargs=(context, trim)
             )
-            stop = _Stop(pool)
         pending = deque(
             (tag, pool.apply_async(_call, (func, work)))
             for tag, work in chain(head, islice(it, 2 * jobs - 2))
@@ -117,6 +121,12 @@ class _Stop:
     lets them go, or at the latest as the program exits, before multiprocessing's own exit
     handler (registered earlier, run later), which would terminate the pool without a bound.
 
+    While the workers run, the objects this process had when they were forked are frozen
+    (`gc.freeze`), here and in the workers: a collection, in either, would write the header
+    of every object it goes through, and each page so written is copied, the parent's
+    pages then held twice (some 8 MB over two workers and the parent, training on mail).
+    They are unfrozen as the last running pool stops.
+
     `Pool.terminate` can wait for ever: told to terminate, the pool's result thread stops
     reading after the next result, and a worker that then sends a result larger than a pipe
     holds (a chunk's counts are) blocks, holding the lock of the result queue, which
@@ -126,15 +136,26 @@ class _Stop:
     lock, is left to end with the program.
     """
 
-    def __init__(self, pool: Any) -> None:
-        self._pool = pool
+    running = 0  # pools started and not stopped yet, whose objects are frozen
+
+    def __init__(self) -> None:
+        self.pool: Any = None
+        self._done = False
+        gc.freeze()
+        _Stop.running += 1
         atexit.register(self)
 
     def __call__(self) -> None:
-        pool, self._pool = self._pool, None
+        if self._done:
+            return
+        self._done = True
+        atexit.unregister(self)
+        _Stop.running -= 1
+        if not _Stop.running:
+            gc.unfreeze()
+        pool, self.pool = self.pool, None
         if pool is None:
             return
-        atexit.unregister(self)
         ending = threading.Thread(target=pool.terminate, name="nbspam-pool-end", daemon=True)
         ending.start()
         ending.join(STOP_WAIT)
@@ -146,12 +167,33 @@ class _Stop:
                 worker.join(STOP_WAIT)
 
 
-def _set_context(context: Any) -> None:
+@functools.cache
+def malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim``, which gives the heap's free pages back to the system; None
+    where the C library has none (musl, macOS). Looked up (ctypes imported) once, in the
+    process that forks the workers, which then share it."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError, TypeError):
+        return None
+
+
+def _set_context(context: Any, trim: Callable[[int], int] | None = None) -> None:
     # Ctrl-C reaches every process of the terminal's group: the main process alone answers
     # it (it ends the workers), so a worker does not print a traceback of its own
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _CONTEXT.append(context)
+    _CONTEXT[:] = [context, trim]
 
 
 def _call(func: Callable[[Any, W], R], work: W) -> R:
-    return func(_CONTEXT[-1], work)
+    context, trim = _CONTEXT
+    if trim is not None:
+        # The heap's free pages given back before each piece of work: what the last piece
+        # freed (a chunk's messages, tokens and counts, and its result's pickle, some MB)
+        # leaves holes between the small objects that outlive it, which the next piece does
+        # not all fill, so that a worker's resident set otherwise rises with the pieces it
+        # did (by 11 MB of 37, counting mail; docs/speed.md, "Memory").
+        trim(0)
+    return func(context, work)
