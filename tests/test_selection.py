@@ -132,7 +132,9 @@ def test_the_candidates_share_each_folds_counts(sample_messages, monkeypatch):
     counted = []
     real_counts = crossval.nb.class_counts
     monkeypatch.setattr(
-        crossval.nb, "class_counts", lambda X, *a: counted.append(X.shape[0]) or real_counts(X, *a)
+        crossval.nb,
+        "class_counts",
+        lambda X, *a, **k: counted.append(X.shape[0]) or real_counts(X, *a, **k),
     )
     choice = selection.internal_cv(data, settings)
     assert len(choice.tried) == 10  # with the model without its word pairs

@@ -3,6 +3,7 @@ vocabulary where a chunk or a fold is smaller (docs/speed.md, "Memory")."""
 
 from __future__ import annotations
 
+import dataclasses
 import tracemalloc
 from array import array
 
@@ -487,7 +488,7 @@ def test_each_candidates_model_is_let_go_of_before_the_next_is_made(monkeypatch)
     assert all(isinstance(s, crossval.Scores) and s.evaluated.all() for s in scores)
 
 
-def test_the_folds_counts_and_the_rests_are_int32_where_they_fit():
+def test_the_folds_counts_are_uint16_and_the_rests_int32_where_they_fit():
     from nbspam.fit.crossval import Folds, Tokenized
 
     d = 200_000
@@ -501,9 +502,10 @@ def test_the_folds_counts_and_the_rests_are_int32_where_they_fit():
         held, _ = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    # the rows' sums and the rest's, two pairs of (2 labels x 200,000 terms) arrays: 6.4 MB
-    # of int32 (12.8 MB as int64)
-    assert held < 7_000_000
+    # the rows' sums, a pair of (2 labels x 200,000 terms) arrays of uint16 (1.6 MB; 3.2 MB
+    # as int32), and the rest's of int32 (3.2 MB)
+    assert held < 5_500_000
+    assert shared.counts.term_count.dtype == shared.counts.doc_count.dtype == np.uint16
     assert rest.term_count.dtype == rest.doc_count.dtype == np.int32
     dense = X.toarray()
     for c, label in enumerate(("ham", "spam")):
@@ -604,3 +606,234 @@ def test_the_scores_of_two_class_settings_are_kept_as_log_odds_between_folds():
         assert s.log_posterior.shape == (n, 2) and s.evaluated.all()
         expected = -np.logaddexp(0.0, -s.log_odds)  # log P(spam | x), spam the second class
         assert s.log_posterior[:, 1].tobytes() == expected.tobytes()
+
+
+def test_class_counts_sum_a_block_of_entries_at_a_time():
+    from nbspam.models import naive_bayes as nb
+
+    X = _rows(4000, 250, 2000).astype(np.uint16)  # 1,000,000 entries, a sample's counts
+    y = np.arange(4000) % 2
+    for narrow in (False, True):
+        tracemalloc.start()
+        try:
+            if narrow:  # the sums in the integers they were summed in (int32 here)
+                class_count, term_count, doc_count = nb.class_counts(X, y, 2, narrow=True)
+            else:
+                class_count, term_count, doc_count = nb.class_counts(X, y, 2)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        # the product's copy of all the counts as int32, and the presence of each entry as
+        # int32 and as bool, took 9 bytes an entry at once (5 MB here)
+        assert peak < 3_500_000
+        assert term_count.dtype == doc_count.dtype == (np.int32 if narrow else np.int64)
+        dense = X.toarray()
+        for c in (0, 1):
+            assert class_count[c] == 2000
+            assert term_count[c].tolist() == dense[y == c].sum(axis=0).tolist()
+            assert doc_count[c].tolist() == (dense[y == c] > 0).sum(axis=0).tolist()
+
+
+def test_class_counts_of_rows_in_blocks_count_every_row(monkeypatch):
+    from nbspam.models import naive_bayes as nb
+
+    monkeypatch.setattr(nb, "SUMMED", 7)
+    X = _rows(30, 3, 50, seed=6).tolil()
+    X[0, :] = 0  # empty rows first and last, and a row longer than a block
+    X[29, :] = 0
+    X[5, :] = np.arange(50) % 3
+    X = X.tocsr()
+    y = np.arange(30) % 3
+    _, term_count, doc_count = nb.class_counts(X, y, 3)
+    dense = X.toarray()
+    for c in range(3):
+        assert term_count[c].tolist() == dense[y == c].sum(axis=0).tolist()
+        assert doc_count[c].tolist() == (dense[y == c] > 0).sum(axis=0).tolist()
+
+
+def _fisher_model(d: int, seed: int = 7):
+    """A two-class model of d terms, most of them seen in one class alone (clues)."""
+    from nbspam.models.model import Model
+
+    rng = np.random.default_rng(seed)
+    doc_count = rng.integers(0, 3, (2, d)) * rng.integers(0, 2, (2, d))
+    settings = build_settings({"event_model": "fisher"})
+    return Model(
+        labels=("ham", "spam"),
+        terms=[f"t{j:06d}" for j in range(d)],
+        class_count=np.array([500, 400]),
+        term_count=doc_count * 2,
+        doc_count=doc_count,
+        tokenizer=settings.tokenizer,
+        training=settings.training.replace(positive="spam"),
+    )
+
+
+def test_fishers_form_takes_a_block_of_terms_at_a_time_for_the_same_values():
+    from nbspam.models.event_models import Fisher
+    from nbspam.models.fisher import word_probabilities
+
+    d = 200_000
+    model = _fisher_model(d)
+    kept = np.flatnonzero(model.doc_count.sum(axis=0) > 0)
+    tracemalloc.start()
+    try:
+        form = Fisher().form(model, kept)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    clues = form.kept.size
+    assert clues > 80_000
+    # the form's three arrays of the clues (24 bytes a clue), and a block's temporaries
+    # (some 3 MB); f of every kept term and its temporaries, some 10 arrays of the kept
+    # terms at once, took 10 MB more
+    assert peak < 24 * clues + 3_000_000
+    # the same values, to the bit, as of the whole arrays at once
+    cfg = model.training
+    f = word_probabilities(
+        model.doc_count[:, kept], model.class_count, positive=1, strength=cfg.strength
+    )
+    chosen = np.abs(f - 0.5) >= cfg.min_dev
+    assert form.kept.tobytes() == kept[chosen].tobytes()
+    assert form.log_f.tobytes() == np.log(f[chosen]).tobytes()
+    assert form.log_not_f.tobytes() == np.log1p(-f[chosen]).tobytes()
+
+
+def test_the_fold_models_write_fishers_probabilities_into_one_array():
+    from nbspam.fit.crossval import Folds, Tokenized, score_candidates
+
+    d, n = 20_000, 400
+    X = _rows(n, 20, d, seed=8)
+    labels = ["ham", "spam"] * (n // 2)
+    data = Tokenized([str(i) for i in range(n)], labels, X, [f"t{j:05d}" for j in range(d)])
+    shared = Folds(data, np.arange(n) % 4, None)
+    trials = [
+        build_settings({"event_model": "multinomial", "calibrate": False}),
+        build_settings({"event_model": "fisher", "strength": 0.2, "calibrate": False}),
+        build_settings({"event_model": "fisher", "strength": 0.5, "calibrate": False}),
+    ]
+    arrays = []
+    score_candidates(data, shared, trials, done=lambda _: arrays.append(shared.memo["fisher"][1]))
+    assert len(arrays) == 4 and all(a is arrays[0] for a in arrays)  # made once for all
+
+
+def test_mutual_information_is_taken_a_block_of_terms_at_a_time_for_the_same_columns():
+    from nbspam.models.model import kept_columns
+    from nbspam.text.vocabulary import mutual_information, select_terms
+
+    d = 200_000
+    model = _fisher_model(d, seed=9)
+    model = dataclasses.replace(
+        model, training=model.training.replace(select="mi", max_features=50_000)
+    )
+    tracemalloc.start()
+    try:
+        kept = kept_columns(model)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # the ranks, the selection's temporaries of the terms (some 5 arrays of the vocabulary,
+    # 8 MB); mutual information over the whole vocabulary took some 4 (C, d) arrays more
+    assert peak < 10_000_000
+    doc_freq = model.doc_count.sum(axis=0)
+    rank = mutual_information(model.doc_count, model.class_count)
+    keep = select_terms(doc_freq, 900, max_features=50_000, rank=rank)
+    assert kept.size == 50_000 and kept.tobytes() == np.flatnonzero(keep).tobytes()
+
+
+def test_a_fold_models_form_is_let_go_of_before_its_rows_are_scored(monkeypatch):
+    import weakref
+
+    from nbspam.fit import crossval
+
+    X = _rows(400, 20, 3000, seed=10)
+    labels = ["ham", "spam"] * 200
+    data = crossval.Tokenized(
+        [str(i) for i in range(400)], labels, X, [f"t{j:05d}" for j in range(3000)]
+    )
+    shared = crossval.Folds(data, np.arange(400) % 4, None)
+    trials = [
+        build_settings({"event_model": name, "calibrate": False})
+        for name in ("multinomial", "fisher", "complement")
+    ]
+    forms: list[weakref.ref] = []
+    alive: list[bool] = []
+    model, predict = crossval.FoldModels.model, crossval.predict_wide
+
+    def noted(self, settings):
+        fitted = model(self, settings)
+        forms.append(weakref.ref(fitted.form))
+        return fitted
+
+    def scored(form, wide, F):
+        alive.append(forms[-1]() is not None)
+        return predict(form, wide, F)
+
+    monkeypatch.setattr(crossval.FoldModels, "model", noted)
+    monkeypatch.setattr(crossval, "predict_wide", scored)
+    scores = crossval.score_candidates(data, shared, trials)
+    # the weights over the vocabulary score the rows, not the form of the kept terms too
+    assert len(forms) == 12 and alive and not any(alive)
+    for trial, got in zip(trials, scores):
+        assert (
+            got.log_odds.tobytes()
+            == crossval.score_split(data, shared.fold, trial, protocol={}).log_odds.tobytes()
+        )
+
+
+def test_an_internal_cross_validation_of_a_large_vocabulary_holds_few_arrays_of_it():
+    from nbspam.core.sparse import sp
+    from nbspam.fit.crossval import Tokenized
+    from nbspam.fit.selection import internal_cv
+
+    d, n, per = 200_000, 2000, 60
+    rng = np.random.default_rng(11)
+    X = sp.csr_matrix(
+        (
+            np.ones(n * per, np.uint16),
+            np.sort(rng.choice(d, size=(n, per)), axis=1).ravel().astype(np.int32),
+            np.arange(0, n * per + 1, per),
+        ),
+        shape=(n, d),
+    )
+    X.sum_duplicates()
+    labels = ["ham", "spam"] * (n // 2)
+    data = Tokenized([str(i) for i in range(n)], labels, X, [f"t{j:06d}" for j in range(d)])
+    tracemalloc.start()
+    try:
+        choice = internal_cv(data, SETTINGS)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # auto's candidates on 5 folds: the rest's counts, the folds', the candidates' weights
+    # over the vocabulary, a candidate's temporaries (1.6 MB an array of the vocabulary);
+    # the event models' and the selection's temporaries of the whole vocabulary at once
+    # took 30 MB
+    assert peak < 24_000_000
+    assert choice.scores is not None and len(choice.tried) >= 5
+
+
+def test_a_folds_sums_take_a_block_of_its_rows_at_a_time():
+    from nbspam.fit.crossval import Folds, Tokenized
+
+    d, n = 20_000, 4000
+    X = _rows(n, 200, d, seed=12).astype(np.uint16)  # the fold held: 400,000 entries
+    labels = ["ham", "spam"] * (n // 2)
+    data = Tokenized([str(i) for i in range(n)], labels, X, [f"t{j:05d}" for j in range(d)])
+    fold = np.arange(n) // 2 % 2
+    shared = Folds(data, fold, None)
+    tracemalloc.start()
+    try:
+        rest = shared.rest(0)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # the fold's rows copied (6 bytes an entry), their columns renamed (4), and the
+    # product's copy of their counts and presence (9) at once took 7.4 MB here
+    assert peak < 3_000_000
+    dense = X.toarray()
+    for c, label in enumerate(("ham", "spam")):
+        mine = (fold == 1) & (np.array(labels) == label)
+        assert rest.term_count[c].tolist() == dense[mine].sum(axis=0).tolist()
+        assert rest.doc_count[c].tolist() == (dense[mine] > 0).sum(axis=0).tolist()
+    assert rest.class_count.tolist() == [1000, 1000]

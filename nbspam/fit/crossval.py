@@ -223,7 +223,7 @@ def score_candidates(
         raise InputError("no messages to evaluate: every message is for training")
     results: list[_Trial | TrainingError | Stopped] = [_Trial() for _ in trials]
     for step, k in enumerate(test_folds):
-        models = FoldModels(shared.rest(k))
+        models = FoldModels(shared.rest(k), shared.memo)
         blocks = _Blocks(data.X, shared.test(k))
         fits = 0
         for i, trial in enumerate(trials):
@@ -241,8 +241,13 @@ def score_candidates(
             _check_test_labels(set(labels[blocks.test]), model.labels)
             fitted = time.perf_counter()
             seconds["train"] += fitted - clock
-            result.score(model, blocks, len(labels))
-            del model  # its form, the size of the model, let go of before the next is made
+            result.begin(model, len(labels))
+            form, wide = widened(model.form, blocks.width)
+            # the model and its form (the size of its kept terms) let go of before its
+            # scores, and before the next is made: the weights over the vocabulary alone
+            del model
+            result.score(form, wide, blocks)
+            del form, wide
             seconds["score"] += time.perf_counter() - fitted
         del models, blocks
         left = len(test_folds) - step - 1
@@ -276,13 +281,16 @@ class FoldModels:
     forms from the columns each vocabulary filter keeps (`FILTERS`), found once for the
     settings that follow one another with the same filter, and what the event models
     derive from the counts alone (`EventModel.form`'s ``memo``). The same models, to the
-    bit, as `from_counts` makes of each."""
+    bit, as `from_counts` makes of each. A ``memo`` given (`Folds.memo`) is the one of the
+    fold before: what it holds is made anew from these counts, in its arrays."""
 
-    def __init__(self, rest: ClassCounts) -> None:
+    def __init__(self, rest: ClassCounts, memo: dict | None = None) -> None:
         self.rest = rest
         self.first: tuple[Settings, Model] | None = None
         self.kept: dict[tuple, np.ndarray] = {}
-        self.memo: dict = {}
+        self.memo: dict = {} if memo is None else memo
+        for name, (_, value) in self.memo.items():  # the other counts': their arrays alone
+            self.memo[name] = None, value
 
     def model(self, settings: Settings) -> Model:
         """The model of ``settings`` on the counts, its scoring form made; raises the
@@ -297,7 +305,9 @@ class FoldModels:
         model = dataclasses.replace(first, training=cfg.replace(positive=first.training.positive))
         key = tuple(getattr(cfg, name) for name in FILTERS)
         if key not in self.kept:  # the latest filter's alone: settings alike come together
-            self.kept = {key: kept_columns(model)}
+            self.kept.clear()  # let go of before the next is made
+            kept = kept_columns(model)  # held while the filter lasts: as int32 where it fits
+            self.kept[key] = kept.astype(np.int32) if len(model.terms) < 2**31 else kept
         form = event_model(cfg.event_model).form(model, self.kept[key], self.memo)
         if not form.kept.size:  # no term left: the error `from_counts` raises
             return from_counts(self.rest, settings, sorted_terms=True)
@@ -330,16 +340,17 @@ class _Trial:
         self.log_post: np.ndarray | None = None
         self.log_odds: np.ndarray | None = None
 
-    def score(self, model: Model, blocks: _Blocks, n: int) -> None:
-        """Score the fold's test rows (``blocks``) with its ``model``."""
-        form = model.form
+    def begin(self, model: Model, n: int) -> None:
+        """Note the classes of the first fold's ``model`` (of ``n`` rows in all)."""
         if not self.classes:
             self.classes, self.positive = model.labels, model.positive
             if model.is_binary:
                 self.log_odds, self.row = np.full(n, np.nan), model.positive_index
             else:
                 self.log_post = np.full((n, len(model.labels)), np.nan)
-        wide = widened(form, blocks.width)
+
+    def score(self, form: LinearForm | FisherForm, wide: np.ndarray, blocks: _Blocks) -> None:
+        """Score the fold's test rows (``blocks``) with its model's form `widened`."""
         for block in blocks:
             F = block.presence if form.binary else block.counts
             log_post, odds = predict_wide(form, wide, F)
@@ -405,9 +416,10 @@ class Folds:
     (`rest`), integers, so it is exactly the model fitted on the other rows, and only the
     fold's rows are counted, once. The rest's counts of each fold are written into one
     pair of arrays, which each call of `rest` reuses (and so may another `Folds` of the same
-    rows, given as ``like``). Counts that fit are kept as int32 (the rows' own sums, and the
-    rest's), half the memory of int64: the event models take them as floats, or sum them
-    as int64, so the fold models are the same to the bit.
+    rows, given as ``like``). Counts are kept in the smallest integers that hold them (the
+    rows' own sums and the folds' as uint16 where they fit, the rest's as int32): the event
+    models take them as floats, or sum them as int64, so the fold models are the same to
+    the bit.
     """
 
     def __init__(
@@ -424,9 +436,10 @@ class Folds:
         classes = sorted(set(data.labels) if totals is None else totals.labels)
         self.y = np.searchsorted(np.array(classes, dtype=object), labels).astype(np.int64)
         if totals is None:
-            class_count, term_count, doc_count = nb.class_counts(data.X, self.y, len(classes))
-            if term_count.max(initial=0) < 2**31:  # a term's count is at least its documents'
-                term_count, doc_count = term_count.astype(np.int32), doc_count.astype(np.int32)
+            class_count, *sums = nb.class_counts(data.X, self.y, len(classes), narrow=True)
+            kind = _smallest(int(sums[0].max(initial=0)))
+            term_count, doc_count = (a.astype(kind) for a in sums)
+            del sums
             self.counts = ClassCounts(
                 tuple(classes), data.terms, class_count, term_count, doc_count
             )
@@ -440,6 +453,9 @@ class Folds:
         self._buffers: dict[tuple, tuple[np.ndarray, np.ndarray]] = (
             {} if like is None else like._buffers
         )
+        #: what the event models derive from a fold's counts (`FoldModels`), its arrays
+        #: written into again at the next fold (of these Folds or of ``like``'s)
+        self.memo: dict = {} if like is None else like.memo
 
     def rest(self, k: int) -> ClassCounts:
         """The counts of every row but fold k's (and, where rows repeat a message, but the
@@ -455,22 +471,7 @@ class Folds:
             held = fold == k
             if data.copies is not None:  # a message repeated in the training part counts once
                 held = held | repeats(data.copies, fold != k)
-            # summed over the fold's own terms (the columns its rows hold), not the whole
-            # vocabulary: a fold's temporaries are the fold's size, not the model's
-            X = data.X[held]
-            held_cols = np.zeros(X.shape[1], bool)
-            held_cols[X.indices] = True
-            cols = np.flatnonzero(held_cols)
-            local = np.zeros(X.shape[1], np.int32)
-            local[cols] = np.arange(cols.size)
-            own = sp.csr_matrix((X.data, local[X.indices], X.indptr), shape=(X.shape[0], cols.size))
-            less = nb.class_counts(own, self.y[held], len(self.counts.labels))
-            # in the smallest integers that hold them (a quarter of int64's memory for
-            # most folds, whose sums are kept for every setting)
-            top = int(less[1].max(initial=0))  # a term's count is at least its documents'
-            held_type = np.uint16 if top < 2**16 else np.int32 if top < 2**31 else np.int64
-            term_less, doc_less = (a.astype(held_type) for a in less[1:])
-            self._held[k] = less[0], cols.astype(np.int32), term_less, doc_less
+            self._held[k] = self._sums(np.flatnonzero(held))
         class_less, cols, term_less, doc_less = self._held[k]
         totals = self.counts
         shape = (totals.term_count.shape, self.kind)
@@ -488,9 +489,52 @@ class Folds:
         )
         return rest.without_empty_classes()
 
+    def _sums(self, rows: np.ndarray) -> tuple[np.ndarray, ...]:
+        """(class_count, cols, term_count, doc_count): the sums of the ``rows`` (numbers)
+        over the columns they hold (``cols``, int32), not the whole vocabulary, in the
+        smallest integers that hold them (a quarter of int64's memory for most folds, whose
+        sums are kept for every setting). Taken `nb.SUMMED` entries of the rows at a time,
+        twice (their columns, then their sums): a fold's temporaries are a block's, not
+        the fold's rows copied, nor the model's size."""
+        X, d = self.data.X, self.data.X.shape[1]
+        ends = np.cumsum(X.indptr[rows + 1] - X.indptr[rows])
+        bounds = np.searchsorted(
+            ends, np.arange(nb.SUMMED, ends[-1] if ends.size else 0, nb.SUMMED)
+        )
+        blocks = np.split(rows, sorted(set(bounds.tolist())))
+        held_cols = np.zeros(d, bool)
+        for block in blocks:
+            held_cols[X[block].indices] = True
+        cols = np.flatnonzero(held_cols).astype(np.int32)
+        del held_cols
+        local = np.zeros(d, np.int32)
+        local[cols] = np.arange(cols.size, dtype=np.int32)
+        C = len(self.counts.labels)
+        class_count = np.zeros(C, np.int64)
+        # in the rest's integers: the rows' sums are at most the totals'
+        term_count, doc_count = np.zeros((2, C, cols.size), self.kind)
+        for block in blocks:
+            part = X[block]
+            own = sp.csr_matrix(
+                (part.data, local[part.indices], part.indptr), (block.size, cols.size)
+            )
+            sums = nb.class_counts(own, self.y[block], C, narrow=True)
+            class_count += sums[0]
+            term_count += sums[1]
+            doc_count += sums[2]
+            del part, own, sums
+        kind = _smallest(int(term_count.max(initial=0)))
+        return class_count, cols, term_count.astype(kind), doc_count.astype(kind)
+
     def test(self, k: int) -> np.ndarray:
         """The test rows of fold k (their numbers)."""
         return np.flatnonzero(self.fold == k)
+
+
+def _smallest(top: int) -> type:
+    """The smallest of uint16, int32 and int64 that holds the counts up to ``top``, the
+    largest count of a term (at least its documents')."""
+    return np.uint16 if top < 2**16 else np.int32 if top < 2**31 else np.int64
 
 
 def predict_rows(
@@ -500,31 +544,37 @@ def predict_rows(
     model, rather than over its kept terms (`predict_wide`)."""
     if form.binary:  # f(x) = [x > 0]: presence, over the same indices
         X = sp.csr_matrix((np.ones(X.nnz), X.indices, X.indptr), shape=X.shape)
-    return predict_wide(form, widened(form, X.shape[1]), X)
+    return predict_wide(*widened(form, X.shape[1]), X)
 
 
-def widened(form: LinearForm | FisherForm, d: int) -> np.ndarray:
+def widened(form: LinearForm | FisherForm, d: int) -> tuple[LinearForm | FisherForm, np.ndarray]:
     """The form's weights over the whole vocabulary of its model (d terms), zero where a
     term is not kept: (d,) log-odds weights, (C, d) coefficients of more classes, or for
-    Fisher (d, 3), ln f, ln(1 - f) and 1 for each clue."""
+    Fisher (d, 3), ln f, ln(1 - f) and 1 for each clue; with the form as `predict_wide`
+    takes it, without its arrays of the kept terms (which may then be let go of)."""
     if isinstance(form, FisherForm):
         wide = np.zeros((d, 3))
         wide[form.kept, 0], wide[form.kept, 1], wide[form.kept, 2] = form.log_f, form.log_not_f, 1.0
-        return wide
+        return dataclasses.replace(form, kept=_NONE, log_f=_NONE, log_not_f=_NONE), wide
     if form.weights is not None:  # two classes: the log-odds weights alone
-        weights = np.zeros(d)
-        weights[form.kept] = form.weights
-        return weights
-    coef = np.zeros((form.coef.shape[0], d))
-    coef[:, form.kept] = form.coef
-    return coef
+        wide = np.zeros(d)
+        wide[form.kept] = form.weights
+    else:
+        wide = np.zeros((form.coef.shape[0], d))
+        wide[:, form.kept] = form.coef
+    weights = None if form.weights is None else _NONE
+    return dataclasses.replace(form, kept=_NONE, coef=_NONE, weights=weights), wide
+
+
+#: What a `widened` form holds in place of its arrays of the kept terms.
+_NONE = np.zeros(0)
 
 
 def predict_wide(
     form: LinearForm | FisherForm, wide: np.ndarray, F: sp.csr_matrix
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """`model.predict_matrix` of rows F over the whole vocabulary, f already applied
-    (presence where the form is binary), with the form's weights `widened` to the
+    (presence where the form is binary), with the form and its weights `widened` to the
     vocabulary: the rows are not copied column by column (a copy, and scipy's temporaries,
     several times the size of the rows). The same values to the bit: a row's sum takes its
     terms in the same order, and a term that is not kept adds 0.0."""

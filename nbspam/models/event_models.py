@@ -42,6 +42,11 @@ if TYPE_CHECKING:  # numpy is imported by the maths, not here: the one-message p
         def positive_index(self) -> int: ...
 
 
+#: The terms whose temporaries an event model holds at a time, where it takes them a block
+#: at a time (`Fisher`).
+BLOCK = 1 << 15
+
+
 class EventModel:
     """How one event model scores: ``name`` is the value of --event-model."""
 
@@ -64,7 +69,9 @@ class EventModel:
         vocabulary): here, a naive Bayes model's linear form, with the class prior, and for
         two classes the log-odds weights and bias. ``memo``, where given, keeps what the
         form derives from the model's counts alone, not from the columns kept, for the
-        forms of other settings on the same counts (the candidates of auto on one fold)."""
+        forms of other settings on the same counts (the candidates of auto on one fold):
+        by name, (what it was made of, its array); made of None, an array of other counts
+        to write into again."""
         from . import naive_bayes as nb
         from .scoring_forms import LinearForm
 
@@ -179,8 +186,10 @@ class Fisher(EventModel):
         """The clues among the kept terms, with ln f and ln(1 - f) of each; no prior. With a
         ``memo`` (`EventModel.form`), f of every term of the vocabulary is kept in it for
         the next forms of the same counts and the same strength and background (of the
-        latest strength alone), and the kept terms' taken from it: f of a term depends on its own counts alone, so the values
-        are the same to the bit."""
+        latest strength alone, written into the array of the one before), and the kept
+        terms' taken from it: f of a term depends on its own counts alone, so the values
+        are the same to the bit. The clues are found, and their logs taken, `BLOCK` terms
+        at a time into the form's own arrays: no temporaries the size of the vocabulary."""
         import numpy as np
 
         from ..errors import TrainingError
@@ -190,27 +199,41 @@ class Fisher(EventModel):
         if not model.is_binary:
             raise TrainingError(f"the fisher event model needs two labels, not {len(model.labels)}")
         cfg = model.training
-
-        def probabilities(doc_count: np.ndarray) -> np.ndarray:
-            return word_probabilities(
-                doc_count,
-                model.class_count,
-                positive=model.positive_index,
-                strength=cfg.strength,
-                background=cfg.background,
-            )
-
-        if memo is None:
-            f = probabilities(model.doc_count[:, kept])
-        else:
+        known = dict(
+            positive=model.positive_index, strength=cfg.strength, background=cfg.background
+        )
+        f = None  # without a memo, f of a block of the kept terms, made at each pass
+        if memo is not None:  # f of every term, from the memo
             key = ("fisher", cfg.strength, cfg.background)
-            if key not in memo:  # the latest strength's alone: one array the model's width
-                memo.clear()
-                memo[key] = probabilities(model.doc_count)
-            f = memo[key][kept]
-        clues = np.abs(f - 0.5) >= cfg.min_dev
-        f = f[clues]
-        return FisherForm(kept[clues], model.terms, np.log(f), np.log1p(-f), model.positive_index)
+            held, f = memo.get("fisher", (None, None))
+            if held != key:  # the latest strength's alone: one array the model's width
+                size = model.doc_count.shape[1]
+                out = f if f is not None and f.size == size else None
+                f = word_probabilities(model.doc_count, model.class_count, out=out, **known)
+                memo["fisher"] = key, f
+
+        def kept_f(block: slice) -> np.ndarray:
+            if f is None:
+                return word_probabilities(
+                    model.doc_count, model.class_count, columns=kept[block], **known
+                )
+            return f[kept[block]]
+
+        blocks = [slice(start, start + BLOCK) for start in range(0, kept.size, BLOCK)]
+        clues = np.empty(kept.size, bool)
+        for block in blocks:
+            clues[block] = np.abs(kept_f(block) - 0.5) >= cfg.min_dev
+        n = int(np.count_nonzero(clues))
+        columns, log_f, log_not_f = np.empty(n, kept.dtype), np.empty(n), np.empty(n)
+        done = 0
+        for block in blocks:
+            chosen = clues[block]
+            clue_f = kept_f(block)[chosen]
+            end = done + clue_f.size
+            columns[done:end] = kept[block][chosen]
+            log_f[done:end], log_not_f[done:end] = np.log(clue_f), np.log1p(-clue_f)
+            done = end
+        return FisherForm(columns, model.terms, log_f, log_not_f, model.positive_index)
 
 
 _BY_NAME: dict[str, EventModel] = {

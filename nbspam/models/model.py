@@ -47,7 +47,7 @@ from .decision import (  # noqa: F401  (UNSURE: re-exported)
     prediction,
     stored_cutoffs,
 )
-from .event_models import event_model
+from .event_models import BLOCK, event_model
 from .scoring_forms import FisherForm, LinearForm, predict_counts
 
 
@@ -194,13 +194,16 @@ def kept_columns(model: Model) -> np.ndarray:
     cfg = model.training
     n_docs = int(model.class_count.sum())
     doc_freq = model.doc_count.sum(axis=0)
-    if cfg.stop_words:
-        doc_freq = np.where(stop_terms(model.terms, cfg.stop_words), 0, doc_freq)
+    if cfg.stop_words:  # in place: the sum is this function's own array
+        doc_freq[stop_terms(model.terms, cfg.stop_words)] = 0
     if not cfg.score_pairs and model.tokenizer.word_pairs != "none":
-        doc_freq = np.where(pair_terms(model.terms), 0, doc_freq)
+        doc_freq[pair_terms(model.terms)] = 0
     rank = None  # --select frequency: the terms in most messages
-    if cfg.select == "mi":
-        rank = mutual_information(model.doc_count, model.class_count)
+    if cfg.select == "mi":  # a block of terms at a time: I of a term is its own counts'
+        rank = np.empty(doc_freq.size)
+        for start in range(0, rank.size, BLOCK):
+            block = slice(start, start + BLOCK)
+            rank[block] = mutual_information(model.doc_count[:, block], model.class_count)
     keep = select_terms(
         doc_freq,
         n_docs,

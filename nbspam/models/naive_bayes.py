@@ -28,13 +28,22 @@ class SmoothingWarning(UserWarning):
     """alpha = 0 met a zero count, and was raised to ALPHA_FLOOR so that no log(0) is taken."""
 
 
-def class_counts(X: sp.csr_matrix, y: np.ndarray, n_classes: int) -> tuple[np.ndarray, ...]:
+#: The entries of count rows `class_counts` sums at a time (integer counts): its
+#: temporaries are a block's, not the rows'.
+SUMMED = 1 << 16
+
+
+def class_counts(
+    X: sp.csr_matrix, y: np.ndarray, n_classes: int, *, narrow: bool = False
+) -> tuple[np.ndarray, ...]:
     """Sufficient statistics of a labelled count matrix.
 
     X: (n, d) counts x_ia; y: (n,) class indices in [0, C). Returns
     class_count (C,) = N_c, term_count (C, d) = sum_{i: y_i=c} x_ia, and
-    doc_count (C, d) = sum_{i: y_i=c} b_ia, all int64. Everything a model needs is a sum of
-    these over documents, so models trained on parts add up to the model trained on all.
+    doc_count (C, d) = sum_{i: y_i=c} b_ia, all int64 (with ``narrow``, the two sums in
+    int32 where all of X's counts add up to less than 2^31). Everything a model needs is a
+    sum of these over documents, so models trained on parts add up to the model trained
+    on all.
     """
     n, d = X.shape
     X = X.tocsr()
@@ -42,22 +51,40 @@ def class_counts(X: sp.csr_matrix, y: np.ndarray, n_classes: int) -> tuple[np.nd
     # the per-class sums as one product X^T Y, Y (n, C) the one-hot labels: summed entry by
     # entry into the (d, C) result, with no temporary the size of X's entries where the
     # sums fit X's integers (int32 for a sample's rows; bincount's keys and weights took 16
-    # bytes an entry); exact, as integers
+    # bytes an entry); exact, as integers, and so summed `SUMMED` entries at a time (the
+    # product's copy of the counts as int32, and the presence of each, are a block's)
     kind = np.int64
+    blocks = [(0, n)]
     if X.dtype.kind in "iu" and X.dtype.itemsize <= 4:
         if int(X.data.sum(dtype=np.int64)) < 2**31 and n < 2**31:
             kind = np.int32
+        starts = np.searchsorted(X.indptr, np.arange(0, X.nnz, SUMMED), "right") - 1
+        bounds = [*sorted({0, *starts.tolist()}), n]
+        blocks = list(zip(bounds[:-1], bounds[1:]))
     elif X.dtype.kind == "f":
         kind = np.float64
     onehot = np.zeros((n, n_classes), kind)
     onehot[np.arange(n), y] = 1
-    term_count = X.T @ onehot
-    present = (X.data != 0).astype(kind)  # b_ia = [x_ia > 0]; an explicit zero is no occurrence
-    doc_count = sp.csr_matrix((present, X.indices, X.indptr), shape=X.shape).T @ onehot
+    term_count = doc_count = None
+    for start, stop in blocks:
+        part = X if len(blocks) == 1 else X[start:stop]
+        labels = onehot[start:stop]
+        terms = part.T @ labels
+        # b_ia = [x_ia > 0]; an explicit zero is no occurrence
+        present = (part.data != 0).astype(kind)
+        docs = sp.csr_matrix((present, part.indices, part.indptr), shape=part.shape).T @ labels
+        del part, present
+        if term_count is None:
+            term_count, doc_count = terms, docs
+        else:
+            term_count += terms
+            doc_count += docs
+        del terms, docs
+    wide = None if narrow and kind == np.int32 else np.int64
     return (
         np.bincount(y, minlength=n_classes).astype(np.int64),
-        np.ascontiguousarray(term_count.T, dtype=np.int64),
-        np.ascontiguousarray(doc_count.T, dtype=np.int64),
+        np.ascontiguousarray(term_count.T, dtype=wide),
+        np.ascontiguousarray(doc_count.T, dtype=wide),
     )
 
 
