@@ -1,17 +1,12 @@
 """What the processes that read and count the mail hold while they do (docs/speed.md,
 "Memory"): a chunk's documents one at a time, no per-word cache, the parent's objects
-frozen while its workers run, each worker's freed heap given back between chunks."""
+frozen while its workers run."""
 
 from __future__ import annotations
 
 import gc
-import os
-import platform
 import tracemalloc
 
-import pytest
-
-from nbspam.core import parallel
 from nbspam.core.parallel import imap_ordered
 from nbspam.core.settings import build_settings
 from nbspam.text.counting import count_tokens
@@ -76,33 +71,3 @@ def test_objects_are_unfrozen_when_a_reader_stops_early():
     assert next(results)[1] > 1000
     results.close()
     assert gc.get_freeze_count() == 0
-
-
-_TRIMS: list[int] = []
-
-
-def _trimmed(pad: int) -> int:
-    _TRIMS.append(pad)
-    return 1
-
-
-def _trims_so_far(context, work):
-    return os.getpid(), list(_TRIMS)
-
-
-def test_a_worker_gives_its_free_heap_back_before_each_piece_of_work(monkeypatch):
-    monkeypatch.setattr(parallel, "malloc_trim", lambda: _trimmed)
-    by_worker: dict[int, list[list[int]]] = {}
-    for _, (pid, trims) in imap_ordered(_trims_so_far, None, [(n, n) for n in range(8)], jobs=2):
-        by_worker.setdefault(pid, []).append(trims)
-    # a worker trimmed (keeping no padding) before each of its pieces: 1, 2, 3, ... times
-    assert os.getpid() not in by_worker and sum(map(len, by_worker.values())) == 8
-    for trims in by_worker.values():
-        assert trims == [[0] * k for k in range(1, len(trims) + 1)]
-    assert _TRIMS == []  # not in this process
-
-
-@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="malloc_trim is glibc's")
-def test_malloc_trim_is_found_in_glibc():
-    trim = parallel.malloc_trim()
-    assert trim is not None and trim(0) in (0, 1)

@@ -11,7 +11,6 @@ for the results (numpy, scipy) while they work.
 from __future__ import annotations
 
 import atexit
-import functools
 import gc
 import multiprocessing
 import signal
@@ -28,8 +27,7 @@ W = TypeVar("W")
 R = TypeVar("R")
 C = TypeVar("C")
 CHUNK = 250  # messages tokenized as one piece of work
-_CONTEXT: list[Any] = []  # in a worker process: the context it was started with, and
-# the malloc_trim it calls (`malloc_trim`'s, or None)
+_CONTEXT: list[Any] = []  # in a worker process: the context it was started with
 
 
 def chunks(items: Iterable[T], size: int = CHUNK) -> Iterator[list[T]]:
@@ -78,10 +76,9 @@ def imap_ordered(
     stop = None
     try:
         with ctrl_c_held_back():
-            trim = malloc_trim()
             stop = _Stop()  # before the fork: it freezes this process's objects
             pool = stop.pool = multiprocessing.get_context("fork").Pool(
-                jobs, initializer=_set_context, initargs=(context, trim)
+                jobs, initializer=_set_context, initargs=(context,)
             )
         pending = deque(
             (tag, pool.apply_async(_call, (func, work)))
@@ -124,7 +121,7 @@ class _Stop:
     While the workers run, the objects this process had when they were forked are frozen
     (`gc.freeze`), here and in the workers: a collection, in either, would write the header
     of every object it goes through, and each page so written is copied, the parent's
-    pages then held twice (some 8 MB over two workers and the parent, training on mail).
+    pages then held twice (some 7 MB over two workers and the parent, training on mail).
     They are unfrozen as the last running pool stops.
 
     `Pool.terminate` can wait for ever: told to terminate, the pool's result thread stops
@@ -167,33 +164,12 @@ class _Stop:
                 worker.join(STOP_WAIT)
 
 
-@functools.cache
-def malloc_trim() -> Callable[[int], int] | None:
-    """glibc's ``malloc_trim``, which gives the heap's free pages back to the system; None
-    where the C library has none (musl, macOS). Looked up (ctypes imported) once, in the
-    process that forks the workers, which then share it."""
-    try:
-        import ctypes
-
-        return ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError, TypeError):
-        return None
-
-
-def _set_context(context: Any, trim: Callable[[int], int] | None = None) -> None:
+def _set_context(context: Any) -> None:
     # Ctrl-C reaches every process of the terminal's group: the main process alone answers
     # it (it ends the workers), so a worker does not print a traceback of its own
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _CONTEXT[:] = [context, trim]
+    _CONTEXT.append(context)
 
 
 def _call(func: Callable[[Any, W], R], work: W) -> R:
-    context, trim = _CONTEXT
-    if trim is not None:
-        # The heap's free pages given back before each piece of work: what the last piece
-        # freed (a chunk's messages, tokens and counts, and its result's pickle, some MB)
-        # leaves holes between the small objects that outlive it, which the next piece does
-        # not all fill, so that a worker's resident set otherwise rises with the pieces it
-        # did (by 11 MB of 37, counting mail; docs/speed.md, "Memory").
-        trim(0)
-    return func(context, work)
+    return func(_CONTEXT[-1], work)
