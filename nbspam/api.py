@@ -492,7 +492,7 @@ def typed_table_settings(
     settings: dict[str, Any],
 ) -> tuple[str | None, TableSettings | None]:
     """(the typed table the data names or None, its settings), as the commands tell."""
-    from .text.tables import BINNINGS, parse_column_options, typed_table
+    from .mail.messages import typed_table
 
     columns = [columns] if isinstance(columns, str) else list(columns)
     forced = label_column is not None or bool(columns) or bins is not None
@@ -504,6 +504,7 @@ def typed_table_settings(
     if path is None:
         return None, None
     from .models.table_model import TableSettings
+    from .text.tables import BINNINGS, parse_column_options
 
     if binning not in BINNINGS:
         raise NbspamError(f"binning must be one of {', '.join(BINNINGS)}, not {binning!r}")

@@ -166,6 +166,16 @@ DATE_HEADS = [
     b"Date: yesterday",
     b"Date: Tue, 02 Jan 2024 10:00:00",  # no zone: UTC
     b"",
+    # the body with no blank line before it: the header ends at its first line
+    b"Subject: x\nDate: Tue, 02 Jan 2024 10:00:00 +0000\nbody line\nDate: Wed, 03 Jan 2024",
+    b"Subject: x\nDate: Tue, 02 Jan 2024\nbody line\n\t10:00:00 +0000",
+    b"Subject: x\nbody line\rDate: Tue, 02 Jan 2024 10:00:00 +0000",
+    b"Subject: x\rDate: Tue, 02 Jan 2024 10:00:00 +0000\nbody line",
+    b"Subject: x\nFrom someone Tue Jan  2 10:00:00 2024\nbody\nDate: Tue, 02 Jan 2024",
+    b"Subject: x\n: x\nbody line\nDate: Tue, 02 Jan 2024 10:00:00 +0000",
+    b"Subject: x\nbody line\nFrom someone\nDate: Tue, 02 Jan 2024 10:00:00 +0000",
+    b"body line\nDate: Tue, 02 Jan 2024 10:00:00 +0000",
+    b"Subject: x\nDate: Tue, 02 Jan 2024 10:00:00 +0000\r\nbody \xe9\r\nX: y",
 ]
 
 
@@ -194,3 +204,18 @@ def test_an_ordinary_header_block_is_not_given_to_the_standard_parser(monkeypatc
     head = b"Received: from a by b; Tue, 02 Jan 2024 10:00:00 +0000\nDate: Tue, 02 Jan 2024 11:00:00 +0100"
     assert message_time(head + b"\nSubject: s\n\nbody\n") == 1704189600.0
     assert message_time(head.replace(b"\n", b"\r\n") + b"\r\n\r\nbody\r\n") == 1704189600.0
+
+
+def test_a_body_with_no_blank_line_before_it_is_not_given_to_the_standard_parser(monkeypatch):
+    """Every message of the Enron corpus is a Subject line, then its body: each was parsed
+    whole by the standard library, which ends the header at the first line that is no
+    header line (0.13 s of the main process's CPU for enron1's 4,137 training messages)."""
+    import email.parser
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the header block was parsed whole")
+
+    monkeypatch.setattr(email.parser, "BytesHeaderParser", refuse)
+    assert message_time(b"Subject: tree farm\nthe pictures, Date: today\n") is None
+    dated = b"Subject: s\nDate: Tue, 02 Jan 2024 11:00:00 +0100\nbody\r\nDate: 1 Jan 2020\n"
+    assert message_time(dated) == 1704189600.0

@@ -246,8 +246,7 @@ def test_training_holds_the_dates_of_the_sample_not_one_a_message(monkeypatch):
     messages = [Message(f"m{n}", mail(i), ("ham", "spam")[i % 2]) for n, i in enumerate(order)]
     monkeypatch.setattr("nbspam.text.counting.chunks", lambda items: chunks(items, 7))
     dates = Dates(SETTINGS.tokenizer.mail)
-    counted = LabelledChunks(dates.reading(messages), SETTINGS.tokenizer)
-    dates.counted = counted.seen
+    counted = LabelledChunks(messages, SETTINGS.tokenizer, noted=dates.note)
     rows = SampledRows(7, dated=dates.take)
     fit_counted(counted, SETTINGS, rows=rows)
     # each date handed to the sample as its message was counted, and a copy read after

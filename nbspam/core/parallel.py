@@ -59,15 +59,17 @@ def imap_ordered(
 ) -> Iterator[tuple[T, R]]:
     """(tag, func(context, work)) for each (tag, work), in order; tags stay in this process.
 
-    With ``jobs`` > 1 and more than one item, ``jobs`` forked worker processes do the work,
-    at most 2 * jobs items ahead of the reader, so memory stays bounded for any stream; they
-    are started, and given their first items, before this returns. ``func`` must be a
-    module-level function (it is sent to the workers by name). Where processes cannot be
-    forked, the work is done in this process, as the results are read.
+    With ``jobs`` > 1, ``jobs`` forked worker processes do the work, at most 2 * jobs items
+    ahead of the reader, so memory stays bounded for any stream; they are forked as soon as
+    the first item exists, and given it before the second is taken (a training's first
+    chunk is tokenized while its second is read), and they have their first items before
+    this returns. ``func`` must be a module-level function (it is sent to the workers by
+    name). Where processes cannot be forked, the work is done in this process, as the
+    results are read.
     """
     it = iter(items)
-    head = list(islice(it, 2))
-    if jobs <= 1 or len(head) < 2 or "fork" not in multiprocessing.get_all_start_methods():
+    head = list(islice(it, 1))
+    if jobs <= 1 or not head or "fork" not in multiprocessing.get_all_start_methods():
         return ((tag, func(context, work)) for tag, work in chain(head, it))
     # Ctrl-C is held back while the workers are forked: a worker that got it before its
     # initializer ignores it would die, and the pool would fork a replacement that outlives
@@ -82,7 +84,7 @@ def imap_ordered(
             )
         pending = deque(
             (tag, pool.apply_async(_call, (func, work)))
-            for tag, work in chain(head, islice(it, 2 * jobs - 2))
+            for tag, work in chain(head, islice(it, 2 * jobs - 1))
         )
         results = _in_order(pool, func, pending, it, 2 * jobs, stop)
         # a reader that lets the results go before reading any (or is interrupted before)

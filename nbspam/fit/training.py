@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Container, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from ..core.parallel import ctrl_c_held_back
 from ..core.settings import AUTO, Settings
+from ..mail.headers import message_time
 from ..mail.message import Message
 from ..text.counting import LabelledChunks
 
@@ -40,11 +41,13 @@ def train(
     cfg = settings.training
     keep_rows = cfg.calibrate or cfg.event_model == AUTO
     dates = Dates(settings.tokenizer.mail) if keep_rows else None
-    if dates is not None:
-        messages = dates.reading(messages)
-    counted = LabelledChunks(messages, settings.tokenizer, progress=progress, jobs=jobs)
-    if dates is not None:
-        dates.counted = counted.seen
+    counted = LabelledChunks(
+        messages,
+        settings.tokenizer,
+        progress=progress,
+        jobs=jobs,
+        noted=None if dates is None else dates.note,
+    )
     # The workers are tokenizing: numpy and scipy are imported now, beside them, not before.
     with ctrl_c_held_back():
         from ..models.model import CV_ROWS, SampledRows, fit_counted
@@ -65,26 +68,18 @@ def train(
 class Dates:
     """The date of each distinct message of a stream (`headers.message_time`, read as the
     tokenizer reads mail), for the chronological check of the cutoffs: noted as a message
-    is read, and handed over (`take`) as it is counted, so that only the dates of the
-    messages read ahead of the counting are held, not one a message (the sample keeps those
-    of its rows)."""
+    is read (`note`, given each message to be counted by `LabelledChunks`), and handed over
+    (`take`) as it is counted, so that only the dates of the messages read ahead of the
+    counting are held, not one a message (the sample keeps those of its rows)."""
 
     def __init__(self, mail: str) -> None:
         self.mail = mail
         self.times: dict[bytes, float] = {}
-        self.counted: Container[bytes] = ()
-        """The digests of the messages already counted (`LabelledChunks.seen`)."""
 
-    def reading(self, messages: Iterable[Message]) -> Iterator[Message]:
-        """The messages, unchanged, each first copy's date noted by its digest."""
-        from ..mail.headers import message_digest, message_time
-
-        for message in messages:
-            digest = message_digest(message.data)
-            if digest not in self.times and digest not in self.counted:
-                moment = message_time(message.data, self.mail)
-                self.times[digest] = math.nan if moment is None else moment
-            yield message
+    def note(self, digest: bytes, message: Message) -> None:
+        """Note the date of a message to be counted (by its ``digest``)."""
+        moment = message_time(message.data, self.mail)
+        self.times[digest] = math.nan if moment is None else moment
 
     def take(self, digests: Iterable[bytes]) -> list[float]:
         """The dates of messages now counted (by their ``digests``), NaN where a message

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import csv
 import errno
+import json
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
-from ..errors import InputError, os_reason
+from ..errors import ConfigError, InputError, os_reason
 from .mbox import SEPARATOR, mbox_messages
 from .message import (
     MAX_MESSAGE_BYTES,
@@ -435,6 +436,39 @@ def _folder_key(folder: str) -> tuple[int, int] | None:
     except OSError:
         return None
     return st.st_dev, st.st_ino
+
+
+def typed_table(specs: Sequence[str], forced: bool) -> str | None:
+    """The path of the typed table that DATA names, or None where DATA holds messages.
+
+    With a table option (``forced``: --label-column, --column, --bins) DATA must be one table.
+    Without one, a single CSV table without a 'text' column, or a JSON Lines table whose
+    first object has no 'text' string, is a typed table (a table with text is read as
+    messages, as always). Here, not in `text.tables`, which imports numpy: training on
+    messages tells them from a table before its workers start, and numpy waits till then."""
+    one = len(specs) == 1 and specs[0].lower().endswith(TABLE_SUFFIXES) and os.path.isfile(specs[0])
+    if forced:
+        if not one:
+            raise ConfigError("--label-column, --column and --bins take one table as DATA")
+        return specs[0]
+    if not one:
+        return None
+    path, lower = specs[0], specs[0].lower()
+    try:
+        with open(open_regular(os.path.realpath(path)), encoding="utf-8-sig", newline="") as f:
+            first = f.readline()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if lower.endswith(".csv"):
+        names = next(csv.reader([first]), [])
+        return path if names and "text" not in [n.strip().lower() for n in names] else None
+    if lower.endswith((".jsonl", ".ndjson")):
+        try:
+            obj = json.loads(first)
+        except json.JSONDecodeError:
+            return None
+        return path if isinstance(obj, dict) and not isinstance(obj.get("text"), str) else None
+    return None
 
 
 def _read_table(path: str, problems: Problems, target: str | None = None) -> Iterator[Message]:

@@ -105,7 +105,10 @@ def term_groups(terms: tuple[str, ...], offsets: np.ndarray) -> tuple[np.ndarray
     is its first array, at a page's start). Which terms begin groups is the writer's choice:
     readers take any groups of the vocabulary."""
     bounds = np.arange(0, int(offsets[-1]), GROUP_BYTES, dtype=np.uint64)
-    firsts = np.unique(np.searchsorted(offsets[:-1], bounds, side="right") - 1)
+    at = np.searchsorted(offsets[:-1], bounds, side="right") - 1  # sorted, from 0
+    # each first of a run, not np.unique: numpy 2's imports numpy.ma on first use, 10 ms
+    # of training's serial end
+    firsts = at[np.diff(at, prepend=-1) != 0]
     text = "\n".join([terms[k] for k in firsts.tolist()]).encode("utf-8")
     columns = np.append(firsts, len(terms)).astype(np.uint64)
     starts = np.stack([columns, offsets[columns.astype(np.intp)]])

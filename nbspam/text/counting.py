@@ -90,6 +90,8 @@ class LabelledChunks:
     its messages. When it is done, ``seen`` (`Seen`) holds the digest of every message
     counted with its label, and ``duplicates`` is the number of messages skipped as already
     counted. The workers start at once; ``started`` is when (`time.perf_counter`).
+    ``noted`` is given the digest of each message to be counted and the message, as its
+    chunk is read (training notes each one's date), so that no one digests it again.
     """
 
     def __init__(
@@ -99,11 +101,13 @@ class LabelledChunks:
         *,
         progress: Callable[[int], None] | None = None,
         jobs: int = 1,
+        noted: Callable[[bytes, Message], None] | None = None,
     ) -> None:
         self.started = time.perf_counter()
         self.seen = Seen()
         self.duplicates = 0
         self.digests: list[bytes] = []
+        self._noted = noted
         self._results = count_chunks(self._fresh(messages, progress), tokenizer, jobs)
 
     def __iter__(self) -> Iterator[tuple[list[str], ChunkCounts]]:
@@ -119,6 +123,9 @@ class LabelledChunks:
         for chunk in chunks(messages):
             fresh, digests = first_copies(chunk, self.seen)
             self.duplicates += len(chunk) - len(fresh)
+            if self._noted is not None:
+                for digest, message in zip(digests, fresh):
+                    self._noted(digest, message)
             yield ([m.label for m in fresh], digests), [m.data for m in fresh]
             if progress:
                 progress(len(chunk))

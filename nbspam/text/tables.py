@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import itertools
-import json
 import math
 import operator
 import os
@@ -745,35 +744,3 @@ def parse_column_options(options: Iterable[str]) -> dict[str, str]:
             raise ConfigError(f"--column {option!r}: give NAME={'|'.join(KINDS)}")
         kinds[name] = kind
     return kinds
-
-
-def typed_table(specs: Sequence[str], forced: bool) -> str | None:
-    """The path of the typed table that DATA names, or None where DATA holds messages.
-
-    With a table option (``forced``: --label-column, --column, --bins) DATA must be one table.
-    Without one, a single CSV table without a 'text' column, or a JSON Lines table whose
-    first object has no 'text' string, is a typed table (a table with text is read as
-    messages, as always)."""
-    one = len(specs) == 1 and specs[0].lower().endswith(TABLE_SUFFIXES) and os.path.isfile(specs[0])
-    if forced:
-        if not one:
-            raise ConfigError("--label-column, --column and --bins take one table as DATA")
-        return specs[0]
-    if not one:
-        return None
-    path, lower = specs[0], specs[0].lower()
-    try:
-        with open(_open_table(path), encoding="utf-8-sig", newline="") as f:
-            first = f.readline()
-    except (OSError, UnicodeDecodeError):
-        return None
-    if lower.endswith(".csv"):
-        names = next(csv.reader([first]), [])
-        return path if names and "text" not in [n.strip().lower() for n in names] else None
-    if lower.endswith((".jsonl", ".ndjson")):
-        try:
-            obj = json.loads(first)
-        except json.JSONDecodeError:
-            return None
-        return path if isinstance(obj, dict) and not isinstance(obj.get("text"), str) else None
-    return None
