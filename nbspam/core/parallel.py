@@ -11,6 +11,7 @@ for the results (numpy, scipy) while they work.
 from __future__ import annotations
 
 import atexit
+import gc
 import multiprocessing
 import signal
 import threading
@@ -77,10 +78,10 @@ def imap_ordered(
     stop = None
     try:
         with ctrl_c_held_back():
-            pool = multiprocessing.get_context("fork").Pool(
+            stop = _Stop()  # before the fork: it freezes this process's objects
+            pool = stop.pool = multiprocessing.get_context("fork").Pool(
                 jobs, initializer=_set_context, initargs=(context,)
             )
-            stop = _Stop(pool)
         pending = deque(
             (tag, pool.apply_async(_call, (func, work)))
             for tag, work in chain(head, islice(it, 2 * jobs - 1))
@@ -119,6 +120,12 @@ class _Stop:
     lets them go, or at the latest as the program exits, before multiprocessing's own exit
     handler (registered earlier, run later), which would terminate the pool without a bound.
 
+    While the workers run, the objects this process had when they were forked are frozen
+    (`gc.freeze`), here and in the workers: a collection, in either, would write the header
+    of every object it goes through, and each page so written is copied, the parent's
+    pages then held twice (some 7 MB over two workers and the parent, training on mail).
+    They are unfrozen as the last running pool stops.
+
     `Pool.terminate` can wait for ever: told to terminate, the pool's result thread stops
     reading after the next result, and a worker that then sends a result larger than a pipe
     holds (a chunk's counts are) blocks, holding the lock of the result queue, which
@@ -128,15 +135,26 @@ class _Stop:
     lock, is left to end with the program.
     """
 
-    def __init__(self, pool: Any) -> None:
-        self._pool = pool
+    running = 0  # pools started and not stopped yet, whose objects are frozen
+
+    def __init__(self) -> None:
+        self.pool: Any = None
+        self._done = False
+        gc.freeze()
+        _Stop.running += 1
         atexit.register(self)
 
     def __call__(self) -> None:
-        pool, self._pool = self._pool, None
+        if self._done:
+            return
+        self._done = True
+        atexit.unregister(self)
+        _Stop.running -= 1
+        if not _Stop.running:
+            gc.unfreeze()
+        pool, self.pool = self.pool, None
         if pool is None:
             return
-        atexit.unregister(self)
         ending = threading.Thread(target=pool.terminate, name="nbspam-pool-end", daemon=True)
         ending.start()
         ending.join(STOP_WAIT)
