@@ -264,8 +264,9 @@ class TermTable:
     do not pile into one run of slots. A hit is checked byte for byte, so two terms that
     share a hash are never confused (the second of them, a rare case, is kept in a small
     dictionary, by its UTF-8). A chunk's terms come as `counting.EncodedTerms` (their UTF-8
-    and hashes, as training's workers send them: no str is made here) or as str. Adding a chunk's terms costs in proportion to the chunk, not the table,
-    but when the table doubles."""
+    and hashes, as training's workers send them: no str is made here) or as str. Adding a
+    chunk's terms costs in proportion to the chunk, not the table, but when the table
+    doubles."""
 
     def __init__(self) -> None:
         self._blob = np.zeros(1 << 16, np.uint8)  # each term followed by a line break
