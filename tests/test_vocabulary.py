@@ -249,6 +249,75 @@ def test_a_term_table_tells_apart_terms_that_share_a_hash(monkeypatch):
     _same_as_a_dictionary([["a", "b"], ["b", "c", "a"], ["d"]])
 
 
+def test_a_term_table_merges_encoded_terms_without_hashing_or_making_a_str_each(monkeypatch):
+    from nbspam.text import vocabulary
+    from nbspam.text.counting import encode_terms
+
+    hashed = []
+    monkeypatch.setattr(vocabulary, "_hash", lambda term: hashed.append(term) or hash(term))
+    chunks = [["a", "straße", "", "東京"], ["東京", "b", "a"], ["c", "straße"]]
+    coded = [encode_terms(chunk) for chunk in chunks]  # as a worker sends them
+    assert coded[0].text == "a\nstraße\n\n東京\n".encode()
+    assert coded[0].hashes.tolist() == [hash(t) for t in chunks[0]]
+    assert coded[0].seed == hash("nbspam")
+    table = vocabulary.TermTable()
+    assert [table.columns(c).tolist() for c in coded] == [[0, 1, 2, 3], [3, 4, 0], [5, 1]]
+    assert hashed == []  # the worker's hashes taken as they are
+    assert list(table.terms()) == ["a", "straße", "", "東京", "b", "c"]
+
+
+def test_a_term_table_tells_apart_encoded_terms_that_share_a_hash(monkeypatch):
+    from nbspam.text import vocabulary
+    from nbspam.text.counting import encode_terms
+
+    monkeypatch.setattr(vocabulary, "_hash", len)
+    words = [f"w{i}" for i in range(3000)]
+    table, ids = vocabulary.TermTable(), {}
+    for chunk in [words[:5], words[3:700], ["x", "w1", "yy"], words[::-1], ["w2999"]]:
+        expected = [ids.setdefault(term, len(ids)) for term in chunk]
+        assert table.columns(encode_terms(chunk, len)).tolist() == expected
+    assert list(table.terms()) == list(ids)
+
+
+def test_a_term_table_hashes_again_terms_hashed_under_another_seed():
+    from nbspam.text.counting import EncodedTerms, encode_terms
+    from nbspam.text.vocabulary import TermTable
+
+    table = TermTable()
+    assert table.columns(["a", "b"]).tolist() == [0, 1]
+    elsewhere = encode_terms(["c", "b", "a"], lambda term: 1)._replace(seed=hash("nbspam") + 1)
+    assert isinstance(elsewhere, EncodedTerms)
+    assert table.columns(elsewhere).tolist() == [2, 1, 0]
+    assert table.columns(["a", "c", "d"]).tolist() == [0, 2, 3]
+
+
+def test_a_workers_chunk_comes_with_its_terms_encoded_and_no_str_a_term():
+    import pickle
+    import pickletools
+
+    from nbspam.core.settings import TokenizerConfig
+    from nbspam.mail.message import Message
+    from nbspam.text.counting import EncodedTerms, LabelledChunks, count_chunk
+
+    datas = [b"Subject: hello %d\n\nstrasse caf\xc3\xa9 word%d\n" % (i, i) for i in range(600)]
+    messages = [Message(str(i), data, ("ham", "spam")[i % 2]) for i, data in enumerate(datas)]
+    for jobs in (1, 2):  # the main process, or forked workers (the same hash seed)
+        got = list(LabelledChunks(messages, TokenizerConfig(), jobs=jobs))
+        assert len(got) == 3
+        for k, (labels, counted) in enumerate(got):
+            assert labels == [m.label for m in messages[250 * k : 250 * (k + 1)]]
+            plain = count_chunk(TokenizerConfig(), datas[250 * k : 250 * (k + 1)])
+            terms = counted.terms
+            assert isinstance(terms, EncodedTerms) and terms.seed == hash("nbspam")
+            assert terms.text.decode().split("\n") == plain.terms + [""]
+            assert terms.hashes.tolist() == [hash(t) for t in plain.terms]
+            assert counted[1:] == plain[1:]
+            strings = [
+                op for op, _, _ in pickletools.genops(pickle.dumps(counted)) if "UNICODE" in op.name
+            ]
+            assert len(plain.terms) > 250 and len(strings) < 10  # names of classes only
+
+
 def test_a_term_table_refuses_line_breaks():
     from nbspam.text.vocabulary import TermTable
 

@@ -29,12 +29,13 @@ class ChunkCounts(NamedTuple):
     terms (not summed per class as `counts.ClassCounts`): n documents over k terms, the
     parts of a CSR matrix (n, k).
 
-    ``terms`` (k,) in order of first appearance. Document i holds ``sizes[i]`` distinct
+    ``terms`` (k,) in order of first appearance (as str, or `EncodedTerms` where training's
+    workers send them). Document i holds ``sizes[i]`` distinct
     terms: the next ``sizes[i]`` entries of ``cols`` (their columns, in order of first
     appearance in the document, not sorted) and of ``counts`` (their occurrences).
     """
 
-    terms: list[str]
+    terms: list[str] | EncodedTerms
     cols: array
     counts: array
     sizes: array
@@ -62,6 +63,34 @@ def count_tokens(token_lists: Iterable[Sequence[str]]) -> ChunkCounts:
     return ChunkCounts(list(column), cols, counts, sizes)
 
 
+class EncodedTerms(NamedTuple):
+    """A chunk's terms as a worker sends them to be merged (`vocabulary.TermTable`): their
+    UTF-8 in one string, each term followed by a line break, and the Python `hash` of each,
+    so that the process that merges them makes no str and no hash a term (and unpickles
+    one string, not one a term).
+
+    ``seed`` is the hash of `SEED_WORD` where the terms were hashed: a forked worker shares
+    its parent's hash seed, and a table that finds another one hashes the terms again."""
+
+    text: bytes
+    hashes: array  # of "q" (int64)
+    seed: int
+
+
+SEED_WORD = "nbspam"  # what `EncodedTerms.seed` is the hash of
+
+
+def encode_terms(terms: Sequence[str], hasher: Callable[[str], int] = hash) -> EncodedTerms:
+    """``terms`` (none with a line break) as `EncodedTerms`, hashed by ``hasher`` (the
+    seed is this interpreter's hash seed's)."""
+    text = "\n".join(terms) + "\n" if terms else ""
+    return EncodedTerms(
+        text.encode("utf-8", "surrogatepass"),
+        array("q", list(map(hasher, terms))),
+        hash(SEED_WORD),
+    )
+
+
 _ANALYZERS: dict[TokenizerConfig, Analyzer] = {}  # one per configuration, in each process
 
 
@@ -71,6 +100,13 @@ def count_chunk(tokenizer: TokenizerConfig, datas: Sequence[bytes | str]) -> Chu
     if analyzer is None:
         analyzer = _ANALYZERS[tokenizer] = Analyzer(tokenizer)
     return count_tokens(map(analyzer.tokens, datas))
+
+
+def count_chunk_encoded(tokenizer: TokenizerConfig, datas: Sequence[bytes | str]) -> ChunkCounts:
+    """`count_chunk` with the terms as `EncodedTerms`, for a chunk to be merged into a
+    `vocabulary.TermTable` (training's)."""
+    counted = count_chunk(tokenizer, datas)
+    return counted._replace(terms=encode_terms(counted.terms))
 
 
 def count_chunks(
@@ -83,7 +119,8 @@ def count_chunks(
 
 class LabelledChunks:
     """A stream of labelled messages counted a chunk at a time: the labels and `ChunkCounts`
-    of each chunk as it comes, not summed (`model.ClassCountsBuilder` sums them), each
+    of each chunk as it comes (its terms `EncodedTerms`), not summed (`model.ClassCountsBuilder`
+    sums them), each
     distinct message counted once (as `learn` would: by `messages.message_digest`).
 
     Iterating gives (labels, counts) for each chunk, and sets ``digests`` to the digests of
@@ -108,7 +145,8 @@ class LabelledChunks:
         self.duplicates = 0
         self.digests: list[bytes] = []
         self._noted = noted
-        self._results = count_chunks(self._fresh(messages, progress), tokenizer, jobs)
+        fresh = self._fresh(messages, progress)
+        self._results = imap_ordered(count_chunk_encoded, tokenizer, fresh, jobs)
 
     def __iter__(self) -> Iterator[tuple[list[str], ChunkCounts]]:
         return map(self._handed, self._results)  # no generator of its own between

@@ -17,7 +17,7 @@ from itertools import islice, repeat
 import numpy as np
 
 from ..core.sparse import sp
-from .counting import ChunkCounts, count_tokens
+from .counting import SEED_WORD, ChunkCounts, EncodedTerms, count_tokens, encode_terms
 
 
 class TermIndex:
@@ -263,8 +263,10 @@ class TermTable:
     hash counts, so hashes alike in their low bits (which a known hash seed lets mail make)
     do not pile into one run of slots. A hit is checked byte for byte, so two terms that
     share a hash are never confused (the second of them, a rare case, is kept in a small
-    dictionary). Adding a chunk's terms costs in proportion to the chunk, not the table,
-    but when the table doubles."""
+    dictionary, by its UTF-8). A chunk's terms come as `counting.EncodedTerms` (their UTF-8
+    and hashes, as training's workers send them: no str is made here) or as str. Adding a
+    chunk's terms costs in proportion to the chunk, not the table, but when the table
+    doubles."""
 
     def __init__(self) -> None:
         self._blob = np.zeros(1 << 16, np.uint8)  # each term followed by a line break
@@ -273,7 +275,7 @@ class TermTable:
         self._n = 0
         self._slots = np.full(1 << 11, -1, np.int32)  # a column, or -1: free
         self._mix = np.uint64(secrets.randbits(64) | 1)  # `_home`'s multiplier
-        self._shared: dict[str, int] = {}  # terms whose hash an earlier term has
+        self._shared: dict[bytes, int] = {}  # terms (UTF-8) whose hash an earlier term has
 
     def __len__(self) -> int:
         return self._n
@@ -283,26 +285,34 @@ class TermTable:
         end = int(self._offsets[self._n])
         return Terms(self._blob[: max(end - 1, 0)], self._offsets[: self._n + 1])
 
-    def columns(self, terms: Sequence[str]) -> np.ndarray:
+    def columns(self, terms: Sequence[str] | EncodedTerms) -> np.ndarray:
         """Columns (k,) of k distinct terms, the terms new to the table given the next free
-        ones, in their order."""
-        k = len(terms)
+        ones, in their order. Terms hashed under another hash seed (`EncodedTerms.seed`: by
+        another interpreter) are hashed again here."""
+        coded = terms if isinstance(terms, EncodedTerms) else encode_terms(terms, _hash)
+        k = len(coded.hashes)
         if not k:
             return np.zeros(0, np.int64)
-        text = np.frombuffer(("\n".join(terms) + "\n").encode(_UTF8, _LONE), np.uint8)
+        text = np.frombuffer(coded.text, np.uint8)
         ends = np.flatnonzero(text == _BREAK)
-        if ends.size != k:
+        if ends.size != k or text[-1] != _BREAK:
             raise ValueError("a term cannot contain a line break")
-        keys = np.fromiter(map(_hash, terms), np.int64, k)
+        starts = np.zeros(k, np.int64)
+        starts[1:] = ends[:-1] + 1
+        if coded.seed == hash(SEED_WORD):
+            keys = np.frombuffer(coded.hashes, np.int64)
+        else:
+            strings = coded.text.decode(_UTF8, _LONE).split("\n")[:-1]
+            keys = np.fromiter(map(_hash, strings), np.int64, k)
         cols = self._find(keys)
         hit = np.flatnonzero(cols >= 0)
         if hit.size:
-            same = self._same(text, ends, hit, cols[hit])
+            same = self._same(text, starts, ends, hit, cols[hit])
             for i in hit[~same].tolist():  # a hash shared by two terms
-                cols[i] = self._shared.get(terms[i], -1)
+                cols[i] = self._shared.get(coded.text[starts[i] : ends[i]], -1)
         new = np.flatnonzero(cols < 0)
         if new.size:
-            cols[new] = self._add(terms, keys, new, text if new.size == k else None)
+            cols[new] = self._add(text, starts, ends, keys, new)
         return cols
 
     def _find(self, keys: np.ndarray) -> np.ndarray:
@@ -342,11 +352,16 @@ class TermTable:
         return ((keys.astype(np.uint64) * self._mix) >> shift).astype(np.int64)
 
     def _same(
-        self, text: np.ndarray, ends: np.ndarray, hit: np.ndarray, found: np.ndarray
+        self,
+        text: np.ndarray,
+        starts: np.ndarray,
+        ends: np.ndarray,
+        hit: np.ndarray,
+        found: np.ndarray,
     ) -> np.ndarray:
-        """Whether each term ``hit`` of a chunk (its UTF-8 ``text``, each term ending at
-        ``ends``) has the bytes of the table's term ``found``."""
-        starts = np.concatenate([[0], ends[:-1] + 1])[hit]
+        """Whether each term ``hit`` of a chunk (its UTF-8 ``text``, each term from
+        ``starts`` to ``ends``) has the bytes of the table's term ``found``."""
+        starts = starts[hit]
         sizes = ends[hit] - starts
         mine = self._offsets[found]
         same = self._offsets[found + 1] - mine - 1 == sizes
@@ -361,13 +376,19 @@ class TermTable:
         return same
 
     def _add(
-        self, terms: Sequence[str], keys: np.ndarray, new: np.ndarray, text: np.ndarray | None
+        self,
+        chunk: np.ndarray,
+        starts: np.ndarray,
+        ends: np.ndarray,
+        keys: np.ndarray,
+        new: np.ndarray,
     ) -> np.ndarray:
-        """Append the terms ``new`` (positions in ``terms``, whose hashes are ``keys``;
-        ``text``: the UTF-8 of all the terms, where all are new); their columns."""
-        if text is None:
-            fresh_text = "\n".join([terms[i] for i in new.tolist()]) + "\n"
-            text = np.frombuffer(fresh_text.encode(_UTF8, _LONE), np.uint8)
+        """Append the terms ``new`` (positions among a chunk's terms, its UTF-8 ``chunk``,
+        each term from ``starts`` to ``ends``, whose hashes are ``keys``); their columns."""
+        text = chunk
+        if new.size != starts.size:  # the new terms' bytes, each followed by a line break
+            apart, _ = _gathered(chunk, starts[new], ends[new] - starts[new])
+            text = np.append(apart, np.uint8(_BREAK))
         start, size = self._n, int(self._offsets[self._n])
         cols = np.arange(start, start + new.size)
         self._blob = _room(self._blob, size + text.size)
@@ -390,7 +411,8 @@ class TermTable:
         aside = np.ones(new.size, bool)
         aside[first[~known]] = False
         for j in np.flatnonzero(aside).tolist():
-            self._shared[terms[int(new[j])]] = int(cols[j])
+            i = int(new[j])
+            self._shared[chunk[starts[i] : ends[i]].tobytes()] = int(cols[j])
         self._place(fresh[~known], cols[first[~known]])
         return cols
 
