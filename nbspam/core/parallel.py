@@ -77,11 +77,11 @@ def imap_ordered(
     # on the pool is stopped whatever leaves here.
     stop = None
     try:
-        with ctrl_c_held_back():
-            stop = _Stop()  # before the fork: it freezes this process's objects
-            pool = stop.pool = multiprocessing.get_context("fork").Pool(
+        with ctrl_c_held_back(), _frozen_in_workers():
+            pool = multiprocessing.get_context("fork").Pool(
                 jobs, initializer=_set_context, initargs=(context,)
             )
+            stop = _Stop(pool)
         pending = deque(
             (tag, pool.apply_async(_call, (func, work)))
             for tag, work in chain(head, islice(it, 2 * jobs - 1))
@@ -120,12 +120,6 @@ class _Stop:
     lets them go, or at the latest as the program exits, before multiprocessing's own exit
     handler (registered earlier, run later), which would terminate the pool without a bound.
 
-    While the workers run, the objects this process had when they were forked are frozen
-    (`gc.freeze`), here and in the workers: a collection, in either, would write the header
-    of every object it goes through, and each page so written is copied, the parent's
-    pages then held twice (some 7 MB over two workers and the parent, training on mail).
-    They are unfrozen as the last running pool stops.
-
     `Pool.terminate` can wait for ever: told to terminate, the pool's result thread stops
     reading after the next result, and a worker that then sends a result larger than a pipe
     holds (a chunk's counts are) blocks, holding the lock of the result queue, which
@@ -135,26 +129,15 @@ class _Stop:
     lock, is left to end with the program.
     """
 
-    running = 0  # pools started and not stopped yet, whose objects are frozen
-
-    def __init__(self) -> None:
-        self.pool: Any = None
-        self._done = False
-        gc.freeze()
-        _Stop.running += 1
+    def __init__(self, pool: Any) -> None:
+        self._pool = pool
         atexit.register(self)
 
     def __call__(self) -> None:
-        if self._done:
-            return
-        self._done = True
-        atexit.unregister(self)
-        _Stop.running -= 1
-        if not _Stop.running:
-            gc.unfreeze()
-        pool, self.pool = self.pool, None
+        pool, self._pool = self._pool, None
         if pool is None:
             return
+        atexit.unregister(self)
         ending = threading.Thread(target=pool.terminate, name="nbspam-pool-end", daemon=True)
         ending.start()
         ending.join(STOP_WAIT)
@@ -164,6 +147,22 @@ class _Stop:
                 worker.kill()
             for worker in workers:
                 worker.join(STOP_WAIT)
+
+
+@contextmanager
+def _frozen_in_workers() -> Iterator[None]:
+    """The objects this process has frozen (`gc.freeze`) for the workers forked in this
+    block, and unfrozen here as it ends: a worker keeps them frozen for its life, so that its
+    collections do not write the header of every object it inherited and copy their pages.
+    Where objects are frozen already (by the program that imports nbspam), nothing is done."""
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def _set_context(context: Any) -> None:
