@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from math import log
 
@@ -285,7 +286,9 @@ def test_a_term_table_hashes_again_terms_hashed_under_another_seed():
 
     table = TermTable()
     assert table.columns(["a", "b"]).tolist() == [0, 1]
-    elsewhere = encode_terms(["c", "b", "a"], lambda term: 1)._replace(seed=hash("nbspam") + 1)
+    elsewhere = dataclasses.replace(
+        encode_terms(["c", "b", "a"], lambda term: 1), seed=hash("nbspam") + 1
+    )
     assert isinstance(elsewhere, EncodedTerms)
     assert table.columns(elsewhere).tolist() == [2, 1, 0]
     assert table.columns(["a", "c", "d"]).tolist() == [0, 2, 3]

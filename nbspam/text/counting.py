@@ -12,6 +12,7 @@ import time
 from array import array
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from itertools import count
 from typing import Any, NamedTuple, TypeVar
 
@@ -63,11 +64,12 @@ def count_tokens(token_lists: Iterable[Sequence[str]]) -> ChunkCounts:
     return ChunkCounts(list(column), cols, counts, sizes)
 
 
-class EncodedTerms(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class EncodedTerms:
     """A chunk's terms as a worker sends them to be merged (`vocabulary.TermTable`): their
     UTF-8 in one string, each term followed by a line break, and the Python `hash` of each,
     so that the process that merges them makes no str and no hash a term (and unpickles
-    one string, not one a term).
+    one string, not one a term). Its length is the number of terms.
 
     ``seed`` is the hash of `SEED_WORD` where the terms were hashed: a forked worker shares
     its parent's hash seed, and a table that finds another one hashes the terms again."""
@@ -75,6 +77,9 @@ class EncodedTerms(NamedTuple):
     text: bytes
     hashes: array  # of "q" (int64)
     seed: int
+
+    def __len__(self) -> int:
+        return len(self.hashes)
 
 
 SEED_WORD = "nbspam"  # what `EncodedTerms.seed` is the hash of

@@ -290,13 +290,15 @@ class TermTable:
         ones, in their order. Terms hashed under another hash seed (`EncodedTerms.seed`: by
         another interpreter) are hashed again here."""
         coded = terms if isinstance(terms, EncodedTerms) else encode_terms(terms, _hash)
-        k = len(coded.hashes)
+        k = len(coded)
         if not k:
             return np.zeros(0, np.int64)
         text = np.frombuffer(coded.text, np.uint8)
         ends = np.flatnonzero(text == _BREAK)
         if ends.size != k or text[-1] != _BREAK:
-            raise ValueError("a term cannot contain a line break")
+            raise ValueError(
+                "a chunk's terms hold no line break and end each with one, a hash each"
+            )
         starts = np.zeros(k, np.int64)
         starts[1:] = ends[:-1] + 1
         if coded.seed == hash(SEED_WORD):
@@ -422,7 +424,9 @@ class TermTable:
         return np.setdiff1d(np.arange(n), aside, assume_unique=True)
 
 
-_hash = hash  # what a TermTable looks terms up by (a test makes terms share one)
+# what a TermTable hashes str terms by, and terms hashed under another seed (a test makes
+# terms share one); a worker's `EncodedTerms` come hashed by the built-in `hash`
+_hash = hash
 
 
 def _room(array: np.ndarray, size: int) -> np.ndarray:
