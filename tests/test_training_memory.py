@@ -93,21 +93,11 @@ def test_a_folds_sums_are_made_over_its_own_terms():
         fold,
         None,
     )
-    tracemalloc.start()
-    try:
-        rest = shared.rest(0)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    rest, peak = _rest_and_peak(shared, 0)
     # the model's two count arrays (2 labels x 200,000 terms x 8 bytes each) must be copied:
     # 6.4 MB; the fold's sums over the whole vocabulary would be as much again
     assert peak < 8_000_000
-    others = fold != 0
-    dense = X.toarray()
-    for c, label in enumerate(("ham", "spam")):
-        mine = others & (np.array(labels) == label)
-        assert rest.term_count[c].tolist() == dense[mine].sum(axis=0).tolist()
-        assert rest.doc_count[c].tolist() == (dense[mine] > 0).sum(axis=0).tolist()
+    _assert_the_rest_sums(rest, X, labels, fold != 0)
     assert rest.class_count.tolist() == [4, 4]
 
 
@@ -462,12 +452,7 @@ def test_each_candidates_model_is_let_go_of_before_the_next_is_made(monkeypatch)
 
     from nbspam.fit import crossval
 
-    X = _rows(400, 20, 3000, seed=2)
-    labels = ["ham", "spam"] * 200
-    data = crossval.Tokenized(
-        [str(i) for i in range(400)], labels, X, [f"t{j:05d}" for j in range(3000)]
-    )
-    shared = crossval.Folds(data, np.arange(400) % 4, None)
+    data, shared = _four_folds_of_400_rows(seed=2)
     trials = [
         build_settings({"event_model": name, "calibrate": False})
         for name in ("multinomial", "bernoulli", "fisher", "complement")
@@ -745,12 +730,7 @@ def test_a_fold_models_form_is_let_go_of_before_its_rows_are_scored(monkeypatch)
 
     from nbspam.fit import crossval
 
-    X = _rows(400, 20, 3000, seed=10)
-    labels = ["ham", "spam"] * 200
-    data = crossval.Tokenized(
-        [str(i) for i in range(400)], labels, X, [f"t{j:05d}" for j in range(3000)]
-    )
-    shared = crossval.Folds(data, np.arange(400) % 4, None)
+    data, shared = _four_folds_of_400_rows(seed=10)
     trials = [
         build_settings({"event_model": name, "calibrate": False})
         for name in ("multinomial", "fisher", "complement")
@@ -821,18 +801,39 @@ def test_a_folds_sums_take_a_block_of_its_rows_at_a_time():
     data = Tokenized([str(i) for i in range(n)], labels, X, [f"t{j:05d}" for j in range(d)])
     fold = np.arange(n) // 2 % 2
     shared = Folds(data, fold, None)
-    tracemalloc.start()
-    try:
-        rest = shared.rest(0)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    rest, peak = _rest_and_peak(shared, 0)
     # the fold's rows copied (6 bytes an entry), their columns renamed (4), and the
     # product's copy of their counts and presence (9) at once took 7.4 MB here
     assert peak < 3_000_000
+    _assert_the_rest_sums(rest, X, labels, fold == 1)
+    assert rest.class_count.tolist() == [1000, 1000]
+
+
+def _rest_and_peak(shared, k):
+    """(the counts of every fold but ``k``, the traced peak of making them)."""
+    tracemalloc.start()
+    try:
+        rest = shared.rest(k)
+        return rest, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def _assert_the_rest_sums(rest, X, labels, others):
+    """``rest`` holds each class's sums of the rows ``others`` of ``X``, counts and presence."""
     dense = X.toarray()
     for c, label in enumerate(("ham", "spam")):
-        mine = (fold == 1) & (np.array(labels) == label)
+        mine = others & (np.array(labels) == label)
         assert rest.term_count[c].tolist() == dense[mine].sum(axis=0).tolist()
         assert rest.doc_count[c].tolist() == (dense[mine] > 0).sum(axis=0).tolist()
-    assert rest.class_count.tolist() == [1000, 1000]
+
+
+def _four_folds_of_400_rows(seed):
+    """(400 generated rows over 3,000 terms, ham and spam in turns; their four `Folds`)."""
+    from nbspam.fit import crossval
+
+    X = _rows(400, 20, 3000, seed=seed)
+    data = crossval.Tokenized(
+        [str(i) for i in range(400)], ["ham", "spam"] * 200, X, [f"t{j:05d}" for j in range(3000)]
+    )
+    return data, crossval.Folds(data, np.arange(400) % 4, None)
