@@ -219,3 +219,28 @@ def test_a_body_with_no_blank_line_before_it_is_not_given_to_the_standard_parser
     assert message_time(b"Subject: tree farm\nthe pictures, Date: today\n") is None
     dated = b"Subject: s\nDate: Tue, 02 Jan 2024 11:00:00 +0100\nbody\r\nDate: 1 Jan 2020\n"
     assert message_time(dated) == 1704189600.0
+
+
+def test_an_odd_header_block_is_given_to_the_standard_parser_no_further_than_the_tokens_read(
+    monkeypatch,
+):
+    """A block the standard parser reads its own way (here nameless lines, and no blank
+    line) was given to it whole: 8 MB took it some 6 seconds of the main process. It is
+    read as the tokens' parser reads a header block: to its last line break before
+    `mailparse.MAX_HEADER_BYTES`."""
+    import email.parser
+
+    from nbspam.mail.mailparse import MAX_HEADER_BYTES
+
+    given = []
+    parser = email.parser.BytesHeaderParser
+
+    class Recording(parser):
+        def parsebytes(self, text, headersonly=True):
+            given.append(len(text))
+            return super().parsebytes(text, headersonly)
+
+    monkeypatch.setattr(email.parser, "BytesHeaderParser", Recording)
+    head = b"Date: Tue, 02 Jan 2024 11:00:00 +0100\n:nameless\n"
+    assert message_time(head + b":a\n" * 1_000_000) == 1704189600.0
+    assert given and max(given) <= MAX_HEADER_BYTES + 2

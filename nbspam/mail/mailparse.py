@@ -271,7 +271,7 @@ _RAW_SLACK = 64 * 1024
 # Caps on the top-level header block (real mail needs some 16 KB, 130 fields): a longer block
 # ends at its last line break before the cap, and what follows is read as body; only the first
 # _MAX_FIELDS fields are kept, each value cut at _MAX_VALUE_CHARS characters.
-_MAX_HEADER_BYTES = 64 * 1024
+MAX_HEADER_BYTES = 64 * 1024
 _MAX_FIELDS = 1000
 _MAX_VALUE_CHARS = 16 * 1024
 # MIME header values as the email package and the fast path read them for their parameters.
@@ -320,9 +320,9 @@ class _Body:
 
 
 def _end_header_block(data: bytes) -> bytes:
-    """End a header block longer than _MAX_HEADER_BYTES with a blank line after its last line
+    """End a header block longer than MAX_HEADER_BYTES with a blank line after its last line
     break before that; what follows becomes body."""
-    limit = _MAX_HEADER_BYTES
+    limit = MAX_HEADER_BYTES
     if len(data) <= limit or _HEADER_BLOCK.match(data, 0, limit).end() < limit:
         return data
     cut = data.rfind(b"\n", 0, limit) + 1
@@ -352,7 +352,7 @@ def _precut(data: bytes, max_body_chars: int) -> tuple[bytes, bool]:
     budget = max_body_chars * _RAW_BYTES_PER_CHAR + _RAW_SLACK
     if len(data) <= budget:
         return data, False
-    blank = _BLANK_LINE.search(data, 0, _MAX_HEADER_BYTES)
+    blank = _BLANK_LINE.search(data, 0, MAX_HEADER_BYTES)
     keep = (blank.end() if blank else 0) + budget
     return (data[:keep], True) if keep < len(data) else (data, False)
 
