@@ -438,6 +438,12 @@ def _folder_key(folder: str) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
+def open_table(path: str) -> int:
+    """A descriptor of the table the user named (its link followed), which is only ever a
+    regular file: a FIFO or a device is refused, not waited on (`open_regular`)."""
+    return open_regular(os.path.realpath(path))
+
+
 def typed_table(specs: Sequence[str], forced: bool) -> str | None:
     """The path of the typed table that DATA names, or None where DATA holds messages.
 
@@ -455,7 +461,7 @@ def typed_table(specs: Sequence[str], forced: bool) -> str | None:
         return None
     path, lower = specs[0], specs[0].lower()
     try:
-        with open(open_regular(os.path.realpath(path)), encoding="utf-8-sig", newline="") as f:
+        with open(open_table(path), encoding="utf-8-sig", newline="") as f:
             first = f.readline()
     except (OSError, UnicodeDecodeError):
         return None

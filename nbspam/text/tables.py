@@ -23,7 +23,7 @@ import numpy as np
 from ..core.progress import Step, stage
 from ..errors import ConfigError, InputError
 from ..mail.message import Problems
-from ..mail.messages import open_regular
+from ..mail.messages import open_table
 from ..mail.table_rows import (
     TABLE_SUFFIXES,
     Strict,
@@ -393,12 +393,6 @@ BLOCK_CELLS = 1 << 18
 """Rows are taken into columns a block of about this many cells at a time."""
 
 
-def _open_table(path: str) -> int:
-    """A descriptor of the table the user named (its link followed), which is only ever a
-    regular file: a FIFO or a device is refused, not waited on (`messages.open_regular`)."""
-    return open_regular(os.path.realpath(path))
-
-
 def read_table(
     path: str, problems: Problems | None = None, texts: Container[str] | None = None
 ) -> Table:
@@ -422,7 +416,7 @@ def read_table(
         raise InputError(f"{path}: a table is a .csv, .tsv or .jsonl file")
     problems = problems or Strict()
     try:
-        with os.fdopen(_open_table(path), "rb") as f:
+        with os.fdopen(open_table(path), "rb") as f:
             with stage("read", os.fstat(f.fileno()).st_size, noun="rows") as step:
                 told = _Told(f, step)
                 if lower.endswith((".jsonl", ".ndjson")):
