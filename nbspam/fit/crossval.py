@@ -555,19 +555,20 @@ def widened(form: LinearForm | FisherForm, d: int) -> tuple[LinearForm | FisherF
     if isinstance(form, FisherForm):
         wide = np.zeros((d, 3))
         wide[form.kept, 0], wide[form.kept, 1], wide[form.kept, 2] = form.log_f, form.log_not_f, 1.0
-        return dataclasses.replace(form, kept=_NONE, log_f=_NONE, log_not_f=_NONE), wide
+        return dataclasses.replace(form, kept=_DROPPED, log_f=_DROPPED, log_not_f=_DROPPED), wide
     if form.weights is not None:  # two classes: the log-odds weights alone
         wide = np.zeros(d)
         wide[form.kept] = form.weights
     else:
         wide = np.zeros((form.coef.shape[0], d))
         wide[:, form.kept] = form.coef
-    weights = None if form.weights is None else _NONE
-    return dataclasses.replace(form, kept=_NONE, coef=_NONE, weights=weights), wide
+    weights = None if form.weights is None else _DROPPED
+    return dataclasses.replace(form, kept=_DROPPED, coef=_DROPPED, weights=weights), wide
 
 
-#: What a `widened` form holds in place of its arrays of the kept terms.
-_NONE = np.zeros(0)
+#: What a `widened` form holds in place of its arrays of the kept terms, dropped: such a
+#: form is only for `predict_wide`, beside its weights over the vocabulary.
+_DROPPED = np.zeros(0)
 
 
 def predict_wide(

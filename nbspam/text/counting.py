@@ -31,9 +31,9 @@ class ChunkCounts(NamedTuple):
     parts of a CSR matrix (n, k).
 
     ``terms`` (k,) in order of first appearance (as str, or `EncodedTerms` where training's
-    workers send them). Document i holds ``sizes[i]`` distinct
-    terms: the next ``sizes[i]`` entries of ``cols`` (their columns, in order of first
-    appearance in the document, not sorted) and of ``counts`` (their occurrences).
+    workers send them). Document i holds ``sizes[i]`` distinct terms: the next ``sizes[i]``
+    entries of ``cols`` (their columns, in order of first appearance in the document, not
+    sorted) and of ``counts`` (their occurrences).
     """
 
     terms: list[str] | EncodedTerms
@@ -125,8 +125,8 @@ def count_chunks(
 class LabelledChunks:
     """A stream of labelled messages counted a chunk at a time: the labels and `ChunkCounts`
     of each chunk as it comes (its terms `EncodedTerms`), not summed (`model.ClassCountsBuilder`
-    sums them), each
-    distinct message counted once (as `learn` would: by `messages.message_digest`).
+    sums them), each distinct message counted once (as `learn` would: by
+    `messages.message_digest`).
 
     Iterating gives (labels, counts) for each chunk, and sets ``digests`` to the digests of
     its messages. When it is done, ``seen`` (`Seen`) holds the digest of every message

@@ -379,24 +379,24 @@ class TermTable:
 
     def _add(
         self,
-        chunk: np.ndarray,
+        text: np.ndarray,
         starts: np.ndarray,
         ends: np.ndarray,
         keys: np.ndarray,
         new: np.ndarray,
     ) -> np.ndarray:
-        """Append the terms ``new`` (positions among a chunk's terms, its UTF-8 ``chunk``,
+        """Append the terms ``new`` (positions among a chunk's terms, its UTF-8 ``text``,
         each term from ``starts`` to ``ends``, whose hashes are ``keys``); their columns."""
-        text = chunk
-        if new.size != starts.size:  # the new terms' bytes, each followed by a line break
-            apart, _ = _gathered(chunk, starts[new], ends[new] - starts[new])
-            text = np.append(apart, np.uint8(_BREAK))
+        added = text  # the new terms' bytes, each followed by a line break
+        if new.size != starts.size:
+            apart, _ = _gathered(text, starts[new], ends[new] - starts[new])
+            added = np.append(apart, np.uint8(_BREAK))
         start, size = self._n, int(self._offsets[self._n])
         cols = np.arange(start, start + new.size)
-        self._blob = _room(self._blob, size + text.size)
-        self._blob[size : size + text.size] = text
+        self._blob = _room(self._blob, size + added.size)
+        self._blob[size : size + added.size] = added
         self._offsets = _room(self._offsets, start + new.size + 1)
-        self._offsets[start + 1 : start + new.size + 1] = np.flatnonzero(text == _BREAK) + size + 1
+        self._offsets[start + 1 : start + new.size + 1] = np.flatnonzero(added == _BREAK) + size + 1
         # the first term of each hash the table lacks takes a slot, the others go aside
         fresh, first = np.unique(keys[new], return_index=True)
         known = self._find(fresh) >= 0
@@ -414,7 +414,7 @@ class TermTable:
         aside[first[~known]] = False
         for j in np.flatnonzero(aside).tolist():
             i = int(new[j])
-            self._shared[chunk[starts[i] : ends[i]].tobytes()] = int(cols[j])
+            self._shared[text[starts[i] : ends[i]].tobytes()] = int(cols[j])
         self._place(fresh[~known], cols[first[~known]])
         return cols
 
