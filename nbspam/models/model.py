@@ -39,6 +39,7 @@ from ..text.vocabulary import (
     sorted_order,
     stack_in_order,
     stop_terms,
+    zeros_apart,
 )
 from . import naive_bayes as nb
 from .decision import (  # noqa: F401  (UNSURE: re-exported)
@@ -413,6 +414,7 @@ class SampledRows:
             drop[sample_order(keys, digests_kept)[self.limit :]] = True
             chunks, ranks, dates, at = [], [], [], 0
             for i, ((Y, y, n), (k, d)) in enumerate(zip(self.chunks, self.ranks)):
+                self.chunks[i] = None  # let go of as its rows are copied: not all held twice
                 keep = ~drop[at : at + len(y)]
                 at += len(y)
                 if keep.all():  # not copied again: a chunk's rows are copied when they go
@@ -421,6 +423,7 @@ class SampledRows:
                 elif keep.any():
                     chunks.append((Y[keep], [v for v, t in zip(y, keep.tolist()) if t], n[keep]))
                     ranks.append((k[keep], d[keep]))
+                del Y
                 if self.dates and keep.any():
                     dates.append(self.dates[i][keep])
             self.chunks, self.ranks, self.dates = chunks, ranks, dates
@@ -568,8 +571,10 @@ def utc_timestamp() -> str:
 
 
 def _grow(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """``array`` padded with zeros at the end of each axis to ``shape``."""
-    return np.pad(array, [(0, s - a) for a, s in zip(array.shape, shape)])
+    """``array`` padded with zeros at the end of each axis to ``shape`` (`zeros_apart`)."""
+    grown = zeros_apart(shape, array.dtype)
+    grown[tuple(map(slice, array.shape))] = array
+    return grown
 
 
 def fit(
