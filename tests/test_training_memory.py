@@ -913,3 +913,28 @@ def test_zeros_apart_are_zeros_of_the_shape_and_type_asked_for():
     assert large.dtype == np.int32 and not large.any() and large.flags.writeable
     large[2, 5] = 7
     assert int(large.sum()) == 7 and large[2, 5] == 7
+
+
+def test_the_growing_term_table_and_totals_double_their_room(monkeypatch):
+    from nbspam.models import model
+    from nbspam.text import vocabulary
+
+    made, real = [], vocabulary.zeros_apart
+
+    def counted(shape, dtype):
+        made.append(shape)
+        return real(shape, dtype)
+
+    monkeypatch.setattr(model, "zeros_apart", counted)
+    monkeypatch.setattr(vocabulary, "zeros_apart", counted, raising=False)
+    builder = ClassCountsBuilder()
+    n, per = 200_000, 2_000
+    for start in range(0, n, per):
+        terms = [f"w{i:07d}" for i in range(start, start + per)]
+        builder.add_counts(chunk(terms), ["ham"])
+    # from 1,024 terms of room to 200,000, 8 doublings of each array (the terms' UTF-8
+    # from 64 KiB: 5; the totals 3 arrays): 53 copies; an eighth at a time took 113, of
+    # twice as many items (14.2 million; each a fresh page's bytes in a mapping)
+    assert len(made) <= 60
+    assert builder.totals().term_count.shape == (1, n)
+    assert builder.index.columns(["w0123456"]).tolist() == [123_456]

@@ -543,12 +543,12 @@ class ClassCountsBuilder:
         return rows_over(counted, cols, len(self.index))
 
     def _reserve(self, c: int, d: int) -> None:
-        """Room for c labels and d terms (when the terms' room runs out, an eighth more than
-        d, and at least a quarter more than before: doubling left up to half of it unused)."""
+        """Room for c labels and d terms (when the terms' room runs out, at least twice as
+        much: the arrays are `zeros_apart`, whose room not yet written takes no memory)."""
         rows, room = self._term.shape
         if c <= rows and d <= room:
             return
-        rows, room = max(c, rows), room if d <= room else max(d + d // 8, room + room // 4, 1024)
+        rows, room = max(c, rows), room if d <= room else max(d, 2 * room, 1024)
         self._class = _grow(self._class, (rows,))
         self._term = _grow(self._term, (rows, room))
         self._doc = _grow(self._doc, (rows, room))

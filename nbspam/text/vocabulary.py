@@ -436,11 +436,13 @@ _hash = hash
 
 
 def _room(array: np.ndarray, size: int) -> np.ndarray:
-    """``array``, or a copy with room for ``size`` items and an eighth more (and at least
-    a quarter more than before)."""
+    """``array``, or a copy with room for ``size`` items and at least twice as many as
+    before (`zeros_apart`: in a mapping of its own, the room not yet written takes no
+    memory; grown an eighth at a time, the copies of 20 MB of arrays faulted in some 180 MB
+    of fresh pages, where doubling faults in some 40)."""
     if size <= array.size:
         return array
-    grown = zeros_apart(max(size + size // 8, array.size + array.size // 4), array.dtype)
+    grown = zeros_apart(max(size, 2 * array.size), array.dtype)
     grown[: array.size] = array
     return grown
 
