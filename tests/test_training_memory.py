@@ -863,20 +863,38 @@ def test_a_full_sample_lets_go_of_each_chunk_as_its_rows_are_copied():
     rows = SampledRows(4_000)
     tracemalloc.start()
     try:
-        for c in range(20):  # 5,000 rows: the sample is full (4,000 rows of 100: 2 MB)
+        for c in range(16):  # 4,000 rows: the sample is full (4,000 rows of 100: 2 MB)
             rows.add(*_sample_chunk(c))
         before, _ = tracemalloc.get_traced_memory()
         tracemalloc.reset_peak()
-        rows.add(*_sample_chunk(20))
+        for c in range(16, 22):  # rows dropped at least once
+            rows.add(*_sample_chunk(c))
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    # a chunk's copy over (125 kB); the new copies beside the old took 2 MB more
+    # the rows held past the limit (an eighth of it: 250 kB) and a chunk's copy over
+    # (125 kB); the new copies beside the old took 2 MB more
     assert peak - before < 1_000_000
-    # the 4,000 rows of the smallest keys of the 5,250, in the order counted
-    keys = [sample_key(n.to_bytes(16, "big")) for n in range(5_250)]
-    assert rows.numbers().tolist() == sorted(sorted(range(5_250), key=keys.__getitem__)[:4_000])
-    assert sum(X.shape[0] for X, _, _ in rows.chunks) == 4_000
+    # the 4,000 rows of the smallest keys of the 5,500, in the order counted
+    keys = [sample_key(n.to_bytes(16, "big")) for n in range(5_500)]
+    assert rows.numbers().tolist() == sorted(sorted(range(5_500), key=keys.__getitem__)[:4_000])
+    assert sum(X.shape[0] for X, _, _ in rows.chunks) == len(rows.labels) == 4_000
+
+
+def test_a_full_sample_copies_its_rows_every_few_chunks_not_every_chunk():
+    from nbspam.models.model import sample_key
+
+    rows = SampledRows(8_000)
+    copied = 0
+    for c in range(52):  # full at 32 chunks of 250 rows, then 20 more
+        held = [X for X, _, _ in rows.chunks]
+        rows.add(*_sample_chunk(c, per=10))
+        copied += sum(X.shape[0] for X, _, _ in rows.chunks[:-1] if not any(X is Y for Y in held))
+    # an eighth of the limit (1,000 rows, 4 chunks) held past it: a drop every 4th chunk,
+    # some 8,000 rows copied each time; dropped at every chunk, 20 times
+    assert copied < 60_000
+    keys = [sample_key(n.to_bytes(16, "big")) for n in range(13_000)]
+    assert rows.numbers().tolist() == sorted(sorted(range(13_000), key=keys.__getitem__)[:8_000])
 
 
 def test_the_growing_term_table_and_totals_are_kept_out_of_mallocs_heap():
