@@ -956,3 +956,20 @@ def test_the_growing_term_table_and_totals_double_their_room(monkeypatch):
     assert len(made) <= 60
     assert builder.totals().term_count.shape == (1, n)
     assert builder.index.columns(["w0123456"]).tolist() == [123_456]
+
+
+def test_zeros_apart_written_in_a_forked_child_stay_as_they_are_here():
+    """The mappings of `zeros_apart` are private: a child forked after them (as the
+    cross-validation's are) writes its own copy. A shared mapping, `mmap`'s default, let
+    the child's writes reach this process's arrays."""
+    import os
+
+    from nbspam.text.vocabulary import APART, zeros_apart
+
+    array = zeros_apart(APART // 8, np.int64)  # large enough for a mapping of its own
+    pid = os.fork()
+    if pid == 0:  # the child: write, and leave without running anything of pytest's
+        array[:] = 7
+        os._exit(0)
+    os.waitpid(pid, 0)
+    assert not array.any()

@@ -455,12 +455,16 @@ def zeros_apart(shape: int | tuple[int, ...], dtype: type | np.dtype) -> np.ndar
     threshold for a mapping of its own rises to the largest freed one), every old copy left
     a hole in the heap that later arrays rarely fit and that the heap never gave back; a
     mapping is given back whole as it is let go of. (An anonymous mapping's pages are
-    zeros, written only where the array is.)"""
+    zeros, written only where the array is.) The mapping is private, as malloc's memory
+    is: a process forked later (the cross-validation's) that writes to it gets its own
+    copy of the page, where a shared mapping, Python's default, would write this
+    process's array."""
     dtype = np.dtype(dtype)
     size = int(np.prod(shape)) * dtype.itemsize
     if size < APART:
         return np.zeros(shape, dtype)
-    return np.frombuffer(mmap.mmap(-1, size), dtype).reshape(shape)
+    private = {"flags": mmap.MAP_PRIVATE} if hasattr(mmap, "MAP_PRIVATE") else {}  # not Windows
+    return np.frombuffer(mmap.mmap(-1, size, **private), dtype).reshape(shape)
 
 
 APART = 1 << 18
