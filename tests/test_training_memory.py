@@ -837,3 +837,139 @@ def _four_folds_of_400_rows(seed):
         [str(i) for i in range(400)], ["ham", "spam"] * 200, X, [f"t{j:05d}" for j in range(3000)]
     )
     return data, crossval.Folds(data, np.arange(400) % 4, None)
+
+
+def _sample_chunk(c: int, rows: int = 250, per: int = 100, d: int = 10_000):
+    """Chunk ``c`` of a stream: ``rows`` rows of ``per`` counts of 1 over d columns, and
+    distinct digests."""
+    from nbspam.core.sparse import sp
+
+    indices = (np.arange(rows * per) * 7 + c) % d
+    X = sp.csr_matrix(
+        (
+            np.ones(indices.size, np.uint8),
+            indices.astype(np.int32),
+            np.arange(0, indices.size + 1, per, dtype=np.int32),
+        ),
+        shape=(rows, d),
+    )
+    digests = [(c * rows + i).to_bytes(16, "big") for i in range(rows)]
+    return X, ["ham"] * rows, digests
+
+
+def test_a_full_sample_lets_go_of_each_chunk_as_its_rows_are_copied():
+    from nbspam.models.model import sample_key
+
+    rows = SampledRows(4_000)
+    tracemalloc.start()
+    try:
+        for c in range(16):  # 4,000 rows: the sample is full (4,000 rows of 100: 2 MB)
+            rows.add(*_sample_chunk(c))
+        before, _ = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        for c in range(16, 22):  # rows dropped at least once
+            rows.add(*_sample_chunk(c))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # the rows held past the limit (an eighth of it: 250 kB) and a chunk's copy over
+    # (125 kB); the new copies beside the old took 2 MB more
+    assert peak - before < 1_000_000
+    # the 4,000 rows of the smallest keys of the 5,500, in the order counted
+    keys = [sample_key(n.to_bytes(16, "big")) for n in range(5_500)]
+    assert rows.numbers().tolist() == sorted(sorted(range(5_500), key=keys.__getitem__)[:4_000])
+    assert sum(X.shape[0] for X, _, _ in rows.chunks) == len(rows.labels) == 4_000
+
+
+def test_a_full_sample_copies_its_rows_every_few_chunks_not_every_chunk():
+    from nbspam.models.model import sample_key
+
+    rows = SampledRows(8_000)
+    copied = 0
+    for c in range(52):  # full at 32 chunks of 250 rows, then 20 more
+        held = [X for X, _, _ in rows.chunks]
+        rows.add(*_sample_chunk(c, per=10))
+        copied += sum(X.shape[0] for X, _, _ in rows.chunks[:-1] if not any(X is Y for Y in held))
+    # an eighth of the limit (1,000 rows, 4 chunks) held past it: a drop every 4th chunk,
+    # some 8,000 rows copied each time; dropped at every chunk, 20 times
+    assert copied < 60_000
+    keys = [sample_key(n.to_bytes(16, "big")) for n in range(13_000)]
+    assert rows.numbers().tolist() == sorted(sorted(range(13_000), key=keys.__getitem__)[:8_000])
+
+
+def test_the_growing_term_table_and_totals_are_kept_out_of_mallocs_heap():
+    n, per = 200_000, 10_000
+
+    def count():
+        builder = ClassCountsBuilder()
+        for start in range(0, n, per):
+            terms = [f"w{i:07d}" for i in range(start, start + per)]
+            builder.add_counts(chunk(terms), [("ham", "spam")[start // per % 2]])
+        return builder
+
+    # on the heap, the table's arrays (its terms' UTF-8, offsets, hashes and slots) and the
+    # totals held some 75 bytes a term, each old copy of them as they grew a hole, and the
+    # traced peak was 21 MB (the slots doubled: every column placed again at once)
+    tracemalloc.start()
+    try:
+        builder = count()
+        held, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert held < 5 * n and peak < 8_000_000
+    totals = builder.totals()
+    assert len(totals.terms) == n and totals.terms[123_456] == "w0123456"
+    assert totals.term_count[:, 123_456].tolist() == [1, 0]
+    assert builder.index.columns(["w0199999", "w0000000", "new"]).tolist() == [n - 1, 0, n]
+
+
+def test_zeros_apart_are_zeros_of_the_shape_and_type_asked_for():
+    from nbspam.text.vocabulary import zeros_apart
+
+    small, large = zeros_apart(10, np.int64), zeros_apart((3, 100_000), np.int32)
+    assert small.tolist() == [0] * 10 and large.shape == (3, 100_000)
+    assert large.dtype == np.int32 and not large.any() and large.flags.writeable
+    large[2, 5] = 7
+    assert int(large.sum()) == 7 and large[2, 5] == 7
+
+
+def test_the_growing_term_table_and_totals_double_their_room(monkeypatch):
+    from nbspam.models import model
+    from nbspam.text import vocabulary
+
+    made, real = [], vocabulary.zeros_apart
+
+    def counted(shape, dtype):
+        made.append(shape)
+        return real(shape, dtype)
+
+    monkeypatch.setattr(model, "zeros_apart", counted)
+    monkeypatch.setattr(vocabulary, "zeros_apart", counted, raising=False)
+    builder = ClassCountsBuilder()
+    n, per = 200_000, 2_000
+    for start in range(0, n, per):
+        terms = [f"w{i:07d}" for i in range(start, start + per)]
+        builder.add_counts(chunk(terms), ["ham"])
+    # from 1,024 terms of room to 200,000, 8 doublings of each array (the terms' UTF-8
+    # from 64 KiB: 5; the totals 3 arrays): 53 copies; an eighth at a time took 113, of
+    # twice as many items (14.2 million; each a fresh page's bytes in a mapping)
+    assert len(made) <= 60
+    assert builder.totals().term_count.shape == (1, n)
+    assert builder.index.columns(["w0123456"]).tolist() == [123_456]
+
+
+def test_zeros_apart_written_in_a_forked_child_stay_as_they_are_here():
+    """The mappings of `zeros_apart` are private: a child forked after them (as the
+    cross-validation's are) writes its own copy. A shared mapping, `mmap`'s default, let
+    the child's writes reach this process's arrays."""
+    import os
+
+    from nbspam.text.vocabulary import APART, zeros_apart
+
+    array = zeros_apart(APART // 8, np.int64)  # large enough for a mapping of its own
+    pid = os.fork()
+    if pid == 0:  # the child: write, and leave without running anything of pytest's
+        array[:] = 7
+        os._exit(0)
+    os.waitpid(pid, 0)
+    assert not array.any()

@@ -39,6 +39,7 @@ from ..text.vocabulary import (
     sorted_order,
     stack_in_order,
     stop_terms,
+    zeros_apart,
 )
 from . import naive_bayes as nb
 from .decision import (  # noqa: F401  (UNSURE: re-exported)
@@ -383,6 +384,7 @@ class SampledRows:
 
     @property
     def labels(self) -> list[str]:
+        self._trim()
         return [label for _, labels, _ in self.chunks for label in labels]
 
     def add(self, X: sp.csr_matrix, labels: Sequence[str], digests: Sequence[bytes]) -> None:
@@ -405,32 +407,50 @@ class SampledRows:
         self.ranks.append((keys, raw))
         if self.dated is not None:
             self.dates.append(np.array(self.dated(digests), np.float64))
-        kept = sum(len(labels) for _, labels, _ in self.chunks)
-        if kept > self.limit:
-            keys = np.concatenate([k for k, _ in self.ranks])
-            digests_kept = np.concatenate([d for _, d in self.ranks])
-            drop = np.zeros(kept, bool)
-            drop[sample_order(keys, digests_kept)[self.limit :]] = True
-            chunks, ranks, dates, at = [], [], [], 0
-            for i, ((Y, y, n), (k, d)) in enumerate(zip(self.chunks, self.ranks)):
-                keep = ~drop[at : at + len(y)]
-                at += len(y)
-                if keep.all():  # not copied again: a chunk's rows are copied when they go
-                    chunks.append((Y, y, n))
-                    ranks.append((k, d))
-                elif keep.any():
-                    chunks.append((Y[keep], [v for v, t in zip(y, keep.tolist()) if t], n[keep]))
-                    ranks.append((k[keep], d[keep]))
-                if self.dates and keep.any():
-                    dates.append(self.dates[i][keep])
-            self.chunks, self.ranks, self.dates = chunks, ranks, dates
+        if self._held() > self.limit + self.limit // 8:
+            self._trim()
+
+    def _held(self) -> int:
+        return sum(len(labels) for _, labels, _ in self.chunks)
+
+    def _trim(self) -> None:
+        """Drop the rows held past the ``limit`` the sample takes. `add` lets an eighth of
+        ``limit`` more be held before it drops them: a full sample of 10,000 rows loses a
+        few of most of its chunks' rows with each new chunk, and each such chunk's rows are
+        copied, which a drop every chunk did for every chunk (8 MB of rows at 19,000
+        messages, 36 times); a row held past the limit is one the sample would have dropped
+        by then, and it is the same sample."""
+        kept = self._held()
+        if kept <= self.limit or not self.ranks:
+            return
+        keys = np.concatenate([k for k, _ in self.ranks])
+        digests_kept = np.concatenate([d for _, d in self.ranks])
+        drop = np.zeros(kept, bool)
+        drop[sample_order(keys, digests_kept)[self.limit :]] = True
+        chunks, ranks, dates, at = [], [], [], 0
+        for i, ((Y, y, n), (k, d)) in enumerate(zip(self.chunks, self.ranks)):
+            self.chunks[i] = None  # let go of as its rows are copied: not all held twice
+            keep = ~drop[at : at + len(y)]
+            at += len(y)
+            if keep.all():  # not copied again: a chunk's rows are copied when they go
+                chunks.append((Y, y, n))
+                ranks.append((k, d))
+            elif keep.any():
+                chunks.append((Y[keep], [v for v, t in zip(y, keep.tolist()) if t], n[keep]))
+                ranks.append((k[keep], d[keep]))
+            del Y
+            if self.dates and keep.any():
+                dates.append(self.dates[i][keep])
+        self.chunks, self.ranks, self.dates = chunks, ranks, dates
 
     def times(self) -> list[float]:
         """The date of each row (`dated`), in their order."""
+        self._trim()
         return np.concatenate(self.dates).tolist() if self.dates else []
 
     def numbers(self) -> np.ndarray:
         """The number of each row in the stream of messages counted (n,)."""
+        self._trim()
         return np.concatenate([numbers for _, _, numbers in self.chunks])
 
     def matrix(self) -> tuple[sp.csr_matrix, Sequence[str]]:
@@ -540,12 +560,12 @@ class ClassCountsBuilder:
         return rows_over(counted, cols, len(self.index))
 
     def _reserve(self, c: int, d: int) -> None:
-        """Room for c labels and d terms (when the terms' room runs out, an eighth more than
-        d, and at least a quarter more than before: doubling left up to half of it unused)."""
+        """Room for c labels and d terms (when the terms' room runs out, at least twice as
+        much: the arrays are `zeros_apart`, whose room not yet written takes no memory)."""
         rows, room = self._term.shape
         if c <= rows and d <= room:
             return
-        rows, room = max(c, rows), room if d <= room else max(d + d // 8, room + room // 4, 1024)
+        rows, room = max(c, rows), room if d <= room else max(d, 2 * room, 1024)
         self._class = _grow(self._class, (rows,))
         self._term = _grow(self._term, (rows, room))
         self._doc = _grow(self._doc, (rows, room))
@@ -568,8 +588,10 @@ def utc_timestamp() -> str:
 
 
 def _grow(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """``array`` padded with zeros at the end of each axis to ``shape``."""
-    return np.pad(array, [(0, s - a) for a, s in zip(array.shape, shape)])
+    """``array`` padded with zeros at the end of each axis to ``shape`` (`zeros_apart`)."""
+    grown = zeros_apart(shape, array.dtype)
+    grown[tuple(map(slice, array.shape))] = array
+    return grown
 
 
 def fit(
