@@ -4,10 +4,14 @@ vocabulary where a chunk or a fold is smaller (docs/speed.md, "Memory")."""
 from __future__ import annotations
 
 import dataclasses
+import platform
+import subprocess
+import sys
 import tracemalloc
 from array import array
 
 import numpy as np
+import pytest
 
 from nbspam.core.settings import build_settings
 from nbspam.models.model import ClassCountsBuilder, SampledRows, fit_counted
@@ -973,3 +977,35 @@ def test_zeros_apart_written_in_a_forked_child_stay_as_they_are_here():
         os._exit(0)
     os.waitpid(pid, 0)
     assert not array.any()
+
+
+ARENAS_PROBE = """
+import atexit, ctypes, sys
+# malloc_stats prints one "Arena N:" block a heap of malloc's, on stderr, as the program ends
+atexit.register(lambda: (sys.stderr.flush(), ctypes.CDLL(None).malloc_stats()))
+sys.argv = ["nbspam", "train", sys.argv[1], "-o", sys.argv[2], "--jobs", "2"]
+from nbspam.cli.commands import main
+main()
+"""
+
+
+@pytest.mark.skipif(
+    not (sys.platform.startswith("linux") and "glibc" in " ".join(platform.libc_ver())),
+    reason="malloc's arenas are glibc's",
+)
+def test_train_serves_every_thread_from_one_malloc_heap(tmp_path, sample_messages):
+    """The worker pool's threads read the results of a training's workers: each thread's
+    heap of its own (glibc's arenas) kept the chunks freed there. `train` asks malloc for
+    one heap."""
+    for label in ("ham", "spam"):
+        (tmp_path / "mail" / label).mkdir(parents=True)
+    for n in range(6):  # the sample's messages 6 times over: chunks the pool's threads read
+        for i, m in enumerate(sample_messages):
+            (tmp_path / "mail" / m.label / f"{n}-{i}").write_bytes(b"X-Copy: %d\n" % n + m.data)
+    done = subprocess.run(
+        [sys.executable, "-c", ARENAS_PROBE, str(tmp_path / "mail"), str(tmp_path / "m.nbm")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert [line for line in done.stderr.splitlines() if line.startswith("Arena ")] == ["Arena 0:"]

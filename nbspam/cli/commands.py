@@ -428,6 +428,21 @@ def _table(options: dict[str, Any]) -> dict[str, Any]:
     return options
 
 
+def _one_malloc_arena() -> None:
+    """glibc's malloc serves this program's threads from one heap (``M_ARENA_MAX`` 1): a
+    training's worker pool reads the workers' results in threads of its own, and each
+    thread's heap of its own kept the chunks freed there, a dozen MB that no later array
+    used (docs/speed.md, "Memory"). Set by the command, not the library: it is a setting
+    of the whole process, for a program that imports nbspam to make. Nothing where malloc
+    is not glibc's."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).mallopt(-8, 1)  # M_ARENA_MAX (malloc.h)
+    except (OSError, AttributeError):
+        pass
+
+
 def train_options(f):
     """The options of `train`, shared by every command that trains (train, evaluate)."""
     for option in reversed(_TRAIN_OPTIONS):
@@ -680,6 +695,7 @@ def train(
     """
     from .. import api
 
+    _one_malloc_arena()
     listed = list(_listed(files_from, null))
     specs = [*data, *listed]
     check_outputs(
