@@ -219,6 +219,25 @@ def test_an_unexpected_failure_is_one_line(model, monkeypatch):
     )
 
 
+def test_memory_refused_is_one_line_not_an_internal_error(monkeypatch, tmp_path):
+    """numpy's `MemoryError` (and the term table's, where its mapping is refused under
+    ``ulimit -v``) was an 'internal error' with the array's shape and type."""
+    import nbspam.models.model
+
+    def refused(*args, **kwargs):
+        raise MemoryError((2, 208639), "float64")
+
+    monkeypatch.setattr(nbspam.models.model, "fit_counted", refused)
+    monkeypatch.delenv("NBSPAM_TRACEBACK", raising=False)
+    result = cli_run("train", SAMPLE / "train", "-o", tmp_path / "m.nbm", "--jobs", "1")
+    assert result.exit_code == 1
+    assert result.stderr.endswith(
+        "Error: out of memory: the system refused this process more (its ulimit -v, or the "
+        "machine)\n"
+    )
+    assert not (tmp_path / "m.nbm").exists()
+
+
 # -- inputs that hold nothing --------------------------------------------------------------------
 
 

@@ -4,6 +4,7 @@ vocabulary where a chunk or a fold is smaller (docs/speed.md, "Memory")."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import platform
 import subprocess
 import sys
@@ -894,11 +895,31 @@ def test_a_full_sample_copies_its_rows_every_few_chunks_not_every_chunk():
         held = [X for X, _, _ in rows.chunks]
         rows.add(*_sample_chunk(c, per=10))
         copied += sum(X.shape[0] for X, _, _ in rows.chunks[:-1] if not any(X is Y for Y in held))
-    # an eighth of the limit (1,000 rows, 4 chunks) held past it: a drop every 4th chunk,
+    # an eighth of the limit (1,000 rows, 4 chunks) held past it: a drop every 5th chunk,
     # some 8,000 rows copied each time; dropped at every chunk, 20 times
     assert copied < 60_000
     keys = [sample_key(n.to_bytes(16, "big")) for n in range(13_000)]
     assert rows.numbers().tolist() == sorted(sorted(range(13_000), key=keys.__getitem__)[:8_000])
+
+
+def test_a_dated_sample_keeps_a_date_a_row_past_chunks_of_messages_counted_before():
+    """A chunk of messages all counted before (a Maildir and its copy) has no row: it was
+    kept as an empty chunk without dates, the dates fell out of step with the rows, and
+    the next drop past the limit raised IndexError (`nbspam train` ended in an internal
+    error). The stream ends between two drops: what is read then is the sample, trimmed."""
+    from nbspam.core.sparse import sp
+    from nbspam.models.model import sample_key
+
+    rows = SampledRows(1_000, dated=lambda digests: [float(d[-1]) for d in digests])
+    empty = sp.csr_matrix((0, 10_000), dtype=np.uint8)
+    for c in range(7):  # 1,750 rows: full after 4 chunks, a drop after the 5th
+        rows.add(*_sample_chunk(c))
+        rows.add(empty, [], [])
+    numbers = rows.numbers().tolist()
+    keys = [sample_key(n.to_bytes(16, "big")) for n in range(1_750)]
+    assert numbers == sorted(sorted(range(1_750), key=keys.__getitem__)[:1_000])
+    assert rows.times() == [float(n % 256) for n in numbers]
+    assert len(rows.labels) == 1_000
 
 
 def test_the_growing_term_table_and_totals_are_kept_out_of_mallocs_heap():
@@ -962,12 +983,25 @@ def test_the_growing_term_table_and_totals_double_their_room(monkeypatch):
     assert builder.index.columns(["w0123456"]).tolist() == [123_456]
 
 
-def test_zeros_apart_written_in_a_forked_child_stay_as_they_are_here():
-    """The mappings of `zeros_apart` are private: a child forked after them (as the
-    cross-validation's are) writes its own copy. A shared mapping, `mmap`'s default, let
-    the child's writes reach this process's arrays."""
-    import os
+def test_zeros_apart_refused_a_mapping_is_out_of_memory_as_numpy_says_it(monkeypatch):
+    import errno
+    import mmap
 
+    from nbspam.text.vocabulary import APART, zeros_apart
+
+    def refused(*args, **kwargs):
+        raise OSError(errno.ENOMEM, "Cannot allocate memory")
+
+    monkeypatch.setattr(mmap, "mmap", refused)
+    with pytest.raises(MemoryError):
+        zeros_apart(APART, np.uint8)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this system")
+def test_zeros_apart_written_in_a_forked_child_stay_as_they_are_here():
+    """The mappings of `zeros_apart` are private: a child forked after them writes its
+    own copy. A shared mapping, `mmap`'s default, let the child's writes reach this
+    process's arrays."""
     from nbspam.text.vocabulary import APART, zeros_apart
 
     array = zeros_apart(APART // 8, np.int64)  # large enough for a mapping of its own
@@ -983,9 +1017,12 @@ ARENAS_PROBE = """
 import atexit, ctypes, sys
 # malloc_stats prints one "Arena N:" block a heap of malloc's, on stderr, as the program ends
 atexit.register(lambda: (sys.stderr.flush(), ctypes.CDLL(None).malloc_stats()))
-sys.argv = ["nbspam", "train", sys.argv[1], "-o", sys.argv[2], "--jobs", "2"]
-from nbspam.cli.commands import main
-main()
+folder, model, asked = sys.argv[1:]
+sys.argv = ["nbspam", "train", folder, "-o", model, "--jobs", "2"]
+import nbspam.cli.commands as commands
+if asked == "no":  # the control: the command as it was
+    commands._one_malloc_arena = lambda: None
+commands.main()
 """
 
 
@@ -1002,10 +1039,22 @@ def test_train_serves_every_thread_from_one_malloc_heap(tmp_path, sample_message
     for n in range(6):  # the sample's messages 6 times over: chunks the pool's threads read
         for i, m in enumerate(sample_messages):
             (tmp_path / "mail" / m.label / f"{n}-{i}").write_bytes(b"X-Copy: %d\n" % n + m.data)
-    done = subprocess.run(
-        [sys.executable, "-c", ARENAS_PROBE, str(tmp_path / "mail"), str(tmp_path / "m.nbm")],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert [line for line in done.stderr.splitlines() if line.startswith("Arena ")] == ["Arena 0:"]
+
+    def arenas(asked: str) -> list[str]:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                ARENAS_PROBE,
+                str(tmp_path / "mail"),
+                str(tmp_path / "m.nbm"),
+                asked,
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return [line for line in done.stderr.splitlines() if line.startswith("Arena ")]
+
+    assert arenas("yes") == ["Arena 0:"]
+    assert len(arenas("no")) > 1  # the pool's threads did make heaps of their own

@@ -14,6 +14,10 @@ import sys
 from ..errors import EXIT_INTERRUPTED, NbspamError
 from .output import output_error, quiet_stdout
 
+OUT_OF_MEMORY = (
+    "out of memory: the system refused this process more (its ulimit -v, or the machine)"
+)
+
 
 def failure(error: BaseException, *, failed: int = 1, stdout: bool = False) -> int | None:
     """Say ``error`` in one line ``Error: ...`` on stderr and return the exit status; None
@@ -23,8 +27,9 @@ def failure(error: BaseException, *, failed: int = 1, stdout: bool = False) -> i
     The library's errors keep their status; Ctrl-C is 'interrupted', status 130; a failed
     system call (a full disk, say) is its message and ``failed``, naming standard output
     where it was the output (``stdout``: an error without a file name can only be stdout);
-    a reader of the output that went away (EPIPE) ends quietly with ``failed``; anything
-    else is an 'internal error', the details on request.
+    a reader of the output that went away (EPIPE) ends quietly with ``failed``; memory
+    refused (`MemoryError`) is `OUT_OF_MEMORY`; anything else is an 'internal error', the
+    details on request.
     """
     if isinstance(error, NbspamError):
         line, status = str(error), error.exit_code
@@ -36,6 +41,8 @@ def failure(error: BaseException, *, failed: int = 1, stdout: bool = False) -> i
     elif isinstance(error, OSError):
         line = output_error(error, stdout=stdout and error.filename is None)
         status = failed
+    elif isinstance(error, MemoryError) and not os.environ.get("NBSPAM_TRACEBACK"):
+        line, status = OUT_OF_MEMORY, failed
     elif isinstance(error, Exception) and not os.environ.get("NBSPAM_TRACEBACK"):
         line = f"internal error: {error!r} (set NBSPAM_TRACEBACK=1 to see where)"
         status = failed

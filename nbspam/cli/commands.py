@@ -433,8 +433,11 @@ def _one_malloc_arena() -> None:
     training's worker pool reads the workers' results in threads of its own, and each
     thread's heap of its own kept the chunks freed there, a dozen MB that no later array
     used (docs/speed.md, "Memory"). Set by the command, not the library: it is a setting
-    of the whole process, for a program that imports nbspam to make. Nothing where malloc
-    is not glibc's."""
+    of the whole process, for a program that imports nbspam to make (and it stays set in a
+    program that runs this command itself). Nothing but on Linux, and nothing where malloc
+    is not glibc's (musl has no arenas to set)."""
+    if not sys.platform.startswith("linux"):  # Windows cannot open the program itself
+        return
     import ctypes
 
     try:

@@ -391,6 +391,8 @@ class SampledRows:
         """Keep the rows of a chunk (``digests``: its messages') that the sample takes: the
         indices as int32, the counts in the smallest unsigned integers that hold them
         (uint8 for most chunks: 5 bytes an entry where int64 took 16)."""
+        if not X.shape[0]:  # a chunk of messages counted before: no row, no date
+            return
         numbers = np.arange(self.seen, self.seen + X.shape[0])
         self.seen += X.shape[0]
         X = sp.csr_matrix(
@@ -435,12 +437,12 @@ class SampledRows:
             if keep.all():  # not copied again: a chunk's rows are copied when they go
                 chunks.append((Y, y, n))
                 ranks.append((k, d))
+                dates.extend(self.dates[i : i + 1])  # a date for each chunk kept, if dated
             elif keep.any():
                 chunks.append((Y[keep], [v for v, t in zip(y, keep.tolist()) if t], n[keep]))
                 ranks.append((k[keep], d[keep]))
+                dates.extend(dated[keep] for dated in self.dates[i : i + 1])
             del Y
-            if self.dates and keep.any():
-                dates.append(self.dates[i][keep])
         self.chunks, self.ranks, self.dates = chunks, ranks, dates
 
     def times(self) -> list[float]:

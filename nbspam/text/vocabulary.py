@@ -8,6 +8,7 @@ entry took some 110."""
 from __future__ import annotations
 
 import bisect
+import errno
 import functools
 import mmap
 import operator
@@ -464,7 +465,13 @@ def zeros_apart(shape: int | tuple[int, ...], dtype: type | np.dtype) -> np.ndar
     if size < APART:
         return np.zeros(shape, dtype)
     private = {"flags": mmap.MAP_PRIVATE} if hasattr(mmap, "MAP_PRIVATE") else {}  # not Windows
-    return np.frombuffer(mmap.mmap(-1, size, **private), dtype).reshape(shape)
+    try:
+        mapping = mmap.mmap(-1, size, **private)
+    except OSError as exc:  # no room (ulimit -v, strict overcommit): as numpy says it
+        if exc.errno == errno.ENOMEM:
+            raise MemoryError(f"cannot allocate {size:,} bytes for an array") from None
+        raise
+    return np.frombuffer(mapping, dtype).reshape(shape)
 
 
 APART = 1 << 18
