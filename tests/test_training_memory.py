@@ -264,23 +264,11 @@ def test_the_sample_keeps_its_counts_in_the_smallest_integers(sample_messages):
 
 
 def test_the_sample_is_stacked_into_one_matrix_letting_go_of_each_chunk():
-    from nbspam.core.sparse import sp
-
     rows = SampledRows(10**6)
-    d, per, chunk_rows = 10_000, 100, 250
+    d, chunk_rows = 10_000, 250
     for c in range(40):  # 1,000,000 entries in 40 chunks of 250 rows
-        indices = (np.arange(chunk_rows * per) * 7 + c) % d
-        X = sp.csr_matrix(
-            (
-                np.ones(indices.size, np.uint8),
-                indices.astype(np.int32),
-                np.arange(0, indices.size + 1, per, dtype=np.int32),
-            ),
-            shape=(chunk_rows, d),
-        )
-        rows.chunks.append(
-            (X, ["ham"] * chunk_rows, np.arange(c * chunk_rows, (c + 1) * chunk_rows))
-        )
+        X, labels, _ = _sample_chunk(c, chunk_rows, 100, d)
+        rows.chunks.append((X, labels, np.arange(c * chunk_rows, (c + 1) * chunk_rows)))
     rows.terms, rows.order = tuple(f"t{j:06d}" for j in range(d)), np.arange(d)
     tracemalloc.start()
     try:
