@@ -457,9 +457,8 @@ def zeros_apart(shape: int | tuple[int, ...], dtype: type | np.dtype) -> np.ndar
     a hole in the heap that later arrays rarely fit and that the heap never gave back; a
     mapping is given back whole as it is let go of. (An anonymous mapping's pages are
     zeros, written only where the array is.) The mapping is private, as malloc's memory
-    is: a process forked later (the cross-validation's) that writes to it gets its own
-    copy of the page, where a shared mapping, Python's default, would write this
-    process's array."""
+    is: a process forked later that writes to it gets its own copy of the page, where a
+    shared mapping, Python's default, would write this process's array."""
     dtype = np.dtype(dtype)
     size = int(np.prod(shape)) * dtype.itemsize
     if size < APART:
