@@ -738,19 +738,50 @@ def test_a_fold_models_form_is_let_go_of_before_its_rows_are_scored(monkeypatch)
         return fitted
 
     def scored(form, wide, F):
-        alive.append(forms[-1]() is not None)
+        alive.append((type(form).__name__, forms[-1]() is not None))
         return predict(form, wide, F)
 
     monkeypatch.setattr(crossval.FoldModels, "model", noted)
     monkeypatch.setattr(crossval, "predict_wide", scored)
     scores = crossval.score_candidates(data, shared, trials)
-    # the weights over the vocabulary score the rows, not the form of the kept terms too
-    assert len(forms) == 12 and alive and not any(alive)
+    # a linear form's weights over the vocabulary score the rows, not the form of the kept
+    # terms too; a Fisher form scores them itself, with its clues' places (4 bytes a term)
+    assert len(forms) == 12 and len(alive) == 12
+    assert set(alive) == {("LinearForm", False), ("FisherForm", True)}
     for trial, got in zip(trials, scores):
         assert (
             got.log_odds.tobytes()
             == crossval.score_split(data, shared.fold, trial, protocol={}).log_odds.tobytes()
         )
+
+
+def test_a_fisher_forms_rows_are_scored_over_the_vocabulary_with_4_bytes_a_term():
+    from nbspam.core.sparse import sp
+    from nbspam.fit.crossval import predict_wide, widened
+    from nbspam.models.scoring_forms import FisherForm
+
+    d = 400_000
+    rng = np.random.default_rng(13)
+    kept = np.flatnonzero(rng.random(d) < 0.7).astype(np.int32)
+    f = rng.uniform(0.001, 0.999, kept.size)
+    form = FisherForm(kept, (), np.log(f), np.log1p(-f), 1)
+    X = _rows(256, 50, d, seed=13)
+    F = sp.csr_matrix((np.ones(X.nnz, np.uint8), X.indices, X.indptr), shape=X.shape)
+    tracemalloc.start()
+    try:
+        log_post, log_odds = predict_wide(*widened(form, d), F)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # ln f, ln(1 - f) and 1 of every clue over the vocabulary took 9.6 MB
+    assert peak < 3_000_000
+    # the form's own scores of the kept columns, to the bit, and of rows with no clue
+    want_post, want_odds = form.predict(F[:, kept])
+    assert log_odds.tobytes() == want_odds.tobytes()
+    assert log_post.tobytes() == want_post.tobytes()
+    empty = sp.csr_matrix((2, d), dtype=np.uint8)
+    got = predict_wide(*widened(form, d), empty)[1]
+    assert got.tobytes() == form.predict(empty[:, kept])[1].tobytes()
 
 
 def test_an_internal_cross_validation_of_a_large_vocabulary_holds_few_arrays_of_it():
