@@ -694,6 +694,26 @@ def test_the_fold_models_write_fishers_probabilities_into_one_array():
     assert len(arrays) == 4 and all(a is arrays[0] for a in arrays)  # made once for all
 
 
+def test_the_terms_of_highest_rank_are_chosen_with_one_copy_of_their_ranks():
+    from nbspam.text.vocabulary import select_terms
+
+    d = 200_000
+    rng = np.random.default_rng(14)
+    doc_freq = rng.integers(1, 50, d)
+    rank = np.round(rng.random(d), 3)  # ties among the ranks
+    tracemalloc.start()
+    try:
+        keep = select_terms(doc_freq, 100, max_features=50_000, rank=rank)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # the candidates' ranks (1.6 MB) and masks of the vocabulary; a stable sort of the
+    # candidates took their columns, their ranks negated, their order and its buffer
+    assert peak < 2_500_000
+    best = np.argsort(-rank, kind="stable")[:50_000]
+    assert np.flatnonzero(keep).tolist() == np.sort(best).tolist()
+
+
 def test_mutual_information_is_taken_a_block_of_terms_at_a_time_for_the_same_columns():
     from nbspam.models.model import kept_columns
     from nbspam.text.vocabulary import mutual_information, select_terms
