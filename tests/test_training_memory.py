@@ -804,6 +804,70 @@ def test_a_fisher_forms_rows_are_scored_over_the_vocabulary_with_4_bytes_a_term(
     assert got.tobytes() == form.predict(empty[:, kept])[1].tobytes()
 
 
+def _two_class_rows(n: int, d: int, seed: int):
+    """n count rows over d terms, ham and spam in turns, the ham's terms mostly among the
+    first 3/4 of the columns and the spam's among the last 3/4."""
+    from nbspam.core.sparse import sp
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        start = 0 if i % 2 == 0 else d // 4
+        rows.append(np.unique(rng.integers(start, start + 3 * d // 4, 30)))
+    indices = np.concatenate(rows).astype(np.int32)
+    indptr = np.concatenate([[0], np.cumsum([r.size for r in rows])])
+    data = rng.integers(1, 4, indices.size).astype(np.uint16)
+    return sp.csr_matrix((data, indices, indptr), shape=(n, d))
+
+
+@pytest.mark.parametrize("event_model", ["multinomial", "bernoulli", "complement", "fisher"])
+def test_rows_left_out_of_a_split_score_the_others_as_a_copy_of_them_does(event_model):
+    from nbspam.fit.crossval import LEFT_OUT, Folds, Tokenized, score_split, subset
+
+    n, d = 600, 400
+    X = _two_class_rows(n, d, seed=16)
+    labels = ["ham", "spam"] * (n // 2)
+    labels[5::50] = ["other"] * len(labels[5::50])  # a label of rows left out alone
+    data = Tokenized([str(i) for i in range(n)], labels, X, [f"t{j:04d}" for j in range(d)])
+    rng = np.random.default_rng(17)
+    rows = np.sort(rng.choice(np.flatnonzero(np.array(labels) != "other"), 350, replace=False))
+    part_fold = np.arange(rows.size) % 4 - 1  # -1 (trained on only) and three test folds
+    fold = np.full(n, LEFT_OUT)
+    fold[rows] = part_fold
+    settings = build_settings({"event_model": event_model, "calibrate": False})
+    got = score_split(data, fold, settings, protocol={})
+    want = score_split(subset(data, rows), part_fold, settings, protocol={})
+    assert got.classes == want.classes == ("ham", "spam")
+    assert got.evaluated.tolist() == [i in set(rows[part_fold >= 0].tolist()) for i in range(n)]
+    assert got.log_odds[got.evaluated].tobytes() == want.log_odds[want.evaluated].tobytes()
+    assert (
+        got.log_posterior[got.evaluated].tobytes() == want.log_posterior[want.evaluated].tobytes()
+    )
+    with pytest.raises(ValueError, match="left out"):
+        Folds(data, fold, Folds(subset(data, rows), part_fold, None).counts)
+
+
+def test_the_drift_check_scores_its_splits_by_date_without_a_copy_of_the_rows():
+    from nbspam.fit.calibration import drift_from_dates
+    from nbspam.fit.crossval import Tokenized
+
+    n, d = 4000, 2000
+    X = _rows(n, 200, d, seed=15).astype(np.uint16)  # 800,000 entries: 4.8 MB
+    labels = ["ham", "spam"] * (n // 2)
+    data = Tokenized([str(i) for i in range(n)], labels, X, [f"t{j:05d}" for j in range(d)])
+    times = np.arange(n, dtype=np.float64)  # every row dated: the newer half is the last
+    tracemalloc.start()
+    try:
+        record = drift_from_dates(data, times, build_settings({"event_model": "bernoulli"}), 5)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # a fold's sums and a block of its test rows at a time; the older half's rows copied
+    # for its cross-validation, then every dated row for the newer half's scores, took 8.5
+    assert peak < 5_000_000
+    assert record is not None and (record["dated"], record["newer_ham"]) == (4000, 1000)
+
+
 def test_an_internal_cross_validation_of_a_large_vocabulary_holds_few_arrays_of_it():
     from nbspam.core.sparse import sp
     from nbspam.fit.crossval import Tokenized

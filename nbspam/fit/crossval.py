@@ -33,6 +33,10 @@ from . import metrics
 #: The test rows a fold's model scores at a time: their copy is a block's, not the fold's.
 SCORED_ROWS = 1024
 
+#: The fold of a row left out of a split: neither trained on nor scored (`score_split`), so
+#: that a part of the rows is cross-validated without a copy of them.
+LEFT_OUT = -2
+
 
 class Tokenized(NamedTuple):
     """Labelled messages as count rows: ids (n,), labels (n,), X (n, d), terms (d,) sorted;
@@ -165,7 +169,8 @@ def score_split(
     """Score each test fold k (``fold == k``) with a model fitted on all other rows, with
     the ``settings`` (or ``settings[k]``: each fold's own).
 
-    Rows with ``fold == -1`` are only ever trained on. ``totals``, the counts of a larger
+    Rows with ``fold == -1`` are only ever trained on, rows with `LEFT_OUT` neither (their
+    scores stay NaN, as those of the rows only trained on). ``totals``, the counts of a larger
     set of messages that holds these rows, make each fold's model the one of all those
     messages but the fold's. ``shared`` (`Folds` of the same rows, folds and totals) keeps
     what does not depend on the settings from one call to the next.
@@ -433,10 +438,18 @@ class Folds:
         self.data = data
         self.fold = np.asarray(fold, dtype=np.int64)
         labels = np.array(data.labels, dtype=object)
-        classes = sorted(set(data.labels) if totals is None else totals.labels)
+        left_out = self.fold == LEFT_OUT
+        if totals is not None and left_out.any():
+            raise ValueError("rows are left out only of the folds' own counts, not of totals")
+        classes = sorted(set(labels[~left_out].tolist()) if totals is None else totals.labels)
+        C = len(classes)
         self.y = np.searchsorted(np.array(classes, dtype=object), labels).astype(np.int64)
         if totals is None:
-            class_count, *sums = nb.class_counts(data.X, self.y, len(classes), narrow=True)
+            # the rows left out summed as one more class, whose sums are then dropped: the
+            # same sums as those of a copy of the other rows, and no copy of them
+            self.y[left_out] = C
+            class_count, *sums = nb.class_counts(data.X, self.y, C + 1, narrow=True)
+            class_count, sums = class_count[:C], [a[:C] for a in sums]
             kind = _smallest(int(sums[0].max(initial=0)))
             term_count, doc_count = (a.astype(kind) for a in sums)
             del sums
@@ -470,7 +483,7 @@ class Folds:
             data, fold = self.data, self.fold
             held = fold == k
             if data.copies is not None:  # a message repeated in the training part counts once
-                held = held | repeats(data.copies, fold != k)
+                held = held | repeats(data.copies, (fold != k) & (fold != LEFT_OUT))
             self._held[k] = self._sums(np.flatnonzero(held))
         class_less, cols, term_less, doc_less = self._held[k]
         totals = self.counts
@@ -547,9 +560,7 @@ def predict_rows(
     return predict_wide(*widened(form, X.shape[1]), X)
 
 
-def widened(
-    form: LinearForm | FisherForm, d: int
-) -> tuple[LinearForm | FisherForm, np.ndarray]:
+def widened(form: LinearForm | FisherForm, d: int) -> tuple[LinearForm | FisherForm, np.ndarray]:
     """The form's weights over the whole vocabulary of its model (d terms), zero where a
     term is not kept: (d,) log-odds weights, or (C, d) coefficients of more classes, with
     the form as `predict_wide` takes it, without its arrays of the kept terms (which may
