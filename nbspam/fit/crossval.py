@@ -447,8 +447,9 @@ class Folds:
         if totals is None:
             # the rows left out summed as one more class, whose sums are then dropped: the
             # same sums as those of a copy of the other rows, and no copy of them
+            extra = int(left_out.any())
             self.y[left_out] = C
-            class_count, *sums = nb.class_counts(data.X, self.y, C + 1, narrow=True)
+            class_count, *sums = nb.class_counts(data.X, self.y, C + extra, narrow=True)
             class_count, sums = class_count[:C], [a[:C] for a in sums]
             kind = _smallest(int(sums[0].max(initial=0)))
             term_count, doc_count = (a.astype(kind) for a in sums)
