@@ -749,7 +749,7 @@ def test_a_fold_models_form_is_let_go_of_before_its_rows_are_scored(monkeypatch)
         for name in ("multinomial", "fisher", "complement")
     ]
     forms: list[weakref.ref] = []
-    alive: list[bool] = []
+    alive: list[tuple[str, bool]] = []
     model, predict = crossval.FoldModels.model, crossval.predict_wide
 
     def noted(self, settings):
@@ -802,6 +802,8 @@ def test_a_fisher_forms_rows_are_scored_over_the_vocabulary_with_4_bytes_a_term(
     empty = sp.csr_matrix((2, d), dtype=np.uint8)
     got = predict_wide(*widened(form, d), empty)[1]
     assert got.tobytes() == form.predict(empty[:, kept])[1].tobytes()
+    with pytest.raises(ValueError, match="rows of 399999 terms scored by clues of 400000"):
+        predict_wide(*widened(form, d), F[:, : d - 1])
 
 
 def _two_class_rows(n: int, d: int, seed: int):

@@ -103,7 +103,7 @@ def test_select_terms_keeps_what_a_stable_sort_of_the_ranks_keeps(seed):
         if kind == 1
         else None
     )
-    for k in {1, max(d // 3, 1), d - 1, d}:
+    for k in {0, 1, max(d // 3, 1), d - 1, d}:
         for min_count in (1, 2):
             keep = (df >= min_count) & (df <= 0.9 * 10)
             want = keep

@@ -248,8 +248,9 @@ def score_candidates(
             seconds["train"] += fitted - clock
             result.begin(model, len(labels))
             form, wide = widened(model.form, blocks.width)
-            # the model let go of before its scores, and before the next is made, and a
-            # linear form's arrays of the kept terms: its weights over the vocabulary alone
+            # the model let go of before its rows are scored and the next is made; a linear
+            # form's arrays of the kept terms too (its weights over the vocabulary score the
+            # rows), where a Fisher form is kept and scores them with its clues' places
             del model
             result.score(form, wide, blocks)
             del form, wide
@@ -562,12 +563,11 @@ def predict_rows(
 
 
 def widened(form: LinearForm | FisherForm, d: int) -> tuple[LinearForm | FisherForm, np.ndarray]:
-    """The form's weights over the whole vocabulary of its model (d terms), zero where a
-    term is not kept: (d,) log-odds weights, or (C, d) coefficients of more classes, with
-    the form as `predict_wide` takes it, without its arrays of the kept terms (which may
-    then be let go of). A Fisher form is kept whole, with the place of each term among its
-    clues, -1 where a term is not one (d,): 4 bytes a term, where ln f, ln(1 - f) and 1 of
-    each clue over the vocabulary took 24 beside the form's own 20 a clue."""
+    """What `predict_wide` scores rows over the whole vocabulary of the form's model (d
+    terms) with: a linear form's weights over it, zero where a term is not kept ((d,)
+    log-odds weights, or (C, d) coefficients of more classes), with the form without its
+    arrays of the kept terms (which may then be let go of); a Fisher form whole, with each
+    term's place among its clues (d,), -1 where a term is not one."""
     if isinstance(form, FisherForm):
         places = np.full(d, -1, np.int32 if form.kept.size < 2**31 else np.int64)
         places[form.kept] = np.arange(form.kept.size, dtype=places.dtype)
@@ -591,10 +591,11 @@ def predict_wide(
     form: LinearForm | FisherForm, wide: np.ndarray, F: sp.csr_matrix
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """`model.predict_matrix` of rows F over the whole vocabulary, f already applied
-    (presence where the form is binary), with the form and its weights `widened` to the
-    vocabulary: the rows are not copied column by column (a copy, and scipy's temporaries,
-    several times the size of the rows). The same values to the bit: a row's sum takes its
-    terms in the same order, and a term that is not kept adds 0.0."""
+    (presence where the form is binary), with what `widened` made of the form (``wide``: a
+    linear form's weights over the vocabulary, a Fisher form's clues' places): the rows are
+    not copied column by column (a copy, and scipy's temporaries, several times the size
+    of the rows). The same values to the bit: a row's sum takes its terms in the same
+    order, and a term that is not kept adds 0.0 (`clue_sums`: nothing)."""
     if isinstance(form, FisherForm):
         log_f, log_not_f, clues = clue_sums(form, wide, F)
         log_odds = fisher_log_odds_many(log_f, log_not_f, clues)
@@ -607,22 +608,24 @@ def predict_wide(
 def clue_sums(
     form: FisherForm, places: np.ndarray, F: sp.csr_matrix
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each row's sums Σ x ln f, Σ x ln(1 - f) and Σ x over its clues (x: the row's value
-    of the term, F's), ``places`` being each term's place among the form's clues (-1: not
-    one, `widened`): the sums of F times the clues' (ln f, ln(1 - f), 1) over the
-    vocabulary to the bit. Each row's clues are added one by one from 0.0 in the order of
-    its entries (`np.bincount`), as scipy's product adds each entry, and an entry that is
-    not a clue adds 0.0 there (x + 0.0 is x: a sum from +0.0 is never -0.0)."""
+    """Each row's sums of ln f and of ln(1 - f) over its clues, and its number of clues, of
+    presence rows F (every entry 1, as a Fisher form scores), ``places`` being each term's
+    place among the form's clues (-1: not one; `widened`): the product of F and the clues'
+    (ln f, ln(1 - f), 1) over the vocabulary, to the bit. Each row's clues are added one by
+    one from 0.0 in the order of its entries (`np.bincount`), as scipy's product adds each
+    entry's 1.0 x ln f, and an entry that is not a clue adds 0.0 there (x + 0.0 is x: a sum
+    from +0.0 is never -0.0)."""
     n = F.shape[0]
+    if F.shape[1] != places.size:
+        raise ValueError(f"rows of {F.shape[1]} terms scored by clues of {places.size}")
     at = places[F.indices]
-    hit = at >= 0
+    hit = np.flatnonzero(at >= 0)
     at = at[hit]
-    rows = np.repeat(np.arange(n), np.diff(F.indptr))[hit]
-    x = F.data[hit].astype(np.float64)
+    rows = np.repeat(np.arange(n, dtype=np.int32), np.diff(F.indptr))[hit]  # of each clue
     return (
-        np.bincount(rows, x * form.log_f[at], n),
-        np.bincount(rows, x * form.log_not_f[at], n),
-        np.bincount(rows, x, n).astype(np.int64),
+        np.bincount(rows, form.log_f[at], n).astype(np.float64, copy=False),
+        np.bincount(rows, form.log_not_f[at], n).astype(np.float64, copy=False),
+        np.bincount(rows, minlength=n),
     )
 
 

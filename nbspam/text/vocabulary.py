@@ -790,6 +790,8 @@ def select_terms(
     first in column order, as many as are left to take.
     """
     keep = (doc_freq >= max(1, min_count)) & (doc_freq <= max_df * n_docs)
+    if max_features is not None and max_features < 1:
+        return np.zeros_like(keep)
     if max_features is not None and keep.sum() > max_features:
         rank = doc_freq if rank is None else rank
         ranks = rank[keep]
