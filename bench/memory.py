@@ -1,7 +1,8 @@
 """Training's peak memory on a stream of N messages, for docs/speed.md ("Memory").
 
 The stream is SpamAssassin, enron1 and the SMS texts (16,792 messages, from the corpora in
-``../shared/corpora``), repeated until N, every copy after the first changed by a header
+``../shared/corpora``; ``--source`` picks some of them, ``--source spamassassin`` a stream of
+mail with its headers, every message dated), repeated until N, every copy after the first changed by a header
 line (``X-Copy: k``) so that it is a distinct message; written as one file a message into
 ``ham/`` and ``spam/`` of a temporary folder. Then, for each ``--jobs``, a fresh
 ``nbspam train FOLDER -o MODEL`` measured three ways: ``ru_maxrss`` from ``wait4`` (the
@@ -17,6 +18,7 @@ more training in a child process that prints its own peak (``VmHWM``) and reside
 (``VmRSS``) at the end of each phase of `training.train`, for each ``--jobs`` given:
 
     python bench/memory.py 10000 40000 --jobs 1 --jobs 2 --phases
+    python bench/memory.py 18138 --source spamassassin --jobs 2
 """
 
 from __future__ import annotations
@@ -82,10 +84,10 @@ selection.internal_cv = probe("internal cross-validation", selection.internal_cv
 """
 
 
-def build(folder: Path, n: int) -> int:
-    """Write N messages into ``folder``/ham and /spam; returns their bytes."""
+def build(folder: Path, n: int, corpora: Sequence[str] = SOURCES) -> int:
+    """Write N messages of ``corpora`` into ``folder``/ham and /spam; returns their bytes."""
     sources = []
-    for name in SOURCES:
+    for name in corpora:
         for label in ("ham", "spam"):
             base = CORPORA / name / label
             sources += [(label, p) for p in sorted(base.iterdir()) if p.is_file()]
@@ -249,6 +251,13 @@ def main() -> None:
         "--corpus", type=Path, help="train on this folder of ham/ and spam/ instead (no N)"
     )
     parser.add_argument("--runs", type=int, default=1, help="trainings of each [default: 1]")
+    parser.add_argument(
+        "--source",
+        action="append",
+        choices=SOURCES,
+        help="the corpora the stream repeats (repeat the option) [default: all three]; "
+        "spamassassin alone is mail with its headers, every message dated",
+    )
     args = parser.parse_args()
     if args.corpus is not None:
         size = sum(p.stat().st_size for p in args.corpus.glob("*/*") if p.is_file())
@@ -257,12 +266,13 @@ def main() -> None:
     for n in args.messages:
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp) / "mail"
+            corpora = tuple(args.source or SOURCES)
             if args.folder is not None:
-                folder = args.folder / str(n)
+                folder = args.folder / "-".join((str(n), *(args.source or ())))
             if folder.exists():
                 size = sum(p.stat().st_size for p in folder.glob("*/*"))
             else:
-                size = build(folder, n)
+                size = build(folder, n, corpora)
             measure(args, folder, f"{n:,} messages ({size / 1e6:.0f} MB)")
 
 

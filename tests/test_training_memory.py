@@ -694,6 +694,26 @@ def test_the_fold_models_write_fishers_probabilities_into_one_array():
     assert len(arrays) == 4 and all(a is arrays[0] for a in arrays)  # made once for all
 
 
+def test_the_terms_of_highest_rank_are_chosen_with_one_copy_of_their_ranks():
+    from nbspam.text.vocabulary import select_terms
+
+    d = 200_000
+    rng = np.random.default_rng(14)
+    doc_freq = rng.integers(1, 50, d)
+    rank = np.round(rng.random(d), 3)  # ties among the ranks
+    tracemalloc.start()
+    try:
+        keep = select_terms(doc_freq, 100, max_features=50_000, rank=rank)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # the candidates' ranks (1.6 MB) and masks of the vocabulary; a stable sort of the
+    # candidates took their columns, their ranks negated, their order and its buffer
+    assert peak < 2_500_000
+    best = np.argsort(-rank, kind="stable")[:50_000]
+    assert np.flatnonzero(keep).tolist() == np.sort(best).tolist()
+
+
 def test_mutual_information_is_taken_a_block_of_terms_at_a_time_for_the_same_columns():
     from nbspam.models.model import kept_columns
     from nbspam.text.vocabulary import mutual_information, select_terms
@@ -729,7 +749,7 @@ def test_a_fold_models_form_is_let_go_of_before_its_rows_are_scored(monkeypatch)
         for name in ("multinomial", "fisher", "complement")
     ]
     forms: list[weakref.ref] = []
-    alive: list[bool] = []
+    alive: list[tuple[str, bool]] = []
     model, predict = crossval.FoldModels.model, crossval.predict_wide
 
     def noted(self, settings):
@@ -738,19 +758,116 @@ def test_a_fold_models_form_is_let_go_of_before_its_rows_are_scored(monkeypatch)
         return fitted
 
     def scored(form, wide, F):
-        alive.append(forms[-1]() is not None)
+        alive.append((type(form).__name__, forms[-1]() is not None))
         return predict(form, wide, F)
 
     monkeypatch.setattr(crossval.FoldModels, "model", noted)
     monkeypatch.setattr(crossval, "predict_wide", scored)
     scores = crossval.score_candidates(data, shared, trials)
-    # the weights over the vocabulary score the rows, not the form of the kept terms too
-    assert len(forms) == 12 and alive and not any(alive)
+    # a linear form's weights over the vocabulary score the rows, not the form of the kept
+    # terms too; a Fisher form scores them itself, with its clues' places (4 bytes a term)
+    assert len(forms) == 12 and len(alive) == 12
+    assert set(alive) == {("LinearForm", False), ("FisherForm", True)}
     for trial, got in zip(trials, scores):
         assert (
             got.log_odds.tobytes()
             == crossval.score_split(data, shared.fold, trial, protocol={}).log_odds.tobytes()
         )
+
+
+def test_a_fisher_forms_rows_are_scored_over_the_vocabulary_with_4_bytes_a_term():
+    from nbspam.core.sparse import sp
+    from nbspam.fit.crossval import predict_wide, widened
+    from nbspam.models.scoring_forms import FisherForm
+
+    d = 400_000
+    rng = np.random.default_rng(13)
+    kept = np.flatnonzero(rng.random(d) < 0.7).astype(np.int32)
+    f = rng.uniform(0.001, 0.999, kept.size)
+    form = FisherForm(kept, (), np.log(f), np.log1p(-f), 1)
+    X = _rows(256, 50, d, seed=13)
+    F = sp.csr_matrix((np.ones(X.nnz, np.uint8), X.indices, X.indptr), shape=X.shape)
+    tracemalloc.start()
+    try:
+        log_post, log_odds = predict_wide(*widened(form, d), F)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # ln f, ln(1 - f) and 1 of every clue over the vocabulary took 9.6 MB
+    assert peak < 3_000_000
+    # the form's own scores of the kept columns, to the bit, and of rows with no clue
+    want_post, want_odds = form.predict(F[:, kept])
+    assert log_odds.tobytes() == want_odds.tobytes()
+    assert log_post.tobytes() == want_post.tobytes()
+    empty = sp.csr_matrix((2, d), dtype=np.uint8)
+    got = predict_wide(*widened(form, d), empty)[1]
+    assert got.tobytes() == form.predict(empty[:, kept])[1].tobytes()
+    with pytest.raises(ValueError, match="rows of 399999 terms scored by clues of 400000"):
+        predict_wide(*widened(form, d), F[:, : d - 1])
+
+
+def _two_class_rows(n: int, d: int, seed: int):
+    """n count rows over d terms, ham and spam in turns, the ham's terms mostly among the
+    first 3/4 of the columns and the spam's among the last 3/4."""
+    from nbspam.core.sparse import sp
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        start = 0 if i % 2 == 0 else d // 4
+        rows.append(np.unique(rng.integers(start, start + 3 * d // 4, 30)))
+    indices = np.concatenate(rows).astype(np.int32)
+    indptr = np.concatenate([[0], np.cumsum([r.size for r in rows])])
+    data = rng.integers(1, 4, indices.size).astype(np.uint16)
+    return sp.csr_matrix((data, indices, indptr), shape=(n, d))
+
+
+@pytest.mark.parametrize("event_model", ["multinomial", "bernoulli", "complement", "fisher"])
+def test_rows_left_out_of_a_split_score_the_others_as_a_copy_of_them_does(event_model):
+    from nbspam.fit.crossval import LEFT_OUT, Folds, Tokenized, score_split, subset
+
+    n, d = 600, 400
+    X = _two_class_rows(n, d, seed=16)
+    labels = ["ham", "spam"] * (n // 2)
+    labels[5::50] = ["other"] * len(labels[5::50])  # a label of rows left out alone
+    data = Tokenized([str(i) for i in range(n)], labels, X, [f"t{j:04d}" for j in range(d)])
+    rng = np.random.default_rng(17)
+    rows = np.sort(rng.choice(np.flatnonzero(np.array(labels) != "other"), 350, replace=False))
+    part_fold = np.arange(rows.size) % 4 - 1  # -1 (trained on only) and three test folds
+    fold = np.full(n, LEFT_OUT)
+    fold[rows] = part_fold
+    settings = build_settings({"event_model": event_model, "calibrate": False})
+    got = score_split(data, fold, settings, protocol={})
+    want = score_split(subset(data, rows), part_fold, settings, protocol={})
+    assert got.classes == want.classes == ("ham", "spam")
+    assert got.evaluated.tolist() == [i in set(rows[part_fold >= 0].tolist()) for i in range(n)]
+    assert got.log_odds[got.evaluated].tobytes() == want.log_odds[want.evaluated].tobytes()
+    assert (
+        got.log_posterior[got.evaluated].tobytes() == want.log_posterior[want.evaluated].tobytes()
+    )
+    with pytest.raises(ValueError, match="left out"):
+        Folds(data, fold, Folds(subset(data, rows), part_fold, None).counts)
+
+
+def test_the_drift_check_scores_its_splits_by_date_without_a_copy_of_the_rows():
+    from nbspam.fit.calibration import drift_from_dates
+    from nbspam.fit.crossval import Tokenized
+
+    n, d = 4000, 2000
+    X = _rows(n, 200, d, seed=15).astype(np.uint16)  # 800,000 entries: 4.8 MB
+    labels = ["ham", "spam"] * (n // 2)
+    data = Tokenized([str(i) for i in range(n)], labels, X, [f"t{j:05d}" for j in range(d)])
+    times = np.arange(n, dtype=np.float64)  # every row dated: the newer half is the last
+    tracemalloc.start()
+    try:
+        record = drift_from_dates(data, times, build_settings({"event_model": "bernoulli"}), 5)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # a fold's sums and a block of its test rows at a time; the older half's rows copied
+    # for its cross-validation, then every dated row for the newer half's scores, took 8.5
+    assert peak < 5_000_000
+    assert record is not None and (record["dated"], record["newer_ham"]) == (4000, 1000)
 
 
 def test_an_internal_cross_validation_of_a_large_vocabulary_holds_few_arrays_of_it():

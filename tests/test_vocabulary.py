@@ -89,6 +89,34 @@ def test_select_terms_by_a_rank_keeps_the_top_k_candidates_ties_in_column_order(
     assert kept(max_features=2, min_count=2) == [3, 4]
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_select_terms_keeps_what_a_stable_sort_of_the_ranks_keeps(seed):
+    rng = np.random.default_rng(seed)
+    d = int(rng.integers(1, 400))
+    df = rng.integers(0, 6, d)
+    # few distinct ranks (many ties), signed zeros, or document frequencies as ranks
+    kind = seed % 3
+    rank = (
+        rng.integers(0, 4, d) * rng.choice([-1.0, 1.0], d) * (seed % 2)
+        if kind == 0
+        else rng.integers(0, 5, d) / 4
+        if kind == 1
+        else None
+    )
+    for k in {0, 1, max(d // 3, 1), d - 1, d}:
+        for min_count in (1, 2):
+            keep = (df >= min_count) & (df <= 0.9 * 10)
+            want = keep
+            if keep.sum() > k:
+                r = df if rank is None else rank
+                candidates = np.flatnonzero(keep)
+                best = candidates[np.argsort(-r[candidates], kind="stable")[:k]]
+                want = np.zeros_like(keep)
+                want[best] = True
+            got = select_terms(df, 10, min_count=min_count, max_df=0.9, max_features=k, rank=rank)
+            assert got.tolist() == want.tolist(), (k, min_count)
+
+
 def test_mutual_information_by_hand():
     # 2 ham (row 0) and 2 spam (row 1); the columns: a word in both spams and no ham, in one
     # spam, in every message, in none

@@ -11,7 +11,7 @@ from ..core.settings import Settings, TrainConfig
 from ..errors import InputError
 from ..models.decision import Rule
 from . import metrics
-from .crossval import Scores, Tokenized, cross_validate_matrix, score_split, subset
+from .crossval import LEFT_OUT, Scores, Tokenized, score_split, stratified_split
 
 #: The confidence of the upper bound on the false-positive rate (`metrics.fpr_upper_bound`).
 CONFIDENCE = 0.8
@@ -144,10 +144,15 @@ def drift_from_dates(
         older.append(idx[: len(idx) // 2])
         newer.append(idx[len(idx) // 2 :])
     old_rows, new_rows = np.sort(np.concatenate(older)), np.sort(np.concatenate(newer))
-    old = cross_validate_matrix(subset(data, old_rows), settings, folds=folds)
-    rows = np.sort(np.concatenate([old_rows, new_rows]))
-    fold = np.where(np.isin(rows, new_rows), 0, -1)
-    new = score_split(subset(data, rows), fold, settings, protocol={})
+    # the rows of each split picked by their folds, the others `LEFT_OUT`: the sample's rows
+    # are not copied (the older half, then every dated row: some 6 bytes an entry each)
+    data = data._replace(copies=None, times=None)  # as a copy of some of the rows has none
+    fold = np.full(len(labels), LEFT_OUT)
+    fold[old_rows], protocol = stratified_split(labels[old_rows].tolist(), folds, 42)
+    old = score_split(data, fold, settings, protocol=protocol)
+    fold = np.full(len(labels), LEFT_OUT)  # a new array: the scores hold the first
+    fold[old_rows], fold[new_rows] = -1, 0
+    new = score_split(data, fold, settings, protocol={})
     old_odds, old_pos = _binary_scores(old)
     new_odds, new_pos = _binary_scores(new)
     if old_pos.all() or new_pos.all():

@@ -33,6 +33,10 @@ from . import metrics
 #: The test rows a fold's model scores at a time: their copy is a block's, not the fold's.
 SCORED_ROWS = 1024
 
+#: The fold of a row left out of a split: neither trained on nor scored (`score_split`), so
+#: that a part of the rows is cross-validated without a copy of them.
+LEFT_OUT = -2
+
 
 class Tokenized(NamedTuple):
     """Labelled messages as count rows: ids (n,), labels (n,), X (n, d), terms (d,) sorted;
@@ -165,7 +169,8 @@ def score_split(
     """Score each test fold k (``fold == k``) with a model fitted on all other rows, with
     the ``settings`` (or ``settings[k]``: each fold's own).
 
-    Rows with ``fold == -1`` are only ever trained on. ``totals``, the counts of a larger
+    Rows with ``fold == -1`` are only ever trained on, rows with `LEFT_OUT` neither (their
+    scores stay NaN, as those of the rows only trained on). ``totals``, the counts of a larger
     set of messages that holds these rows, make each fold's model the one of all those
     messages but the fold's. ``shared`` (`Folds` of the same rows, folds and totals) keeps
     what does not depend on the settings from one call to the next.
@@ -243,8 +248,9 @@ def score_candidates(
             seconds["train"] += fitted - clock
             result.begin(model, len(labels))
             form, wide = widened(model.form, blocks.width)
-            # the model and its form (the size of its kept terms) let go of before its
-            # scores, and before the next is made: the weights over the vocabulary alone
+            # the model let go of before its rows are scored and the next is made; a linear
+            # form's arrays of the kept terms too (its weights over the vocabulary score the
+            # rows), where a Fisher form is kept and scores them with its clues' places
             del model
             result.score(form, wide, blocks)
             del form, wide
@@ -433,10 +439,19 @@ class Folds:
         self.data = data
         self.fold = np.asarray(fold, dtype=np.int64)
         labels = np.array(data.labels, dtype=object)
-        classes = sorted(set(data.labels) if totals is None else totals.labels)
+        left_out = self.fold == LEFT_OUT
+        if totals is not None and left_out.any():
+            raise ValueError("rows are left out only of the folds' own counts, not of totals")
+        classes = sorted(set(labels[~left_out].tolist()) if totals is None else totals.labels)
+        C = len(classes)
         self.y = np.searchsorted(np.array(classes, dtype=object), labels).astype(np.int64)
         if totals is None:
-            class_count, *sums = nb.class_counts(data.X, self.y, len(classes), narrow=True)
+            # the rows left out summed as one more class, whose sums are then dropped: the
+            # same sums as those of a copy of the other rows, and no copy of them
+            extra = int(left_out.any())
+            self.y[left_out] = C
+            class_count, *sums = nb.class_counts(data.X, self.y, C + extra, narrow=True)
+            class_count, sums = class_count[:C], [a[:C] for a in sums]
             kind = _smallest(int(sums[0].max(initial=0)))
             term_count, doc_count = (a.astype(kind) for a in sums)
             del sums
@@ -470,7 +485,7 @@ class Folds:
             data, fold = self.data, self.fold
             held = fold == k
             if data.copies is not None:  # a message repeated in the training part counts once
-                held = held | repeats(data.copies, fold != k)
+                held = held | repeats(data.copies, (fold != k) & (fold != LEFT_OUT))
             self._held[k] = self._sums(np.flatnonzero(held))
         class_less, cols, term_less, doc_less = self._held[k]
         totals = self.counts
@@ -548,14 +563,15 @@ def predict_rows(
 
 
 def widened(form: LinearForm | FisherForm, d: int) -> tuple[LinearForm | FisherForm, np.ndarray]:
-    """The form's weights over the whole vocabulary of its model (d terms), zero where a
-    term is not kept: (d,) log-odds weights, (C, d) coefficients of more classes, or for
-    Fisher (d, 3), ln f, ln(1 - f) and 1 for each clue; with the form as `predict_wide`
-    takes it, without its arrays of the kept terms (which may then be let go of)."""
+    """What `predict_wide` scores rows over the whole vocabulary of the form's model (d
+    terms) with: a linear form's weights over it, zero where a term is not kept ((d,)
+    log-odds weights, or (C, d) coefficients of more classes), with the form without its
+    arrays of the kept terms (which may then be let go of); a Fisher form whole, with each
+    term's place among its clues (d,), -1 where a term is not one."""
     if isinstance(form, FisherForm):
-        wide = np.zeros((d, 3))
-        wide[form.kept, 0], wide[form.kept, 1], wide[form.kept, 2] = form.log_f, form.log_not_f, 1.0
-        return dataclasses.replace(form, kept=_DROPPED, log_f=_DROPPED, log_not_f=_DROPPED), wide
+        places = np.full(d, -1, np.int32 if form.kept.size < 2**31 else np.int64)
+        places[form.kept] = np.arange(form.kept.size, dtype=places.dtype)
+        return form, places
     if form.weights is not None:  # two classes: the log-odds weights alone
         wide = np.zeros(d)
         wide[form.kept] = form.weights
@@ -575,17 +591,42 @@ def predict_wide(
     form: LinearForm | FisherForm, wide: np.ndarray, F: sp.csr_matrix
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """`model.predict_matrix` of rows F over the whole vocabulary, f already applied
-    (presence where the form is binary), with the form and its weights `widened` to the
-    vocabulary: the rows are not copied column by column (a copy, and scipy's temporaries,
-    several times the size of the rows). The same values to the bit: a row's sum takes its
-    terms in the same order, and a term that is not kept adds 0.0."""
+    (presence where the form is binary), with what `widened` made of the form (``wide``: a
+    linear form's weights over the vocabulary, a Fisher form's clues' places): the rows are
+    not copied column by column (a copy, and scipy's temporaries, several times the size
+    of the rows). The same values to the bit: a row's sum takes its terms in the same
+    order, and a term that is not kept adds 0.0 (`clue_sums`: nothing)."""
     if isinstance(form, FisherForm):
-        sums = np.asarray(F @ wide)  # each row's sums of ln f, ln(1 - f), and its clues
-        log_odds = fisher_log_odds_many(sums[:, 0], sums[:, 1], sums[:, 2].astype(np.int64))
+        log_f, log_not_f, clues = clue_sums(form, wide, F)
+        log_odds = fisher_log_odds_many(log_f, log_not_f, clues)
         return nb.log_posterior_two(log_odds, form.positive), log_odds
     if form.weights is not None:
         return dataclasses.replace(form, weights=wide).predict(F)
     return dataclasses.replace(form, coef=wide).predict(F)
+
+
+def clue_sums(
+    form: FisherForm, places: np.ndarray, F: sp.csr_matrix
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each row's sums of ln f and of ln(1 - f) over its clues, and its number of clues, of
+    presence rows F (every entry 1, as a Fisher form scores), ``places`` being each term's
+    place among the form's clues (-1: not one; `widened`): the product of F and the clues'
+    (ln f, ln(1 - f), 1) over the vocabulary, to the bit. Each row's clues are added one by
+    one from 0.0 in the order of its entries (`np.bincount`), as scipy's product adds each
+    entry's 1.0 x ln f, and an entry that is not a clue adds 0.0 there (x + 0.0 is x: a sum
+    from +0.0 is never -0.0)."""
+    n = F.shape[0]
+    if F.shape[1] != places.size:
+        raise ValueError(f"rows of {F.shape[1]} terms scored by clues of {places.size}")
+    at = places[F.indices]
+    hit = np.flatnonzero(at >= 0)
+    at = at[hit]
+    rows = np.repeat(np.arange(n, dtype=np.int32), np.diff(F.indptr))[hit]  # of each clue
+    return (
+        np.bincount(rows, form.log_f[at], n).astype(np.float64, copy=False),
+        np.bincount(rows, form.log_not_f[at], n).astype(np.float64, copy=False),
+        np.bincount(rows, minlength=n),
+    )
 
 
 def _check_test_labels(test_labels: set[str], model_labels: Sequence[str]) -> None:
