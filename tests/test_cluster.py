@@ -161,6 +161,26 @@ def sampled(rows: SampledRows, messages, limit: int) -> SampledRows:
     return cut
 
 
+def test_a_cluster_whose_workers_the_client_does_not_know_yet_trains_all_the_same(
+    client, sample_messages, monkeypatch
+):
+    """The client's view of the workers is refreshed from time to time: one taken before
+    the workers joined (a cluster starting, a loaded scheduler) names none, and the buckets
+    of digests are then kept wherever Dask runs them."""
+    from nbspam.service import cluster
+
+    info, calls = client.scheduler_info, []
+
+    def stale(**kw):  # the first view of the run names no worker, the later ones do
+        calls.append(1)
+        return {**info(**kw), "workers": {}} if len(calls) == 1 else info(**kw)
+
+    monkeypatch.setattr(client, "scheduler_info", stale)
+    on_dask = cluster.train(sample_messages, SETTINGS, client)
+    assert_same_trained_model(on_dask, train_locally(sample_messages, SETTINGS))
+    assert len(calls) > 1  # the stale view was the one the buckets were placed by
+
+
 @pytest.mark.parametrize("limit", [5, 16, 17, 31])
 def test_the_cross_validation_sample_is_drawn_by_its_rule(
     client, sample_messages, monkeypatch, limit

@@ -453,8 +453,13 @@ def train_parts(
         workers = max(1, len(names))
         buckets, window = max(2, workers), WINDOW_PER_WORKER * workers
         states: list[Any] = [None] * buckets
-        # the workers that keep each bucket's checkpoint on their disk, and fold it
-        holders = [sorted({names[b % workers], names[(b + 1) % workers]}) for b in range(buckets)]
+        # the workers that keep each bucket's checkpoint on their disk, and fold it; any (None)
+        # where the client's view of the cluster, refreshed from time to time, names no
+        # worker yet (a cluster starting): the first checkpoint picks two then
+        holders: list[list[str] | None] = [
+            sorted({names[b % workers], names[(b + 1) % workers]}) if names else None
+            for b in range(buckets)
+        ]
         pending: dict[Any, Any] = {}  # a part's report -> its tally
         for number, part in enumerate(parts):
             counted = client.submit(read_counts, settings.tokenizer, part, number, key=_key("read"))
@@ -463,8 +468,7 @@ def train_parts(
                 states[b] = client.submit(
                     *(_here, fold, states[b], counted, b, buckets),
                     key=_key("fold"),
-                    workers=holders[b],
-                    allow_other_workers=True,
+                    **_on(holders[b]),
                 )
                 lost.append(client.submit(losers, states[b], key=_key("losers")))
             tally = client.submit(finish, counted, lost, take, key=_key("finish"))
@@ -679,8 +683,18 @@ SLICE = 1 << 16
 """Digests the calling process fetches at a time when it spools them (1.25 MiB)."""
 
 
+def _on(where: list[str] | None) -> dict[str, Any]:
+    """`Client.submit`'s arguments for a task run on one of the workers ``where`` (or on
+    another, where Dask must), or on any (None)."""
+    return {} if where is None else {"workers": where, "allow_other_workers": True}
+
+
 def _spool(
-    client: Any, states: list[Any], holders: list[list[str]], labels: tuple[str, ...], now: int
+    client: Any,
+    states: list[Any],
+    holders: list[list[str] | None],
+    labels: tuple[str, ...],
+    now: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The digests of the buckets ``states`` (sorted: the buckets are ranges of them, in
     order), the label of each (an index into ``labels``) and its learn time ``now``,
@@ -690,8 +704,8 @@ def _spool(
 
     from .tally import bucket_labels, bucket_slice
 
-    def on(where: list[str], *task: Any, name: str) -> Any:  # on a worker that keeps it
-        return client.submit(*task, key=_key(name), workers=where, allow_other_workers=True)
+    def on(where: list[str] | None, *task: Any, name: str) -> Any:  # a worker that keeps it
+        return client.submit(*task, key=_key(name), **_on(where))
 
     names = [_result(client, on(w, bucket_labels, s, name="size")) for s, w in zip(states, holders)]
     n = sum(size for size, _ in names)
