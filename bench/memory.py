@@ -259,6 +259,10 @@ def main() -> None:
         "spamassassin alone is mail with its headers, every message dated",
     )
     args = parser.parse_args()
+    if args.corpus is not None and args.source:
+        parser.error("--source picks the corpora of a stream; --corpus trains on a folder as it is")
+    if args.source:
+        args.source = list(dict.fromkeys(args.source))  # each once
     if args.corpus is not None:
         size = sum(p.stat().st_size for p in args.corpus.glob("*/*") if p.is_file())
         measure(args, args.corpus, f"{args.corpus.name} ({size / 1e6:.0f} MB)")

@@ -822,8 +822,9 @@ def _two_class_rows(n: int, d: int, seed: int):
     return sp.csr_matrix((data, indices, indptr), shape=(n, d))
 
 
+@pytest.mark.parametrize("copied", [False, True], ids=["distinct", "copies"])
 @pytest.mark.parametrize("event_model", ["multinomial", "bernoulli", "complement", "fisher"])
-def test_rows_left_out_of_a_split_score_the_others_as_a_copy_of_them_does(event_model):
+def test_rows_left_out_of_a_split_score_the_others_as_a_copy_of_them_does(event_model, copied):
     from nbspam.fit.crossval import LEFT_OUT, Folds, Tokenized, score_split, subset
 
     n, d = 600, 400
@@ -837,8 +838,13 @@ def test_rows_left_out_of_a_split_score_the_others_as_a_copy_of_them_does(event_
     fold = np.full(n, LEFT_OUT)
     fold[rows] = part_fold
     settings = build_settings({"event_model": event_model, "calibrate": False})
+    part = subset(data, rows)
+    if copied:  # 40 rows of the split whose first copy is a row left out: first in the split
+        copies = np.arange(n)
+        copies[rows[-40:]] = np.setdiff1d(np.arange(n), rows)[:40]
+        data, part = data._replace(copies=copies), part._replace(copies=copies[rows])
     got = score_split(data, fold, settings, protocol={})
-    want = score_split(subset(data, rows), part_fold, settings, protocol={})
+    want = score_split(part, part_fold, settings, protocol={})
     assert got.classes == want.classes == ("ham", "spam")
     assert got.evaluated.tolist() == [i in set(rows[part_fold >= 0].tolist()) for i in range(n)]
     assert got.log_odds[got.evaluated].tobytes() == want.log_odds[want.evaluated].tobytes()
@@ -868,6 +874,41 @@ def test_the_drift_check_scores_its_splits_by_date_without_a_copy_of_the_rows():
     # for its cross-validation, then every dated row for the newer half's scores, took 8.5
     assert peak < 5_000_000
     assert record is not None and (record["dated"], record["newer_ham"]) == (4000, 1000)
+
+
+def test_the_drift_check_scores_the_older_half_and_then_the_newer_as_copies_of_them_would(
+    monkeypatch,
+):
+    from nbspam.fit import calibration
+    from nbspam.fit.crossval import Tokenized, cross_validate_matrix, score_split, subset
+
+    n, d = 600, 400
+    X = _two_class_rows(n, d, seed=18)
+    labels = ["ham", "spam"] * (n // 2)
+    data = Tokenized([str(i) for i in range(n)], labels, X, [f"t{j:04d}" for j in range(d)])
+    times = np.where(np.arange(n) % 7 == 3, np.nan, np.arange(n, dtype=np.float64))
+    scored = []
+
+    def noted(*args, **kwargs):
+        scored.append(score_split(*args, **kwargs))
+        return scored[-1]
+
+    monkeypatch.setattr(calibration, "score_split", noted)
+    settings = build_settings({"event_model": "bernoulli"})
+    assert calibration.drift_from_dates(data, times, settings, 5) is not None
+    # each label's dated rows in order of date: the older half, then the newer
+    dated = ~np.isnan(times)
+    halves = [np.flatnonzero(dated & (np.array(labels) == label)) for label in ("ham", "spam")]
+    older = np.sort(np.concatenate([h[: h.size // 2] for h in halves]))
+    newer = np.sort(np.concatenate([h[h.size // 2 :] for h in halves]))
+    rows = np.sort(np.concatenate([older, newer]))
+    want = [
+        cross_validate_matrix(subset(data, older), settings, folds=5),
+        score_split(subset(data, rows), np.isin(rows, newer) - 1, settings, protocol={}),
+    ]
+    assert len(scored) == 2
+    for got, copy in zip(scored, want):
+        assert got.log_odds[got.evaluated].tobytes() == copy.log_odds[copy.evaluated].tobytes()
 
 
 def test_an_internal_cross_validation_of_a_large_vocabulary_holds_few_arrays_of_it():

@@ -59,7 +59,8 @@ class Scores:
 
     Rows are the messages in input order, ``ids`` naming each (a sequence: a table's row
     names are made when read). ``fold`` (n,) is the test fold that scored each
-    message, -1 for a message used only for training (its score rows are NaN).
+    message, -1 for a message used only for training, `LEFT_OUT` for one neither trained
+    on nor scored (the score rows of both are NaN).
     ``log_posterior`` (n, C) has its columns in ``classes`` order; ``log_odds`` (n,) is
     log P(positive | x) - log P(negative | x) for two-class models, else None.
     For two-class models each test fold k gets the decision rule `train` would fit on its
@@ -215,8 +216,9 @@ def score_candidates(
     ``done(fits)`` is called after each fold with the settings scored on it (and those
     stopped, with the folds they leave out). ``stop(i, scores, folds)``, after each fold
     but the last, may stop setting i: given its scores of the ``folds`` done so far (the
-    other rows' ``fold`` -1), it returns why (the setting's result is then `Stopped`), or
-    None to go on."""
+    other rows' ``fold`` -1, a row `LEFT_OUT` left as it is), it returns why (the setting's
+    result is then `Stopped`), or None to go on; it is for folds that leave no row out
+    (`selection`'s bound on a setting's AUC counts the pairs of every row)."""
     fold = shared.fold
     labels = np.array(data.labels, dtype=object)
     seconds = dict(seconds or {})
@@ -415,8 +417,9 @@ class _Block:
 
 class Folds:
     """What the cross-validations of several settings on the same rows and folds share,
-    computed once: the class counts of all the rows (or the ``totals`` they are a sample
-    of), and the counts of each test fold's rows (over the terms they hold).
+    computed once: the class counts of all the rows but those `LEFT_OUT` (or the
+    ``totals`` they are a sample of), and the counts of each test fold's rows (over the
+    terms they hold).
 
     A fold's model is fitted from the counts of the rest: the totals less the fold's rows
     (`rest`), integers, so it is exactly the model fitted on the other rows, and only the
