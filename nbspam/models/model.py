@@ -31,6 +31,7 @@ from ..text.vocabulary import (
     Terms,
     TermTable,
     count_rows,
+    grown_apart,
     mutual_information,
     pair_terms,
     renumber,
@@ -39,7 +40,6 @@ from ..text.vocabulary import (
     sorted_order,
     stack_in_order,
     stop_terms,
-    zeros_apart,
 )
 from . import naive_bayes as nb
 from .decision import (  # noqa: F401  (UNSURE: re-exported)
@@ -568,9 +568,9 @@ class ClassCountsBuilder:
         if c <= rows and d <= room:
             return
         rows, room = max(c, rows), room if d <= room else max(d, 2 * room, 1024)
-        self._class = _grow(self._class, (rows,))
-        self._term = _grow(self._term, (rows, room))
-        self._doc = _grow(self._doc, (rows, room))
+        self._class = grown_apart(self._class, (rows,))
+        self._term = grown_apart(self._term, (rows, room))
+        self._doc = grown_apart(self._doc, (rows, room))
 
     def totals(self) -> ClassCounts:
         """The counts of all the chunks, labels and terms in order of arrival (views of
@@ -587,13 +587,6 @@ class ClassCountsBuilder:
 
 def utc_timestamp() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def _grow(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """``array`` padded with zeros at the end of each axis to ``shape`` (`zeros_apart`)."""
-    grown = zeros_apart(shape, array.dtype)
-    grown[tuple(map(slice, array.shape))] = array
-    return grown
 
 
 def fit(

@@ -443,8 +443,13 @@ def _room(array: np.ndarray, size: int) -> np.ndarray:
     of fresh pages, where doubling faults in some 40)."""
     if size <= array.size:
         return array
-    grown = zeros_apart(max(size, 2 * array.size), array.dtype)
-    grown[: array.size] = array
+    return grown_apart(array, (max(size, 2 * array.size),))
+
+
+def grown_apart(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``array`` padded with zeros at the end of each axis to ``shape``, in `zeros_apart`."""
+    grown = zeros_apart(shape, array.dtype)
+    grown[tuple(map(slice, array.shape))] = array
     return grown
 
 
