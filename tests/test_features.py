@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections import Counter
 from urllib.parse import urlsplit
@@ -11,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nbspam.core.settings import TokenizerConfig
-from nbspam.text.features import _RECEIVED_ID, Analyzer, _hostname
+from nbspam.text.features import Analyzer, _hostname, _without_queue_id, glob_matcher
 
 MAIL = b"""\
 Received: from relay.example.net by mx.example.org with ESMTP id 4F2A1B3C;
@@ -95,6 +96,19 @@ def test_ignored_headers_give_nothing():
     assert tokens["header:received"] == 0 and tokens["header:delivered-to"] == 1
 
 
+@settings(max_examples=500)
+@given(
+    st.lists(st.text(alphabet="ab-*?[]!", max_size=5), max_size=4),
+    st.lists(st.text(alphabet="ab-*?[]!", max_size=5), max_size=6),
+)
+def test_a_glob_matches_what_fnmatch_matches(globs, names):
+    """The default ignored headers are names and prefixes, matched without a regular
+    expression; any glob still matches what ``fnmatch.fnmatchcase`` matches."""
+    matches = glob_matcher(globs)
+    for name in [*names, *globs]:
+        assert matches(name) == any(fnmatch.fnmatchcase(name, g) for g in globs), (name, globs)
+
+
 URL_PART = st.sampled_from(
     [
         "http://",
@@ -167,10 +181,11 @@ def test_a_received_host_ending_in_id_is_kept():
 @settings(max_examples=500)
 @given(st.text(alphabet="iIdD\u0130\u0131\u212a (\t\n;x-", max_size=16))
 def test_the_received_queue_id_pattern_is_its_plain_form(text):
-    """The queue-id pattern, written to start with a character class, removes what the
-    plain pattern does: the word "id" in any case after a blank or "(", and the word after."""
+    """The queue-id patterns, written to start with a character class (of the ASCII letters
+    for an ASCII value), remove what the plain pattern does: the word "id" in any case after
+    a blank or "(", and the word after."""
     plain = re.compile(r"(?<![^\s(])id\s+\S+", re.IGNORECASE)
-    assert _RECEIVED_ID.sub(" ", text) == plain.sub(" ", text)
+    assert _without_queue_id(text) == plain.sub(" ", text)
 
 
 @pytest.mark.parametrize("ngrams", [1, 2])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from nbspam.cli.render import predictions, tsv_cell
+from nbspam.cli.prediction_lines import predictions, tsv_cell
 from nbspam.core.jsonl import json_line
 from nbspam.models.decision import Prediction
 

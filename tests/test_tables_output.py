@@ -1,6 +1,6 @@
 """`predict` on a typed table writes its rows a block at a time (`decision.Predictions`,
-`render.prediction_blocks`): the same values and the same bytes as scoring and writing each
-row by itself (`decision.prediction`, `render.predictions`)."""
+`prediction_lines.prediction_blocks`): the same values and the same bytes as scoring and writing each
+row by itself (`decision.prediction`, `prediction_lines.predictions`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from nbspam.cli import render
+from nbspam.cli import prediction_lines
 from nbspam.models import table_model
 from nbspam.models.decision import prediction
 from nbspam.store.tablefile import load_table_model
@@ -69,7 +69,7 @@ def test_predict_writes_a_tables_rows_as_row_by_row_scoring_would(tmp_path, case
         for i, row_id in enumerate(table.ids)
     ]
     assert list(model.predict(table)) == expected  # values: the blocks' arrays, row by row
-    lines = list(render.predictions(expected, model.labels, fmt))
+    lines = list(prediction_lines.predictions(expected, model.labels, fmt))
     r = cli_run("predict", "-m", model_path, data, "-f", fmt)
     assert r.stdout == "\n".join(lines) + "\n"  # bytes: one format per block
 

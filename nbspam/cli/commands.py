@@ -879,6 +879,7 @@ def predict(
     """
     from ..service.predicting import predict as predict_inputs
     from . import render
+    from .prediction_lines import prediction_blocks
 
     layer = _layer(user, user_models)
     if not paths and files_from is None and not quiet():
@@ -905,7 +906,7 @@ def predict(
     )
     if done.noun != "messages":  # rows of tables: their bytes were told as they were read
         report.noun, report.total = done.noun, None
-    emit_lines(render.prediction_blocks(done.results, done.labels, fmt), report.progress)
+    emit_lines(prediction_blocks(done.results, done.labels, fmt), report.progress)
     note = render.unseen_note(done.unseen)
     if note:
         say(f"note: {note}")

@@ -13,7 +13,7 @@ import sys
 from ..errors import EXIT_SKIPPED
 from ..mail.message import Problems, read_stdin
 from ..service.array_scoring import load_array_scorer
-from .render import predictions
+from .prediction_lines import predictions
 
 #: What `predict` says when it would wait for a message typed on a terminal.
 TERMINAL_HINT = "reading a message from standard input (end with Ctrl-D)"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import binascii
 import codecs
 import functools
@@ -49,7 +48,9 @@ _NOT_MAIL_CHARSETS = frozenset(
 # Like web browsers, read text labelled Latin-1 as its superset windows-1252.
 _CHARSET_UPGRADES = {"iso8859-1": "cp1252"}
 _MAX_CHARSET_LABEL = 64
-_SURROGATE = re.compile("[\ud800-\udfff]")
+# Compiled on first use, from re's cache: a class beyond Latin-1 takes 0.25 ms to compile,
+# and only UTF-7 text needs it.
+_SURROGATE = "[\ud800-\udfff]"
 
 
 def _codec_name(label: str | None) -> str | None:
@@ -122,7 +123,7 @@ def decode_bytes(data: bytes, charset: str | None = None, *, complete: bool = Tr
         except (UnicodeError, LookupError):
             continue
         # UTF-7 is the one text codec that decodes to lone surrogates, which no UTF-8 can hold
-        return _SURROGATE.sub("\ufffd", text) if encoding == "utf-7" else text
+        return re.sub(_SURROGATE, "\ufffd", text) if encoding == "utf-7" else text
     return data.decode("latin-1")
 
 
@@ -763,7 +764,7 @@ def _decoded(leaf: _Leaf) -> bytes:
         if len(encoded) % 4:
             raise _Unsupported("base64 padding")
         try:
-            return base64.b64decode(encoded, validate=True)
+            return binascii.a2b_base64(encoded, strict_mode=True)  # base64.b64decode(validate=True)
         except binascii.Error:
             raise _Unsupported("base64 characters") from None
     if leaf.encoding in _UUENCODE:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import fnmatch
 import functools
 import re
+from collections.abc import Callable, Sequence
 from itertools import chain, repeat
 
 from ..core.settings import TokenizerConfig
@@ -47,8 +47,7 @@ class Analyzer:
             tokenizer = Tokenizer(config.replace(word_pairs="all"))
         self.words = tokenizer.words
         self.split = tokenizer.split
-        patterns = "|".join(fnmatch.translate(h) for h in config.ignore_headers) or "(?!)"
-        self._ignored = functools.lru_cache(maxsize=4096)(re.compile(patterns).match)
+        self._ignored = functools.lru_cache(maxsize=4096)(glob_matcher(config.ignore_headers))
         self._value_headers = frozenset(config.value_headers)
         self._address = functools.lru_cache(maxsize=HEADER_CACHE)(self._address_tokens)
         self._value = functools.lru_cache(maxsize=HEADER_CACHE)(self._one_value_tokens)
@@ -161,7 +160,7 @@ class Analyzer:
             domains = (value.strip().strip("<>").rpartition("@")[2] for value in values)
             return [f"message-id:@{d.lower()}" if d else "message-id:none" for d in domains]
         if name == "received":  # hosts, addresses and software; the date and queue id are noise
-            values = [_RECEIVED_ID.sub(" ", value.rpartition(";")[0] or value) for value in values]
+            values = [_without_queue_id(value.rpartition(";")[0] or value) for value in values]
         elif name == "content-type":  # a MIME boundary is a one-off string, never seen again
             values = [_BOUNDARY.sub("", value) for value in values]
         if self.config.ngrams > 1:  # n-grams run on from one value to the next
@@ -212,18 +211,61 @@ def _url_host_tokens(url: str) -> tuple[str, ...]:
     return ("url:" + host,)
 
 
-# The queue id of a Received header ("id 4F2A1B3C"), unique to one message: the word "id"
-# after a blank or "(" (not the end of a host name such as mail.example.co.id). The plain
-# pattern, (?<![^\s(])id\s+\S+ ignoring case, is written to start with a character class
-# (the four letters an ignore-case "i" matches): re then skips in C to a possible "i"
-# instead of trying the look-behind at every position (2.5x quicker on Received values).
 # The boundary parameter of a Content-Type value, quoted or not.
 _BOUNDARY = re.compile(r'(?i)\bboundary\s*=\s*(?:"[^"]*"?|[^\s;]*)')
-_RECEIVED_ID = re.compile("[iI\u0130\u0131](?<![^\\s(][iI\u0130\u0131])[dD]\\s+\\S+")
 # An address in angle brackets, as in "Ann Lee" <ann@example.com>.
 _ANGLE_ADDRESS = re.compile(r"<([^<>]*)>")
 _UNUSUAL_URL = re.compile(r"[\[\]%\t\r\n]")
 _NETLOC_END = re.compile(r"[/?#]")
+
+
+# The queue id of a Received header ("id 4F2A1B3C"), unique to one message: the word "id"
+# after a blank or "(" (not the end of a host name such as mail.example.co.id). The plain
+# pattern, (?<![^\s(])id\s+\S+ ignoring case, is written to start with a character class
+# (the letters an ignore-case "i" matches): re then skips in C to a possible "i" instead of
+# trying the look-behind at every position (2.5x quicker on Received values). The class of
+# all four letters, two of them beyond Latin-1, takes re 0.5 ms to compile, 1.5% of the CPU of
+# scoring one message; an ASCII value needs only "i" and "I", a class compiled in 0.04 ms,
+# and the rare other value gets the whole pattern from re's cache of compiled patterns.
+_RECEIVED_ID = re.compile(r"[iI](?<![^\s(][iI])[dD]\s+\S+")
+_ANY_RECEIVED_ID = "[iI\u0130\u0131](?<![^\\s(][iI\u0130\u0131])[dD]\\s+\\S+"
+
+
+def _without_queue_id(value: str) -> str:
+    """A Received ``value`` with its queue ids (see `_RECEIVED_ID`) made a blank."""
+    if value.isascii():
+        return _RECEIVED_ID.sub(" ", value)
+    return re.sub(_ANY_RECEIVED_ID, " ", value)
+
+
+def glob_matcher(globs: Sequence[str]) -> Callable[[str], bool]:
+    """A test of a name against shell-style ``globs`` that says what ``fnmatch.fnmatchcase``
+    says of any of them: a glob without wildcards is looked up in a set, one whose only
+    wildcard is a final ``*`` is a prefix for ``str.startswith``, and only the others are
+    joined into one regular expression (``fnmatch.translate``). The 30 default ignored
+    headers are all of the first two kinds; as one expression they took 0.8 ms to compile,
+    2.5% of the CPU of scoring one message."""
+    exact: set[str] = set()
+    prefixes: list[str] = []
+    rest: list[str] = []
+    for glob in globs:
+        if not _has_wildcard(glob):
+            exact.add(glob)
+        elif glob.endswith("*") and not _has_wildcard(glob[:-1]):
+            prefixes.append(glob[:-1])
+        else:
+            rest.append(glob)
+    starts = tuple(prefixes)
+    if not rest:
+        return lambda name: name in exact or name.startswith(starts)
+    import fnmatch
+
+    match = re.compile("|".join(map(fnmatch.translate, rest))).match
+    return lambda name: name in exact or name.startswith(starts) or match(name) is not None
+
+
+def _has_wildcard(glob: str) -> bool:
+    return "*" in glob or "?" in glob or "[" in glob
 
 
 def _hostname(url: str) -> str | None:
