@@ -83,6 +83,12 @@ class FoldStatistics:
         self.folds = np.unique(fold[fold >= 0]).tolist()
         self.rows = {k: np.flatnonzero(fold == k) for k in self.folds}
         self.parts = {k: subset(table, rows) for k, rows in self.rows.items()}
+        # each row's place among the folds' rows laid end to end, a row of no fold that of a
+        # row of zeros after them: the folds' scores are put in place by one `take`, which
+        # costs a quarter of an assignment to the rows of each fold
+        laid = np.concatenate([self.rows[k] for k in self.folds])
+        self.place = np.full(len(fold), len(laid), dtype=np.intp)
+        self.place[laid] = np.arange(len(laid))
         self.shared_scores: dict[tuple[Any, ...], np.ndarray] | None = {} if share_scores else None
         """Per column modelled alike by every setting: its out-of-fold log-likelihoods (kept
         with ``share_scores``, for several settings)."""
@@ -150,10 +156,13 @@ class FoldStatistics:
             key = (column.name, column.kind, settings.alpha, tokenizer)
             if key in self.shared_scores:
                 return self.shared_scores[key]
-        out = np.zeros((len(self.table), len(first.labels)))
-        for k, model in models.items():
+        parts = []
+        for k in self.folds:
+            model = models[k]
             (_, part), *_ = model.column_parts(self.parts[k], Counter(), [model.columns[j]])
-            out[self.rows[k]] = part
+            parts.append(part)
+        parts.append(np.zeros((1, len(first.labels))))
+        out = np.concatenate(parts).take(self.place, axis=0)
         if key is not None and self.shared_scores is not None:
             self.shared_scores[key] = out
         return out
@@ -259,18 +268,22 @@ def logsumexp_rows(a: np.ndarray) -> np.ndarray:
 
 
 def _logsumexp_two(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """`logsumexp_rows` of the rows (x_i, y_i) of two columns, each operation the same on
-    the same values, so the same bits: a reduction over a row of two is numpy's first value
-    plus the second (the second added to 0 first, and no sum of exponentials is -0), and
-    elementwise on the columns it costs a fifth of numpy's reductions over rows of two."""
+    """`logsumexp_rows` of the rows (x_i, y_i) of two columns, each result the same bits as
+    its operations give: a reduction over a row of two is numpy's first value plus the
+    second, and the term of the largest is left out, so the sum is exp(smaller - larger),
+    or 0 where the two are equal (then counted twice: + ln 2, where it is + ln 1 = 0.0
+    else). Computed elementwise on the columns, in place: a tenth of the time of numpy's
+    reductions over rows of two."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         top = np.maximum(x, y)
-        at_x, at_y = x == top, y == top
-        m = np.add(at_x, at_y, dtype=x.dtype)
-        s = np.exp(np.where(at_x, -np.inf, x) - top)
-        s += np.exp(np.where(at_y, -np.inf, y) - top)
-        s = np.where(s == 0, s, s / m)
-        out = np.log1p(s) + np.log(m) + top
+        s = np.minimum(x, y)
+        s -= top
+        np.exp(s, out=s)
+        tie = x == y
+        s[tie] = 0.0
+        out = np.log1p(s)
+        out += np.where(tie, np.log(2.0), 0.0)
+        out += top
         finite = np.isfinite(out)
         if not finite.all():
             direct = np.log(np.exp(x) + np.exp(y))
@@ -375,13 +388,14 @@ def auto_choice(
     fold = stratified_folds_of(y)
     scored = fold >= 0
     target = classes_of(model, table)[scored]  # each scored row's label, as its place
+    scored_rows = None if scored.all() else np.flatnonzero(scored)
     shared = FoldStatistics(table, fold, share_scores=True)
     tried = counted("auto: treatments tried", list(candidates.items()))
     parts = {name: fold_contributions(table, c, fold, path, shared) for name, c in tried}
     positive = next(iter(parts.values()))[1]
 
-    def loss(jll: np.ndarray) -> float:
-        return log_loss(jll[scored], target)
+    def loss(jll: np.ndarray) -> float:  # `take`: a tenth of the time of a mask's copy
+        return log_loss(jll if scored_rows is None else jll.take(scored_rows, axis=0), target)
 
     def column(candidate: str, name: str) -> np.ndarray:
         """The out-of-fold log-likelihoods of one column under a candidate, scored again
