@@ -204,12 +204,12 @@ def test_evaluate_without_matplotlib_says_so_before_the_work(tmp_path, monkeypat
 
 
 def test_an_unexpected_failure_is_one_line(model, monkeypatch):
-    import nbspam.cli.render
+    import nbspam.cli.prediction_lines
 
     def broken(*args, **kwargs):
         raise ZeroDivisionError("a defect")
 
-    monkeypatch.setattr(nbspam.cli.render, "prediction_blocks", broken)
+    monkeypatch.setattr(nbspam.cli.prediction_lines, "prediction_blocks", broken)
     monkeypatch.delenv("NBSPAM_TRACEBACK", raising=False)
     result = cli_run("predict", "-m", model, SAMPLE / "new")
     assert result.exit_code == 1

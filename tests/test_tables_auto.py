@@ -90,7 +90,8 @@ def test_a_numbers_bin_is_where_a_binary_search_puts_it(edges):
     for numbers on the edges, signed zeros and infinities; NaN, left out by the callers,
     is in bin 0."""
     rng = np.random.default_rng(edges)
-    cuts = sorted(set(np.round(rng.normal(size=edges) * 2, 1).tolist()) | {0.0})[:edges]
+    cuts = sorted(set(np.round(rng.normal(size=3 * edges) * 2, 3).tolist()) | {0.0})[:edges]
+    assert len(cuts) == edges
     x = np.concatenate(
         [np.round(rng.normal(size=20_000) * 2, 1), cuts, [-0.0, 0.0, np.inf, -np.inf, np.nan]]
     )

@@ -13,7 +13,7 @@ from ..models.decision import cutoff_text
 from .prediction_lines import tsv_cell
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # explain needs numpy; rendering a prediction must not
+if TYPE_CHECKING:  # explain needs numpy; render's other outputs need not
     from typing import Any, Literal
 
     from ..models.explain import ClassTerms, FisherExplanation, MessageExplanation

@@ -2,7 +2,7 @@
 
 A mail filter started for every delivery pays for every import: `fast_start` (before click
 loads) and the `predict` command both hand this case here, where the model file's scoring
-table (`array_scoring`) scores the message and `render` prints it.
+table (`array_scoring`) scores the message and `prediction_lines` prints it.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ import codecs
 import functools
 import itertools
 import re
+import sys
 from operator import itemgetter
 
 from ..core.record import Record
@@ -764,12 +765,23 @@ def _decoded(leaf: _Leaf) -> bytes:
         if len(encoded) % 4:
             raise _Unsupported("base64 padding")
         try:
-            return binascii.a2b_base64(encoded, strict_mode=True)  # base64.b64decode(validate=True)
+            return _strict_base64(encoded)
         except binascii.Error:
             raise _Unsupported("base64 characters") from None
     if leaf.encoding in _UUENCODE:
         raise _Unsupported("uuencoded body")
     return leaf.payload
+
+
+def _strict_base64(encoded: bytes) -> bytes:
+    """``base64.b64decode(encoded, validate=True)``, which is this call from Python 3.11 on,
+    without importing `base64` (a one-message run's 0.3 ms); Python 3.10's binascii has no
+    strict mode."""
+    if sys.version_info >= (3, 11):
+        return binascii.a2b_base64(encoded, strict_mode=True)
+    import base64
+
+    return base64.b64decode(encoded, validate=True)
 
 
 def _read_fast(data: bytes, max_body_chars: int | None, complete: bool) -> ParsedMail:

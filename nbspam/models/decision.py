@@ -49,7 +49,7 @@ class Predictions:
     each row's label (its place among the labels), the posteriors (one list per label),
     and for two classes the log-odds, verdicts and calibrated probabilities (None without
     a calibration) and the positive label. Iterating gives each row's `Prediction`; the
-    columns let a whole block be written at once (`render`)."""
+    columns let a whole block be written at once (`cli.prediction_lines`)."""
 
     def __init__(
         self,

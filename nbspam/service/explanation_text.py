@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from ..models.decision import cutoff_text
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # explain needs numpy; printing a prediction, which imports `render`, must not
+if TYPE_CHECKING:  # explain needs numpy; what scoring one message imports must not
     from ..models.explain import FisherExplanation, MessageExplanation
 
 
