@@ -5,7 +5,7 @@ Names that are not valid UTF-8 (file names are bytes on Unix) reach nbspam as st
 lone surrogates (Python's surrogateescape), and every format gives them back exactly:
 text output writes the name's own bytes, as ls and find do; JSON writes each such character
 as a ``\\uDCxx`` escape (`json_line`); TSV escapes it as ``\\xNN`` (`tsv_cell`). Scoring one
-message imports this module and not `render`, whose other outputs are six times its size.
+message imports this module and not `render`, whose other outputs are five times its size.
 """
 
 from __future__ import annotations
