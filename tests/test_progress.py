@@ -8,11 +8,13 @@ import os
 import pty
 import subprocess
 import sys
+import tracemalloc
 
 import pytest
 
 from nbspam.cli import progress
 from nbspam.cli.progress import Meter
+from nbspam.mail import extent
 from nbspam.mail.extent import input_bytes
 from tests.helpers import ENV, SAMPLE, cli_run
 from tests.test_sync import mailbox
@@ -150,6 +152,69 @@ def test_a_stage_without_total_counts_only():
     meter.begin("scored", None, noun="messages")
     meter.advance(0, 3)
     assert meter.text(plain=True) == "scored 3 messages"
+
+
+class Listing:
+    """A total given as a function, counting its calls."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.calls = total, 0
+
+    def __call__(self) -> int:
+        self.calls += 1
+        return self.total
+
+
+def test_the_total_is_listed_only_when_first_shown():
+    # off a terminal: a job that ends before its first line never lists its inputs
+    clock, out = Clock(), io.StringIO()
+    meter, listing = Meter(out, terminal=False, clock=clock), Listing(800)
+    meter.begin("read", listing, noun="messages")
+    meter.advance(100, 1)
+    assert (listing.calls, out.getvalue()) == (0, "")
+    clock.now += progress.PERIOD
+    meter.advance(100, 1)  # the first line: the listing, once
+    clock.now += progress.PERIOD
+    meter.advance(200, 1)
+    meter.end()
+    assert listing.calls == 1
+    first = "read 2 messages, 200 of 800 bytes (25%), about 0:30 left"  # 10 s for a quarter
+    assert out.getvalue().splitlines()[0] == first
+    # on a terminal the bar shows it at once; with -q nothing is ever shown
+    listing = Listing(800)
+    Meter(io.StringIO(), terminal=True, clock=Clock()).begin("read", listing, noun="messages")
+    assert listing.calls == 1
+    quiet, listing = Meter(io.StringIO(), terminal=False, quiet=True, clock=clock), Listing(800)
+    quiet.begin("read", listing, noun="messages")
+    clock.now += progress.PERIOD
+    quiet.advance(800, 3)
+    quiet.end()
+    assert listing.calls == 0
+
+
+def test_quiet_commands_list_no_folder_for_a_total(tmp_path, monkeypatch, every_step):
+    listed = []
+    monkeypatch.setattr(extent, "input_bytes", lambda paths, **_: listed.append(paths) or 0)
+    model = tmp_path / "m.nbm"
+    assert cli_run("train", "-q", SAMPLE / "train", "-o", model).exit_code == 0
+    assert cli_run("predict", "-q", "-m", model, SAMPLE / "new").exit_code == 0
+    assert listed == []
+    assert cli_run("predict", "-m", model, SAMPLE / "new").exit_code == 0  # lines: listed
+    assert listed == [[str(SAMPLE / "new")]]
+
+
+def test_the_listing_holds_one_entry_at_a_time(tmp_path):
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for i in range(3000):
+        (folder / f"{i:05}").write_bytes(b"x")
+    tracemalloc.start()
+    try:
+        assert input_bytes([str(folder)]) == 3000
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 200_000  # a listing held whole took some 900 bytes a file, 2.7 MB
 
 
 def test_the_total_comes_from_the_listing(tmp_path):

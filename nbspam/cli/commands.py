@@ -112,7 +112,7 @@ class Reporter:
 
         self.verb = verb
         self.counted = False  # whether `read` counts the messages
-        self.total: int | None = None  # the bytes `progress` counts against
+        self.total: int | Callable[[], int | None] | None = None  # the bytes counted against
         self.noun = "messages"  # what `progress` counts
         self.meter = Meter(sys.stderr, terminal=sys.stderr.isatty(), quiet=quiet())
         self.problems = Problems(self.line)
@@ -740,17 +740,26 @@ def train(
     sys.exit(status)
 
 
-def _input_bytes(paths: Iterable[tuple[str, bool]], *, labelled: bool = False) -> int | None:
-    """The bytes to read in each (PATH, whether it is read literally), the total of the
-    progress bar (`extent.input_bytes`); None where not known."""
-    from ..mail.extent import input_bytes
+def _input_bytes(
+    paths: Iterable[tuple[str, bool]], *, labelled: bool = False
+) -> Callable[[], int | None]:
+    """The total of the progress bar, as a function (`progress.Total`) that lists the
+    bytes to read in each (PATH, whether it is read literally) when the total is first
+    shown (`extent.input_bytes`; None where not known): never with -q, nor in a job off a
+    terminal that ends before its first progress line."""
+    paths = list(paths)
 
-    total = 0
-    for path, literal in paths:
-        size = input_bytes([path], labelled=labelled, literal=literal)
-        if size is None:
-            return None
-        total += size
+    def total() -> int | None:
+        from ..mail.extent import input_bytes
+
+        found = 0
+        for path, literal in paths:
+            size = input_bytes([path], labelled=labelled, literal=literal)
+            if size is None:
+                return None
+            found += size
+        return found
+
     return total
 
 

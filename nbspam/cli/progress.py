@@ -5,7 +5,9 @@ so that a short job prints none; nothing with -q.
 The library tells its stages through `core.progress` (a typed table's reading among them,
 its rows beside its bytes); the messages a command reads are counted here as they pass
 (`Meter.reading`), in bytes against the listing's total (`mail.extent`), so no message is
-read twice to count them. Written with click.echo
+read twice to count them. That total may be given as a function, called when the total is
+first shown: the listing is then never made with -q, nor for a job off a terminal that
+ends before its first line. Written with click.echo
 alone: a bar of one line needs no library of its own."""
 
 from __future__ import annotations
@@ -20,6 +22,11 @@ import click
 PERIOD = 10.0  # seconds between plain lines
 REDRAW = 0.1  # seconds between redraws of the bar
 WIDTH = 20  # characters of the bar
+
+#: A stage's total: a number of steps, None where it is not known, or a function that
+#: gives either, called when the total is first shown (listing a folder takes some 10 µs
+#: a file, and nothing needs it where no progress is shown).
+Total = int | Callable[[], int | None] | None
 
 
 class Meter:
@@ -37,13 +44,15 @@ class Meter:
         self.stream, self.clock = stream, clock
         self.mode = "off" if quiet else "bar" if terminal else "lines"
         self.what: str | None = None
+        self._total: Total = None
         self.drawn = False
 
-    def begin(self, what: str, total: int | None, noun: str | None = None) -> None:
-        """A stage of ``total`` steps (None: not known); with a ``noun``, the items (as
-        messages) are counted beside the steps (as bytes)."""
+    def begin(self, what: str, total: Total, noun: str | None = None) -> None:
+        """A stage of ``total`` steps (None: not known; a function: called when the total
+        is first shown); with a ``noun``, the items (as messages) are counted beside the
+        steps (as bytes)."""
         self.clear()
-        self.what, self.total, self.noun = what, total, noun
+        self.what, self._total, self.noun = what, total, noun
         self.done = self.items = 0
         self.started = self.shown = self.clock()
         if self.mode == "bar":
@@ -72,7 +81,14 @@ class Meter:
             click.echo("\r\x1b[K", file=self.stream, nl=False, color=True)
             self.drawn = False
 
-    def reading(self, messages: Iterable[Any], total: int | None, verb: str) -> Iterator[Any]:
+    @property
+    def total(self) -> int | None:
+        """The stage's total, its function called the first time it is asked for."""
+        if callable(self._total):
+            self._total = self._total()
+        return self._total
+
+    def reading(self, messages: Iterable[Any], total: Total, verb: str) -> Iterator[Any]:
         """The ``messages`` as they come, each counted by its bytes against ``total``."""
         self.begin(verb, total, noun="messages")
         try:
