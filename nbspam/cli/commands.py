@@ -1716,12 +1716,13 @@ def dump(model_path: str, output: str | None) -> None:
       class  LABEL  MESSAGES                    one line per class
       terms  term  occurrences_LABEL...  documents_LABEL...
       TERM  OCCURRENCES...  DOCUMENTS...        one line per term
-      digests  digest  label
-      DIGEST  LABEL                             one line per message learned
+      digests  digest  label  learned
+      DIGEST  LABEL  LEARNED                    one line per message learned
       end
 
     A term's line gives its occurrences in each class, then how many messages of each
-    class hold it; terms are in code-point order. In terms and labels, backslash, tab,
+    class hold it; terms are in code-point order. LEARNED is when the message was learned,
+    in seconds since 1970 (-1: unknown). In terms and labels, backslash, tab,
     line feed and carriage return are written as \\\\, \\t, \\n, \\r, other control
     characters as \\uXXXX.
 
