@@ -412,7 +412,7 @@ def table_options(f):
         "column_kinds",
         multiple=True,
         metavar="NAME=KIND",
-        help="Tables: how to model a column: gaussian, categorical, bernoulli (x > 0), text or ignore (repeatable). [default: detected]",
+        help="Tables: how to model a column: gaussian, categorical, binned (cut into --bins bins, else 4), bernoulli (x > 0), text or ignore (repeatable; NAME may be a pattern, '*=gaussian'). [default: detected]",
     )(f)
     return click.option(
         "--label-column",
