@@ -1524,8 +1524,8 @@ def _date(value: str | None) -> int | None:
     "min_docs",
     type=click.IntRange(min=1),
     metavar="K",
-    help="Drop the terms found in fewer than K messages (train's --min-count; "
-    "--min-docs is the same).",
+    help="Drop for good the terms found in fewer than K messages, as train --min-docs does "
+    "(train's --min-count only leaves them out of scoring; here it is another name).",
 )
 @click.option(
     "--max-features",
@@ -1533,8 +1533,9 @@ def _date(value: str | None) -> int | None:
     "max_terms",
     type=click.IntRange(min=1),
     metavar="N",
-    help="Keep only the N terms found in most messages (ties: in term order; train's "
-    "--max-features; --max-terms is the same).",
+    help="Keep only the N terms found in most messages (ties: in term order), as train "
+    "--max-terms does (train's --max-features only leaves the others out of scoring; here "
+    "it is another name).",
 )
 @click.option(
     "--expire-before",
