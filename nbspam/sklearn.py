@@ -8,7 +8,8 @@ nbspam's `model.Model`, as ``model_``: on messages, the model ``nbspam.train`` g
 the same messages and settings; on counts, what scikit-learn's ``MultinomialNB`` gives for
 the same counts and alpha, with ``event_model="multinomial", binary=False``.
 
-Needs scikit-learn (``pip install 'nbspam[sklearn]'``).
+Needs scikit-learn (``pip install scikit-learn``, or ``pip install '.[sklearn]'`` in
+nbspam's checkout).
 """
 
 from __future__ import annotations

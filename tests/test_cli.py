@@ -292,6 +292,16 @@ def test_info_shows_what_is_in_the_model(model):
     assert info["settings"]["train"]["min_count"] == 1
 
 
+def test_info_writes_the_journal_it_folded_in_words_not_as_a_python_dict(model, data):
+    assert cli_run("learn", "-m", model, "--label", "ham", data / "spam" / "0.txt").exit_code == 0
+    assert cli_run("compact", "-m", model).exit_code == 0
+    lines = cli_run("info", "-m", model).stdout.splitlines()
+    [line] = [line for line in lines if line.startswith("journal:")]
+    assert sorted(line.removeprefix("journal:    ").split(", "))[1] == "records 1", line
+    assert re.search(r"\bid [0-9a-f]{16}\b", line), line
+    assert not any("{" in line for line in lines)
+
+
 def test_learn_refuses_an_unknown_label_unless_asked(model, data):
     message = data / "spam" / "0.txt"
     result = cli_run("learn", "-m", model, "--label", "Spam", message)

@@ -412,7 +412,7 @@ def table_options(f):
         "column_kinds",
         multiple=True,
         metavar="NAME=KIND",
-        help="Tables: how to model a column: gaussian, categorical, bernoulli (x > 0), text or ignore (repeatable). [default: detected]",
+        help="Tables: how to model a column: gaussian, categorical, binned (cut into --bins bins, else 4), bernoulli (x > 0), text or ignore (repeatable; NAME may be a pattern, '*=gaussian'). [default: detected]",
     )(f)
     return click.option(
         "--label-column",
@@ -1533,8 +1533,8 @@ def _date(value: str | None) -> int | None:
     "min_docs",
     type=click.IntRange(min=1),
     metavar="K",
-    help="Drop the terms found in fewer than K messages (train's --min-count; "
-    "--min-docs is the same).",
+    help="Drop for good the terms found in fewer than K messages, as train --min-docs does "
+    "(train's --min-count only leaves them out of scoring; here it is another name).",
 )
 @click.option(
     "--max-features",
@@ -1542,8 +1542,9 @@ def _date(value: str | None) -> int | None:
     "max_terms",
     type=click.IntRange(min=1),
     metavar="N",
-    help="Keep only the N terms found in most messages (ties: in term order; train's "
-    "--max-features; --max-terms is the same).",
+    help="Keep only the N terms found in most messages (ties: in term order), as train "
+    "--max-terms does (train's --max-features only leaves the others out of scoring; here "
+    "it is another name).",
 )
 @click.option(
     "--expire-before",
@@ -1725,12 +1726,13 @@ def dump(model_path: str, output: str | None) -> None:
       class  LABEL  MESSAGES                    one line per class
       terms  term  occurrences_LABEL...  documents_LABEL...
       TERM  OCCURRENCES...  DOCUMENTS...        one line per term
-      digests  digest  label
-      DIGEST  LABEL                             one line per message learned
+      digests  digest  label  learned
+      DIGEST  LABEL  LEARNED                    one line per message learned
       end
 
     A term's line gives its occurrences in each class, then how many messages of each
-    class hold it; terms are in code-point order. In terms and labels, backslash, tab,
+    class hold it; terms are in code-point order. LEARNED is when the message was learned,
+    in seconds since 1970 (-1: unknown). In terms and labels, backslash, tab,
     line feed and carriage return are written as \\\\, \\t, \\n, \\r, other control
     characters as \\uXXXX.
 

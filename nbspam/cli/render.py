@@ -415,7 +415,11 @@ def model_info(
         if key in ("pruned", "expired") and type(count) is int:
             what = "terms dropped" if key == "pruned" else "digests expired"
             lines.append(f"{key + ':':<11} {count:,} {what}, last on {value.get('last')}")
-        elif key not in ("auto", "cutoffs"):
+        elif key in ("auto", "cutoffs"):
+            continue
+        elif isinstance(value, dict):  # the journal's records and id: words, not a dict
+            lines.append(f"{key + ':':<11} " + ", ".join(f"{k} {v}" for k, v in value.items()))
+        else:
             lines.append(f"{key + ':':<11} {value}")
     if pruned:
         lines.append(f"inexact:    {summary['inexact']}")
