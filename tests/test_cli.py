@@ -280,6 +280,22 @@ def test_files_from_for_train_predict_and_explain(data, tmp_path):
     assert cli_run("train", "-o", out).exit_code == 2  # neither DATA nor --files-from
 
 
+def test_train_and_info_name_the_classes_by_their_labels(tmp_path):
+    # not "of ham" and "spam cutoff" where the labels are others (text, not mail)
+    good, bad = "great superb lovely fine".split(), "awful poor dull sad".split()
+    rows = [f"pos\t{' '.join(good[i % 4 :] + good[: i % 4])} film{i}" for i in range(20)]
+    rows += [f"neg\t{' '.join(bad[i % 4 :] + bad[: i % 4])} film{i}" for i in range(20)]
+    table, model = tmp_path / "reviews.tsv", tmp_path / "m.nbm"
+    table.write_text("\n".join(rows) + "\n")
+    trained = cli_run("train", table, "-o", model, "-v")
+    assert trained.exit_code == 0, trained.stderr
+    info = cli_run("info", "-m", model).stdout
+    for text in (trained.stderr, info):
+        assert "% of neg (0 of 20 out of fold), at most " in text
+        assert "pos cutoff raised by 4.0% of the neg's spread (fixed: " in text
+        assert not re.search(r"\b(ham|spam)\b", text.replace("nbspam ", ""))
+
+
 def test_info_shows_what_is_in_the_model(model):
     result = cli_run("info", "-m", model)
     assert result.exit_code == 0

@@ -109,12 +109,13 @@ def message_explanation(
     yield from explanation_lines(e, top)
 
 
-def fpr_text(estimate: dict[str, Any]) -> str:
+def fpr_text(estimate: dict[str, Any], negative: str) -> str:
     """The false-positive rate the out-of-fold scores give at a model's cutoffs
-    (`calibration.expected_fpr`), with its upper bound and the share left unsure."""
+    (`calibration.expected_fpr`), with its upper bound and the share left unsure; the
+    ``negative`` class by its label (ham in mail)."""
     try:
         text = (
-            f"{100 * estimate['fpr']:.2f}% of ham ({estimate['false_positives']:,} of "
+            f"{100 * estimate['fpr']:.2f}% of {negative} ({estimate['false_positives']:,} of "
             f"{estimate['ham']:,} out of fold), at most {100 * estimate['fpr_upper']:.2f}% at "
             f"{100 * estimate['confidence']:.0f}% confidence; "
             f"{100 * estimate['unsure_rate']:.1f}% unsure"
@@ -124,18 +125,21 @@ def fpr_text(estimate: dict[str, Any]) -> str:
     return text
 
 
-def drift_text(estimate: dict[str, Any]) -> str | None:
-    """How far the spam cutoff was raised for drift (`calibration.drift_from_dates`), and
-    from what: a chronological split of the dated training messages, or the fixed share;
-    None where the model does not say (cutoffs given, or of least cost)."""
+def drift_text(estimate: dict[str, Any], negative: str, positive: str) -> str | None:
+    """How far the cutoff of the ``positive`` class was raised for drift
+    (`calibration.drift_from_dates`), and from what: a chronological split of the dated
+    training messages, or the fixed share; None where the model does not say (cutoffs
+    given, or of least cost). The classes by their labels (ham and spam in mail)."""
     drift = estimate.get("drift")
     try:
-        share = f"spam cutoff raised by {100 * drift['drift']:.1f}% of the ham's spread"
+        share = (
+            f"{positive} cutoff raised by {100 * drift['drift']:.1f}% of the {negative}'s spread"
+        )
         if "dated" not in drift:
             return share + " (fixed: too few training messages carry a date to measure it)"
         return share + (
             f", measured by date on {drift['dated']:,} messages: {drift['newer_false_positives']:,}"
-            f" of the newer {drift['newer_ham']:,} ham scored above the cutoff fitted on the "
+            f" of the newer {drift['newer_ham']:,} {negative} scored above the cutoff fitted on the "
             "older half"
         )
     except (KeyError, TypeError, ValueError):
@@ -305,11 +309,13 @@ def train_summary(model: Model, output: str, size: int, *, verbose: bool = False
                     f"cutoffs: {cutoff_text(negative, model.training.positive, model.cutoffs)} "
                     "log-odds, unsure between"
                 )
+        negative, positive = model.labels[model.negative_index], model.training.positive
         if model.cutoffs is not None and "cutoffs" in model.info:
-            lines.append(f"expected false positives: {fpr_text(model.info['cutoffs'])}")
+            lines.append(f"expected false positives: {fpr_text(model.info['cutoffs'], negative)}")
         if verbose and model.calibration is not None:
             lines.append("calibration: Platt scaling fitted by internal cross-validation")
-        drift = drift_text(model.info.get("cutoffs") or {}) if verbose else None
+        estimate = model.info.get("cutoffs") or {}
+        drift = drift_text(estimate, negative, positive) if verbose else None
         if drift and model.cutoffs is not None:
             lines.append(f"drift: {drift}")
     lines.append(f"wrote {output} ({size / 1e6:.1f} MB)")
@@ -391,8 +397,8 @@ def model_info(
             "log-odds, unsure between"
         )
         if model.cutoffs is not None and isinstance(model.info.get("cutoffs"), dict):
-            lines.append(f"expected:   {fpr_text(model.info['cutoffs'])}")
-            drift = drift_text(model.info["cutoffs"])
+            lines.append(f"expected:   {fpr_text(model.info['cutoffs'], negative)}")
+            drift = drift_text(model.info["cutoffs"], negative, model.training.positive)
             if drift:
                 lines.append(f"drift:      {drift}")
         if model.calibration is not None:
