@@ -333,6 +333,7 @@ def test_commands_on_a_typed_table(tmp_path):
     assert r.exit_code == 0, r.output
     assert "columns gaussian: 5: x0, x1, x2, x3, x4" in r.stderr
     assert "cutoffs: ham below" in r.stderr and "calibration: Platt" in r.stderr
+    train_lines = r.stderr.splitlines()
     r = cli_run("predict", "-m", model, data, "-f", "jsonl")
     assert r.exit_code == 0
     lines = [json.loads(line) for line in r.stdout.splitlines()]
@@ -350,6 +351,10 @@ def test_commands_on_a_typed_table(tmp_path):
         r.stdout.splitlines()[0]
         == f"model:      {model} (a table model, {model.stat().st_size:,} bytes)"
     )
+    # the cutoffs as train says them, each with the verdict it gives
+    trained = next(line for line in train_lines if line.startswith("cutoffs: "))
+    assert trained.endswith(" log-odds, unsure between")
+    assert "cutoffs:    " + trained.removeprefix("cutoffs: ") in r.stdout.splitlines()
     shown = json.loads(cli_run("info", "-m", model, "-f", "json").stdout)
     assert shown["kind"] == "table" and shown["label_column"] == "label"
     assert {c["kind"] for c in shown["columns"]} == {"gaussian"}

@@ -733,16 +733,18 @@ def table_train_summary(model: Any, output: str, size: int) -> list[str]:
     if model.is_binary:
         lines.append(f"positive class: {model.positive} (log-odds > 0 point to it)")
         if model.cutoffs is not None:
-            negative = next(label for label in model.labels if label != model.positive)
-            low, high = model.cutoffs
-            lines.append(
-                f"cutoffs: {negative} below {low:+.3f}, {model.positive} from {high:+.3f} "
-                "log-odds, unsure between"
-            )
+            lines.append(f"cutoffs: {_table_cutoffs(model)} log-odds, unsure between")
         if model.calibration is not None:
             lines.append("calibration: Platt scaling fitted by internal cross-validation")
     lines.append(f"wrote {output} ({size / 1e6:.1f} MB)")
     return lines
+
+
+def _table_cutoffs(model: Any) -> str:
+    """A two-class table model's cutoffs with the verdicts they give, as a message
+    model's: 'a below -0.441, b from +0.379'."""
+    negative = next(label for label in model.labels if label != model.positive)
+    return cutoff_text(negative, model.positive, model.cutoffs)
 
 
 def table_auto_lines(auto: dict[str, Any]) -> list[str]:
@@ -816,7 +818,7 @@ def table_model_info(model_path: str, model: Any, size: int, fmt: str) -> Iterat
     )
     yield f"settings:   alpha {model.alpha:g} (categorical columns), prior {prior}"
     if model.cutoffs is not None:
-        yield f"cutoffs:    below {model.cutoffs[0]:+.3f}, from {model.cutoffs[1]:+.3f} log-odds"
+        yield f"cutoffs:    {_table_cutoffs(model)} log-odds, unsure between"
     if model.calibration is not None:
         a, b = model.calibration
         yield f"calibrated: P({model.positive}) = 1 / (1 + exp(-({a:.5g} log-odds {b:+.5g})))"
