@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 from ..errors import FilterError, os_reason
 from ..mail.headers import message_digest, one_line
-from ..mail.messages import is_maildir
+from ..mail.message import MAX_MESSAGE_BYTES
+from ..mail.messages import is_maildir, read_bytes
 from ..store.container import fsync_folder
 from ..store.safefiles import open_side_file
 
@@ -330,11 +331,18 @@ def _drop_duplicate(source: str, target: str, digest: bytes) -> bool:
 
 
 def _same_message(source: str, target: str, digest: bytes) -> bool:
+    """Whether the name ``target`` holds the message of ``source`` (its digest ``digest``):
+    as a second name of the file itself, or as a regular file of its first bytes.
+
+    The name is judged as it is, never through a link, and read as every message is read
+    (`read_bytes`: never a FIFO or a device, its first `MAX_MESSAGE_BYTES`, which the
+    digest is of): whoever may write the destination may have put it there, and a FIFO
+    hung the run, a link to /dev/zero filled its memory, and a link out of the folder to a
+    copy of the message was taken for the message, which was then unlinked."""
     try:
-        if os.path.samefile(source, target):
+        if os.path.samestat(os.stat(source), os.lstat(target)):
             return True
-        with open(target, "rb") as f:
-            return message_digest(f.read()) == digest
+        return message_digest(read_bytes(target)[:MAX_MESSAGE_BYTES]) == digest
     except OSError:
         return False
 
