@@ -26,7 +26,7 @@ import pytest
 from nbspam.errors import ServeError
 from nbspam.serve.models import check_template, check_user
 from nbspam.serve.server import STREAM_LIMIT, Listener, unix_socket
-from nbspam.serve.spamd import read_request
+from nbspam.serve.spamd import EX_PROTOCOL, Refusal, read_request
 from nbspam.store import journal
 from tests.helpers import ENV, SAMPLE, cli_run, missing
 
@@ -467,6 +467,24 @@ def test_a_message_without_a_length_sent_in_small_pieces_is_read_in_linear_time(
     body = asyncio.run(read())
     assert time.process_time() - start < 3
     assert len(body) == size and body.endswith(piece)
+
+
+@pytest.mark.parametrize("length", ["\xb2", "\xb9\xb3", "1\xb2"])
+def test_a_content_length_of_other_digits_is_refused_as_a_bad_one(length):
+    """str.isdigit() is true of the superscripts of Latin-1 (a header is read as Latin-1),
+    which int() refuses: the ValueError was an internal error, and the client got no
+    answer."""
+
+    async def read() -> None:
+        reader = asyncio.StreamReader(limit=STREAM_LIMIT)
+        head = f"CHECK SPAMC/1.5\r\nContent-length: {length}\r\n\r\nhi"
+        reader.feed_data(head.encode("latin-1"))
+        reader.feed_eof()
+        await read_request(reader, 1000)
+
+    with pytest.raises(Refusal) as refused:
+        asyncio.run(read())
+    assert refused.value.code == EX_PROTOCOL and "bad Content-length" in str(refused.value)
 
 
 def test_a_client_that_stops_mid_message_is_cut_off_and_others_are_served(served):

@@ -102,7 +102,7 @@ async def read_request(reader: asyncio.StreamReader, max_size: int, connection=N
     length = headers.get("content-length")
     if length is None:  # an old client: the message runs to the end of the connection
         return Request(verb, headers, await _to_the_end(reader, max_size))
-    if not length.isdigit() or len(length) > 18:
+    if not (length.isascii() and length.isdigit()) or len(length) > 18:
         raise Refusal(EX_PROTOCOL, f"bad Content-length {length[:40]!r}")
     if int(length) > max_size:
         raise Refusal(
