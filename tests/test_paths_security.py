@@ -274,6 +274,25 @@ def test_filter_neither_waits_on_nor_follows_a_name_planted_in_its_destination(
     assert (junk / "new" / spam[1].name).is_symlink() and copy.exists()
 
 
+@pytest.mark.parametrize("tag", ["\xb2", "99999999999999999999"])
+def test_filter_goes_on_past_a_leftover_name_that_holds_no_process_id(sample_model, tmp_path, tag):
+    """filter removes the copies a killed run left in a destination's tmp/, named by the
+    process that wrote them, unless it still runs. A name planted there with a number that
+    is no process id (a superscript, which isdigit() passes and int() refuses, or too
+    large for os.kill) stopped every run with an internal error."""
+    inbox, junk = tmp_path / "Maildir", tmp_path / "Maildir" / ".Junk"
+    for folder in (inbox, junk):
+        for part in ("cur", "new", "tmp"):
+            (folder / part).mkdir(parents=True, exist_ok=True)
+    spam = sorted((SAMPLE / "train" / "spam").iterdir())[0]
+    (inbox / "new" / spam.name).write_bytes(spam.read_bytes())
+    (junk / "tmp" / f".nbspam-tmp.{tag}.x").write_bytes(b"")
+
+    result = nbspam_process("filter", "-m", sample_model, inbox, "--move-spam", junk)
+    assert result.returncode == 0, result.stderr
+    assert [p.name for p in (junk / "new").iterdir()] == [spam.name]
+
+
 # -- empty input ----------------------------------------------------------------------------
 
 

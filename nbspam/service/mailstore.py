@@ -30,6 +30,7 @@ TMP_PREFIX = ".nbspam-tmp."
 STATE_SUFFIX = ".state"
 # hard links are not supported here: fall back to a rename after checking the name is free
 _NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EMLINK}
+_MAX_PID = 2**31 - 1  # the largest pid_t
 
 
 def default_state_path(model_path: str) -> str:
@@ -208,11 +209,17 @@ def remove_leftovers(destination: Destination) -> None:
 
 
 def _alive(pid_text: str) -> bool:
-    """True if the process that wrote a temporary file may still be running."""
-    if not pid_text.isdigit() or int(pid_text) == os.getpid():
+    """True if the process that wrote a temporary file may still be running. Anyone who
+    may write the folder may have named a file so: a name whose number is no process id
+    (digits beyond ASCII, which int() refuses, or more than a pid_t holds, which os.kill
+    refuses) is no writer's, where it stopped every run with an internal error."""
+    if not (pid_text.isascii() and pid_text.isdigit()) or len(pid_text) > 10:
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid() or pid > _MAX_PID:
         return False
     try:
-        os.kill(int(pid_text), 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except OSError:
