@@ -371,6 +371,22 @@ def test_html_past_the_characters_parsed_is_still_read():
     assert not parsed.truncated and parsed.body.split("\n")[-2:] == ["word", "late & last"]
 
 
+def test_the_html_parts_of_a_message_share_the_characters_parsed():
+    """Past the characters Lexbor parses, a later HTML part is still read (its markup
+    stripped), without its links."""
+    from nbspam.mail.htmltext import MAX_HTML_CHARS
+
+    first = b"<p>word</p>" * (MAX_HTML_CHARS // 11 - 4) + b'<a href="http://one.example/">x</a>'
+    second = b'<p>late &amp; last</p><a href="http://two.example/">y</a>'
+    parts = b"".join(b"--b\nContent-Type: text/html\n\n" + html + b"\n" for html in (first, second))
+    parsed = parse_mail(
+        mail(b"Content-Type: multipart/mixed; boundary=b", parts + b"--b--\n"),
+        max_body_chars=200_000,
+    )
+    assert parsed.links == ("http://one.example/",)
+    assert "late & last" in parsed.body.split("\n") and not parsed.truncated
+
+
 # --- looks_like_mail --------------------------------------------------------------------------
 
 

@@ -55,6 +55,13 @@ WORST_CASES = {
     "charset-labels": lambda: (
         b"Subject: " + b"".join(b"=?x%d?q?a?= " % i for i in range(400_000)) + b"\n\nhi"
     ),
+    # many HTML parts, each as deep as Lexbor reads (and all within the bytes parsed, so
+    # that the closing boundary is there): the parts share its characters
+    "many-html-parts": lambda: (
+        b"Content-Type: multipart/mixed; boundary=b\n\n"
+        + b"".join(b"--b\nContent-Type: text/html\n\n" + b"<dl>" * 8000 + b"\n" for _ in range(96))
+        + b"--b--\n"
+    ),
     # a header block without end
     "many-headers": lambda: b"".join(b"X-H%d: v\n" % i for i in range(600_000)) + b"\nhi",
     "long-header": lambda: b"Subject: " + repeat(b"ab ", 8 * MB) + b"\n\nhi",

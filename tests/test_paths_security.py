@@ -245,6 +245,54 @@ def test_a_fifo_is_refused_without_waiting_wherever_it_is_named(sample_model, tm
         assert line in result.stderr.decode().splitlines(), result.stderr
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_filter_neither_waits_on_nor_follows_a_name_planted_in_its_destination(
+    sample_model, tmp_path
+):
+    """Whoever may write the Junk folder can take the names of the messages filter will
+    move there: a FIFO (which hung the run), or a link out of the folder to a copy of the
+    message (taken for the message, which was then unlinked). Each is left alone and the
+    message moved beside it, as a file of its own."""
+    inbox, junk = tmp_path / "Maildir", tmp_path / "Maildir" / ".Junk"
+    for folder in (inbox, junk):
+        for part in ("cur", "new", "tmp"):
+            (folder / part).mkdir(parents=True, exist_ok=True)
+    spam = sorted((SAMPLE / "train" / "spam").iterdir())[:2]
+    for path in spam:
+        (inbox / "new" / path.name).write_bytes(path.read_bytes())
+    os.mkfifo(junk / "new" / spam[0].name)
+    copy = tmp_path / "copy.eml"
+    copy.write_bytes(spam[1].read_bytes())
+    (junk / "new" / spam[1].name).symlink_to(copy)
+
+    result = nbspam_process("filter", "-m", sample_model, inbox, "--move-spam", junk, timeout=WAIT)
+    assert result.returncode == 0, result.stderr
+    assert list((inbox / "new").iterdir()) == []
+    moved = [p for p in (junk / "new").iterdir() if p.name not in {s.name for s in spam}]
+    assert sorted(p.read_bytes() for p in moved) == sorted(p.read_bytes() for p in spam)
+    assert not any(p.is_symlink() for p in moved)
+    assert (junk / "new" / spam[1].name).is_symlink() and copy.exists()
+
+
+@pytest.mark.parametrize("tag", ["\xb2", "99999999999999999999"])
+def test_filter_goes_on_past_a_leftover_name_that_holds_no_process_id(sample_model, tmp_path, tag):
+    """filter removes the copies a killed run left in a destination's tmp/, named by the
+    process that wrote them, unless it still runs. A name planted there with a number that
+    is no process id (a superscript, which isdigit() passes and int() refuses, or too
+    large for os.kill) stopped every run with an internal error."""
+    inbox, junk = tmp_path / "Maildir", tmp_path / "Maildir" / ".Junk"
+    for folder in (inbox, junk):
+        for part in ("cur", "new", "tmp"):
+            (folder / part).mkdir(parents=True, exist_ok=True)
+    spam = sorted((SAMPLE / "train" / "spam").iterdir())[0]
+    (inbox / "new" / spam.name).write_bytes(spam.read_bytes())
+    (junk / "tmp" / f".nbspam-tmp.{tag}.x").write_bytes(b"")
+
+    result = nbspam_process("filter", "-m", sample_model, inbox, "--move-spam", junk)
+    assert result.returncode == 0, result.stderr
+    assert [p.name for p in (junk / "new").iterdir()] == [spam.name]
+
+
 # -- empty input ----------------------------------------------------------------------------
 
 

@@ -8,6 +8,7 @@ installs it)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import resource
@@ -24,7 +25,8 @@ import pytest
 
 from nbspam.errors import ServeError
 from nbspam.serve.models import check_template, check_user
-from nbspam.serve.server import Listener, unix_socket
+from nbspam.serve.server import STREAM_LIMIT, Listener, unix_socket
+from nbspam.serve.spamd import EX_PROTOCOL, Refusal, read_request
 from nbspam.store import journal
 from tests.helpers import ENV, SAMPLE, cli_run, missing
 
@@ -439,6 +441,50 @@ def test_a_100_mb_message_without_a_length_is_cut_at_the_limit(served):
             pass
     assert refused and refused[-1] in (True, b"SPAMD/1.1 98 EX_TOOBIG\r\n\r\n")
     assert spamd(server.socket, "PING")[0] == "SPAMD/1.5 0 PONG"
+
+
+def test_a_message_without_a_length_sent_in_small_pieces_is_read_in_linear_time():
+    """Each piece of an old client's message was added to a copy of all the pieces before
+    it, in the server's one event loop: 8 MiB in 1 KiB pieces took 16 s."""
+    size, piece = 8 << 20, b"x" * 1023 + b"\n"
+
+    async def read() -> bytes:
+        reader = asyncio.StreamReader(limit=STREAM_LIMIT)
+
+        async def client() -> None:
+            reader.feed_data(b"CHECK SPAMC/1.5\r\n\r\n")
+            for _ in range(size // len(piece)):
+                reader.feed_data(piece)
+                await asyncio.sleep(0)  # the server reads each piece as it comes
+            reader.feed_eof()
+
+        sending = asyncio.create_task(client())
+        request = await read_request(reader, 10 << 20)
+        await sending
+        return request.body
+
+    start = time.process_time()
+    body = asyncio.run(read())
+    assert time.process_time() - start < 3
+    assert len(body) == size and body.endswith(piece)
+
+
+@pytest.mark.parametrize("length", ["\xb2", "\xb9\xb3", "1\xb2"])
+def test_a_content_length_of_other_digits_is_refused_as_a_bad_one(length):
+    """str.isdigit() is true of the superscripts of Latin-1 (a header is read as Latin-1),
+    which int() refuses: the ValueError was an internal error, and the client got no
+    answer."""
+
+    async def read() -> None:
+        reader = asyncio.StreamReader(limit=STREAM_LIMIT)
+        head = f"CHECK SPAMC/1.5\r\nContent-length: {length}\r\n\r\nhi"
+        reader.feed_data(head.encode("latin-1"))
+        reader.feed_eof()
+        await read_request(reader, 1000)
+
+    with pytest.raises(Refusal) as refused:
+        asyncio.run(read())
+    assert refused.value.code == EX_PROTOCOL and "bad Content-length" in str(refused.value)
 
 
 def test_a_client_that_stops_mid_message_is_cut_off_and_others_are_served(served):

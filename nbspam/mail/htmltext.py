@@ -4,7 +4,8 @@ Lexbor builds the tree a browser would (HTML5 parsing rules) in C. Like every HT
 builder its time still grows with the square of the nesting depth and of the number of
 attributes of one tag (16,000 nested ``<dl>``, 64 KB, take most of a second), so only the
 first ``MAX_HTML_CHARS`` characters of a document are parsed: then no document takes more
-than about 0.2 s. The rest, in the few documents that are longer (21 of the 1,210 HTML parts
+than about 0.2 s. A message's HTML parts share those characters (`mailparse` passes what is
+left of them), so that a message of a hundred such parts takes no longer than one. The rest, in the few documents that are longer (21 of the 1,210 HTML parts
 of the SpamAssassin corpus, newsletters most), is read by one linear pass of a regular
 expression that drops markup, script, style and comments, so its words still count.
 """
@@ -33,19 +34,19 @@ _LINKED = ":is(" + ",".join(f"[{name}]" for name in _LINK_ATTRIBUTES) + ")"
 _BLOCKS = ",".join(_BLOCK_TAGS)
 
 
-def html_to_text(html: str) -> tuple[str, tuple[str, ...]]:
+def html_to_text(html: str, parse: int = MAX_HTML_CHARS) -> tuple[str, tuple[str, ...]]:
     """Return the visible text of an HTML document and its link targets; never raises.
 
     Script, style and comments are dropped, the title is kept, entities are decoded, block
     elements and table cells start new lines, runs of white space become one space and empty
     lines are dropped. Link targets are the values of href, src, background and action
-    attributes, stripped and non-blank, in document order, from the first ``MAX_HTML_CHARS``
-    characters (the text of the rest is read too, without its links).
+    attributes, stripped and non-blank, in document order, from the first ``parse``
+    characters, which Lexbor parses (the text of the rest is read too, without its links).
     """
     # imported here: most mail has no HTML, and a filter run per delivery should not pay for it
     from selectolax.lexbor import LexborHTMLParser
 
-    head, tail = _cut(html)
+    head, tail = _cut(html, min(parse, MAX_HTML_CHARS))
     tree = LexborHTMLParser(head)
     links = [
         value.strip()
@@ -65,12 +66,12 @@ def html_to_text(html: str) -> tuple[str, tuple[str, ...]]:
     return "\n".join(filter(None, lines)), tuple(links)
 
 
-def _cut(html: str) -> tuple[str, str]:
-    """(what Lexbor parses, the rest): the first ``MAX_HTML_CHARS`` characters, ended after
-    the last ">" among them where there is one, so that no tag is cut in two."""
-    if len(html) <= MAX_HTML_CHARS:
+def _cut(html: str, parse: int) -> tuple[str, str]:
+    """(what Lexbor parses, the rest): the first ``parse`` characters, ended after the last
+    ">" among them where there is one, so that no tag is cut in two."""
+    if len(html) <= parse:
         return html, ""
-    end = html.rfind(">", 0, MAX_HTML_CHARS) + 1 or MAX_HTML_CHARS
+    end = html.rfind(">", 0, parse) + 1 or parse
     return html[:end], html[end : end + MAX_STRIPPED_CHARS]
 
 

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 from ..errors import FilterError, os_reason
 from ..mail.headers import message_digest, one_line
-from ..mail.messages import is_maildir
+from ..mail.message import MAX_MESSAGE_BYTES
+from ..mail.messages import is_maildir, read_bytes
 from ..store.container import fsync_folder
 from ..store.safefiles import open_side_file
 
@@ -29,6 +30,7 @@ TMP_PREFIX = ".nbspam-tmp."
 STATE_SUFFIX = ".state"
 # hard links are not supported here: fall back to a rename after checking the name is free
 _NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EMLINK}
+_MAX_PID = 2**31 - 1  # the largest pid_t
 
 
 def default_state_path(model_path: str) -> str:
@@ -207,11 +209,17 @@ def remove_leftovers(destination: Destination) -> None:
 
 
 def _alive(pid_text: str) -> bool:
-    """True if the process that wrote a temporary file may still be running."""
-    if not pid_text.isdigit() or int(pid_text) == os.getpid():
+    """True if the process that wrote a temporary file may still be running. Anyone who
+    may write the folder may have named a file so: a name whose number is no process id
+    (digits beyond ASCII, which int() refuses, or more than a pid_t holds, which os.kill
+    refuses) is no writer's, where it stopped every run with an internal error."""
+    if not (pid_text.isascii() and pid_text.isdigit()) or len(pid_text) > 10:
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid() or pid > _MAX_PID:
         return False
     try:
-        os.kill(int(pid_text), 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except OSError:
@@ -330,11 +338,18 @@ def _drop_duplicate(source: str, target: str, digest: bytes) -> bool:
 
 
 def _same_message(source: str, target: str, digest: bytes) -> bool:
+    """Whether the name ``target`` holds the message of ``source`` (its digest ``digest``):
+    as a second name of the file itself, or as a regular file of its first bytes.
+
+    The name is judged as it is, never through a link, and read as every message is read
+    (`read_bytes`: never a FIFO or a device, its first `MAX_MESSAGE_BYTES`, which the
+    digest is of): whoever may write the destination may have put it there, and a FIFO
+    hung the run, a link to /dev/zero filled its memory, and a link out of the folder to a
+    copy of the message was taken for the message, which was then unlinked."""
     try:
-        if os.path.samefile(source, target):
+        if os.path.samestat(os.stat(source), os.lstat(target)):
             return True
-        with open(target, "rb") as f:
-            return message_digest(f.read()) == digest
+        return message_digest(read_bytes(target)[:MAX_MESSAGE_BYTES]) == digest
     except OSError:
         return False
 
