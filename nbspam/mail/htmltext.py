@@ -5,9 +5,10 @@ builder its time still grows with the square of the nesting depth and of the num
 attributes of one tag (16,000 nested ``<dl>``, 64 KB, take most of a second), so only the
 first ``MAX_HTML_CHARS`` characters of a document are parsed: then no document takes more
 than about 0.2 s. A message's HTML parts share those characters (`mailparse` passes what is
-left of them), so that a message of a hundred such parts takes no longer than one. The rest, in the few documents that are longer (21 of the 1,210 HTML parts
-of the SpamAssassin corpus, newsletters most), is read by one linear pass of a regular
-expression that drops markup, script, style and comments, so its words still count.
+left of them), so that a message of a hundred such parts takes no longer than one. The
+rest, in the few documents that are longer (21 of the 1,210 HTML parts of the SpamAssassin
+corpus, newsletters most), is read by one linear pass of a regular expression that drops
+markup, script, style and comments, so its words still count.
 """
 
 from __future__ import annotations
