@@ -619,6 +619,31 @@ def test_a_socket_path_that_is_a_link_or_a_file_is_refused_never_followed(tmp_pa
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
+def test_a_socket_swapped_for_a_link_before_its_mode_is_set_changes_no_other_file(
+    tmp_path, monkeypatch
+):
+    # a neighbour who may write the socket's folder swaps the new socket's name for a link
+    # to a file of theirs to take (as root would chmod it) at the last moment before chmod
+    victim = tmp_path / "victim"
+    victim.write_text("secret")
+    victim.chmod(0o600)
+    chmod = os.chmod
+
+    def swapped_then_chmod(path, mode, *args, **kwargs):
+        for entry in tmp_path.iterdir():
+            if entry.name.startswith(".s.sock.") and not entry.is_symlink():
+                entry.unlink()
+                entry.symlink_to(victim)
+        return chmod(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(os, "chmod", swapped_then_chmod)
+    with pytest.raises(ServeError, match="was replaced while it was made: refused"):
+        unix_socket(str(tmp_path / "s.sock"), 0o666, -1)
+    monkeypatch.undo()
+    assert oct(victim.stat().st_mode & 0o777) == "0o600" and victim.read_text() == "secret"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["victim"]
+
+
 @pytest.mark.parametrize("name", ["../x", "..", ".hidden", "a/b", "-x", "", "a" * 200, "x\0y"])
 def test_user_names_that_could_leave_the_folder_are_refused(name):
     with pytest.raises(ServeError, match="bad user name"):

@@ -190,8 +190,9 @@ def activated_sockets() -> list[tuple[str, socket.socket]]:
 def unix_socket(path: str, mode: int, gid: int) -> socket.socket:
     """A listening Unix socket at ``path`` with ``mode`` and group ``gid`` (-1: the
     process's). Bound under a new random name in the same folder with no permissions for
-    others, changed there, then renamed over ``path``, which may only be missing or an old
-    socket: a link or any other file there is refused, never followed or replaced."""
+    others, changed there (never through a link: `_set_owner_and_mode`), then renamed over
+    ``path``, which may only be missing or an old socket: a link or any other file there is
+    refused, never followed or replaced."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -209,25 +210,52 @@ def unix_socket(path: str, mode: int, gid: int) -> socket.socket:
     try:
         sock.bind(temporary)
         created = os.lstat(temporary)
-        if gid != -1:
-            os.chown(temporary, -1, gid, follow_symlinks=False)
-        if (
-            not stat.S_ISSOCK(os.lstat(temporary).st_mode)
-            or os.lstat(temporary).st_ino != created.st_ino
-        ):
-            raise ServeError(f"{temporary} was replaced while it was made: refused")
-        os.chmod(temporary, mode)
+        _set_owner_and_mode(temporary, created, mode, gid)
         os.rename(temporary, path)
-    except OSError as exc:
+        if os.lstat(path).st_ino != created.st_ino:  # swapped before the rename
+            os.unlink(path)
+            raise ServeError(f"{temporary} was replaced while it was made: refused")
+    except (OSError, ServeError) as exc:
         sock.close()
         with contextlib.suppress(OSError):
-            os.unlink(temporary)
+            os.unlink(temporary)  # the socket, or what was put in its place: a name, no more
+        if isinstance(exc, ServeError):
+            raise
         raise ServeError(f"cannot listen on {path}: {exc.strerror or exc}") from None
     finally:
         os.umask(old)
     sock.listen(socket.SOMAXCONN)
     sock.setblocking(False)
     return sock
+
+
+def _set_owner_and_mode(temporary: str, created: os.stat_result, mode: int, gid: int) -> None:
+    """Give the socket just bound at ``temporary`` (``created``: its lstat) the group
+    ``gid`` (-1: leave it) and the mode ``mode``, never through a link: whoever may write its
+    folder may swap the name for a link between a check and a chmod, which follows links,
+    and a server run as root would then change the mode of any file the link names. On
+    Linux the socket is held by an O_PATH descriptor, checked, and changed through it
+    (/proc/self/fd); elsewhere it is checked, then changed by its name."""
+    if hasattr(os, "O_PATH") and os.path.isdir("/proc/self/fd"):
+        fd = os.open(temporary, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            _check_same_socket(temporary, os.fstat(fd), created)
+            node = f"/proc/self/fd/{fd}"  # the inode the descriptor holds, whatever the name
+            if gid != -1:
+                os.chown(node, -1, gid)
+            os.chmod(node, mode)
+        finally:
+            os.close(fd)
+        return
+    if gid != -1:
+        os.chown(temporary, -1, gid, follow_symlinks=False)
+    _check_same_socket(temporary, os.lstat(temporary), created)
+    os.chmod(temporary, mode)
+
+
+def _check_same_socket(temporary: str, found: os.stat_result, created: os.stat_result) -> None:
+    if not stat.S_ISSOCK(found.st_mode) or found.st_ino != created.st_ino:
+        raise ServeError(f"{temporary} was replaced while it was made: refused")
 
 
 def inet_socket(host: str, port: int) -> socket.socket:
