@@ -487,6 +487,35 @@ def test_a_content_length_of_other_digits_is_refused_as_a_bad_one(length):
     assert refused.value.code == EX_PROTOCOL and "bad Content-length" in str(refused.value)
 
 
+def test_reports_are_made_one_at_a_time(monkeypatch):
+    # a user's report builds a whole model: clients asking at once must not hold several
+    from nbspam.serve import scoring
+    from nbspam.serve import spamd as protocol
+
+    running, most = 0, 0
+    guard = threading.Lock()
+
+    def slow_report(models, outcome, data):
+        nonlocal running, most
+        with guard:
+            running += 1
+            most = max(most, running)
+        time.sleep(0.05)
+        with guard:
+            running -= 1
+        return "report\n"
+
+    monkeypatch.setattr(scoring, "report", slow_report)
+    service = scoring.Service(models=None)
+    request = protocol.Request("REPORT", {}, b"Subject: x\n\nhello\n")
+
+    async def three() -> list:
+        return await asyncio.gather(*(protocol._body(service, request, None) for _ in range(3)))
+
+    assert asyncio.run(three()) == [b"report\n"] * 3
+    assert most == 1
+
+
 def test_a_client_that_stops_mid_message_is_cut_off_and_others_are_served(served):
     server = served("--timeout", "1")
     with socket.socket(socket.AF_UNIX) as s:

@@ -5,6 +5,7 @@ scorer of `array_scoring`, so the verdict is `nbspam predict`'s), the report of 
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import math
 import time
@@ -30,6 +31,10 @@ class Service:
     allow_tell: bool = False
     log: Log = print
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
+    #: Reports are made one at a time: a user's report builds a whole model (the site's
+    #: with the user's layer over it), and any client of the socket may ask for one, so
+    #: several at once would hold as many models.
+    reporting: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(1))
 
     def next_id(self) -> str:
         return str(next(self._ids))

@@ -199,7 +199,8 @@ async def _body(service: Service, request: Request, outcome: Outcome) -> bytes |
         return f"NBSPAM_{outcome.kind.upper()}".encode()
     if verb == "REPORT_IFSPAM" and not outcome.is_spam:
         return None
-    text = await asyncio.to_thread(scoring.report, service.models, outcome, request.body)
+    async with service.reporting:  # one at a time (`Service.reporting`)
+        text = await asyncio.to_thread(scoring.report, service.models, outcome, request.body)
     return text.encode("utf-8")
 
 
