@@ -544,7 +544,7 @@ _TRAIN_OPTIONS = [
     ),
     click.option(
         "--positive",
-        help="Two-class models: the label log-odds point to. [default: spam, else the label that sorts last]",
+        help="Two-class models: the label log-odds point to. [default: spam, else the label that sorts last; a typed table: spam, else 1, else the label that sorts last]",
     ),
     click.option(
         "--calibrate/--no-calibrate",
