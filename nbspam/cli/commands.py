@@ -127,9 +127,11 @@ class Reporter:
         self.meter.clear()
         click.echo(text, err=True)
 
-    def read(self, messages: Iterable[Any], total: int | None) -> Iterator[Any]:
+    def read(
+        self, messages: Iterable[Any], total: int | Callable[[], int | None] | None
+    ) -> Iterator[Any]:
         """The ``messages`` as they come, their progress shown against ``total`` bytes
-        (`extent.input_bytes`)."""
+        (`extent.input_bytes`; a function that lists them, as `_input_bytes` gives)."""
         self.counted = True
         return self.meter.reading(messages, total, self.verb)
 
