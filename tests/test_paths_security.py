@@ -274,6 +274,28 @@ def test_filter_neither_waits_on_nor_follows_a_name_planted_in_its_destination(
     assert (junk / "new" / spam[1].name).is_symlink() and copy.exists()
 
 
+def test_filter_moves_a_message_whose_name_in_the_destination_is_a_link_to_it(
+    sample_model, tmp_path
+):
+    """A link planted at the message's name in Junk, leading back to the message in the
+    inbox, was taken for the message itself: filter said it was moved, left it in the
+    inbox and recorded it as filtered, so it stayed there for good."""
+    inbox, junk = tmp_path / "Maildir", tmp_path / "Maildir" / ".Junk"
+    for folder in (inbox, junk):
+        for part in ("cur", "new", "tmp"):
+            (folder / part).mkdir(parents=True, exist_ok=True)
+    spam = sorted((SAMPLE / "train" / "spam").iterdir())[0]
+    (inbox / "new" / spam.name).write_bytes(spam.read_bytes())
+    (junk / "new" / spam.name).symlink_to(inbox / "new" / spam.name)
+
+    result = nbspam_process("filter", "-m", sample_model, inbox, "--move-spam", junk)
+    assert result.returncode == 0, result.stderr
+    assert list((inbox / "new").iterdir()) == []
+    [moved] = [p for p in (junk / "new").iterdir() if p.name != spam.name]
+    assert not moved.is_symlink() and moved.read_bytes() == spam.read_bytes()
+    assert (junk / "new" / spam.name).is_symlink()
+
+
 @pytest.mark.parametrize("tag", ["\xb2", "99999999999999999999"])
 def test_filter_goes_on_past_a_leftover_name_that_holds_no_process_id(sample_model, tmp_path, tag):
     """filter removes the copies a killed run left in a destination's tmp/, named by the

@@ -127,9 +127,11 @@ class Reporter:
         self.meter.clear()
         click.echo(text, err=True)
 
-    def read(self, messages: Iterable[Any], total: int | None) -> Iterator[Any]:
+    def read(
+        self, messages: Iterable[Any], total: int | Callable[[], int | None] | None
+    ) -> Iterator[Any]:
         """The ``messages`` as they come, their progress shown against ``total`` bytes
-        (`extent.input_bytes`)."""
+        (`extent.input_bytes`; a function that lists them, as `_input_bytes` gives)."""
         self.counted = True
         return self.meter.reading(messages, total, self.verb)
 
@@ -544,7 +546,7 @@ _TRAIN_OPTIONS = [
     ),
     click.option(
         "--positive",
-        help="Two-class models: the label log-odds point to. [default: spam, else the label that sorts last]",
+        help="Two-class models: the label log-odds point to. [default: spam, else the label that sorts last; a typed table: spam, else 1, else the label that sorts last]",
     ),
     click.option(
         "--calibrate/--no-calibrate",

@@ -301,21 +301,19 @@ def train_summary(model: Model, output: str, size: int, *, verbose: bool = False
             f"(min-count {model.training.min_count}{_stop_words(model.training.stop_words)})"
         )
     if model.is_binary:
+        negative, positive = model.labels[model.negative_index], model.training.positive
         if verbose:
-            lines.append(f"positive class: {model.training.positive} (log-odds > 0 point to it)")
+            lines.append(f"positive class: {positive} (log-odds > 0 point to it)")
             if model.cutoffs is not None:
-                negative = model.labels[model.negative_index]
                 lines.append(
-                    f"cutoffs: {cutoff_text(negative, model.training.positive, model.cutoffs)} "
+                    f"cutoffs: {cutoff_text(negative, positive, model.cutoffs)} "
                     "log-odds, unsure between"
                 )
-        negative, positive = model.labels[model.negative_index], model.training.positive
         if model.cutoffs is not None and "cutoffs" in model.info:
             lines.append(f"expected false positives: {fpr_text(model.info['cutoffs'], negative)}")
         if verbose and model.calibration is not None:
             lines.append("calibration: Platt scaling fitted by internal cross-validation")
-        estimate = model.info.get("cutoffs") or {}
-        drift = drift_text(estimate, negative, positive) if verbose else None
+        drift = drift_text(model.info.get("cutoffs") or {}, negative, positive) if verbose else None
         if drift and model.cutoffs is not None:
             lines.append(f"drift: {drift}")
     lines.append(f"wrote {output} ({size / 1e6:.1f} MB)")

@@ -355,7 +355,15 @@ def _same_message(source: str, target: str, digest: bytes) -> bool:
 
 
 def _same_path(a: str, b: str) -> bool:
-    return os.path.realpath(a) == os.path.realpath(b)
+    """Whether ``a`` and ``b`` are one name in one folder: the folders resolved (either may
+    be given through a link), the names not, so that a link planted at ``b`` that leads to
+    ``a`` is another name, not the message's own."""
+    return _entry(a) == _entry(b)
+
+
+def _entry(path: str) -> str:
+    folder, name = os.path.split(path)
+    return os.path.join(os.path.realpath(folder), name)
 
 
 def _unlink_durably(path: str) -> None:
