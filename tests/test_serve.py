@@ -670,7 +670,9 @@ def test_a_socket_swapped_for_a_link_before_its_mode_is_set_changes_no_other_fil
         unix_socket(str(tmp_path / "s.sock"), 0o666, -1)
     monkeypatch.undo()
     assert oct(victim.stat().st_mode & 0o777) == "0o600" and victim.read_text() == "secret"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["victim"]
+    # the link renamed into place is left for whoever looks at the refusal, not followed
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.sock", "victim"]
+    assert (tmp_path / "s.sock").is_symlink()
 
 
 @pytest.mark.parametrize("name", ["../x", "..", ".hidden", "a/b", "-x", "", "a" * 200, "x\0y"])

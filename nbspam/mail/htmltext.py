@@ -18,7 +18,8 @@ import re
 __all__ = ["MAX_HTML_CHARS", "html_to_text"]
 
 MAX_HTML_CHARS = 32_768
-"""HTML past this many characters is not parsed, only stripped of its markup."""
+"""HTML past this many characters of a message (all its HTML parts together: `mailparse`
+passes each part what is left) is not parsed, only stripped of its markup."""
 MAX_STRIPPED_CHARS = 1_000_000
 """HTML past this many characters more is not read at all (the text a message's body gives
 is cut shorter still, at the tokenizer's max_body_chars)."""

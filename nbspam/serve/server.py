@@ -213,7 +213,7 @@ def unix_socket(path: str, mode: int, gid: int) -> socket.socket:
         _set_owner_and_mode(temporary, created, mode, gid)
         os.rename(temporary, path)
         if os.lstat(path).st_ino != created.st_ino:  # swapped before the rename
-            os.unlink(path)
+            # left where it is: it may be another server's socket, started at the same time
             raise ServeError(f"{temporary} was replaced while it was made: refused")
     except (OSError, ServeError) as exc:
         sock.close()
