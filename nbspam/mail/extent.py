@@ -53,7 +53,7 @@ def _folder_bytes(folder: str) -> int:
         only = ("cur", "new") if is_maildir(current) else None
         try:
             total += _entries_bytes(current, only, pending)
-        except OSError:  # a folder that cannot be listed (or read to its end) counts nothing
+        except OSError:  # a folder that cannot be listed (or read to its end): none of its files
             continue
     return total
 
