@@ -88,6 +88,36 @@ def test_json_lines_columns_that_appear_late_are_empty_before(tmp_path):
     assert isinstance(table.cells[0], Numbers) and isinstance(table.cells[2], Words)
 
 
+@pytest.mark.parametrize("rows", ["a key of its own each", "many keys, then empty objects"])
+def test_a_json_lines_table_too_sparse_to_hold_is_refused_at_its_row(rows, tmp_path):
+    """A table is kept whole, a cell for every row in every column: 20,000 objects of a key
+    each (460 KB) made 20,000 columns of 20,000 rows, minutes and gigabytes. Refused before
+    that, at the row that passes one cell a character."""
+    import json
+
+    data = tmp_path / "t.jsonl"
+    with open(data, "w") as f:
+        if rows == "a key of its own each":
+            for i in range(3_000):
+                f.write(json.dumps({"label": "ab"[i % 2], f"k{i}": 1}) + "\n")
+        else:
+            f.write(json.dumps({"label": "a", **{f"k{i}": 1 for i in range(3_000)}}) + "\n")
+            f.write('{"label": "b"}\n' * 3_000)
+    r = cli_run("train", data, "-o", tmp_path / "m.nbm")
+    assert (r.exit_code, r.stdout) == (1, "")
+    assert r.stderr.startswith(f"Error: {data}#")
+    assert r.stderr.endswith(" most keys are in few rows, too sparse a table to read\n")
+
+
+def test_a_json_lines_table_whose_rows_give_some_of_its_keys_is_read(tmp_path):
+    data = tmp_path / "t.jsonl"
+    with open(data, "w") as f:
+        for i in range(30_000):  # 10 columns, each row giving 3 of them
+            f.write(f'{{"label": "{"ab"[i % 2]}", "k{i % 9}": {i}, "k{(i + 4) % 9}": 1}}\n')
+    table = read_table(str(data))
+    assert (len(table), len(table.names)) == (30_000, 10)
+
+
 def csv_reference(path, delimiter=","):
     """(ids, rows) of a CSV table as the csv module reads it a row at a time: universal
     newlines, cells stripped, blank rows left out, every row of the header's width."""
