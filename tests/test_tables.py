@@ -467,6 +467,21 @@ def test_a_table_model_too_big_for_a_model_file_is_never_written(tmp_path, monke
     load_table_model(model)
 
 
+def test_a_table_of_more_labels_than_a_model_holds_is_refused(tmp_path):
+    """A categorical column's counts are labels times categories: 6,000 rows with a label
+    and a category each of their own made a model of 108 MB in 750 MB of memory, and
+    20,000 rows some 8 GB. Labels are capped as for messages, before any counting."""
+    data = tmp_path / "ids.csv"
+    data.write_text("c,label\n" + "".join(f"c{i},L{i}\n" for i in range(1_001)))
+    r = cli_run("train", data, "-o", tmp_path / "m.nbm", "--label-column", "label")
+    assert (r.exit_code, r.stdout) == (1, "")
+    assert r.stderr == (
+        "Error: found 1,001 labels in column 'label'; a model holds at most 1,000 "
+        "(is the label column another? name it with --label-column)\n"
+    )
+    assert not (tmp_path / "m.nbm").exists()
+
+
 def test_learn_of_a_table_takes_each_rows_label_column(tmp_path):
     X, y = random_gaussian(n=100)
     whole, part, extra = tmp_path / "whole.csv", tmp_path / "part.csv", tmp_path / "extra.csv"
