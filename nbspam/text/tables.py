@@ -113,14 +113,25 @@ class Texts:
         return [c for b, n in self.blocks if n for c in b.decode().split("\0")]
 
     def array(self) -> np.ndarray:
-        """Bytes (dtype S) where every cell is ASCII, else str (dtype object)."""
+        """Bytes (dtype S) where every cell is ASCII and `_narrow`, else str (dtype
+        object)."""
         if self._array is None:
+            parts = None
             if all(b.isascii() for b, _ in self.blocks):
                 parts = [c for b, n in self.blocks if n for c in b.split(b"\0")]
+            if parts is not None and _narrow(parts):
                 self._array = np.array(parts, dtype="S") if parts else np.zeros(0, dtype="S1")
-            else:  # digits of another script, which float reads too
+            else:  # digits of another script, which float reads too, or a long number
                 self._array = np.array(self.cells(), dtype=object)
         return self._array
+
+
+def _narrow(cells: list[bytes]) -> bool:
+    """Whether cells fit an array of fixed width (dtype S, each padded to the longest) in
+    a few times their own bytes: one number of 8 MiB of digits among 10,000 short ones
+    would otherwise take 80 GB."""
+    width = max(map(len, cells), default=0)
+    return width * len(cells) <= 4 * (sum(map(len, cells)) + len(cells))
 
 
 class Words:
