@@ -126,6 +126,30 @@ def test_a_bad_record_before_others_is_corruption(half):
         load_model(path)
 
 
+@pytest.mark.parametrize(
+    "field, value", [("t", 2**70), ("t", -5), ("w", {"x": 2**70}), ("w", {"x": 2**62})]
+)
+def test_a_record_of_numbers_no_model_holds_is_corruption(half, field, value):
+    """Times and counts are int64 in a model: a record beyond them was an internal error
+    (OverflowError) where the journal was applied, or counts that wrapped round."""
+    import json
+    import struct
+    import zlib
+
+    path, messages = half
+    journalled.learn(path, messages[1:2], messages[1].label)
+    side = path.with_name("m.nbm.journal")
+    payload = {"d": "ab" * 16, "o": None, "n": "spam", "t": 1, "w": {"x": 1}, "c": False}
+    payload[field] = value
+    records = [json.dumps(payload).encode(), b'{"commit":1}']
+    head = side.read_bytes()[: journal.HEADER_BYTES]
+    side.write_bytes(
+        head + b"".join(struct.pack("<II", len(p), zlib.crc32(p)) + p for p in records)
+    )
+    with pytest.raises(ModelFileError, match="corrupt"):
+        load_model(path)
+
+
 def test_a_journal_of_a_replaced_model_is_ignored(half, tmp_path):
     """A crash between writing the folded model and removing the journal: the journal's
     base is the old file, so no record is applied twice."""

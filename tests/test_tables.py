@@ -443,6 +443,45 @@ def test_learn_and_forget_commands_are_exact(tmp_path):
     assert to_header(load_table_model(model)) == before
 
 
+def test_a_table_model_too_big_for_a_model_file_is_never_written(tmp_path, monkeypatch):
+    """A table model keeps every term of a text column in its file's header, which readers
+    cap: learning past the cap leaves the model as it was, readable, in one line."""
+    from nbspam.store import container
+
+    def rows(first: int, n: int) -> str:
+        words = (" ".join(f"w{i}x{j}" for j in range(20)) for i in range(first, first + n))
+        return "".join(f"{text},{'ab'[i % 2]}\n" for i, text in enumerate(words))
+
+    part, more = tmp_path / "part.csv", tmp_path / "more.csv"
+    part.write_text("subject,label\n" + rows(0, 10))
+    more.write_text("subject,label\n" + rows(10, 400))
+    model = tmp_path / "m.nbm"
+    assert cli_run("train", part, "-o", model, "--label-column", "label").exit_code == 0
+    before = model.read_bytes()
+    monkeypatch.setattr(container, "MAX_HEADER", len(before) + 10_000)
+    r = cli_run("learn", "-m", model, more)
+    assert (r.exit_code, r.stdout) == (1, "")
+    assert r.stderr.startswith(f"Error: cannot write {model}: its header would take ")
+    assert r.stderr.endswith("nothing was written\n") and r.stderr.count("\n") == 1
+    assert model.read_bytes() == before
+    load_table_model(model)
+
+
+def test_a_table_of_more_labels_than_a_model_holds_is_refused(tmp_path):
+    """A categorical column's counts are labels times categories: 6,000 rows with a label
+    and a category each of their own made a model of 108 MB in 750 MB of memory, and
+    20,000 rows some 8 GB. Labels are capped as for messages, before any counting."""
+    data = tmp_path / "ids.csv"
+    data.write_text("c,label\n" + "".join(f"c{i},L{i}\n" for i in range(1_001)))
+    r = cli_run("train", data, "-o", tmp_path / "m.nbm", "--label-column", "label")
+    assert (r.exit_code, r.stdout) == (1, "")
+    assert r.stderr == (
+        "Error: found 1,001 labels in column 'label'; a model holds at most 1,000 "
+        "(is the label column another? name it with --label-column)\n"
+    )
+    assert not (tmp_path / "m.nbm").exists()
+
+
 def test_learn_of_a_table_takes_each_rows_label_column(tmp_path):
     X, y = random_gaussian(n=100)
     whole, part, extra = tmp_path / "whole.csv", tmp_path / "part.csv", tmp_path / "extra.csv"
@@ -644,14 +683,14 @@ def test_a_table_of_100000_columns_trains_in_linear_time(tmp_path):
 
     rng = np.random.default_rng(5)
     n, d = 40, 100_000
-    X = np.round(rng.random((n, d)), 3)
+    X = rng.integers(0, 2, (n, d))  # Bernoulli: its model fits a model file's header
     data = tmp_path / "wide.csv"
     with open(data, "w") as f:
         f.write(",".join([*(f"c{j}" for j in range(d)), "label"]) + "\n")
         for i in range(n):
-            f.write(",".join(map(repr, X[i].tolist())) + "," + "ab"[i % 2] + "\n")
+            f.write(",".join(map(str, X[i].tolist())) + "," + "ab"[i % 2] + "\n")
     # one --column per column, and a pattern: each name is looked up, not matched against all
-    given = [a for j in range(0, d, 2) for a in ("--column", f"c{j}=gaussian")]
+    given = [a for j in range(0, d, 2) for a in ("--column", f"c{j}=bernoulli")]
     done = nbspam_process(
         "train",
         data,
@@ -667,8 +706,9 @@ def test_a_table_of_100000_columns_trains_in_linear_time(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     # c1, c11, c13, ... c19999: the odd names that start with c1 (1 + 5 + 50 + 500 + 5000)
-    assert b"columns gaussian: 94444: c0, c2, c3, c4, c5, c6, ..." in done.stderr
+    assert b"columns bernoulli: 94444: c0, c2, c3, c4, c5, c6, ..." in done.stderr
     assert b"columns categorical: 5556: c1, c11, c13, c15, c17, c19, ..." in done.stderr
+    assert len(load_table_model(tmp_path / "m.nbm").columns) == d
 
 
 # --------------------------------------------------------------------------------------------

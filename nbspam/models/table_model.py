@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..core.settings import TokenizerConfig
+from ..core.settings import MAX_LABELS, TokenizerConfig
 from ..errors import ConfigError, InputError, TrainingError
 from ..text.tables import (
     DEFAULT_BINS,
@@ -487,6 +487,7 @@ def empty_model(table: Table, settings: TableSettings, path: str = "the table") 
     labels = tuple(sorted({v for v in y_cells if v}))
     if len(labels) < 2:
         raise TrainingError(f"need rows of at least two labels to train, found {list(labels)}")
+    _check_label_count(labels, settings.label_column)
     positive = settings.positive
     if positive is not None and positive not in labels:
         raise TrainingError(f"--positive {positive!r} is not one of the labels {list(labels)}")
@@ -518,6 +519,17 @@ def empty_model(table: Table, settings: TableSettings, path: str = "the table") 
         prior=settings.prior,
     )
     return model
+
+
+def _check_label_count(labels: Sequence[str], label_column: str) -> None:
+    """Refuse more labels than a model holds (`settings.MAX_LABELS`, as for messages): a
+    categorical column's counts are labels times categories, so a label column of distinct
+    values (an id, say) would make the model grow as the square of the rows."""
+    if len(labels) > MAX_LABELS:
+        raise TrainingError(
+            f"found {len(labels):,} labels in column {label_column!r}; a model holds at most "
+            f"{MAX_LABELS:,} (is the label column another? name it with --label-column)"
+        )
 
 
 def add_rows(model: TableModel, table: Table, sign: int) -> int:

@@ -134,6 +134,7 @@ def write(
         "arrays": table,
     }
     head = json.dumps(header, sort_keys=True, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    _check_header_size(path, len(head))
     start = _PREFIX.pack(MAGIC, FORMAT_VERSION, len(head)) + head
     start += b"\0" * (_aligned(len(start)) - len(start))
     write_file(path, _parts(start, list(blobs.values()), pages))
@@ -141,6 +142,19 @@ def write(
     # one (a fold), or this one replaces them (train -o, restore)
     real = target(path)
     real.with_name(real.name + JOURNAL_SUFFIX).unlink(missing_ok=True)
+
+
+def _check_header_size(path: str | os.PathLike[str], size: int) -> None:
+    """Refuse a header past `MAX_HEADER` before anything is written: every reader refuses
+    such a file, so writing it would replace a model (or fail to make one) with a file no
+    command can read. A table model keeps all its statistics there: each category and each
+    term of a text column."""
+    if size > MAX_HEADER:
+        raise ModelFileError(
+            f"cannot write {path}: its header would take {size:,} bytes, more than the "
+            f"{MAX_HEADER:,} a model file may hold (a table model keeps every category and "
+            "term of its columns there); nothing was written"
+        )
 
 
 def _parts(start: bytes, blobs: list[Blob], pages: bool) -> Iterator[bytes]:

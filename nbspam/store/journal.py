@@ -67,6 +67,9 @@ MAX_JOURNAL = 256 << 20
 """The most bytes of journal a reader reads (a user layer is never folded: it is refused
 past this, with a one-line error)."""
 SUFFIX = JOURNAL_SUFFIX
+MAX_COUNT = 1 << 32
+"""A record's term counts are below this (a message of `MAX_MESSAGE_BYTES` holds far
+fewer terms), so that no sum of a journal's records passes an int64 count."""
 
 
 @dataclass(frozen=True)
@@ -109,8 +112,9 @@ def _decode(payload: bytes) -> Record:
         len(digest) != 16
         or not all(label is None or (isinstance(label, str) and label) for label in labels)
         or type(data["t"]) is not int
+        or not -1 <= data["t"] < 1 << 63  # a time of the model's int64 times, -1 unknown
         or not isinstance(terms, dict)
-        or not all(type(n) is int and n > 0 for n in terms.values())
+        or not all(type(n) is int and 0 < n < MAX_COUNT for n in terms.values())
         or "" in terms
     ):
         raise ValueError("a record has a field of the wrong type")

@@ -113,14 +113,25 @@ class Texts:
         return [c for b, n in self.blocks if n for c in b.decode().split("\0")]
 
     def array(self) -> np.ndarray:
-        """Bytes (dtype S) where every cell is ASCII, else str (dtype object)."""
+        """Bytes (dtype S) where every cell is ASCII and `_narrow`, else str (dtype
+        object)."""
         if self._array is None:
+            parts = None
             if all(b.isascii() for b, _ in self.blocks):
                 parts = [c for b, n in self.blocks if n for c in b.split(b"\0")]
+            if parts is not None and _narrow(parts):
                 self._array = np.array(parts, dtype="S") if parts else np.zeros(0, dtype="S1")
-            else:  # digits of another script, which float reads too
+            else:  # digits of another script, which float reads too, or a long number
                 self._array = np.array(self.cells(), dtype=object)
         return self._array
+
+
+def _narrow(cells: list[bytes]) -> bool:
+    """Whether cells fit an array of fixed width (dtype S, each padded to the longest) in
+    a few times their own bytes: one number of 8 MiB of digits among 10,000 short ones
+    would otherwise take 80 GB."""
+    width = max(map(len, cells), default=0)
+    return width * len(cells) <= 4 * (sum(map(len, cells)) + len(cells))
 
 
 class Words:
@@ -612,7 +623,8 @@ def _read_jsonl(
     columns = _Columns(0, strip=True)
     block: list[list[str]] = []
     numbers: list[int] = []
-    for line, obj in jsonl_values(lines, path, problems):
+    read = _Counted(lines)
+    for line, obj in jsonl_values(read, path, problems):
         if not isinstance(obj, dict):
             problems.skip(f"{path}#{line}", "a JSON line must be an object")
             continue
@@ -620,6 +632,7 @@ def _read_jsonl(
             if name not in names:
                 names[name] = len(names)
                 columns.add_column()
+        _check_sparse(path, line, len(numbers) + 1, len(names), read.chars)
         row = [""] * len(names)
         for name, value in obj.items():
             row[names[name]] = _cell(value)
@@ -634,6 +647,37 @@ def _read_jsonl(
     return Table(
         list(names), ids=RowIds(path, np.array(numbers, dtype=np.int64)), cells=columns.columns()
     )
+
+
+SPARSE_CELLS = BLOCK_CELLS
+"""A JSON Lines table of up to this many cells (rows times columns) is read however few of
+its keys each object gives (`_check_sparse`)."""
+
+
+class _Counted:
+    """Lines, with the characters of those given so far counted (``chars``)."""
+
+    def __init__(self, lines: Iterable[str]) -> None:
+        self.lines, self.chars = lines, 0
+
+    def __iter__(self) -> Iterator[str]:
+        for text in self.lines:
+            self.chars += len(text)
+            yield text
+
+
+def _check_sparse(path: str, line: int, rows: int, columns: int, chars: int) -> None:
+    """Refuse a JSON Lines table that would hold more cells than it has characters (past
+    `SPARSE_CELLS`), at the row that makes it so. A table is kept whole, a cell for every
+    row in every column, so objects that each bring a key of their own (or one object of
+    many keys, then many empty ones) would take memory and time quadratic in the file's
+    size. A cell given takes at least 5 characters (``"k":1,``): rows that give a fifth of
+    the columns are still read."""
+    if rows * columns > max(chars, SPARSE_CELLS):
+        raise InputError(
+            f"{path}#{line}: {rows:,} rows of {columns:,} columns, more cells than the "
+            f"{chars:,} characters read: most keys are in few rows, too sparse a table to read"
+        )
 
 
 def _check_names(path: str, names: list[str]) -> None:
