@@ -377,6 +377,33 @@ def test_a_table_model_is_dumped_and_restored_to_the_same_file(tmp_path):
     assert cli_run("predict", "-m", again, "-f", "jsonl", tmp_path / "none.csv").exit_code == 1
 
 
+def test_the_dump_of_any_table_model_a_file_holds_is_restored(tmp_path, monkeypatch):
+    """A dump is the model file's header indented, two or three times its bytes: restore
+    takes it as long as the header fits a model file, not the indented text."""
+    from nbspam.store import container
+
+    data, model, dump, again = (tmp_path / n for n in ("t.csv", "m.nbm", "m.dump", "a.nbm"))
+    data.write_text(
+        "subject,label\n"
+        + "".join(f"{' '.join(f'w{i}x{j}' for j in range(20))},{'ab'[i % 2]}\n" for i in range(300))
+    )
+    assert cli_run("train", data, "-o", model, "--label-column", "label").exit_code == 0
+    header = container._PREFIX.unpack_from(model.read_bytes())[2]
+    monkeypatch.setattr(container, "MAX_HEADER", header + 1_000)
+    assert cli_run("dump", "-m", model, "-o", dump).exit_code == 0
+    assert dump.stat().st_size > 2 * container.MAX_HEADER
+    r = cli_run("restore", dump, "-o", again)
+    assert r.exit_code == 0, r.stderr
+    assert again.read_bytes() == model.read_bytes()
+    monkeypatch.setattr(container, "MAX_HEADER", header // 3)
+    r = cli_run("restore", dump, "-o", tmp_path / "no.nbm")
+    assert (r.exit_code, r.stderr) == (
+        1,
+        "Error: line 2: the dump of a table model is larger than a model file holds\n",
+    )
+    assert not (tmp_path / "no.nbm").exists()
+
+
 def test_a_table_dump_cut_short_is_one_line(tmp_path):
     model, dump = tmp_path / "m.nbm", tmp_path / "m.dump"
     save_table_model(fit_table(mixed_table(), TableSettings()), model)

@@ -92,7 +92,7 @@ def test_json_lines_columns_that_appear_late_are_empty_before(tmp_path):
 def test_a_json_lines_table_too_sparse_to_hold_is_refused_at_its_row(rows, tmp_path):
     """A table is kept whole, a cell for every row in every column: 20,000 objects of a key
     each (460 KB) made 20,000 columns of 20,000 rows, minutes and gigabytes. Refused before
-    that, at the row that passes one cell a character."""
+    that, at the row that passes one cell a byte of its file."""
     import json
 
     data = tmp_path / "t.jsonl"
@@ -116,6 +116,22 @@ def test_a_json_lines_table_whose_rows_give_some_of_its_keys_is_read(tmp_path):
             f.write(f'{{"label": "{"ab"[i % 2]}", "k{i % 9}": {i}, "k{(i + 4) % 9}": 1}}\n')
     table = read_table(str(data))
     assert (len(table), len(table.names)) == (30_000, 10)
+
+
+def test_a_json_lines_table_whose_later_rows_give_more_keys_is_read(tmp_path):
+    """Records that gain keys as time goes by: 5,000 rows of 2 keys, then 1,000 of 62. At
+    the first of 62 the rows so far times the keys pass the characters read so far, but
+    the table holds fewer cells than its file has bytes."""
+    data = tmp_path / "t.jsonl"
+    with open(data, "w") as f:
+        for i in range(5_000):
+            f.write(f'{{"id": {i}, "label": "{"ab"[i % 2]}"}}\n')
+        for i in range(5_000, 6_000):
+            features = ", ".join(f'"f{j}": {(i * j) % 7}' for j in range(60))
+            f.write(f'{{"id": {i}, "label": "{"ab"[i % 2]}", {features}}}\n')
+    table = read_table(str(data))
+    assert (len(table), len(table.names)) == (6_000, 62)
+    assert len(table) * len(table.names) < data.stat().st_size
 
 
 def test_one_long_number_among_short_ones_is_not_padded_into_every_cell(tmp_path):

@@ -70,14 +70,24 @@ class Tables:
         yield f"{TABLE_DUMP}\n{text}\nend\n".encode()
 
     def restore(self, stream: IO[bytes]) -> Any:
-        """The table model of a dump (its first line read already)."""
+        """The table model of a dump (its first line read already). Its JSON is indented,
+        several times the bytes of the model file's header (two to three for most models),
+        so it is read a line at a time without its indentation (spaces after a line break,
+        never within a JSON string): a model file's header takes at least half the bytes
+        kept, which are refused past twice `container.MAX_HEADER`. Writing the model
+        checks the header itself."""
         from .tablefile import from_header
 
-        data = stream.read(container.MAX_HEADER + 1)
-        if len(data) > container.MAX_HEADER:
-            raise InputError("line 2: the dump of a table model is larger than a model file holds")
-        text, end, rest = data.rpartition(b"\nend\n")
-        if not end or rest:
+        limit = 2 * container.MAX_HEADER
+        text, last = bytearray(), b""
+        while raw := stream.readline(limit + 1):
+            text += last.lstrip(b" ")
+            if len(raw) > limit or len(text) > limit:
+                raise InputError(
+                    "line 2: the dump of a table model is larger than a model file holds"
+                )
+            last = raw
+        if last != b"end\n":
             raise InputError("the dump is cut short: it must end with the line 'end'")
         try:
             header = json.loads(text)

@@ -428,10 +428,12 @@ def read_table(
     problems = problems or Strict()
     try:
         with os.fdopen(open_table(path), "rb") as f:
-            with stage("read", os.fstat(f.fileno()).st_size, noun="rows") as step:
+            size = os.fstat(f.fileno()).st_size
+            with stage("read", size, noun="rows") as step:
                 told = _Told(f, step)
                 if lower.endswith((".jsonl", ".ndjson")):
-                    table = _read_jsonl(path, text_lines(f, path, problems), problems, told)
+                    lines = text_lines(f, path, problems)
+                    table = _read_jsonl(path, lines, problems, told, size)
                 else:
                     blocks = text_blocks(f, path, problems)
                     delimiter = "\t" if lower.endswith(".tsv") else ","
@@ -617,8 +619,13 @@ def _read_rows(
 
 
 def _read_jsonl(
-    path: str, lines: Iterator[str], problems: Problems, told: _Told | None = None
+    path: str,
+    lines: Iterator[str],
+    problems: Problems,
+    told: _Told | None = None,
+    size: int = 0,
 ) -> Table:
+    """The table of a JSON Lines file of ``size`` bytes (0 where not known: a pipe)."""
     names: dict[str, int] = {}
     columns = _Columns(0, strip=True)
     block: list[list[str]] = []
@@ -632,7 +639,7 @@ def _read_jsonl(
             if name not in names:
                 names[name] = len(names)
                 columns.add_column()
-        _check_sparse(path, line, len(numbers) + 1, len(names), read.chars)
+        _check_sparse(path, line, len(numbers) + 1, len(names), max(read.chars, size))
         row = [""] * len(names)
         for name, value in obj.items():
             row[names[name]] = _cell(value)
@@ -666,17 +673,20 @@ class _Counted:
             yield text
 
 
-def _check_sparse(path: str, line: int, rows: int, columns: int, chars: int) -> None:
-    """Refuse a JSON Lines table that would hold more cells than it has characters (past
+def _check_sparse(path: str, line: int, rows: int, columns: int, size: int) -> None:
+    """Refuse a JSON Lines table that would hold more cells than its file has bytes
+    (``size``: the file's, or the characters read where that is not known; past
     `SPARSE_CELLS`), at the row that makes it so. A table is kept whole, a cell for every
     row in every column, so objects that each bring a key of their own (or one object of
     many keys, then many empty ones) would take memory and time quadratic in the file's
     size. A cell given takes at least 5 characters (``"k":1,``): rows that give a fifth of
-    the columns are still read."""
-    if rows * columns > max(chars, SPARSE_CELLS):
+    the columns are still read, and so are rows of a few keys followed by rows of many
+    (keys added to records as time goes by), as long as the whole table holds no more
+    cells than its file has bytes."""
+    if rows * columns > max(size, SPARSE_CELLS):
         raise InputError(
-            f"{path}#{line}: {rows:,} rows of {columns:,} columns, more cells than the "
-            f"{chars:,} characters read: most keys are in few rows, too sparse a table to read"
+            f"{path}#{line}: {rows:,} rows of {columns:,} columns, more cells than the table's "
+            f"{size:,} bytes: most keys are in few rows, too sparse a table to read"
         )
 
 
