@@ -800,3 +800,53 @@ def test_reading_the_site_model_builds_no_term_index(tmp_path):
     batch.build_index()
     assert site.scorer.predict("-", data).log_odds == batch.predict("-", data).log_odds
     assert pages.reads > opened and site.scorer._tables is None
+
+
+class _SentPackets:
+    """A milter session's writer: what it sent, kept."""
+
+    def __init__(self) -> None:
+        self.sent = bytearray()
+
+    def write(self, data: bytes) -> None:
+        self.sent += data
+
+
+def test_a_milter_connection_holds_no_more_than_its_message_whatever_it_is_sent():
+    # any local user may reach a milter on 127.0.0.1: recipients and macros without end
+    # (200 of each here, 64 KiB apiece) must not be kept, or 256 connections fill the memory
+    import tracemalloc
+
+    from nbspam.serve import milter, scoring
+
+    session = milter._Session(scoring.Service(models=None), _SentPackets(), {})
+    piece = b"x" * (1 << 16)
+
+    async def flood() -> None:
+        await session.step(b"M", b"<a@example.com>\0")
+        for n in range(200):
+            await session.step(b"R", b"<r%d" % n + piece + b"@example.com>\0")
+            await session.step(b"D", b"R{m%d}\0" % n + piece + b"\0")
+
+    tracemalloc.start()
+    try:
+        asyncio.run(flood())
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert held < 2 << 20, f"{held:,} bytes held"
+
+
+def test_the_milter_picks_the_user_all_recipients_share():
+    from nbspam.serve.milter import Message
+
+    def user(*recipients: str) -> str | None:
+        message = Message(1 << 20)
+        for recipient in recipients:
+            message.recipient(recipient)
+        return message.user()
+
+    assert user("<alice@example.com>", "<alice@example.org>", "alice") == "alice"
+    assert user("<alice@example.com>", "<bob@example.com>", "<alice@example.com>") is None
+    assert user() is None
+    assert user("<../x@example.com>") is None
