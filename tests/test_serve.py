@@ -850,3 +850,25 @@ def test_the_milter_picks_the_user_all_recipients_share():
     assert user("<alice@example.com>", "<bob@example.com>", "<alice@example.com>") is None
     assert user() is None
     assert user("<../x@example.com>") is None
+
+
+def test_a_milter_queue_id_is_logged_as_one_line_or_not_at_all(sample_model_path):
+    # the queue id comes from whoever speaks to the socket: a line break in it wrote a
+    # second log line of the sender's making
+    from nbspam.serve import milter, scoring
+    from nbspam.serve.models import Models
+
+    lines: list[str] = []
+    service = scoring.Service(models=Models(str(sample_model_path)), log=lines.append)
+    session = milter._Session(service, _SentPackets(), {})
+
+    async def messages() -> None:
+        for queue_id in (b"4Xy7Zq1", b"1\nid=2 user=root ham log_odds=-99.000 ms=0.1", b"x" * 5000):
+            await session.step(b"D", b"Ei\0" + queue_id + b"\0")
+            await session.step(b"M", b"<a@example.com>\0")
+            await session.step(b"L", b"Subject\0hello\0")
+            await session.step(b"E", b"")
+
+    asyncio.run(messages())
+    assert len(lines) == 3 and all("\n" not in line and len(line) < 200 for line in lines)
+    assert lines[0].startswith("id=4Xy7Zq1 ")

@@ -20,6 +20,7 @@ and dropped, never held. Nothing is scored here: `scoring` does it.
 from __future__ import annotations
 
 import asyncio
+import re
 import struct
 import time
 
@@ -44,6 +45,9 @@ NO_REPLY = {  # no-reply flags: a step the MTA sends without waiting for an answ
 }
 ANSWERED = b"CHMRTLNBU"  # steps answered with CONTINUE unless told not to
 
+# a queue id as the log shows it: Postfix's and Sendmail's are letters and digits
+QUEUE_ID = re.compile("[!-~]{1,64}")
+
 ACTIONS = ("header", "reject", "quarantine")
 VERDICTS = ("spam", "unsure", "ham")
 
@@ -65,6 +69,14 @@ def packet(command: bytes, data: bytes = b"") -> bytes:
 
 def _strings(data: bytes) -> list[bytes]:
     return data.split(b"\0")[:-1] if data.endswith(b"\0") else data.split(b"\0")
+
+
+def _queue_id(value: str) -> str | None:
+    """The MTA's queue id, if it is one word of printable ASCII: it goes into the log line
+    of the message, and whoever reaches the socket sends it (a line break in it wrote a
+    second log line of their making). None for anything else: the message is then logged
+    under a number of the server's."""
+    return value if QUEUE_ID.fullmatch(value) else None
 
 
 class Message:
@@ -164,7 +176,7 @@ class _Session:
             fields = _strings(data[1:])
             for name, value in zip(fields[::2], fields[1::2]):
                 if name.strip(b"{}") == b"i":
-                    self.queue_id = value.decode("latin-1")
+                    self.queue_id = _queue_id(value.decode("latin-1"))
             return True
         if command == b"Q":
             return False
