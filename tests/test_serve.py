@@ -15,6 +15,7 @@ import resource
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -872,3 +873,24 @@ def test_a_milter_queue_id_is_logged_as_one_line_or_not_at_all(sample_model_path
     asyncio.run(messages())
     assert len(lines) == 3 and all("\n" not in line and len(line) < 200 for line in lines)
     assert lines[0].startswith("id=4Xy7Zq1 ")
+
+
+@pytest.mark.parametrize(
+    "packets",
+    [
+        [(b"O", b"\0\0\0\6")],  # a negotiation cut short
+        [(b"O", struct.pack(">III", 6, 0x31, 0)), (b"N", b"")],  # end of headers, no message
+    ],
+)
+def test_a_milter_packet_out_of_the_protocol_is_no_internal_error(packets):
+    from nbspam.serve import milter, scoring
+
+    lines: list[str] = []
+    session = milter._Session(scoring.Service(models=None, log=lines.append), _SentPackets(), {})
+
+    async def send() -> None:
+        for command, data in packets:
+            await session.step(command, data)
+
+    asyncio.run(send())
+    assert not any("internal error" in line for line in lines)

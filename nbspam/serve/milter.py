@@ -170,6 +170,9 @@ class _Session:
     async def step(self, command: bytes, data: bytes) -> bool:
         """Handle one packet; False to end the connection."""
         if command == b"O":
+            if len(data) < 12:  # version, actions, steps: the MTA's is no milter's
+                self.service.log("milter: refused a negotiation cut short")
+                return False
             self._negotiate(data)
             return True
         if command == b"D":  # only "i" is kept: a client may send macros of new names without end
@@ -185,7 +188,7 @@ class _Session:
             return True
         if command == b"M":
             self.message = Message(self.service.max_size)
-        elif command in b"RLB" and self.message is None:
+        elif command in b"RLNB" and self.message is None:  # a message the MTA did not start
             self.message = Message(self.service.max_size)
         if command == b"R":
             first = _strings(data)[:1]
