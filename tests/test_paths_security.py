@@ -405,3 +405,32 @@ def test_a_move_across_file_systems_reads_no_link_or_fifo_put_in_the_messages_pl
         signal.signal(signal.SIGALRM, previous)
     assert [p for part in ("cur", "new", "tmp") for p in (tmp_path / "Junk" / part).iterdir()] == []
     assert os.path.lexists(source) and secret.read_bytes() == SECRET
+
+
+def test_filter_moves_nothing_through_a_link_in_place_of_a_destinations_folder(
+    sample_model, tmp_path
+):
+    """Whoever owns the Junk Maildir (a user whose mail root's cron job sorts) can make its
+    new/ a link to another folder (/etc/profile.d): the messages, under names of that user's
+    choosing, went there. Such a destination is refused before anything moves, and one
+    whose folder is swapped for a link after that moves nothing there."""
+    from nbspam.service.mailstore import move_message, open_destination
+
+    inbox, junk, outside = tmp_path / "Maildir", tmp_path / "Junk", tmp_path / "outside"
+    for folder in (inbox, junk):
+        for part in ("cur", "new", "tmp"):
+            (folder / part).mkdir(parents=True)
+    outside.mkdir()
+    spam = sorted((SAMPLE / "train" / "spam").iterdir())[:2]
+    for path in spam:
+        (inbox / "new" / f"{path.stem}.sh").write_bytes(path.read_bytes())
+    opened = open_destination(str(junk), create=True)
+    (junk / "new").rmdir()
+    (junk / "new").symlink_to(outside)
+
+    result = nbspam_process("filter", "-m", sample_model, inbox, "--move-spam", junk)
+    assert result.returncode == 1 and f"{junk / 'new'}" in result.stderr.decode()
+    assert len(result.stderr.decode().splitlines()) == 1, result.stderr
+    with pytest.raises(OSError):  # swapped after the destination was opened
+        move_message(str(inbox / "new" / f"{spam[0].stem}.sh"), "new", opened, b"\0" * 16)
+    assert list(outside.iterdir()) == [] and len(list((inbox / "new").iterdir())) == 2

@@ -149,7 +149,27 @@ def open_destination(path: str, *, create: bool) -> Destination:
                 os.makedirs(os.path.join(path, sub), mode=0o700, exist_ok=True)
         except OSError as exc:
             raise FilterError(f"cannot create Maildir {path}: {os_reason(exc)}") from None
-    return Destination(path, maildir=True)
+    destination = Destination(path, maildir=True)
+    for sub in ("cur", "new", "tmp") if os.path.isdir(path) else ():
+        try:
+            _own_folder(os.path.join(path, sub))
+        except FileNotFoundError:
+            continue  # a dry run's destination, made by the real run
+        except OSError as exc:
+            raise FilterError(f"cannot move messages to {exc.filename}: {exc.strerror}") from None
+    return destination
+
+
+def _own_folder(folder: str) -> str:
+    """``folder`` if it is a folder itself, not a symbolic link (OSError otherwise).
+
+    The folders of a Maildir are found, not named: whoever owns the Maildir (a user whose
+    mail a job of root's sorts) could make its ``new/`` a link to /etc/profile.d, and the
+    messages went there under names of their choosing. They are checked when the
+    destination is opened and again before each move into them."""
+    if not stat.S_ISDIR(os.lstat(folder).st_mode):
+        raise OSError(errno.ENOTDIR, "a symbolic link or a file, not a folder", folder)
+    return folder
 
 
 def move_message(source: str, sub: str | None, destination: Destination, digest: bytes) -> str:
@@ -161,6 +181,9 @@ def move_message(source: str, sub: str | None, destination: Destination, digest:
     the source is only unlinked. Nothing is ever overwritten.
     """
     folder = destination.folder_for(sub)
+    if destination.maildir:
+        _own_folder(folder)
+        _own_folder(destination.tmp)
     for target in _target_names(folder, os.path.basename(source), digest, sub is None):
         if _place(source, target, destination.tmp, digest):
             return target
