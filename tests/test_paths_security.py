@@ -349,3 +349,88 @@ def test_the_dovecot_wrapper_learns_nothing_from_empty_input(sample_model, tmp_p
     assert result.returncode == 3
     assert result.stderr.decode().startswith("nbspam-learn spam: -: empty, not a message\n")
     assert sample_model.read_bytes() == before
+
+
+class _Hung(Exception):
+    """The move waited on a FIFO."""
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+@pytest.mark.parametrize("swap", ["link", "fifo"])
+def test_a_move_across_file_systems_reads_no_link_or_fifo_put_in_the_messages_place(
+    tmp_path, monkeypatch, swap
+):
+    """Between a message's reading and its move, whoever owns its folder may put in its
+    place a link (to a file of root's, or to /dev/zero, which filled the other disk) or a
+    FIFO (which hung the run). A move across file systems copies the file: it must copy
+    neither, and leave the name where it is."""
+    import errno
+    import signal
+
+    from nbspam.service.mailstore import move_message, open_destination
+
+    inbox = tmp_path / "Maildir"
+    for part in ("cur", "new", "tmp"):
+        (inbox / part).mkdir(parents=True)
+    secret = tmp_path / "secret"
+    secret.write_bytes(SECRET)
+    source = inbox / "new" / "1700000000.M1P1.host"
+    if swap == "link":
+        source.symlink_to(secret)
+    else:
+        os.mkfifo(source)
+
+    def across(real):
+        def call(src, dst, *args, **kwargs):
+            if str(src).startswith(str(inbox)):  # the inbox is on another file system
+                raise OSError(errno.EXDEV, "Invalid cross-device link", src, None, dst)
+            return real(src, dst, *args, **kwargs)
+
+        return call
+
+    monkeypatch.setattr(os, "link", across(os.link))
+    monkeypatch.setattr(os, "rename", across(os.rename))
+    junk = open_destination(str(tmp_path / "Junk"), create=True)
+
+    def hung(signum, frame):
+        raise _Hung
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(10)
+    try:
+        with pytest.raises(OSError):
+            move_message(str(source), "new", junk, b"\0" * 16)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert [p for part in ("cur", "new", "tmp") for p in (tmp_path / "Junk" / part).iterdir()] == []
+    assert os.path.lexists(source) and secret.read_bytes() == SECRET
+
+
+def test_filter_moves_nothing_through_a_link_in_place_of_a_destinations_folder(
+    sample_model, tmp_path
+):
+    """Whoever owns the Junk Maildir (a user whose mail root's cron job sorts) can make its
+    new/ a link to another folder (/etc/profile.d): the messages, under names of that user's
+    choosing, went there. Such a destination is refused before anything moves, and one
+    whose folder is swapped for a link after that moves nothing there."""
+    from nbspam.service.mailstore import move_message, open_destination
+
+    inbox, junk, outside = tmp_path / "Maildir", tmp_path / "Junk", tmp_path / "outside"
+    for folder in (inbox, junk):
+        for part in ("cur", "new", "tmp"):
+            (folder / part).mkdir(parents=True)
+    outside.mkdir()
+    spam = sorted((SAMPLE / "train" / "spam").iterdir())[:2]
+    for path in spam:
+        (inbox / "new" / f"{path.stem}.sh").write_bytes(path.read_bytes())
+    opened = open_destination(str(junk), create=True)
+    (junk / "new").rmdir()
+    (junk / "new").symlink_to(outside)
+
+    result = nbspam_process("filter", "-m", sample_model, inbox, "--move-spam", junk)
+    assert result.returncode == 1 and f"{junk / 'new'}" in result.stderr.decode()
+    assert len(result.stderr.decode().splitlines()) == 1, result.stderr
+    with pytest.raises(OSError):  # swapped after the destination was opened
+        move_message(str(inbox / "new" / f"{spam[0].stem}.sh"), "new", opened, b"\0" * 16)
+    assert list(outside.iterdir()) == [] and len(list((inbox / "new").iterdir())) == 2

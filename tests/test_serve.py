@@ -15,6 +15,7 @@ import resource
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -800,3 +801,96 @@ def test_reading_the_site_model_builds_no_term_index(tmp_path):
     batch.build_index()
     assert site.scorer.predict("-", data).log_odds == batch.predict("-", data).log_odds
     assert pages.reads > opened and site.scorer._tables is None
+
+
+class _SentPackets:
+    """A milter session's writer: what it sent, kept."""
+
+    def __init__(self) -> None:
+        self.sent = bytearray()
+
+    def write(self, data: bytes) -> None:
+        self.sent += data
+
+
+def test_a_milter_connection_holds_no_more_than_its_message_whatever_it_is_sent():
+    # any local user may reach a milter on 127.0.0.1: recipients and macros without end
+    # (200 of each here, 64 KiB apiece) must not be kept, or 256 connections fill the memory
+    import tracemalloc
+
+    from nbspam.serve import milter, scoring
+
+    session = milter._Session(scoring.Service(models=None), _SentPackets(), {})
+    piece = b"x" * (1 << 16)
+
+    async def flood() -> None:
+        await session.step(b"M", b"<a@example.com>\0")
+        for n in range(200):
+            await session.step(b"R", b"<r%d" % n + piece + b"@example.com>\0")
+            await session.step(b"D", b"R{m%d}\0" % n + piece + b"\0")
+
+    tracemalloc.start()
+    try:
+        asyncio.run(flood())
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert held < 2 << 20, f"{held:,} bytes held"
+
+
+def test_the_milter_picks_the_user_all_recipients_share():
+    from nbspam.serve.milter import Message
+
+    def user(*recipients: str) -> str | None:
+        message = Message(1 << 20)
+        for recipient in recipients:
+            message.recipient(recipient)
+        return message.user()
+
+    assert user("<alice@example.com>", "<alice@example.org>", "alice") == "alice"
+    assert user("<alice@example.com>", "<bob@example.com>", "<alice@example.com>") is None
+    assert user() is None
+    assert user("<../x@example.com>") is None
+
+
+def test_a_milter_queue_id_is_logged_as_one_line_or_not_at_all(sample_model_path):
+    # the queue id comes from whoever speaks to the socket: a line break in it wrote a
+    # second log line of the sender's making
+    from nbspam.serve import milter, scoring
+    from nbspam.serve.models import Models
+
+    lines: list[str] = []
+    service = scoring.Service(models=Models(str(sample_model_path)), log=lines.append)
+    session = milter._Session(service, _SentPackets(), {})
+
+    async def messages() -> None:
+        for queue_id in (b"4Xy7Zq1", b"1\nid=2 user=root ham log_odds=-99.000 ms=0.1", b"x" * 5000):
+            await session.step(b"D", b"Ei\0" + queue_id + b"\0")
+            await session.step(b"M", b"<a@example.com>\0")
+            await session.step(b"L", b"Subject\0hello\0")
+            await session.step(b"E", b"")
+
+    asyncio.run(messages())
+    assert len(lines) == 3 and all("\n" not in line and len(line) < 200 for line in lines)
+    assert lines[0].startswith("id=4Xy7Zq1 ")
+
+
+@pytest.mark.parametrize(
+    "packets",
+    [
+        [(b"O", b"\0\0\0\6")],  # a negotiation cut short
+        [(b"O", struct.pack(">III", 6, 0x31, 0)), (b"N", b"")],  # end of headers, no message
+    ],
+)
+def test_a_milter_packet_out_of_the_protocol_is_no_internal_error(packets):
+    from nbspam.serve import milter, scoring
+
+    lines: list[str] = []
+    session = milter._Session(scoring.Service(models=None, log=lines.append), _SentPackets(), {})
+
+    async def send() -> None:
+        for command, data in packets:
+            await session.step(command, data)
+
+    asyncio.run(send())
+    assert not any("internal error" in line for line in lines)

@@ -472,3 +472,18 @@ def test_a_damaged_state_file_is_read_again_not_a_crash(tmp_path):
         "synced 48 message(s), opened 2: learned nothing new, 0 moved from another label, "
         "2 already known\n",
     )
+
+
+def test_a_file_name_with_line_breaks_cannot_write_lines_of_the_state(tmp_path):
+    # whoever may name a file in a synced folder (a shared spam trap) wrote, through its
+    # name, a state line of their own: here one that marks a message of the inbox as
+    # learned (a digest prune expired), so that sync never learned it
+    model, inbox, junk = mailbox(tmp_path)
+    target = "1700000200.target.host"
+    forged = f"x\tspam\t{'0' * 32}\nmaildir:{target}\tham\t{'1' * 32}\texpired\nx"
+    deliver(junk, forged, b"Subject: cheap pills\n\nbuy cheap pills now\n")
+    run_sync(model, inbox, junk)
+    deliver(inbox, target, b"Subject: lunch\n\nshall we have lunch on friday\n")
+    done = run_sync(model, inbox, junk)
+    assert done.learned["ham"] == 1
+    assert_same_counts(load_model(model), expected_counts(model, {"spam": junk, "ham": inbox}))

@@ -20,6 +20,7 @@ and dropped, never held. Nothing is scored here: `scoring` does it.
 from __future__ import annotations
 
 import asyncio
+import re
 import struct
 import time
 
@@ -44,6 +45,9 @@ NO_REPLY = {  # no-reply flags: a step the MTA sends without waiting for an answ
 }
 ANSWERED = b"CHMRTLNBU"  # steps answered with CONTINUE unless told not to
 
+# a queue id as the log shows it: Postfix's and Sendmail's are letters and digits
+QUEUE_ID = re.compile("[!-~]{1,64}")
+
 ACTIONS = ("header", "reject", "quarantine")
 VERDICTS = ("spam", "unsure", "ham")
 
@@ -67,12 +71,20 @@ def _strings(data: bytes) -> list[bytes]:
     return data.split(b"\0")[:-1] if data.endswith(b"\0") else data.split(b"\0")
 
 
+def _queue_id(value: str) -> str | None:
+    """The MTA's queue id, if it is one word of printable ASCII: it goes into the log line
+    of the message, and whoever reaches the socket sends it (a line break in it wrote a
+    second log line of their making). None for anything else: the message is then logged
+    under a number of the server's."""
+    return value if QUEUE_ID.fullmatch(value) else None
+
+
 class Message:
     """The message of one SMTP transaction, as the MTA passes it."""
 
     def __init__(self, max_size: int) -> None:
         self.max_size = max_size
-        self.recipients: list[str] = []
+        self.users: set[str] = set()  # the recipients' local parts: two at most (`recipient`)
         self.parts: list[bytes] = []
         self.size = 0
         self.status_headers = 0  # X-Nbspam-Status fields the message brought
@@ -88,13 +100,18 @@ class Message:
             self.status_headers += 1
         self.add(name + b": " + value + b"\r\n")
 
+    def recipient(self, address: str) -> None:
+        """Note a recipient's local part. Only whether they all share one matters (`user`),
+        so two are kept at most: a client may send recipients without end."""
+        if len(self.users) < 2:
+            self.users.add(address.strip("<>").rpartition("@")[0] or address.strip("<>"))
+
     def user(self) -> str | None:
         """The local part shared by every recipient, if it is a valid user name."""
-        users = {r.strip("<>").rpartition("@")[0] or r.strip("<>") for r in self.recipients}
-        if len(users) != 1:
+        if len(self.users) != 1:
             return None
         try:
-            return check_user(users.pop())
+            return check_user(next(iter(self.users)))
         except ServeError:
             return None
 
@@ -144,7 +161,7 @@ class _Session:
         self.actions = actions
         self.no_reply = 0
         self.can = 0  # the actions the MTA allows
-        self.macros: dict[str, str] = {}
+        self.queue_id: str | None = None  # the MTA's macro "i", the one macro used
         self.message: Message | None = None
 
     def send(self, command: bytes, data: bytes = b"") -> None:
@@ -153,12 +170,16 @@ class _Session:
     async def step(self, command: bytes, data: bytes) -> bool:
         """Handle one packet; False to end the connection."""
         if command == b"O":
+            if len(data) < 12:  # version, actions, steps: the MTA's is no milter's
+                self.service.log("milter: refused a negotiation cut short")
+                return False
             self._negotiate(data)
             return True
-        if command == b"D":
+        if command == b"D":  # only "i" is kept: a client may send macros of new names without end
             fields = _strings(data[1:])
             for name, value in zip(fields[::2], fields[1::2]):
-                self.macros[name.decode("latin-1").strip("{}")] = value.decode("latin-1")
+                if name.strip(b"{}") == b"i":
+                    self.queue_id = _queue_id(value.decode("latin-1"))
             return True
         if command == b"Q":
             return False
@@ -167,11 +188,11 @@ class _Session:
             return True
         if command == b"M":
             self.message = Message(self.service.max_size)
-        elif command in b"RLB" and self.message is None:
+        elif command in b"RLNB" and self.message is None:  # a message the MTA did not start
             self.message = Message(self.service.max_size)
         if command == b"R":
             first = _strings(data)[:1]
-            self.message.recipients.append(first[0].decode("utf-8", "replace") if first else "")
+            self.message.recipient(first[0].decode("utf-8", "replace") if first else "")
         elif command == b"L":
             fields = _strings(data)
             if len(fields) >= 2:
@@ -203,7 +224,7 @@ class _Session:
         """Score the message; send the header changes and the final answer."""
         message = self.message
         start = time.perf_counter()
-        message_id = self.macros.get("i") or self.service.next_id()
+        message_id = self.queue_id or self.service.next_id()
         user = message.user()
         data = b"".join(message.parts)
         try:

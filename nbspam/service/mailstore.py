@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import stat
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from ..errors import FilterError, os_reason
 from ..mail.headers import message_digest, one_line
 from ..mail.message import MAX_MESSAGE_BYTES
-from ..mail.messages import is_maildir, read_bytes
+from ..mail.messages import is_maildir, open_regular, read_bytes
 from ..store.container import fsync_folder
 from ..store.safefiles import open_side_file
 
@@ -148,7 +149,27 @@ def open_destination(path: str, *, create: bool) -> Destination:
                 os.makedirs(os.path.join(path, sub), mode=0o700, exist_ok=True)
         except OSError as exc:
             raise FilterError(f"cannot create Maildir {path}: {os_reason(exc)}") from None
-    return Destination(path, maildir=True)
+    destination = Destination(path, maildir=True)
+    for sub in ("cur", "new", "tmp") if os.path.isdir(path) else ():
+        try:
+            _own_folder(os.path.join(path, sub))
+        except FileNotFoundError:
+            continue  # a dry run's destination, made by the real run
+        except OSError as exc:
+            raise FilterError(f"cannot move messages to {exc.filename}: {exc.strerror}") from None
+    return destination
+
+
+def _own_folder(folder: str) -> str:
+    """``folder`` if it is a folder itself, not a symbolic link (OSError otherwise).
+
+    The folders of a Maildir are found, not named: whoever owns the Maildir (a user whose
+    mail a job of root's sorts) could make its ``new/`` a link to /etc/profile.d, and the
+    messages went there under names of their choosing. They are checked when the
+    destination is opened and again before each move into them."""
+    if not stat.S_ISDIR(os.lstat(folder).st_mode):
+        raise OSError(errno.ENOTDIR, "a symbolic link or a file, not a folder", folder)
+    return folder
 
 
 def move_message(source: str, sub: str | None, destination: Destination, digest: bytes) -> str:
@@ -160,6 +181,9 @@ def move_message(source: str, sub: str | None, destination: Destination, digest:
     the source is only unlinked. Nothing is ever overwritten.
     """
     folder = destination.folder_for(sub)
+    if destination.maildir:
+        _own_folder(folder)
+        _own_folder(destination.tmp)
     for target in _target_names(folder, os.path.basename(source), digest, sub is None):
         if _place(source, target, destination.tmp, digest):
             return target
@@ -311,13 +335,21 @@ def _copy_across(source: str, target: str, tmp_folder: str, digest: bytes) -> bo
 
 def _durable_copy(source: str, folder: str) -> str:
     """A copy of ``source`` (bytes, mode and times) under a temporary name in ``folder``,
-    flushed to disk."""
+    flushed to disk.
+
+    The source is opened as every message is read (`open_regular`): whoever owns its folder
+    may have put a link or a FIFO in its place since it was read, and a copy through the
+    link took a file of root's (or /dev/zero, without end) into the destination, and a
+    FIFO hung the run. The mode and times copied are those of the file opened."""
     fd, tmp = tempfile.mkstemp(prefix=f"{TMP_PREFIX}{os.getpid()}.", dir=folder)
     try:
-        with os.fdopen(fd, "wb") as out, open(source, "rb") as src:
+        with os.fdopen(fd, "wb") as out, os.fdopen(open_regular(source), "rb") as src:
             shutil.copyfileobj(src, out)
             out.flush()
-            shutil.copystat(source, tmp)  # Maildir readers take the arrival time from mtime
+            made = os.fstat(src.fileno())
+            os.chmod(out.fileno(), stat.S_IMODE(made.st_mode))
+            # Maildir readers take the arrival time from mtime
+            os.utime(out.fileno(), ns=(made.st_atime_ns, made.st_mtime_ns))
             os.fsync(out.fileno())
         fsync_folder(folder)
     except BaseException:

@@ -183,10 +183,16 @@ _HEX = re.compile("[0-9a-f]{32}")
 
 def save_state(path: str, state: SyncState, *, model: str | None = None) -> None:
     """Write the state whole, atomically (`container.write_file`), at ``path`` itself (never
-    through a link) with the permissions of the file at ``model``."""
+    through a link) with the permissions of the file at ``model``.
+
+    An entry whose key holds a tab or a line break is left out: a file's name is its key,
+    and whoever may name a file in a folder could otherwise write lines of their own, such
+    as one that marks another message as learned. Its message is read again at each run,
+    which learns nothing twice."""
     lines = [_HEADER, f"{_EXPIRED}{state.expired}"] + [
         f"{key}\t{label}\t{digest}" + (f"\t{EXPIRED_MARK}" if expired else "")
         for key, (label, digest, expired) in sorted(state.entries.items())
+        if "\t" not in key and "\n" not in key
     ]
     text = "\n".join(lines) + "\n"
     write_file(
