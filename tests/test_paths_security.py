@@ -274,18 +274,24 @@ def test_filter_neither_waits_on_nor_follows_a_name_planted_in_its_destination(
     assert (junk / "new" / spam[1].name).is_symlink() and copy.exists()
 
 
-def test_filter_moves_a_message_whose_name_in_the_destination_is_a_link_to_it(
-    sample_model, tmp_path
-):
-    """A link planted at the message's name in Junk, leading back to the message in the
-    inbox, was taken for the message itself: filter said it was moved, left it in the
-    inbox and recorded it as filtered, so it stayed there for good."""
+def _one_spam_in_an_inbox(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """(inbox, junk, spam): a Maildir with a Junk folder, a sample spam in the inbox's new/."""
     inbox, junk = tmp_path / "Maildir", tmp_path / "Maildir" / ".Junk"
     for folder in (inbox, junk):
         for part in ("cur", "new", "tmp"):
             (folder / part).mkdir(parents=True, exist_ok=True)
     spam = sorted((SAMPLE / "train" / "spam").iterdir())[0]
     (inbox / "new" / spam.name).write_bytes(spam.read_bytes())
+    return inbox, junk, spam
+
+
+def test_filter_moves_a_message_whose_name_in_the_destination_is_a_link_to_it(
+    sample_model, tmp_path
+):
+    """A link planted at the message's name in Junk, leading back to the message in the
+    inbox, was taken for the message itself: filter said it was moved, left it in the
+    inbox and recorded it as filtered, so it stayed there for good."""
+    inbox, junk, spam = _one_spam_in_an_inbox(tmp_path)
     (junk / "new" / spam.name).symlink_to(inbox / "new" / spam.name)
 
     result = nbspam_process("filter", "-m", sample_model, inbox, "--move-spam", junk)
@@ -302,12 +308,7 @@ def test_filter_goes_on_past_a_leftover_name_that_holds_no_process_id(sample_mod
     process that wrote them, unless it still runs. A name planted there with a number that
     is no process id (a superscript, which isdigit() passes and int() refuses, or too
     large for os.kill) stopped every run with an internal error."""
-    inbox, junk = tmp_path / "Maildir", tmp_path / "Maildir" / ".Junk"
-    for folder in (inbox, junk):
-        for part in ("cur", "new", "tmp"):
-            (folder / part).mkdir(parents=True, exist_ok=True)
-    spam = sorted((SAMPLE / "train" / "spam").iterdir())[0]
-    (inbox / "new" / spam.name).write_bytes(spam.read_bytes())
+    inbox, junk, spam = _one_spam_in_an_inbox(tmp_path)
     (junk / "tmp" / f".nbspam-tmp.{tag}.x").write_bytes(b"")
 
     result = nbspam_process("filter", "-m", sample_model, inbox, "--move-spam", junk)
