@@ -159,7 +159,9 @@ def load_state(path: str) -> SyncState:
     were counted reads as 0. Never read through a symbolic link (`safefiles`)."""
     try:
         fd = open_side_file(path, os.O_RDONLY, what="sync state")
-        with open(fd, encoding="utf-8", errors="surrogateescape") as f:
+        # newline="": split only where save_state joins; a carriage return in a file's
+        # name (its key) would otherwise end a line there, one of that name's making
+        with open(fd, encoding="utf-8", errors="surrogateescape", newline="") as f:
             lines = f.read().split("\n")
     except FileNotFoundError:
         return SyncState()
