@@ -487,3 +487,18 @@ def test_a_file_name_with_line_breaks_cannot_write_lines_of_the_state(tmp_path):
     done = run_sync(model, inbox, junk)
     assert done.learned["ham"] == 1
     assert_same_counts(load_model(model), expected_counts(model, {"spam": junk, "ham": inbox}))
+
+
+def test_a_file_name_with_a_carriage_return_cannot_make_lines_of_the_state(tmp_path):
+    # the state was read with universal newlines, so a carriage return in a key ended a
+    # line: the rest of the name became an entry of its own, here one that marks a message
+    # delivered later to the same folder as learned (under the digest of this one)
+    model, inbox, junk = mailbox(tmp_path)
+    target = "1700000200.target.host"
+    deliver(junk, f"x\rmaildir:{target}", b"Subject: cheap pills\n\nbuy cheap pills now\n")
+    run_sync(model, inbox, junk)
+    deliver(junk, target, b"Subject: a prize\n\nclaim your free prize today\n")
+    done = run_sync(model, inbox, junk)
+    assert done.learned["spam"] == 1
+    assert f"maildir:x\rmaildir:{target}" in load_state(f"{model}.sync").entries
+    assert_same_counts(load_model(model), expected_counts(model, {"spam": junk, "ham": inbox}))

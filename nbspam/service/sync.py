@@ -159,7 +159,9 @@ def load_state(path: str) -> SyncState:
     were counted reads as 0. Never read through a symbolic link (`safefiles`)."""
     try:
         fd = open_side_file(path, os.O_RDONLY, what="sync state")
-        with open(fd, encoding="utf-8", errors="surrogateescape") as f:
+        # newline="": split only where save_state joins; a carriage return in a file's
+        # name (its key) would otherwise end a line there, one of that name's making
+        with open(fd, encoding="utf-8", errors="surrogateescape", newline="") as f:
             lines = f.read().split("\n")
     except FileNotFoundError:
         return SyncState()
@@ -187,8 +189,9 @@ def save_state(path: str, state: SyncState, *, model: str | None = None) -> None
 
     An entry whose key holds a tab or a line break is left out: a file's name is its key,
     and whoever may name a file in a folder could otherwise write lines of their own, such
-    as one that marks another message as learned. Its message is read again at each run,
-    which learns nothing twice."""
+    as one that marks another message as learned. Its message is read again at each run:
+    nothing is learned twice while the model holds its digest, but once `prune` expired
+    that digest it is learned again and counted twice (no entry marks it expired)."""
     lines = [_HEADER, f"{_EXPIRED}{state.expired}"] + [
         f"{key}\t{label}\t{digest}" + (f"\t{EXPIRED_MARK}" if expired else "")
         for key, (label, digest, expired) in sorted(state.entries.items())
