@@ -876,21 +876,23 @@ def test_a_milter_queue_id_is_logged_as_one_line_or_not_at_all(sample_model_path
 
 
 @pytest.mark.parametrize(
-    "packets",
+    ("packets", "goes_on", "logged"),
     [
-        [(b"O", b"\0\0\0\6")],  # a negotiation cut short
-        [(b"O", struct.pack(">III", 6, 0x31, 0)), (b"N", b"")],  # end of headers, no message
+        # a negotiation cut short: the connection ends, said in one line
+        ([(b"O", b"\0\0\0\6")], [False], ["milter: refused a negotiation cut short"]),
+        # end of headers before any message: a message starts, as at R, L or B
+        ([(b"O", struct.pack(">III", 6, 0x31, 0)), (b"N", b"")], [True, True], []),
     ],
 )
-def test_a_milter_packet_out_of_the_protocol_is_no_internal_error(packets):
+def test_a_milter_packet_out_of_the_protocol_is_no_internal_error(packets, goes_on, logged):
+    # each raised before (struct.error, AttributeError): the server's internal error
     from nbspam.serve import milter, scoring
 
     lines: list[str] = []
     session = milter._Session(scoring.Service(models=None, log=lines.append), _SentPackets(), {})
 
-    async def send() -> None:
-        for command, data in packets:
-            await session.step(command, data)
+    async def send() -> list[bool]:
+        return [await session.step(command, data) for command, data in packets]
 
-    asyncio.run(send())
-    assert not any("internal error" in line for line in lines)
+    assert asyncio.run(send()) == goes_on
+    assert lines == logged
