@@ -111,7 +111,8 @@ def train(
 
     engine = engine or Engine(jobs=jobs)
     reading = reading or Reading()
-    items = _items(data) + list(reading.listed)
+    given = _items(data)  # listed once: data may be a generator, read only once
+    items = given + list(reading.listed)
     table_path, table_settings = typed_table_settings(
         items, label_column, columns, bins, binning, settings
     )
@@ -136,7 +137,7 @@ def train(
         with engine.client() as client:
             if all(isinstance(item, (str, os.PathLike)) for item in items):
                 # the workers read the files themselves: here they are only listed
-                parts = _parts(_items(data), reading)
+                parts = _parts(given, reading)
                 model = train_parts(
                     parts,
                     resolved,
@@ -147,7 +148,7 @@ def train(
                     max_terms=max_terms,
                 )
             else:
-                messages = _labelled(_items(data), reading)
+                messages = _labelled(given, reading)
                 model = train_on_cluster(
                     messages,
                     resolved,
@@ -157,7 +158,7 @@ def train(
                     max_terms=max_terms,
                 )
     else:
-        messages = _labelled(_items(data), reading)
+        messages = _labelled(given, reading)
         model = train_model(messages, resolved, progress=reading.progress, jobs=engine.jobs)
         if min_docs is not None or max_terms is not None:
             from .service.update import prune

@@ -86,6 +86,14 @@ def test_pairs_train_as_the_rows_of_a_table(tmp_path):
     assert set(mixed.labels) == {"ham", "spam"} and mixed.model.class_count.sum() > len(texts)
 
 
+def test_training_data_given_as_a_generator_is_read_once():
+    """A generator can be iterated once: training must not list the data a second time."""
+    texts = [("buy cheap meds now", "spam"), ("lunch on thursday?", "ham")] * 3
+    expected = nbspam.train(texts, event_model="bernoulli", calibrate=False)
+    model = nbspam.train((pair for pair in texts), event_model="bernoulli", calibrate=False)
+    assert_same_model(model.model, expected.model)
+
+
 def test_predict_gives_what_the_command_prints(tmp_path, sample_model_path):
     model = nbspam.load(sample_model_path)
     result = cli_run("predict", "-m", sample_model_path, "-f", "jsonl", SAMPLE / "new")
