@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import numbers
 import os
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -234,6 +235,7 @@ def evaluate(
         raise NbspamError("give test or chronological, not both")
     if chronological is not None and not 0 < chronological < 1:
         raise NbspamError(f"chronological must be a fraction in (0, 1), not {chronological!r}")
+    _check_seed(seed)
     engine.check()
     if online and engine.dask:
         raise NbspamError("--online learns one message at a time here: not with --engine dask")
@@ -300,6 +302,13 @@ def evaluate(
 
         plot_evaluation(found, os.fspath(plot), cutoffs=ev.typical_cutoffs(found))
     return evaluated
+
+
+def _check_seed(seed: Any) -> None:
+    """The seed of the folds and of --order shuffle is numpy's, which takes only a whole
+    number >= 0: anything else is refused before the data are read, not by numpy after."""
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ConfigError(f"--seed must be a whole number >= 0, not {seed!r}")
 
 
 def settings_from(config: str | None, settings: dict[str, Any]) -> Any:

@@ -181,6 +181,14 @@ def test_errors_are_the_ones_the_command_prints(tmp_path):
         nbspam.train([42])
 
 
+@pytest.mark.parametrize("seed", [-1, "7", 2.5, None, True])
+def test_evaluate_refuses_a_seed_numpy_cannot_take(seed):
+    with pytest.raises(nbspam.ConfigError, match="--seed must be a whole number >= 0"):
+        nbspam.evaluate(f"{SAMPLE}/train", folds=2, seed=seed)
+    with pytest.raises(nbspam.ConfigError, match="--seed must be a whole number >= 0"):
+        nbspam.evaluate(f"{SAMPLE}/train", online=True, order="shuffle", seed=seed)
+
+
 def test_a_skipped_input_is_a_warning_with_the_line_the_command_prints(tmp_path):
     model = nbspam.train(f"{SAMPLE}/train", event_model="bernoulli", calibrate=False)
     (tmp_path / "binary").write_bytes(b"\0\1\2 not a message")
