@@ -398,6 +398,9 @@ class Classifier:
         label, or None)."""
         if self.kind == "table":
             return list(self.model.predict(_tables(inputs)))
+        from .service.engine import check_jobs
+
+        jobs = check_jobs(jobs)
         return list(self.model.predict(_messages(inputs, _problems()), jobs=jobs))
 
     def explain(self, inputs: Any = None, *, top: int = 20, against: str | None = None) -> Any:

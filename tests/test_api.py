@@ -189,6 +189,16 @@ def test_evaluate_refuses_a_seed_numpy_cannot_take(seed):
         nbspam.evaluate(f"{SAMPLE}/train", online=True, order="shuffle", seed=seed)
 
 
+@pytest.mark.parametrize("jobs", [0, -1, "2", 2.0, 10**6])
+def test_jobs_outside_one_to_the_most_workers_are_refused(jobs):
+    """Not silently one process, nor a pool forking a million workers before any work."""
+    model = nbspam.train([("cheap meds", "spam"), ("lunch at noon", "ham")], calibrate=False)
+    with pytest.raises(nbspam.ConfigError, match="--jobs must be a whole number from 1 to"):
+        model.predict([], jobs=jobs)
+    with pytest.raises(nbspam.ConfigError, match="--jobs must be a whole number from 1 to"):
+        nbspam.train([], jobs=jobs)
+
+
 def test_a_skipped_input_is_a_warning_with_the_line_the_command_prints(tmp_path):
     model = nbspam.train(f"{SAMPLE}/train", event_model="bernoulli", calibrate=False)
     (tmp_path / "binary").write_bytes(b"\0\1\2 not a message")

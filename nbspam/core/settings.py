@@ -172,6 +172,7 @@ class Settings(Record):
 MAX_NGRAMS = 5
 MAX_TOKEN_LENGTH = 10_000
 MAX_FOLDS = 100
+MAX_JOBS = 1024  # worker processes, all forked at once: more only fill the process table
 MAX_LABELS = 1000  # the most labels a model holds
 MAX_LABEL_CHARS = 1000  # the longest label
 MAX_PAIRS = 1 << 24
