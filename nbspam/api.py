@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import numbers
 import os
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -111,7 +112,8 @@ def train(
 
     engine = engine or Engine(jobs=jobs)
     reading = reading or Reading()
-    items = _items(data) + list(reading.listed)
+    given = _items(data)  # listed once: data may be a generator, read only once
+    items = given + list(reading.listed)
     table_path, table_settings = typed_table_settings(
         items, label_column, columns, bins, binning, settings
     )
@@ -136,7 +138,7 @@ def train(
         with engine.client() as client:
             if all(isinstance(item, (str, os.PathLike)) for item in items):
                 # the workers read the files themselves: here they are only listed
-                parts = _parts(_items(data), reading)
+                parts = _parts(given, reading)
                 model = train_parts(
                     parts,
                     resolved,
@@ -147,7 +149,7 @@ def train(
                     max_terms=max_terms,
                 )
             else:
-                messages = _labelled(_items(data), reading)
+                messages = _labelled(given, reading)
                 model = train_on_cluster(
                     messages,
                     resolved,
@@ -157,7 +159,7 @@ def train(
                     max_terms=max_terms,
                 )
     else:
-        messages = _labelled(_items(data), reading)
+        messages = _labelled(given, reading)
         model = train_model(messages, resolved, progress=reading.progress, jobs=engine.jobs)
         if min_docs is not None or max_terms is not None:
             from .service.update import prune
@@ -233,6 +235,7 @@ def evaluate(
         raise NbspamError("give test or chronological, not both")
     if chronological is not None and not 0 < chronological < 1:
         raise NbspamError(f"chronological must be a fraction in (0, 1), not {chronological!r}")
+    _check_seed(seed)
     engine.check()
     if online and engine.dask:
         raise NbspamError("--online learns one message at a time here: not with --engine dask")
@@ -299,6 +302,13 @@ def evaluate(
 
         plot_evaluation(found, os.fspath(plot), cutoffs=ev.typical_cutoffs(found))
     return evaluated
+
+
+def _check_seed(seed: Any) -> None:
+    """The seed of the folds and of --order shuffle is numpy's, which takes only a whole
+    number >= 0: anything else is refused before the data are read, not by numpy after."""
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ConfigError(f"--seed must be a whole number >= 0, not {seed!r}")
 
 
 def settings_from(config: str | None, settings: dict[str, Any]) -> Any:
@@ -388,6 +398,9 @@ class Classifier:
         label, or None)."""
         if self.kind == "table":
             return list(self.model.predict(_tables(inputs)))
+        from .service.engine import check_jobs
+
+        jobs = check_jobs(jobs)
         return list(self.model.predict(_messages(inputs, _problems()), jobs=jobs))
 
     def explain(self, inputs: Any = None, *, top: int = 20, against: str | None = None) -> Any:

@@ -86,6 +86,14 @@ def test_pairs_train_as_the_rows_of_a_table(tmp_path):
     assert set(mixed.labels) == {"ham", "spam"} and mixed.model.class_count.sum() > len(texts)
 
 
+def test_training_data_given_as_a_generator_is_read_once():
+    """A generator can be iterated once: training must not list the data a second time."""
+    texts = [("buy cheap meds now", "spam"), ("lunch on thursday?", "ham")] * 3
+    expected = nbspam.train(texts, event_model="bernoulli", calibrate=False)
+    model = nbspam.train((pair for pair in texts), event_model="bernoulli", calibrate=False)
+    assert_same_model(model.model, expected.model)
+
+
 def test_predict_gives_what_the_command_prints(tmp_path, sample_model_path):
     model = nbspam.load(sample_model_path)
     result = cli_run("predict", "-m", sample_model_path, "-f", "jsonl", SAMPLE / "new")
@@ -171,6 +179,24 @@ def test_errors_are_the_ones_the_command_prints(tmp_path):
         nbspam.train([("one text", "spam")])
     with pytest.raises(nbspam.InputError, match="item 0 of the training data"):
         nbspam.train([42])
+
+
+@pytest.mark.parametrize("seed", [-1, "7", 2.5, None, True])
+def test_evaluate_refuses_a_seed_numpy_cannot_take(seed):
+    with pytest.raises(nbspam.ConfigError, match="--seed must be a whole number >= 0"):
+        nbspam.evaluate(f"{SAMPLE}/train", folds=2, seed=seed)
+    with pytest.raises(nbspam.ConfigError, match="--seed must be a whole number >= 0"):
+        nbspam.evaluate(f"{SAMPLE}/train", online=True, order="shuffle", seed=seed)
+
+
+@pytest.mark.parametrize("jobs", [0, -1, "2", 2.0, 10**6])
+def test_jobs_outside_one_to_the_most_workers_are_refused(jobs):
+    """Not silently one process, nor a pool forking a million workers before any work."""
+    model = nbspam.train([("cheap meds", "spam"), ("lunch at noon", "ham")], calibrate=False)
+    with pytest.raises(nbspam.ConfigError, match="--jobs must be a whole number from 1 to"):
+        model.predict([], jobs=jobs)
+    with pytest.raises(nbspam.ConfigError, match="--jobs must be a whole number from 1 to"):
+        nbspam.train([], jobs=jobs)
 
 
 def test_a_skipped_input_is_a_warning_with_the_line_the_command_prints(tmp_path):

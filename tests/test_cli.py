@@ -535,3 +535,10 @@ def test_lines_made_before_an_error_are_written(capsys):
         emit_lines(lines(), counted.append)
     assert capsys.readouterr().out == "one\ntwo\nthree\nfour\nfive\n"
     assert counted == [1, 1, 2, 1]
+
+
+def test_jobs_above_the_most_workers_is_a_usage_error(tmp_path):
+    """The pool forks every worker at once: --jobs 100000 is refused before any is forked."""
+    result = cli_run("train", tmp_path, "-o", tmp_path / "m.nbm", "--jobs", "100000")
+    assert result.exit_code == 2
+    assert "'--jobs': 100000 is not in the range 1<=x<=1024" in result.stderr

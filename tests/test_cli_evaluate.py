@@ -110,3 +110,10 @@ def test_bad_cutoffs_are_a_usage_error():
     result = cli_run("train", SAMPLE / "train", "-o", "x.nbm", "--cutoffs", "5,-5")
     assert result.exit_code == 2
     assert result.stderr == "Error: the ham cutoff 5 must not be above the spam cutoff -5\n"
+
+
+def test_a_negative_seed_is_a_usage_error():
+    """numpy takes no negative seed: the command says so, not 'internal error'."""
+    result = cli_run("evaluate", SAMPLE / "train", "--seed", "-1")
+    assert result.exit_code == 2
+    assert result.stderr == "Error: --seed must be a whole number >= 0, not -1\n"

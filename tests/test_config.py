@@ -28,6 +28,7 @@ def test_bernoulli_config_loads():
     [
         ({"alpha": -1}, "setting alpha must be a finite number >= 0"),
         ({"alpha": "lots"}, "setting alpha must be a number, not 'lots'"),
+        ({"alpha": 1e308}, "setting alpha must be at most 1e\\+100, not 1e\\+308"),
         ({"min_count": 0}, "setting min_count must be a whole number >= 1, not 0"),
         ({"min_count": 2.5}, "setting min_count must be a whole number >= 1"),
         ({"max_df": 1.5}, "setting max_df must be a fraction in \\(0, 1\\]"),
@@ -84,3 +85,17 @@ def test_the_selection_and_complement_settings():
     training = build_settings({"event_model": "complement", "complement_norm": True}).training
     assert (training.event_model, training.complement_norm) == ("complement", True)
     assert build_settings({}).training.complement_norm is False
+
+
+@pytest.mark.parametrize("event_model", ["multinomial", "bernoulli", "complement", "fisher"])
+def test_the_largest_alpha_still_scores_finitely(event_model):
+    """MAX_ALPHA is below where alpha times the terms overflows: its scores are numbers."""
+    import math
+
+    import nbspam
+    from nbspam.core.settings import MAX_ALPHA
+
+    pairs = [("cheap meds click now", "spam"), ("lunch on thursday", "ham")] * 2
+    model = nbspam.train(pairs, alpha=MAX_ALPHA, event_model=event_model, calibrate=False)
+    found = model.predict(["cheap lunch", "nothing known"])
+    assert all(math.isfinite(p) for one in found for p in one.probabilities)

@@ -14,7 +14,15 @@ from typing import Any
 import click
 
 from .. import __version__
-from ..core.settings import AUTO, EVENT_MODELS, MAIL_MODES, SELECTIONS, WORD_PAIRS, TrainConfig
+from ..core.settings import (
+    AUTO,
+    EVENT_MODELS,
+    MAIL_MODES,
+    MAX_JOBS,
+    SELECTIONS,
+    WORD_PAIRS,
+    TrainConfig,
+)
 from ..errors import EXIT_SKIPPED, NbspamError
 from .boundary import failure
 from .output import output_error
@@ -332,18 +340,19 @@ MESSAGE_FORMATS = format_option(
 
 
 def default_jobs() -> int:
-    """The number of processor cores this process may use."""
+    """The number of processor cores this process may use (at most `MAX_JOBS`)."""
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    return min(cores, MAX_JOBS)
 
 
 def jobs_option(f):
     return click.option(
         "-j",
         "--jobs",
-        type=click.IntRange(min=1),
+        type=click.IntRange(min=1, max=MAX_JOBS),
         default=default_jobs,
         show_default="the number of cores",
         help="Worker processes that parse and tokenize messages; any number gives the same result.",

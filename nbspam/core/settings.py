@@ -172,9 +172,14 @@ class Settings(Record):
 MAX_NGRAMS = 5
 MAX_TOKEN_LENGTH = 10_000
 MAX_FOLDS = 100
+MAX_JOBS = 1024  # worker processes, all forked at once: more only fill the process table
 MAX_LABELS = 1000  # the most labels a model holds
 MAX_LABEL_CHARS = 1000  # the longest label
 MAX_PAIRS = 1 << 24
+# alpha is added to every count and alpha times the number of terms (or categories) to each
+# class's total: past this, that total overflows to infinity and every score is NaN (and a
+# count is lost in the rounding of count + alpha long before)
+MAX_ALPHA = 1e100
 # value_headers and ignore_headers: the most names, and the longest (header names are short;
 # each message's names are matched against every pattern of ignore_headers)
 MAX_HEADER_NAMES = 200
@@ -315,7 +320,10 @@ def _check(key: str, value: Any) -> Any:
             )
         return value
     if key in ("alpha", "cost_fp", "cost_fn", "cost_unsure"):
-        return _number(key, value, low=0.0)
+        number = _number(key, value, low=0.0)
+        if key == "alpha" and number > MAX_ALPHA:
+            raise ConfigError(f"setting alpha must be at most {MAX_ALPHA:g}, not {value!r}")
+        return number
     if key in ("strength", "background", "min_dev"):
         number = _number(key, value, low=0.0)
         low, high, what = {

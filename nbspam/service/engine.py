@@ -9,7 +9,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.settings import MAX_JOBS
 from ..errors import ConfigError, NbspamError
+
+
+def check_jobs(jobs: Any) -> int:
+    """--jobs, refused unless a whole number from 1 to `MAX_JOBS`: the pool forks all its
+    workers at once, so a huge number would fork processes until the system has none left,
+    and a number below 1 or not a number was silently taken as one."""
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= MAX_JOBS:
+        raise ConfigError(f"--jobs must be a whole number from 1 to {MAX_JOBS:,}, not {jobs!r}")
+    return jobs
 
 
 @dataclass(frozen=True)
@@ -23,6 +33,9 @@ class Engine:
     tls_cert: str | None = None
     tls_key: str | None = None
     jobs: int = 1
+
+    def __post_init__(self) -> None:
+        check_jobs(self.jobs)
 
     @property
     def dask(self) -> bool:
