@@ -618,6 +618,15 @@ def test_check_prints_the_configuration(sample_model, tmp_path):
         (["--milter-action", "spam=bounce"], "Error: bad --milter-action spam=bounce"),
         (["--user-models", "/var/%u/m.nbj"], "Error: --user-models '/var/%u/m.nbj' must hold"),
         (["--allow", "nonsense"], "Error: bad --allow"),
+        # a superscript passes str.isdigit and int() refuses it: an internal error before
+        (
+            ["--listen", "spamd:inet:127.0.0.1:\u00b2"],
+            "Error: bad listener 'spamd:inet:127.0.0.1:\u00b2': an inet address is HOST:PORT",
+        ),
+        (
+            ["--listen", "spamd:inet:127.0.0.1:65536"],
+            "Error: bad listener 'spamd:inet:127.0.0.1:65536': an inet address is HOST:PORT",
+        ),
     ],
 )
 def test_check_refuses_a_bad_configuration_in_one_line(sample_model, tmp_path, options, error):

@@ -31,6 +31,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from ..core.digits import ascii_number
 from ..errors import ServeError
 from ..store.safefiles import file_kind
 from . import milter, spamd
@@ -66,9 +67,10 @@ class Listener:
             return cls(protocol, kind, path=address)
         host, _, port = address.rpartition(":")
         host = host.strip("[]")
-        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        number = ascii_number(port, 5)
+        if not host or number is None or not 0 < number < 65536:
             raise ServeError(f"bad listener {spec!r}: an inet address is HOST:PORT")
-        return cls(protocol, kind, host=host, port=int(port))
+        return cls(protocol, kind, host=host, port=number)
 
     def __str__(self) -> str:
         where = self.path if self.kind == "unix" else f"{self.host}:{self.port}"

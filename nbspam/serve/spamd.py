@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+from ..core.digits import ascii_number
 from ..errors import InputError, NbspamError, ServeError
 from ..mail.headers import header_end
 from ..service.filtering import HAM, SPAM
@@ -102,14 +103,13 @@ async def read_request(reader: asyncio.StreamReader, max_size: int, connection=N
     length = headers.get("content-length")
     if length is None:  # an old client: the message runs to the end of the connection
         return Request(verb, headers, await _to_the_end(reader, max_size))
-    if not (length.isascii() and length.isdigit()) or len(length) > 18:
+    size = ascii_number(length, 18)
+    if size is None:
         raise Refusal(EX_PROTOCOL, f"bad Content-length {length[:40]!r}")
-    if int(length) > max_size:
-        raise Refusal(
-            EX_TOOBIG, f"message of {int(length):,} bytes, over the limit of {max_size:,}"
-        )
+    if size > max_size:
+        raise Refusal(EX_TOOBIG, f"message of {size:,} bytes, over the limit of {max_size:,}")
     try:
-        body = await reader.readexactly(int(length))
+        body = await reader.readexactly(size)
     except asyncio.IncompleteReadError:
         raise Refusal(EX_PROTOCOL, "the message ended before its Content-length") from None
     return Request(verb, headers, body)

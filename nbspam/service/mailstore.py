@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from ..core.digits import ascii_number
 from ..errors import FilterError, os_reason
 from ..mail.headers import message_digest, one_line
 from ..mail.message import MAX_MESSAGE_BYTES
@@ -237,10 +238,8 @@ def _alive(pid_text: str) -> bool:
     may write the folder may have named a file so: a name whose number is no process id
     (digits beyond ASCII, which int() refuses, or more than a pid_t holds, which os.kill
     refuses) is no writer's, where it stopped every run with an internal error."""
-    if not (pid_text.isascii() and pid_text.isdigit()) or len(pid_text) > 10:
-        return False
-    pid = int(pid_text)
-    if pid == os.getpid() or pid > _MAX_PID:
+    pid = ascii_number(pid_text, 10)
+    if pid is None or pid == os.getpid() or pid > _MAX_PID:
         return False
     try:
         os.kill(pid, 0)

@@ -49,6 +49,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..core.digits import ascii_number
 from ..core.progress import counted
 from ..errors import ConfigError, NbspamError, os_reason
 from ..mail import messages
@@ -170,8 +171,11 @@ def load_state(path: str) -> SyncState:
     state = SyncState()
     for line in lines:
         fields = line.split("\t")
-        if line.startswith(_EXPIRED) and _DIGITS.fullmatch(line[len(_EXPIRED) :]):
-            state.expired = int(line[len(_EXPIRED) :])
+        expired = (
+            ascii_number(line.removeprefix(_EXPIRED), 18) if line.startswith(_EXPIRED) else None
+        )
+        if expired is not None:
+            state.expired = expired
         elif line.startswith("#") or len(fields) not in (3, 4) or not _HEX.fullmatch(fields[2]):
             continue
         elif len(fields) == 3 or fields[3] == EXPIRED_MARK:
@@ -179,7 +183,6 @@ def load_state(path: str) -> SyncState:
     return state
 
 
-_DIGITS = re.compile("[0-9]{1,18}")
 _HEX = re.compile("[0-9a-f]{32}")
 
 
