@@ -608,6 +608,21 @@ def test_check_prints_the_configuration(sample_model, tmp_path):
     )
 
 
+def test_check_says_the_recipient_delimiter(sample_model, tmp_path):
+    template = f"{tmp_path}/%u.nbj"
+    result = cli_run(
+        "serve", "-m", sample_model, "--check", "--user-models", template,
+        "--recipient-delimiter", "+-", "--listen", f"milter:unix:{tmp_path}/m.sock",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == (
+        f"model {sample_model} (ham, spam)\n"
+        f"user layers {template} (over the site model, for -u or the recipient)\n"
+        "recipient delimiter +- (alice+lists@ is alice's)\n"
+        f"listen milter:unix:{tmp_path}/m.sock\nconfiguration OK\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("options", "error"),
     [
@@ -618,6 +633,10 @@ def test_check_prints_the_configuration(sample_model, tmp_path):
         (["--milter-action", "spam=bounce"], "Error: bad --milter-action spam=bounce"),
         (["--user-models", "/var/%u/m.nbj"], "Error: --user-models '/var/%u/m.nbj' must hold"),
         (["--allow", "nonsense"], "Error: bad --allow"),
+        (
+            ["--recipient-delimiter", "@"],
+            "Error: bad --recipient-delimiter '@': up to five of + - = _ .",
+        ),
         # a superscript passes str.isdigit and int() refuses it: an internal error before
         (
             ["--listen", "spamd:inet:127.0.0.1:\u00b2"],
@@ -860,6 +879,39 @@ def test_the_milter_picks_the_user_all_recipients_share():
     assert user("<alice@example.com>", "<bob@example.com>", "<alice@example.com>") is None
     assert user() is None
     assert user("<../x@example.com>") is None
+
+
+@pytest.mark.parametrize(
+    ("address", "delimiter", "user"),
+    [
+        ("<Alice@Example.com>", "", "alice"),  # Postfix and Dovecot (%Lu) fold the case
+        ("<alice+lists@example.com>", "", "alice+lists"),  # no delimiter: no extension
+        ("<alice+lists@example.com>", "+", "alice"),
+        ("<ALICE-Lists+x@example.com>", "+-", "alice"),  # the first delimiter cuts
+        ("<+alice@example.com>", "+", "+alice"),  # an extension needs a name before it
+        ("<bob@example.com>", "+", "bob"),
+        ("alice", "+", "alice"),  # no domain
+        ('<"odd@name"@example.com>', "", '"odd@name"'),  # the last @ ends the local part
+    ],
+)
+def test_a_milter_recipient_is_the_user_postfix_delivers_it_to(address, delimiter, user):
+    from nbspam.serve.milter import mailbox
+
+    assert mailbox(address, delimiter) == user
+
+
+def test_recipients_of_one_user_in_any_case_or_extension_pick_that_users_layer():
+    # ALICE@ and alice+lists@ scored with the site model alone before: two local parts
+    from nbspam.serve.milter import Message
+
+    message = Message(1 << 20, "+")
+    for recipient in ("<ALICE@example.com>", "<alice+lists@example.com>", "<Alice@example.org>"):
+        message.recipient(recipient)
+    assert message.user() == "alice"
+    message = Message(1 << 20)
+    for recipient in ("<ALICE@example.com>", "<alice+lists@example.com>"):
+        message.recipient(recipient)
+    assert message.user() is None  # without a delimiter, alice+lists is another user
 
 
 def test_a_milter_queue_id_is_logged_as_one_line_or_not_at_all(sample_model_path):

@@ -1857,7 +1857,8 @@ def info(model_path: str, fmt: str) -> None:
     envvar="NBSPAM_USER_MODELS",
     help="Where users' layers are, as for learn and predict --user: a path whose file name "
     "holds %u (e.g. /var/lib/nbspam/users/%u.nbj; or $NBSPAM_USER_MODELS). The user is "
-    "spamc's -u or the milter recipient's local part; a user scores with the model plus "
+    "spamc's -u or the milter recipient's local part (in lower case, without the extension "
+    "of --recipient-delimiter); a user scores with the model plus "
     "the user's layer, and TELL learns into it. Its folder must belong to root or to you.",
 )
 @click.option(
@@ -1922,6 +1923,14 @@ def info(model_path: str, fmt: str) -> None:
     help="What milter does with a verdict (spam, unsure, ham) beside the header: reject "
     "(550 5.7.1) or quarantine (Postfix's hold queue); repeat for several [default: header].",
 )
+@click.option(
+    "--recipient-delimiter",
+    default="",
+    metavar="CHARS",
+    help="What starts an address extension, as Postfix's recipient_delimiter (e.g. +): "
+    "milter picks alice's layer for alice+lists@. Milter folds local parts to lower case "
+    "either way. [default: none]",
+)
 @click.option("--syslog", is_flag=True, help="Log to syslog (facility mail) instead of stderr.")
 @click.option(
     "--check",
@@ -1942,6 +1951,7 @@ def serve(
     idle_timeout: float,
     allow_tell: bool,
     milter_actions: tuple[str, ...],
+    recipient_delimiter: str,
     syslog: bool,
     check_only: bool,
 ) -> None:
@@ -1986,6 +1996,7 @@ def serve(
         idle_timeout=idle_timeout,
         allow_tell=allow_tell,
         milter_actions=actions,
+        recipient_delimiter=recipient_delimiter,
         syslog=syslog,
     )
     lines = check(config)

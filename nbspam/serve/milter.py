@@ -10,8 +10,9 @@ and a final ACCEPT or REJECT.
 At the end of a message nbspam's ``X-Nbspam-Status`` header is inserted as the first header
 (any such header the message brought is deleted), as `nbspam filter` adds it; with an
 action for the verdict, a spam (or unsure) message is also rejected with 550 5.7.1 or put in
-the MTA's quarantine (Postfix: the hold queue). The recipients choose the user model: their
-local part, where every recipient has the same one; else the site model.
+the MTA's quarantine (Postfix: the hold queue). The recipients choose the user model: the
+user each is delivered to (`mailbox`), where every recipient has the same one; else the
+site model.
 
 A message over the size limit is scored on its first ``max_size`` bytes; the rest is read
 and dropped, never held. Nothing is scored here: `scoring` does it.
@@ -82,9 +83,10 @@ def _queue_id(value: str) -> str | None:
 class Message:
     """The message of one SMTP transaction, as the MTA passes it."""
 
-    def __init__(self, max_size: int) -> None:
+    def __init__(self, max_size: int, delimiter: str = "") -> None:
         self.max_size = max_size
-        self.users: set[str] = set()  # the recipients' local parts: two at most (`recipient`)
+        self.delimiter = delimiter  # the recipient delimiter (`mailbox`)
+        self.users: set[str] = set()  # the recipients' mailboxes: two at most (`recipient`)
         self.parts: list[bytes] = []
         self.size = 0
         self.status_headers = 0  # X-Nbspam-Status fields the message brought
@@ -101,19 +103,39 @@ class Message:
         self.add(name + b": " + value + b"\r\n")
 
     def recipient(self, address: str) -> None:
-        """Note a recipient's local part. Only whether they all share one matters (`user`),
-        so two are kept at most: a client may send recipients without end."""
+        """Note a recipient's mailbox. Only whether they all share one matters (`user`), so
+        two are kept at most: a client may send recipients without end."""
         if len(self.users) < 2:
-            self.users.add(address.strip("<>").rpartition("@")[0] or address.strip("<>"))
+            self.users.add(mailbox(address, self.delimiter))
 
     def user(self) -> str | None:
-        """The local part shared by every recipient, if it is a valid user name."""
+        """The mailbox shared by every recipient, if it is a valid user name."""
         if len(self.users) != 1:
             return None
         try:
             return check_user(next(iter(self.users)))
         except ServeError:
             return None
+
+
+def mailbox(address: str, delimiter: str = "") -> str:
+    """The user a recipient ``address`` is delivered to, as Postfix's local delivery and
+    Dovecot (``auth_username_format = %Lu``) find it: its local part in lower case, without
+    its extension, which starts at the first of the ``delimiter`` characters (Postfix's
+    ``recipient_delimiter``) that follows a name. ``<Alice+lists@example.com>`` is alice
+    with the delimiter +, alice+lists without one."""
+    address = address.strip("<>")
+    local = (address.rpartition("@")[0] or address).lower()
+    cut = min((i for i in map(local.find, delimiter) if i > 0), default=-1)
+    return local[:cut] if cut > 0 else local
+
+
+def check_delimiter(delimiter: str) -> str:
+    """Refuse a recipient delimiter of other characters than ``+ - = _ .`` (a letter would
+    cut names, an @ or a / is never one)."""
+    if delimiter.strip("+-=_.") or len(delimiter) > 5:
+        raise ServeError(f"bad --recipient-delimiter {delimiter[:16]!r}: up to five of + - = _ .")
+    return delimiter
 
 
 async def serve_connection(
@@ -125,10 +147,12 @@ async def serve_connection(
     timeout: float,
     idle_timeout: float,
     actions: dict[str, str],
+    delimiter: str = "",
 ) -> None:
     """One MTA connection: its messages one after another, until QUIT or a time-out (a
-    packet must begin within ``idle_timeout`` seconds and arrive whole within ``timeout``)."""
-    session = _Session(service, writer, actions)
+    packet must begin within ``idle_timeout`` seconds and arrive whole within ``timeout``);
+    ``delimiter``: the recipient delimiter (`mailbox`)."""
+    session = _Session(service, writer, actions, delimiter)
     try:
         while True:
             try:
@@ -155,10 +179,17 @@ async def serve_connection(
 
 
 class _Session:
-    def __init__(self, service: Service, writer: asyncio.StreamWriter, actions: dict[str, str]):
+    def __init__(
+        self,
+        service: Service,
+        writer: asyncio.StreamWriter,
+        actions: dict[str, str],
+        delimiter: str = "",
+    ):
         self.service = service
         self.writer = writer
         self.actions = actions
+        self.delimiter = delimiter
         self.no_reply = 0
         self.can = 0  # the actions the MTA allows
         self.queue_id: str | None = None  # the MTA's macro "i", the one macro used
@@ -187,9 +218,9 @@ class _Session:
             self.message = None
             return True
         if command == b"M":
-            self.message = Message(self.service.max_size)
+            self.message = Message(self.service.max_size, self.delimiter)
         elif command in b"RLNB" and self.message is None:  # a message the MTA did not start
-            self.message = Message(self.service.max_size)
+            self.message = Message(self.service.max_size, self.delimiter)
         if command == b"R":
             first = _strings(data)[:1]
             self.message.recipient(first[0].decode("utf-8", "replace") if first else "")
@@ -203,7 +234,7 @@ class _Session:
             self.message.add(data)
         elif command == b"E":
             if self.message is None:
-                self.message = Message(self.service.max_size)
+                self.message = Message(self.service.max_size, self.delimiter)
             if data:
                 self.message.add(data)
             self._end()

@@ -93,6 +93,7 @@ class Config:
     idle_timeout: float = 300.0
     allow_tell: bool = False
     milter_actions: dict[str, str] = field(default_factory=dict)
+    recipient_delimiter: str = ""
     syslog: bool = False
 
     def networks(self) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
@@ -116,6 +117,7 @@ def check(config: Config) -> list[str]:
     config.networks()
     config.gid()
     milter.check_actions(config.milter_actions)
+    milter.check_delimiter(config.recipient_delimiter)
     if not 0 <= config.socket_mode <= 0o777:
         raise ServeError(f"bad --socket-mode {config.socket_mode:o}")
     models = Models(config.model, config.user_models)
@@ -132,6 +134,11 @@ def check(config: Config) -> list[str]:
         lines.append(
             f"user layers {config.user_models} (over the site model, for -u or the recipient)"
         )
+        if config.recipient_delimiter:
+            lines.append(
+                f"recipient delimiter {config.recipient_delimiter} "
+                f"(alice{config.recipient_delimiter[0]}lists@ is alice's)"
+            )
     if activated:
         lines.append("listen on the sockets systemd passed (LISTEN_FDS)")
     else:
@@ -409,6 +416,7 @@ class Server:
                         timeout=config.timeout,
                         idle_timeout=config.idle_timeout,
                         actions=config.milter_actions,
+                        delimiter=config.recipient_delimiter,
                     )
             except asyncio.CancelledError:
                 pass
