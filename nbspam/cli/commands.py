@@ -794,6 +794,16 @@ def check_writable(path: str, option: str) -> None:
         raise NbspamError(f"{option} {path}: permission denied")
 
 
+def check_output_file(path: str, option: str, what: str) -> None:
+    """Refuse an output that is not a model (`container.write_output`: a scores file, a
+    plot, a dump) before the work that makes it: a symbolic link, FIFO, device or folder at
+    the path (a neighbour's trap: it is never written through), or a folder not writable."""
+    from ..store.safefiles import check_side_path
+
+    check_side_path(path, what)
+    check_writable(path, option)
+
+
 def check_outputs(outputs, inputs) -> None:
     """`safefiles.check_outputs`: no output may be an input, before any work starts."""
     from ..store.safefiles import check_outputs as check
@@ -1034,7 +1044,7 @@ def explain(
     "--scores",
     "scores_file",
     type=click.Path(dir_okay=False),
-    help="Also write each message's out-of-sample scores as JSON Lines to this file.",
+    help="Also write each message's out-of-sample scores as JSON Lines to this file (replaced atomically, never through a symbolic link).",
 )
 @click.option(
     "--plot",
@@ -1128,9 +1138,10 @@ def evaluate(
             "--online is a protocol of its own: not with --test or --chronological"
         )
     # what would fail after the cross-validation fails before it
-    for option, path in (("--scores", scores_file), ("--plot", plot)):
-        if path:
-            check_writable(path, option)
+    if scores_file:
+        check_output_file(scores_file, "--scores", "scores file")
+    if plot:
+        check_writable(plot, "--plot")
     if plot:
         from ..evaluation.plot import check_plot
 
