@@ -135,11 +135,18 @@ OUTPUTS = {
         "scores file",
         b'{"path": ',
     ),
+    "evaluate --plot": (
+        ["evaluate", SAMPLE / "train", "--folds", "2", "--plot"],
+        "plot",
+        b"<?xml",
+    ),
 }
 
 
 def output_args(output: str, out: Path, sample_model: Path) -> list[str]:
     args = OUTPUTS[output][0]
+    if "--plot" in args:
+        pytest.importorskip("matplotlib", reason="matplotlib is not installed")
     return [str(a).format(model=sample_model) for a in args] + [str(out)]
 
 

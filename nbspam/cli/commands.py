@@ -1049,7 +1049,7 @@ def explain(
 @click.option(
     "--plot",
     type=click.Path(dir_okay=False),
-    help="Draw the ROC curve and the score histograms to this .png or .svg file (needs matplotlib).",
+    help="Draw the ROC curve and the score histograms to this .png or .svg file (needs matplotlib; replaced atomically, never through a symbolic link).",
 )
 @click.option(
     "--online",
@@ -1141,8 +1141,7 @@ def evaluate(
     if scores_file:
         check_output_file(scores_file, "--scores", "scores file")
     if plot:
-        check_writable(plot, "--plot")
-    if plot:
+        check_output_file(plot, "--plot", "plot")
         from ..evaluation.plot import check_plot
 
         check_plot(plot)
