@@ -185,6 +185,7 @@ WHOLE_OUTPUTS = {
         "plot.svg",
         "plot",
     ),
+    "dump -o": (["dump", "-m", "{model}", "-o"], "spam.dump", "dump"),
 }
 
 

@@ -140,6 +140,7 @@ OUTPUTS = {
         "plot",
         b"<?xml",
     ),
+    "dump -o": (["dump", "-m", "{model}", "-o"], "dump", b"# nbspam dump 1\n"),
 }
 
 

@@ -1731,7 +1731,7 @@ def merge(models: tuple[str, ...], output: str) -> None:
     "-o",
     "--output",
     type=click.Path(),
-    help="Write the dump to this file (replaced atomically) instead of stdout.",
+    help="Write the dump to this file (replaced atomically, never through a symbolic link) instead of stdout.",
 )
 def dump(model_path: str, output: str | None) -> None:
     """Write a model as text: settings, classes, one line per term, messages learned.
@@ -1769,7 +1769,7 @@ def dump(model_path: str, output: str | None) -> None:
     from ..store.kinds import load
 
     if output is not None:
-        _check_output(output)
+        check_output_file(output, "-o", "dump")
         check_outputs([("-o", output, "the dump")], [(model_path, "the model being dumped")])
     model = load(model_path)
     if output is None:
@@ -1783,9 +1783,9 @@ def dump(model_path: str, output: str | None) -> None:
                 raise
             raise NbspamError(output_error(error, stdout=True)) from None
         return
-    from ..store.container import write_file
+    from ..store.container import write_output
 
-    write_file(output, dump_chunks(model), what="dump")
+    write_output(output, dump_chunks(model), what="dump")
     say(f"dumped {model_path} to {output}")
 
 
