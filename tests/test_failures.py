@@ -110,7 +110,7 @@ def test_a_lock_file_linked_to_a_full_disk_is_one_line_and_the_model_is_untouche
 @pytest.mark.parametrize(
     "option, message",
     [
-        ("--report", "cannot write report {path}: no space left on device"),
+        ("--report", "cannot write report {path}: it is a device, not a regular file"),
         ("--state", "cannot write state file {path}: it is a device, not a regular file"),
     ],
 )

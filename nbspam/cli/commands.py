@@ -1234,7 +1234,7 @@ def _move_option(verdict: str, what: str):
     "--report",
     "report_path",
     metavar="FILE|-",
-    help="Folders: append a JSON line for each new message to FILE ('-' for stdout).",
+    help="Folders: append a JSON line for each new message to FILE ('-' for stdout), never written through a symbolic link.",
 )
 @click.option(
     "--state",
