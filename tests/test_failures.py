@@ -124,6 +124,23 @@ def test_filter_records_on_a_device_are_one_line(model, tmp_path, option, messag
     assert (folder / "1.eml").is_file()
 
 
+def test_a_report_line_that_fails_midway_is_cut_off_again(model, tmp_path):
+    folder = tmp_path / "mail"
+    folder.mkdir()
+    for name in ("001.eml", "002.eml"):
+        (folder / name).write_bytes((SAMPLE / "new" / name).read_bytes())
+    report = tmp_path / "report.jsonl"
+    old = '{"path": "an older run"}\n' * 80  # 2,000 bytes: the next line passes 2,048
+    report.write_text(old)
+    args = ["filter", "-j", "1", "-m", model, folder, "--report", report]
+    result = nbspam_process(*args, preexec_fn=limited_file_size(2048))
+    assert report.read_text() == old
+    assert (result.returncode, result.stderr.decode()) == (
+        1,
+        f"Error: cannot write report {report}: file too large\n",
+    )
+
+
 @pytest.mark.parametrize("where", ["open", "write"])
 def test_a_state_file_on_a_full_disk_is_one_line(model, tmp_path, monkeypatch, where):
     import errno
