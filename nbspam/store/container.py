@@ -34,6 +34,7 @@ from .. import __version__
 from ..errors import ModelFileError, NbspamError, os_reason
 from .safefiles import (
     apply_permissions,
+    check_link_owners,
     check_side_path,
     create_temporary,
     file_kind,
@@ -616,11 +617,13 @@ def write_file(
     flushed to disk, then renamed over it, so a reader sees the old file or the new and a
     failure leaves the old one; ``what`` names the file in the one-line ``error``.
 
-    The new file keeps the mode and group of the file it replaces (`safefiles`). A file
-    kept ``beside`` a model (a sync state) is written at ``path`` itself, never through a
-    link, with the model's mode and group.
+    The new file keeps the mode and group of the file it replaces (`safefiles`); a link of
+    another user at ``path`` is refused (`check_link_owners`). A file kept ``beside`` a
+    model (a sync state) is written at ``path`` itself, never through a link, with the
+    model's mode and group.
     """
     if beside is None:
+        check_link_owners(path)
         real = target(path)
         permissions = permissions_of(real)
     else:
