@@ -110,7 +110,7 @@ def test_a_lock_file_linked_to_a_full_disk_is_one_line_and_the_model_is_untouche
 @pytest.mark.parametrize(
     "option, message",
     [
-        ("--report", "cannot write report {path}: no space left on device"),
+        ("--report", "cannot write report {path}: it is a device, not a regular file"),
         ("--state", "cannot write state file {path}: it is a device, not a regular file"),
     ],
 )
@@ -122,6 +122,23 @@ def test_filter_records_on_a_device_are_one_line(model, tmp_path, option, messag
     assert result.exit_code == 1
     assert result.stderr == f"Error: {message.format(path=FULL)}\n"
     assert (folder / "1.eml").is_file()
+
+
+def test_a_report_line_that_fails_midway_is_cut_off_again(model, tmp_path):
+    folder = tmp_path / "mail"
+    folder.mkdir()
+    for name in ("001.eml", "002.eml"):
+        (folder / name).write_bytes((SAMPLE / "new" / name).read_bytes())
+    report = tmp_path / "report.jsonl"
+    old = '{"path": "an older run"}\n' * 80  # 2,000 bytes: the next line passes 2,048
+    report.write_text(old)
+    args = ["filter", "-j", "1", "-m", model, folder, "--report", report]
+    result = nbspam_process(*args, preexec_fn=limited_file_size(2048))
+    assert report.read_text() == old
+    assert (result.returncode, result.stderr.decode()) == (
+        1,
+        f"Error: cannot write report {report}: file too large\n",
+    )
 
 
 @pytest.mark.parametrize("where", ["open", "write"])
@@ -152,10 +169,59 @@ def test_a_state_file_on_a_full_disk_is_one_line(model, tmp_path, monkeypatch, w
 
 
 @needs_dev_full
-def test_evaluate_scores_on_a_full_disk_are_one_line():
+def test_evaluate_scores_on_a_device_are_refused_before_the_work():
     result = cli_run("evaluate", SAMPLE / "train", "--folds", "2", "--scores", FULL)
     assert result.exit_code == 1
-    assert result.stderr == f"Error: cannot write scores {FULL}: no space left on device\n"
+    assert result.stderr == (
+        f"Error: cannot write scores file {FULL}: it is a device, not a regular file\n"
+    )
+
+
+def limited_file_size(size: int):
+    """A child process's set-up in which no file may grow past ``size`` bytes: a write past
+    it fails with EFBIG ("file too large"), as on a disk that fills up midway."""
+    import resource
+
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails, the process lives
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+
+    return limit
+
+
+#: Outputs written whole or not at all: the command (the output's name last, {model}: the
+#: model), the output's name, and what its errors call it.
+WHOLE_OUTPUTS = {
+    "evaluate --scores": (
+        ["evaluate", SAMPLE / "train", "--folds", "2", "--scores"],
+        "scores.jsonl",
+        "scores file",
+    ),
+    "evaluate --plot": (
+        ["evaluate", SAMPLE / "train", "--folds", "2", "--plot"],
+        "plot.svg",
+        "plot",
+    ),
+    "dump -o": (["dump", "-m", "{model}", "-o"], "spam.dump", "dump"),
+}
+
+
+@pytest.mark.parametrize("output", WHOLE_OUTPUTS)
+def test_an_output_that_fails_midway_leaves_the_old_file_whole(model, tmp_path, output):
+    args, name, what = WHOLE_OUTPUTS[output]
+    if "--plot" in args:
+        pytest.importorskip("matplotlib", reason="matplotlib is not installed")
+    out = tmp_path / "out" / name
+    out.parent.mkdir()
+    out.write_text("the old file\n")
+    args = [str(a).format(model=model) for a in args]
+    result = nbspam_process(*args, out, preexec_fn=limited_file_size(2048))
+    assert out.read_text() == "the old file\n"
+    assert os.listdir(out.parent) == [name]  # no temporary file left
+    assert (result.returncode, result.stderr.decode()) == (
+        1,
+        f"Error: cannot write {what} {out}: file too large\n",
+    )
 
 
 @pytest.mark.parametrize(

@@ -406,6 +406,51 @@ def test_writing_through_a_symbolic_link_updates_its_target(tmp_path):
     ]
 
 
+MALLORY = 4321  # a neighbour who may write the folder of a shared model
+
+
+def mallorys(link: Path) -> Path:
+    """``link`` given to the user MALLORY, as if they had planted it."""
+    try:
+        os.lchown(link, MALLORY, MALLORY)
+    except PermissionError:
+        pytest.skip("giving a link to another user needs root")
+    return link
+
+
+@pytest.mark.parametrize("command", ["train", "restore", "learn"])
+@pytest.mark.parametrize("chain", [False, True], ids=["link", "link to a link"])
+def test_a_model_behind_a_link_of_another_user_is_not_written(
+    command, chain, sample_model, tmp_path
+):
+    victim = tmp_path / "etc" / "passwd"
+    victim.parent.mkdir()
+    victim.write_text("root:x:0:0\n")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    planted = shared / ("real.nbm" if chain else "spam.nbm")
+    planted.symlink_to(victim)
+    mallorys(planted)
+    model = shared / "spam.nbm"
+    if chain:  # a link of one's own to a name where the neighbour put theirs
+        model.symlink_to(planted)
+    dump = tmp_path / "spam.dump"
+    assert cli_run("dump", "-m", sample_model, "-o", dump).exit_code == 0
+    args = {
+        "train": ["train", SAMPLE / "train", "-o", model],
+        "restore": ["restore", dump, "-o", model],
+        "learn": ["learn", "-m", model, "-l", "ham", SAMPLE / "new" / "001.eml"],
+    }[command]
+    result = cli_run(*args)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: model {planted} is a symbolic link of another user (uid {MALLORY}): "
+        "refusing to write through it; remove it\n",
+    )
+    assert victim.read_text() == "root:x:0:0\n"
+    assert os.listdir(victim.parent) == ["passwd"]  # no lock, no temporary beside it
+
+
 def device(path: Path, minor: int) -> Path:
     """A character device node like /dev/null (minor 3) or /dev/full (7), made at ``path``
     so that a failure cannot harm the real ones."""

@@ -75,7 +75,7 @@ def test_a_failed_write_keeps_the_old_file(model, saved, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", fail)
-    with pytest.raises(ModelFileError, match="cannot write model file .*No space left on device"):
+    with pytest.raises(ModelFileError, match="cannot write model file .*: no space left on device"):
         save_model(model, saved)
     assert saved.read_bytes() == before
     assert os.listdir(saved.parent) == ["m.nbm"]

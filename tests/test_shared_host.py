@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from nbspam.store.modelfile import load_model
-from tests.helpers import SAMPLE, cli_run
+from tests.helpers import SAMPLE, cli_run, nbspam_process
 
 MESSAGE = SAMPLE / "new" / "001.eml"
 VICTIM = "a file of root's\n"
@@ -123,6 +123,117 @@ def test_the_model_itself_may_stay_a_link(sample_model, tmp_path):
     link.symlink_to(sample_model)
     assert cli_run("learn", "-m", link, "-l", "ham", MESSAGE).exit_code == 0
     assert link.is_symlink() and Path(f"{sample_model}.lock").is_file()
+
+
+# -- a command's other outputs are never written through what a neighbour planted ----------------
+
+#: Each output that is not a model: the command that writes it (the output's name last;
+#: {model}: a copy of the sample model, {mail}: a Maildir with one message), what its errors
+#: call it, and how the file it writes begins.
+OUTPUTS = {
+    "evaluate --scores": (
+        ["evaluate", SAMPLE / "train", "--folds", "2", "--scores"],
+        "scores file",
+        b'{"path": ',
+    ),
+    "evaluate --plot": (
+        ["evaluate", SAMPLE / "train", "--folds", "2", "--plot"],
+        "plot",
+        b"<?xml",
+    ),
+    "dump -o": (["dump", "-m", "{model}", "-o"], "dump", b"# nbspam dump 1\n"),
+    "filter --report": (
+        ["filter", "-j", "1", "-m", "{model}", "{mail}", "--report"],
+        "report",
+        b"{",
+    ),
+}
+#: Those appended to in place, not replaced: a planted hard link is refused.
+APPENDED = ["filter --report"]
+REPLACED = [output for output in OUTPUTS if output not in APPENDED]
+
+
+def output_args(output: str, out: Path, sample_model: Path, mail: Path) -> list[str]:
+    args = OUTPUTS[output][0]
+    if "--plot" in args:
+        pytest.importorskip("matplotlib", reason="matplotlib is not installed")
+    return [str(a).format(model=sample_model, mail=mail) for a in args] + [str(out)]
+
+
+@pytest.mark.parametrize("output", OUTPUTS)
+@pytest.mark.parametrize("dangling", [False, True], ids=["link", "dangling link"])
+def test_an_output_that_is_a_planted_link_is_refused(
+    output, dangling, sample_model, mail, victim, tmp_path
+):
+    out = tmp_path / "shared" / "out.svg"  # a name --plot takes too
+    out.parent.mkdir()
+    target = victim.with_name("new-root-file") if dangling else victim
+    out.symlink_to(target)
+    result = cli_run(*output_args(output, out, sample_model, mail))
+    what = OUTPUTS[output][1]
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: {what} {out} is a symbolic link: refusing to write through it; remove it\n",
+    )
+    assert victim.read_text() == VICTIM and not victim.with_name("new-root-file").exists()
+    assert out.is_symlink() and os.listdir(out.parent) == ["out.svg"]
+    assert (mail / "new" / "1.eml").is_file()
+
+
+@pytest.mark.parametrize("output", OUTPUTS)
+def test_an_output_that_is_a_planted_fifo_is_refused_without_waiting(
+    output, sample_model, mail, tmp_path
+):
+    out = tmp_path / "out.svg"
+    os.mkfifo(out)
+    result = nbspam_process(*output_args(output, out, sample_model, mail), timeout=30)
+    what = OUTPUTS[output][1]
+    assert (result.returncode, result.stderr.decode()) == (
+        1,
+        f"Error: cannot write {what} {out}: it is a FIFO, not a regular file\n",
+    )
+
+
+@pytest.mark.parametrize("output", REPLACED)
+def test_an_output_that_is_a_planted_hard_link_is_replaced_not_written_through(
+    output, sample_model, mail, victim, tmp_path
+):
+    out = tmp_path / "out.svg"
+    os.link(victim, out)
+    result = cli_run(*output_args(output, out, sample_model, mail))
+    assert result.exit_code == 0, result.stderr
+    assert victim.read_text() == VICTIM
+    assert out.stat().st_nlink == 1 and out.read_bytes().startswith(OUTPUTS[output][2])
+
+
+@pytest.mark.parametrize("output", APPENDED)
+def test_an_output_appended_to_that_is_a_planted_hard_link_is_refused(
+    output, sample_model, mail, victim, tmp_path
+):
+    out = tmp_path / "out.svg"
+    os.link(victim, out)
+    result = cli_run(*output_args(output, out, sample_model, mail))
+    what = OUTPUTS[output][1]
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: {what} {out} has 2 hard links: refusing to write through them; remove it\n",
+    )
+    assert victim.read_text() == VICTIM
+    assert (mail / "new" / "1.eml").is_file()
+
+
+@pytest.mark.parametrize("output", OUTPUTS)
+def test_an_output_gets_the_permissions_a_model_gets(output, sample_model, mail, tmp_path):
+    out = tmp_path / "out.svg"
+    old = os.umask(0o022)
+    try:
+        assert cli_run(*output_args(output, out, sample_model, mail)).exit_code == 0
+        assert stat.S_IMODE(out.stat().st_mode) == 0o640  # a new file: not for others
+        out.chmod(0o604)
+        assert cli_run(*output_args(output, out, sample_model, mail)).exit_code == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o604  # an existing one keeps its mode
 
 
 # -- permissions of a shared model ----------------------------------------------------------------

@@ -776,9 +776,12 @@ def _input_bytes(
 
 def _check_output(path: str) -> None:
     """Refuse a model file that could not be written, before the work that makes it: a
-    device, FIFO or folder at the path (or behind its links), or a folder not writable."""
+    device, FIFO or folder at the path (or behind its links), a link of another user there
+    (`safefiles.check_link_owners`), or a folder not writable."""
     from ..store.container import target
+    from ..store.safefiles import check_link_owners
 
+    check_link_owners(path)
     check_writable(str(target(path)), "-o")
 
 
@@ -792,6 +795,16 @@ def check_writable(path: str, option: str) -> None:
         raise NbspamError(f"{option} {path}: no such folder {folder}")
     if not os.access(path if os.path.exists(path) else folder, os.W_OK):
         raise NbspamError(f"{option} {path}: permission denied")
+
+
+def check_output_file(path: str, option: str, what: str) -> None:
+    """Refuse an output that is not a model (`container.write_output`: a scores file, a
+    plot, a dump) before the work that makes it: a symbolic link, FIFO, device or folder at
+    the path (a neighbour's trap: it is never written through), or a folder not writable."""
+    from ..store.safefiles import check_side_path
+
+    check_side_path(path, what)
+    check_writable(path, option)
 
 
 def check_outputs(outputs, inputs) -> None:
@@ -1034,12 +1047,12 @@ def explain(
     "--scores",
     "scores_file",
     type=click.Path(dir_okay=False),
-    help="Also write each message's out-of-sample scores as JSON Lines to this file.",
+    help="Also write each message's out-of-sample scores as JSON Lines to this file (replaced atomically, never through a symbolic link).",
 )
 @click.option(
     "--plot",
     type=click.Path(dir_okay=False),
-    help="Draw the ROC curve and the score histograms to this .png or .svg file (needs matplotlib).",
+    help="Draw the ROC curve and the score histograms to this .png or .svg file (needs matplotlib; replaced atomically, never through a symbolic link).",
 )
 @click.option(
     "--online",
@@ -1128,10 +1141,10 @@ def evaluate(
             "--online is a protocol of its own: not with --test or --chronological"
         )
     # what would fail after the cross-validation fails before it
-    for option, path in (("--scores", scores_file), ("--plot", plot)):
-        if path:
-            check_writable(path, option)
+    if scores_file:
+        check_output_file(scores_file, "--scores", "scores file")
     if plot:
+        check_output_file(plot, "--plot", "plot")
         from ..evaluation.plot import check_plot
 
         check_plot(plot)
@@ -1224,7 +1237,7 @@ def _move_option(verdict: str, what: str):
     "--report",
     "report_path",
     metavar="FILE|-",
-    help="Folders: append a JSON line for each new message to FILE ('-' for stdout).",
+    help="Folders: append a JSON line for each new message to FILE ('-' for stdout), never written through a symbolic link.",
 )
 @click.option(
     "--state",
@@ -1721,7 +1734,7 @@ def merge(models: tuple[str, ...], output: str) -> None:
     "-o",
     "--output",
     type=click.Path(),
-    help="Write the dump to this file (replaced atomically) instead of stdout.",
+    help="Write the dump to this file (replaced atomically, never through a symbolic link) instead of stdout.",
 )
 def dump(model_path: str, output: str | None) -> None:
     """Write a model as text: settings, classes, one line per term, messages learned.
@@ -1759,7 +1772,7 @@ def dump(model_path: str, output: str | None) -> None:
     from ..store.kinds import load
 
     if output is not None:
-        _check_output(output)
+        check_output_file(output, "-o", "dump")
         check_outputs([("-o", output, "the dump")], [(model_path, "the model being dumped")])
     model = load(model_path)
     if output is None:
@@ -1773,9 +1786,9 @@ def dump(model_path: str, output: str | None) -> None:
                 raise
             raise NbspamError(output_error(error, stdout=True)) from None
         return
-    from ..store.container import write_file
+    from ..store.container import write_output
 
-    write_file(output, dump_chunks(model), what="dump")
+    write_output(output, dump_chunks(model), what="dump")
     say(f"dumped {model_path} to {output}")
 
 

@@ -18,7 +18,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain
-from typing import Any, TextIO
+from typing import Any
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from ..core.jsonl import json_line
 from ..core.parallel import CHUNK, chunks
 from ..core.progress import counted
 from ..core.settings import AUTO, Settings, TokenizerConfig
-from ..errors import ConfigError, InputError, NbspamError, os_error_message
+from ..errors import ConfigError, InputError
 from ..fit.crossval import Scores, Tokenized, score_split, stratified_split, subset, training_rows
 from ..fit.selection import internal_cv
 from ..mail.headers import message_digest, message_time
@@ -312,15 +312,16 @@ def typical_cutoffs(scores: Scores) -> tuple[float, float] | None:
 
 def write_scores(scores: Scores, path: str) -> None:
     """Each evaluated message's out-of-sample scores as JSON Lines: id, label, fold, log_odds,
-    verdict, calibrated (two classes) or probabilities (more)."""
-    try:
-        with open(path, "w", encoding="utf-8") as out:
-            _write_score_lines(scores, out)
-    except OSError as exc:
-        raise NbspamError(f"cannot write scores {path}: {os_error_message(exc)}") from None
+    verdict, calibrated (two classes) or probabilities (more).
+
+    Written as every output that is not a model (`container.write_output`): never through a
+    link planted at ``path``, never into a FIFO or a device, and never left half-written."""
+    from ..store.container import write_output
+
+    write_output(path, _score_lines(scores), what="scores file")
 
 
-def _write_score_lines(scores: Scores, out: TextIO) -> None:
+def _score_lines(scores: Scores) -> Iterator[bytes]:
     for i in np.flatnonzero(scores.evaluated):
         record: dict[str, Any] = {
             "path": scores.ids[i],
@@ -336,4 +337,4 @@ def _write_score_lines(scores: Scores, out: TextIO) -> None:
         else:
             probs = np.exp(scores.log_posterior[i])
             record["probabilities"] = dict(zip(scores.classes, map(float, probs)))
-        out.write(json_line(record) + "\n")
+        yield (json_line(record) + "\n").encode("utf-8")

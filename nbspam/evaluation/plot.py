@@ -93,14 +93,21 @@ def _figure(width: float) -> Any:
 
 
 def _save(figure: Any, path: str, fmt: str) -> None:
-    """Write the figure to ``path``; the same plot gives the same file."""
+    """Write the figure to ``path``; the same plot gives the same file.
+
+    Drawn in memory, then written as every output that is not a model
+    (`container.write_output`), not by savefig, which opens the name as it is: through a
+    link planted there, into a FIFO, and leaving half a file where it fails."""
+    import io
+
     import matplotlib
 
-    try:
-        with matplotlib.rc_context({"svg.hashsalt": "nbspam"}):  # same plot, same SVG ids
-            figure.savefig(path, format=fmt, metadata=_metadata(fmt))
-    except OSError as exc:
-        raise PlotError(f"cannot write {path}: {exc.strerror or exc}") from None
+    from ..store.container import write_output
+
+    image = io.BytesIO()
+    with matplotlib.rc_context({"svg.hashsalt": "nbspam"}):  # same plot, same SVG ids
+        figure.savefig(image, format=fmt, metadata=_metadata(fmt))
+    write_output(path, [image.getvalue()], what="plot", error=PlotError)
 
 
 def _metadata(fmt: str) -> dict[str, Any]:

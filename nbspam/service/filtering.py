@@ -572,29 +572,56 @@ class _ReportedProblems(Problems):
 @contextmanager
 def report_writer(path: str | None, *, stdout: Callable[[str], None]) -> Iterator[Report | None]:
     """A `Report` writing each record as a JSON line: appended to the file ``path`` (flushed
-    line by line, so a killed run keeps what it reported), or passed to ``stdout`` for
-    '-'; None without a path."""
+    line by line, so a killed run keeps what it reported; a line that cannot be written
+    whole, on a full disk, is cut off again, never left half), or passed to ``stdout`` for
+    '-'; None without a path.
+
+    The file is opened as a state file is (`safefiles.open_side_file`): never through a
+    symbolic link, and refused if it is a FIFO, a device or a file with other hard links,
+    where a neighbour who may write its folder would have had root append lines (holding
+    names of their choosing) to a file of root's; a new one gets the mode of a new model."""
     if path is None:
         yield None
         return
     from ..core.jsonl import json_line
+    from ..store.safefiles import open_side_file
 
     if path == "-":
         yield lambda record: stdout(json_line(record))
         return
     try:
-        out = open(path, "ab", buffering=0)  # a line a write: nothing is left to flush
+        fd = open_side_file(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, what="report")
     except OSError as exc:
         raise FilterError(f"cannot write report {path}: {os_reason(exc)}") from None
 
     def write(record: dict[str, Any]) -> None:
         try:
-            out.write(json_line(record).encode() + b"\n")
+            _append_line(fd, json_line(record).encode() + b"\n")
         except OSError as exc:
             raise FilterError(f"cannot write report {path}: {os_reason(exc)}") from None
 
-    with out:
+    try:
         yield write
+    finally:
+        os.close(fd)
+
+
+def _append_line(fd: int, line: bytes) -> None:
+    """Append ``line`` to the file open at ``fd`` (O_APPEND) whole, in as many writes as
+    the system takes; where one fails, what was written of it is cut off again, unless
+    another writer appended meanwhile, and the OSError raised."""
+    start = os.fstat(fd).st_size
+    view, written = memoryview(line), 0
+    try:
+        while written < len(line):
+            written += os.write(fd, view[written:])
+    except OSError:
+        try:
+            if written and os.fstat(fd).st_size == start + written:
+                os.ftruncate(fd, start)
+        except OSError:
+            pass  # the failure to tell is the write's
+        raise
 
 
 def filter_paths(

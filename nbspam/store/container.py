@@ -31,9 +31,10 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 
 from .. import __version__
-from ..errors import ModelFileError
+from ..errors import ModelFileError, NbspamError, os_reason
 from .safefiles import (
     apply_permissions,
+    check_link_owners,
     check_side_path,
     create_temporary,
     file_kind,
@@ -610,16 +611,19 @@ def write_file(
     *,
     what: str = "model file",
     beside: str | os.PathLike[str] | None = None,
+    error: type[NbspamError] = ModelFileError,
 ) -> None:
     """Write ``parts`` to ``path`` atomically: a temporary file beside its `target`,
     flushed to disk, then renamed over it, so a reader sees the old file or the new and a
-    failure leaves the old one; ``what`` names the file in the one-line error.
+    failure leaves the old one; ``what`` names the file in the one-line ``error``.
 
-    The new file keeps the mode and group of the file it replaces (`safefiles`). A file
-    kept ``beside`` a model (a sync state) is written at ``path`` itself, never through a
-    link, with the model's mode and group.
+    The new file keeps the mode and group of the file it replaces (`safefiles`); a link of
+    another user at ``path`` is refused (`check_link_owners`). A file kept ``beside`` a
+    model (a sync state) is written at ``path`` itself, never through a link, with the
+    model's mode and group.
     """
     if beside is None:
+        check_link_owners(path)
         real = target(path)
         permissions = permissions_of(real)
     else:
@@ -629,7 +633,7 @@ def write_file(
     try:
         fd, tmp = create_temporary(folder, real.name)
     except OSError as exc:
-        raise ModelFileError(f"cannot write {what} {path}: {exc.strerror or exc}") from None
+        raise error(f"cannot write {what} {path}: {os_reason(exc)}") from None
     try:
         with os.fdopen(fd, "wb") as f:
             for part in parts:
@@ -644,9 +648,27 @@ def write_file(
         except FileNotFoundError:
             pass
         if isinstance(exc, OSError):
-            raise ModelFileError(f"cannot write {what} {path}: {exc.strerror or exc}") from None
+            raise error(f"cannot write {what} {path}: {os_reason(exc)}") from None
         raise
     fsync_folder(folder)
+
+
+def write_output(
+    path: str | os.PathLike[str],
+    parts: Iterable[bytes],
+    *,
+    what: str,
+    error: type[NbspamError] = NbspamError,
+) -> None:
+    """Write ``parts`` to ``path``, an output of a command that is not a model (a scores
+    file, a plot, a dump), as `write_file` writes a file beside a model: at ``path`` itself,
+    refusing a symbolic link or anything but a regular file there (`check_side_path`: a
+    neighbour who may write the folder could have planted a link to a file of root's),
+    replaced by a rename (a hard link planted there keeps its contents) and never left
+    half-written. It keeps the mode and group of the file it replaces (and its owner, when
+    root replaces it); a new file gets `safefiles.default_mode`. A failure is one line,
+    ``error`` ("cannot write WHAT PATH: reason")."""
+    write_file(path, parts, what=what, beside=path, error=error)
 
 
 def fsync_folder(folder: str | os.PathLike[str]) -> None:

@@ -7,7 +7,8 @@ The files kept beside a model (its lock ``MODEL.lock``, `filter`'s ``MODEL.state
 ``MODEL.sync``) are therefore opened with ``O_NOFOLLOW``, created with ``O_CREAT|O_EXCL``,
 and refused in one line (`UnsafeFileError`) when they are a symbolic link, not a regular
 file, or (when written in place) a file with other hard links. The model itself may be a
-link to a regular file: it is replaced by a rename beside its target, never written through.
+link to a regular file of one's own or root's: it is replaced by a rename beside its target,
+never written through; a link of another user there is refused (`check_link_owners`).
 
 Every member of the group must be able to take the lock and replace the model, so a file
 made beside a model gets the model's mode (without execute bits) and group, and a replaced
@@ -152,6 +153,29 @@ def check_side_path(path: str | os.PathLike[str], what: str) -> Path:
     if not stat.S_ISREG(mode):
         raise UnsafeFileError(f"cannot write {what} {path}: {file_kind(mode)}, not a regular file")
     return Path(path)
+
+
+def check_link_owners(path: str | os.PathLike[str], what: str = "model") -> None:
+    """Refuse (`UnsafeFileError`) to write a model through a symbolic link at ``path``, or
+    at a name such a link leads to, that belongs neither to the user running nbspam nor to
+    root. A model behind a link of one's own (or one root made) is written through it; one
+    of another user is what a neighbour who may write the folder plants, ``spam.nbm ->
+    /etc/passwd``, for a run of root's ``train -o spam.nbm`` to replace the file it names.
+    """
+    link = os.path.abspath(path)
+    for _ in range(40):  # the kernel's limit of links followed; past it, `target` says ELOOP
+        try:
+            stats = os.lstat(link)
+        except OSError:
+            return  # missing, the end of a dangling link: `target` writes or says why not
+        if not stat.S_ISLNK(stats.st_mode):
+            return
+        if stats.st_uid not in (0, os.geteuid()):
+            raise UnsafeFileError(
+                f"{what} {link} is a symbolic link of another user (uid {stats.st_uid}): "
+                "refusing to write through it; remove it"
+            )
+        link = os.path.join(os.path.dirname(link), os.readlink(link))
 
 
 def create_temporary(folder: str | os.PathLike[str], name: str) -> tuple[int, str]:
