@@ -34,7 +34,7 @@ from nbspam.service.filtering import message_files as filter_files
 from nbspam.service.update import learn
 from nbspam.store.lock import model_lock
 from nbspam.store.modelfile import load_model
-from tests.helpers import ENV, SAMPLE, cli_run, nbspam_process
+from tests.helpers import ENV, SAMPLE, called_path, cli_run, nbspam_process
 from tests.processes import KILL_AT_FSYNC
 
 NBSPAM = [sys.executable, "-m", "nbspam"]
@@ -478,7 +478,7 @@ def test_a_message_another_program_moves_meanwhile_is_left_to_the_next_run(
 
     def link_then_server_moves(src, dst, *args, **kwargs):
         real_link(src, dst, *args, **kwargs)
-        if Path(src) == source:
+        if called_path(src, kwargs.get("src_dir_fd")) == called_path(source):
             os.rename(source, moved_by_server)
 
     monkeypatch.setattr(os, "link", link_then_server_moves)
@@ -548,10 +548,14 @@ def test_a_move_across_file_systems_copies_flushes_and_loses_nothing(
     before = digests(maildir)
     crossings = []
 
+    inbox = str(maildir.resolve())
+
     def across(real):
         def call(src, dst, *args, **kwargs):
-            if str(src).startswith(str(maildir)) and not str(dst).startswith(str(maildir)):
-                crossings.append((src, dst))
+            src_path = called_path(src, kwargs.get("src_dir_fd"))
+            dst_path = called_path(dst, kwargs.get("dst_dir_fd"))
+            if src_path.startswith(inbox) and not dst_path.startswith(inbox):
+                crossings.append((src_path, dst_path))
                 raise OSError(errno.EXDEV, "Invalid cross-device link", src, None, dst)
             return real(src, dst, *args, **kwargs)
 

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from nbspam.cli.commands import cli
 from nbspam.store.modelfile import load_model
-from tests.helpers import ENV, ROOT, SAMPLE, cli_run, nbspam_process
+from tests.helpers import ENV, ROOT, SAMPLE, called_path, cli_run, nbspam_process
 
 LINK_OUT = "a symbolic link out of the folder, not followed (--follow-links follows it)"
 SECRET = b"Subject: root only\n\nzqxsecretword zqxsecretword password\n"
@@ -383,7 +383,8 @@ def test_a_move_across_file_systems_reads_no_link_or_fifo_put_in_the_messages_pl
 
     def across(real):
         def call(src, dst, *args, **kwargs):
-            if str(src).startswith(str(inbox)):  # the inbox is on another file system
+            # the inbox is on another file system
+            if called_path(src, kwargs.get("src_dir_fd")).startswith(str(inbox.resolve())):
                 raise OSError(errno.EXDEV, "Invalid cross-device link", src, None, dst)
             return real(src, dst, *args, **kwargs)
 
@@ -435,3 +436,35 @@ def test_filter_moves_nothing_through_a_link_in_place_of_a_destinations_folder(
     with pytest.raises(OSError):  # swapped after the destination was opened
         move_message(str(inbox / "new" / f"{spam[0].stem}.sh"), "new", opened, b"\0" * 16)
     assert list(outside.iterdir()) == [] and len(list((inbox / "new").iterdir())) == 2
+
+
+def test_a_link_swapped_in_for_new_just_before_the_move_is_not_moved_through(
+    sample_model, tmp_path, monkeypatch
+):
+    """Junk/new/ was checked to be a folder before each move, but the move named it again:
+    its owner, swapping it for a link to another folder (/etc/profile.d) between the check
+    and the link call, got the message there under a name of their choosing. The move now
+    goes into the folder that was checked, wherever it has been moved to."""
+    import nbspam.service.mailstore as mailstore
+
+    inbox, junk, spam = _one_spam_in_an_inbox(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    place = mailstore._place  # runs after the checks, just before the link
+
+    def swap_then_place(*args, **kwargs):
+        if not (junk / "new").is_symlink():
+            (junk / "new").rename(junk / "new.checked")
+            (junk / "new").symlink_to(outside)
+        return place(*args, **kwargs)
+
+    monkeypatch.setattr(mailstore, "_place", swap_then_place)
+    result = cli_run("filter", "-m", sample_model, inbox, "--move-spam", junk)
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines()[-1] == (
+        "filter: 1 new, 0 skipped (filtered before), 1 moved, 0 kept, 0 error(s)"
+    )
+    assert list(outside.iterdir()) == []
+    assert [p.name for p in (junk / "new.checked").iterdir()] == [spam.name]
+    assert list((inbox / "new").iterdir()) == []
+

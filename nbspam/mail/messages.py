@@ -168,8 +168,9 @@ def _read_path(
         yield from read_file(path, problems, target)
 
 
-def open_regular(path: str) -> int:
-    """A descriptor of the regular file at ``path``, open for reading.
+def open_regular(path: str, dir_fd: int | None = None) -> int:
+    """A descriptor of the regular file at ``path`` (a name in the open folder ``dir_fd``,
+    if given), open for reading.
 
     It never blocks and never follows a symbolic link at ``path`` itself (a link met there
     was put in place of the file after it was listed): a FIFO, a socket or a device is
@@ -177,9 +178,11 @@ def open_regular(path: str) -> int:
     as an OSError with that reason)."""
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | os.O_NOFOLLOW
     try:
-        fd = os.open(path, flags)
+        fd = os.open(path, flags, dir_fd=dir_fd)
     except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.EMLINK) and os.path.islink(path):
+        if exc.errno in (errno.ELOOP, errno.EMLINK) and (
+            os.path.islink(path) if dir_fd is None else _is_link(path, dir_fd)
+        ):
             raise OSError(errno.ELOOP, LINK_SWAPPED, path) from None
         raise
     try:
@@ -562,18 +565,19 @@ def is_maildir(folder: str) -> bool:
     return os.path.isdir(os.path.join(folder, "cur")) and os.path.isdir(os.path.join(folder, "new"))
 
 
-def read_bytes(path: str) -> bytes:
+def read_bytes(path: str, dir_fd: int | None = None) -> bytes:
     """The first `MAX_MESSAGE_BYTES` + 1 bytes of a file (all of a smaller one) by plain
     system calls: for a small message about a quarter less time than ``open().read()``,
     which also makes a buffer and asks for the terminal mode.
 
     Only a regular file is read, opened by `open_regular` (never a FIFO, a device or a link
-    at ``path``). It is read at once into a buffer of its size + 1 (capped); when that read
-    gives exactly its size, it has reached the file's end. A file that grew or shrank is
-    read on until a read gives nothing or the cap is passed.
+    at ``path``; ``path`` is a name in the open folder ``dir_fd``, if given). It is read at
+    once into a buffer of its size + 1 (capped); when that read gives exactly its size, it
+    has reached the file's end. A file that grew or shrank is read on until a read gives
+    nothing or the cap is passed.
     """
     limit = MAX_MESSAGE_BYTES + 1
-    fd = open_regular(path)
+    fd = open_regular(path, dir_fd)
     try:
         info = os.fstat(fd)
         parts = [os.read(fd, min(info.st_size + 1, limit))]
