@@ -538,6 +538,24 @@ def test_a_plain_folder_of_files_moves_into_new_of_a_maildir(model, tmp_path):
     assert {p.name for p in folder.iterdir()} == set(os.listdir(SAMPLE / "new")) - spam
 
 
+def test_a_folder_named_by_its_link_is_filtered_as_the_folder_it_leads_to(model, tmp_path):
+    """A message is moved only out of the folder it was found in, never through a link at
+    that folder's name; a folder the user names by a link (the files directly in it) is
+    that folder all the same."""
+    folder = tmp_path / "inbox"
+    shutil.copytree(SAMPLE / "new", folder)
+    (tmp_path / "named").symlink_to(folder)
+    verdicts = verdicts_of(model, sorted(folder.iterdir()))
+    junk = tmp_path / "Junk"
+    summary, _, problems = run_folders(
+        model, [tmp_path / "named"], {"spam": junk}, tmp_path / "filter.state"
+    )
+    spam = {Path(p).name for p, v in verdicts.items() if v == "spam"}
+    assert problems.skipped == 0 and summary.errors == 0 and summary.moved == len(spam) > 0
+    assert {p.name for p in (junk / "new").iterdir()} == spam
+    assert {p.name for p in folder.iterdir()} == set(os.listdir(SAMPLE / "new")) - spam
+
+
 def test_a_move_across_file_systems_copies_flushes_and_loses_nothing(
     model, maildir, tmp_path, monkeypatch
 ):

@@ -468,3 +468,37 @@ def test_a_link_swapped_in_for_new_just_before_the_move_is_not_moved_through(
     assert [p.name for p in (junk / "new.checked").iterdir()] == [spam.name]
     assert list((inbox / "new").iterdir()) == []
 
+
+def test_a_folder_above_the_message_swapped_for_a_link_takes_no_file_out_of_its_target(
+    sample_model, tmp_path, monkeypatch
+):
+    """Whoever owns a folder being filtered could, once a message was read, make the folder
+    above it a link to another tree (/), where the message's folder and name (etc/x) are a
+    file of root's: the move linked that file into Junk and unlinked it from /etc. A message
+    is moved only out of the folder it was found in."""
+    import nbspam.service.mailstore as mailstore
+
+    inbox, junk, system = tmp_path / "inbox", tmp_path / "Junk", tmp_path / "system"
+    spam = sorted((SAMPLE / "train" / "spam").iterdir())[0]
+    for root in (inbox, system):
+        (root / "etc").mkdir(parents=True)
+    (inbox / "etc" / spam.name).write_bytes(spam.read_bytes())
+    (system / "etc" / spam.name).write_bytes(SECRET)
+    move = mailstore.move_message
+
+    def swap_then_move(*args, **kwargs):
+        if not inbox.is_symlink():
+            inbox.rename(tmp_path / "inbox.found")
+            inbox.symlink_to(system)
+        return move(*args, **kwargs)
+
+    monkeypatch.setattr(mailstore, "move_message", swap_then_move)
+    result = cli_run("filter", "-m", sample_model, inbox, "--move-spam", junk)
+    assert result.exit_code == 3, result.output
+    assert result.stderr.splitlines()[0] == (
+        f"{inbox / 'etc' / spam.name}: not moved to {junk}: not the folder found before: "
+        "another was put in its place"
+    )
+    assert (system / "etc" / spam.name).read_bytes() == SECRET
+    assert list((junk / "new").iterdir()) == []
+    assert (tmp_path / "inbox.found" / "etc" / spam.name).read_bytes() == spam.read_bytes()

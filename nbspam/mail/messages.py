@@ -250,7 +250,16 @@ def _read_folder(root: str, problems: Problems, follow_links: bool) -> Iterator[
 def folder_files(
     root: str, problems: Problems, *, skip: Iterable[str] = (), follow_links: bool = False
 ) -> Iterator[tuple[str, str | None]]:
-    """(path, Maildir part) of every message file below ``root``, in sorted order: of a
+    """(path, Maildir part) of every message file below ``root``: `listed_files` without
+    the folders they were listed in."""
+    for path, part, _ in listed_files(root, problems, skip=skip, follow_links=follow_links):
+        yield path, part
+
+
+def listed_files(
+    root: str, problems: Problems, *, skip: Iterable[str] = (), follow_links: bool = False
+) -> Iterator[tuple[str, str | None, tuple[int, int] | None]]:
+    """(path, Maildir part, folder) of every message file below ``root``, in sorted order: of a
     Maildir only ``cur/`` and ``new/`` (its other files are the mail server's, its subfolders
     other mailboxes), of a plain folder every file below it; the part is 'cur' or 'new'
     inside a Maildir, else None. Hidden names are left out, and so are the folders ``skip``
@@ -265,6 +274,12 @@ def folder_files(
     is a folder reached twice (a link loop), which is not entered again, and anything that
     is neither a folder nor a regular file (a FIFO would block the reader, a device never
     end).
+
+    The folder is the (device, inode) of the folder the file is in, as it was when the file
+    was found: the open folder it was listed from, or, for a file a link leads to, the
+    folder the link's path named then (None if that could not be looked at). `filter`
+    moves a file only out of that very folder: one swapped for another since (a folder
+    above it made a link to /etc) holds files of someone else's.
     """
     skipped = {key for key in map(_folder_key, skip) if key is not None}
     seen: set[tuple[int, int]] = set()
@@ -272,7 +287,7 @@ def folder_files(
 
     def walk(
         folder: str, part: str | None, name: str, parent: int | None = None
-    ) -> Iterator[tuple[str, str | None]]:
+    ) -> Iterator[tuple[str, str | None, tuple[int, int] | None]]:
         """The files below ``folder``, which is reported as ``name`` (its link). A folder
         listed in the open folder ``parent`` is opened there by its name, never through a
         link: one swapped for a link since it was listed is judged as the link it now is."""
@@ -294,7 +309,7 @@ def folder_files(
 
     def listed(
         fd: int, folder: str, part: str | None, name: str
-    ) -> Iterator[tuple[str, str | None]]:
+    ) -> Iterator[tuple[str, str | None, tuple[int, int] | None]]:
         """The files below ``folder``, open as ``fd``."""
         st = os.fstat(fd)
         key = (st.st_dev, st.st_ino)
@@ -322,7 +337,7 @@ def folder_files(
             if is_folder:
                 yield from walk(target, part, path, None if is_link else fd)
             elif is_file:
-                yield target, part
+                yield target, part, _folder_key(os.path.dirname(target)) if is_link else key
             elif not os.path.exists(path):  # a dangling link
                 problems.skip(path, "no such file or directory")
             else:
