@@ -409,6 +409,35 @@ def test_a_move_across_file_systems_reads_no_link_or_fifo_put_in_the_messages_pl
     assert os.path.lexists(source) and secret.read_bytes() == SECRET
 
 
+def test_a_copy_across_file_systems_is_never_set_user_id(tmp_path, monkeypatch):
+    """A move across file systems copies the message, as the user running filter (root's
+    job), with the message's mode: a message its owner made set-user-ID (and, once it was
+    read, a program) became a set-user-ID program of root's in their Junk."""
+    import errno
+
+    from nbspam.service.mailstore import move_message, open_destination
+
+    inbox = tmp_path / "Maildir"
+    for part in ("cur", "new", "tmp"):
+        (inbox / part).mkdir(parents=True)
+    source = inbox / "new" / "1700000000.M1P1.host"
+    source.write_bytes(SECRET)
+    source.chmod(0o6755)
+    real_link = os.link
+
+    def across(src, dst, *args, **kwargs):
+        if called_path(src, kwargs.get("src_dir_fd")).startswith(str(inbox.resolve())):
+            raise OSError(errno.EXDEV, "Invalid cross-device link", src, None, dst)
+        return real_link(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "link", across)
+    junk = open_destination(str(tmp_path / "Junk"), create=True)
+    moved = Path(move_message(str(source), "new", junk, b"\0" * 16))
+    assert moved == tmp_path / "Junk" / "new" / source.name
+    assert oct(moved.stat().st_mode & 0o7777) == oct(0o755)
+    assert moved.read_bytes() == SECRET and not source.exists()
+
+
 def test_filter_moves_nothing_through_a_link_in_place_of_a_destinations_folder(
     sample_model, tmp_path
 ):

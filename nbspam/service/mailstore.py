@@ -500,20 +500,23 @@ def _copy_across(
 
 
 def _durable_copy(here: _Folder, name: str, tmp: _Folder) -> str:
-    """A copy of the file ``name`` of ``here`` (bytes, mode and times) under a temporary
-    name in ``tmp``, flushed to disk; returns that name.
+    """A copy of the file ``name`` of ``here`` (bytes, permissions and times) under a
+    temporary name in ``tmp``, flushed to disk; returns that name.
 
     The source is opened as every message is read (`open_regular`): whoever owns its folder
     may have put a link or a FIFO in its place since it was read, and a copy through the
     link took a file of root's (or /dev/zero, without end) into the destination, and a
-    FIFO hung the run. The mode and times copied are those of the file opened."""
+    FIFO hung the run. The permissions and times copied are those of the file opened, but
+    never its set-user-ID, set-group-ID or sticky bits: the copy is the running user's (a
+    job of root's), and the file's owner, who chose its bytes and its mode, got a program
+    of theirs that ran as root."""
     fd, copy = _new_file(tmp)
     try:
         with os.fdopen(fd, "wb") as out, os.fdopen(open_regular(name, here.fd), "rb") as src:
             shutil.copyfileobj(src, out)
             out.flush()
             made = os.fstat(src.fileno())
-            os.chmod(out.fileno(), stat.S_IMODE(made.st_mode))
+            os.chmod(out.fileno(), stat.S_IMODE(made.st_mode) & 0o777)
             # Maildir readers take the arrival time from mtime
             os.utime(out.fileno(), ns=(made.st_atime_ns, made.st_mtime_ns))
             os.fsync(out.fileno())
