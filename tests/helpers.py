@@ -45,6 +45,16 @@ def nbspam_process(*args, stdin: bytes | str = b"", **options) -> subprocess.Com
     )
 
 
+def called_path(path: str | os.PathLike[str], dir_fd: int | None = None) -> str:
+    """The real path a system call was given: ``path`` itself (its folder resolved), or a
+    name in the open folder ``dir_fd`` (Linux's /proc/self/fd names the folder). For a
+    test's stand-in for ``os.link`` or ``os.rename`` that acts on some paths only."""
+    if dir_fd is None:
+        folder, name = os.path.split(os.fspath(path))
+        return os.path.join(os.path.realpath(folder), name)
+    return os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), os.fspath(path))
+
+
 #: The arrays that make a model's counts: the messages learned are part of them.
 COUNTS = ("class_count", "term_count", "doc_count", "seen_digests", "seen_labels")
 

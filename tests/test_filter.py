@@ -34,7 +34,7 @@ from nbspam.service.filtering import message_files as filter_files
 from nbspam.service.update import learn
 from nbspam.store.lock import model_lock
 from nbspam.store.modelfile import load_model
-from tests.helpers import ENV, SAMPLE, cli_run, nbspam_process
+from tests.helpers import ENV, SAMPLE, called_path, cli_run, nbspam_process
 from tests.processes import KILL_AT_FSYNC
 
 NBSPAM = [sys.executable, "-m", "nbspam"]
@@ -478,7 +478,7 @@ def test_a_message_another_program_moves_meanwhile_is_left_to_the_next_run(
 
     def link_then_server_moves(src, dst, *args, **kwargs):
         real_link(src, dst, *args, **kwargs)
-        if Path(src) == source:
+        if called_path(src, kwargs.get("src_dir_fd")) == called_path(source):
             os.rename(source, moved_by_server)
 
     monkeypatch.setattr(os, "link", link_then_server_moves)
@@ -538,6 +538,24 @@ def test_a_plain_folder_of_files_moves_into_new_of_a_maildir(model, tmp_path):
     assert {p.name for p in folder.iterdir()} == set(os.listdir(SAMPLE / "new")) - spam
 
 
+def test_a_folder_named_by_its_link_is_filtered_as_the_folder_it_leads_to(model, tmp_path):
+    """A message is moved only out of the folder it was found in, never through a link at
+    that folder's name; a folder the user names by a link (the files directly in it) is
+    that folder all the same."""
+    folder = tmp_path / "inbox"
+    shutil.copytree(SAMPLE / "new", folder)
+    (tmp_path / "named").symlink_to(folder)
+    verdicts = verdicts_of(model, sorted(folder.iterdir()))
+    junk = tmp_path / "Junk"
+    summary, _, problems = run_folders(
+        model, [tmp_path / "named"], {"spam": junk}, tmp_path / "filter.state"
+    )
+    spam = {Path(p).name for p, v in verdicts.items() if v == "spam"}
+    assert problems.skipped == 0 and summary.errors == 0 and summary.moved == len(spam) > 0
+    assert {p.name for p in (junk / "new").iterdir()} == spam
+    assert {p.name for p in folder.iterdir()} == set(os.listdir(SAMPLE / "new")) - spam
+
+
 def test_a_move_across_file_systems_copies_flushes_and_loses_nothing(
     model, maildir, tmp_path, monkeypatch
 ):
@@ -548,10 +566,14 @@ def test_a_move_across_file_systems_copies_flushes_and_loses_nothing(
     before = digests(maildir)
     crossings = []
 
+    inbox = str(maildir.resolve())
+
     def across(real):
         def call(src, dst, *args, **kwargs):
-            if str(src).startswith(str(maildir)) and not str(dst).startswith(str(maildir)):
-                crossings.append((src, dst))
+            src_path = called_path(src, kwargs.get("src_dir_fd"))
+            dst_path = called_path(dst, kwargs.get("dst_dir_fd"))
+            if src_path.startswith(inbox) and not dst_path.startswith(inbox):
+                crossings.append((src_path, dst_path))
                 raise OSError(errno.EXDEV, "Invalid cross-device link", src, None, dst)
             return real(src, dst, *args, **kwargs)
 

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from nbspam.cli.commands import cli
 from nbspam.store.modelfile import load_model
-from tests.helpers import ENV, ROOT, SAMPLE, cli_run, nbspam_process
+from tests.helpers import ENV, ROOT, SAMPLE, called_path, cli_run, nbspam_process
 
 LINK_OUT = "a symbolic link out of the folder, not followed (--follow-links follows it)"
 SECRET = b"Subject: root only\n\nzqxsecretword zqxsecretword password\n"
@@ -383,7 +383,8 @@ def test_a_move_across_file_systems_reads_no_link_or_fifo_put_in_the_messages_pl
 
     def across(real):
         def call(src, dst, *args, **kwargs):
-            if str(src).startswith(str(inbox)):  # the inbox is on another file system
+            # the inbox is on another file system
+            if called_path(src, kwargs.get("src_dir_fd")).startswith(str(inbox.resolve())):
                 raise OSError(errno.EXDEV, "Invalid cross-device link", src, None, dst)
             return real(src, dst, *args, **kwargs)
 
@@ -406,6 +407,35 @@ def test_a_move_across_file_systems_reads_no_link_or_fifo_put_in_the_messages_pl
         signal.signal(signal.SIGALRM, previous)
     assert [p for part in ("cur", "new", "tmp") for p in (tmp_path / "Junk" / part).iterdir()] == []
     assert os.path.lexists(source) and secret.read_bytes() == SECRET
+
+
+def test_a_copy_across_file_systems_is_never_set_user_id(tmp_path, monkeypatch):
+    """A move across file systems copies the message, as the user running filter (root's
+    job), with the message's mode: a message its owner made set-user-ID (and, once it was
+    read, a program) became a set-user-ID program of root's in their Junk."""
+    import errno
+
+    from nbspam.service.mailstore import move_message, open_destination
+
+    inbox = tmp_path / "Maildir"
+    for part in ("cur", "new", "tmp"):
+        (inbox / part).mkdir(parents=True)
+    source = inbox / "new" / "1700000000.M1P1.host"
+    source.write_bytes(SECRET)
+    source.chmod(0o6755)
+    real_link = os.link
+
+    def across(src, dst, *args, **kwargs):
+        if called_path(src, kwargs.get("src_dir_fd")).startswith(str(inbox.resolve())):
+            raise OSError(errno.EXDEV, "Invalid cross-device link", src, None, dst)
+        return real_link(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "link", across)
+    junk = open_destination(str(tmp_path / "Junk"), create=True)
+    moved = Path(move_message(str(source), "new", junk, b"\0" * 16))
+    assert moved == tmp_path / "Junk" / "new" / source.name
+    assert oct(moved.stat().st_mode & 0o7777) == oct(0o755)
+    assert moved.read_bytes() == SECRET and not source.exists()
 
 
 def test_filter_moves_nothing_through_a_link_in_place_of_a_destinations_folder(
@@ -435,3 +465,69 @@ def test_filter_moves_nothing_through_a_link_in_place_of_a_destinations_folder(
     with pytest.raises(OSError):  # swapped after the destination was opened
         move_message(str(inbox / "new" / f"{spam[0].stem}.sh"), "new", opened, b"\0" * 16)
     assert list(outside.iterdir()) == [] and len(list((inbox / "new").iterdir())) == 2
+
+
+def test_a_link_swapped_in_for_new_just_before_the_move_is_not_moved_through(
+    sample_model, tmp_path, monkeypatch
+):
+    """Junk/new/ was checked to be a folder before each move, but the move named it again:
+    its owner, swapping it for a link to another folder (/etc/profile.d) between the check
+    and the link call, got the message there under a name of their choosing. The move now
+    goes into the folder that was checked, wherever it has been moved to."""
+    import nbspam.service.mailstore as mailstore
+
+    inbox, junk, spam = _one_spam_in_an_inbox(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    place = mailstore._place  # runs after the checks, just before the link
+
+    def swap_then_place(*args, **kwargs):
+        if not (junk / "new").is_symlink():
+            (junk / "new").rename(junk / "new.checked")
+            (junk / "new").symlink_to(outside)
+        return place(*args, **kwargs)
+
+    monkeypatch.setattr(mailstore, "_place", swap_then_place)
+    result = cli_run("filter", "-m", sample_model, inbox, "--move-spam", junk)
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines()[-1] == (
+        "filter: 1 new, 0 skipped (filtered before), 1 moved, 0 kept, 0 error(s)"
+    )
+    assert list(outside.iterdir()) == []
+    assert [p.name for p in (junk / "new.checked").iterdir()] == [spam.name]
+    assert list((inbox / "new").iterdir()) == []
+
+
+def test_a_folder_above_the_message_swapped_for_a_link_takes_no_file_out_of_its_target(
+    sample_model, tmp_path, monkeypatch
+):
+    """Whoever owns a folder being filtered could, once a message was read, make the folder
+    above it a link to another tree (/), where the message's folder and name (etc/x) are a
+    file of root's: the move linked that file into Junk and unlinked it from /etc. A message
+    is moved only out of the folder it was found in."""
+    import nbspam.service.mailstore as mailstore
+
+    inbox, junk, system = tmp_path / "inbox", tmp_path / "Junk", tmp_path / "system"
+    spam = sorted((SAMPLE / "train" / "spam").iterdir())[0]
+    for root in (inbox, system):
+        (root / "etc").mkdir(parents=True)
+    (inbox / "etc" / spam.name).write_bytes(spam.read_bytes())
+    (system / "etc" / spam.name).write_bytes(SECRET)
+    move = mailstore.move_message
+
+    def swap_then_move(*args, **kwargs):
+        if not inbox.is_symlink():
+            inbox.rename(tmp_path / "inbox.found")
+            inbox.symlink_to(system)
+        return move(*args, **kwargs)
+
+    monkeypatch.setattr(mailstore, "move_message", swap_then_move)
+    result = cli_run("filter", "-m", sample_model, inbox, "--move-spam", junk)
+    assert result.exit_code == 3, result.output
+    assert result.stderr.splitlines()[0] == (
+        f"{inbox / 'etc' / spam.name}: not moved to {junk}: not the folder found before: "
+        "another was put in its place"
+    )
+    assert (system / "etc" / spam.name).read_bytes() == SECRET
+    assert list((junk / "new").iterdir()) == []
+    assert (tmp_path / "inbox.found" / "etc" / spam.name).read_bytes() == spam.read_bytes()

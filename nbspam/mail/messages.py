@@ -168,8 +168,9 @@ def _read_path(
         yield from read_file(path, problems, target)
 
 
-def open_regular(path: str) -> int:
-    """A descriptor of the regular file at ``path``, open for reading.
+def open_regular(path: str, dir_fd: int | None = None) -> int:
+    """A descriptor of the regular file at ``path`` (a name in the open folder ``dir_fd``,
+    if given), open for reading.
 
     It never blocks and never follows a symbolic link at ``path`` itself (a link met there
     was put in place of the file after it was listed): a FIFO, a socket or a device is
@@ -177,9 +178,11 @@ def open_regular(path: str) -> int:
     as an OSError with that reason)."""
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | os.O_NOFOLLOW
     try:
-        fd = os.open(path, flags)
+        fd = os.open(path, flags, dir_fd=dir_fd)
     except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.EMLINK) and os.path.islink(path):
+        if exc.errno in (errno.ELOOP, errno.EMLINK) and (
+            os.path.islink(path) if dir_fd is None else _is_link(path, dir_fd)
+        ):
             raise OSError(errno.ELOOP, LINK_SWAPPED, path) from None
         raise
     try:
@@ -247,7 +250,16 @@ def _read_folder(root: str, problems: Problems, follow_links: bool) -> Iterator[
 def folder_files(
     root: str, problems: Problems, *, skip: Iterable[str] = (), follow_links: bool = False
 ) -> Iterator[tuple[str, str | None]]:
-    """(path, Maildir part) of every message file below ``root``, in sorted order: of a
+    """(path, Maildir part) of every message file below ``root``: `listed_files` without
+    the folders they were listed in."""
+    for path, part, _ in listed_files(root, problems, skip=skip, follow_links=follow_links):
+        yield path, part
+
+
+def listed_files(
+    root: str, problems: Problems, *, skip: Iterable[str] = (), follow_links: bool = False
+) -> Iterator[tuple[str, str | None, tuple[int, int] | None]]:
+    """(path, Maildir part, folder) of every message file below ``root``, in sorted order: of a
     Maildir only ``cur/`` and ``new/`` (its other files are the mail server's, its subfolders
     other mailboxes), of a plain folder every file below it; the part is 'cur' or 'new'
     inside a Maildir, else None. Hidden names are left out, and so are the folders ``skip``
@@ -262,6 +274,12 @@ def folder_files(
     is a folder reached twice (a link loop), which is not entered again, and anything that
     is neither a folder nor a regular file (a FIFO would block the reader, a device never
     end).
+
+    The folder is the (device, inode) of the folder the file is in, as it was when the file
+    was found: the open folder it was listed from, or, for a file a link leads to, the
+    folder the link's path named then (None if that could not be looked at). `filter`
+    moves a file only out of that very folder: one swapped for another since (a folder
+    above it made a link to /etc) holds files of someone else's.
     """
     skipped = {key for key in map(_folder_key, skip) if key is not None}
     seen: set[tuple[int, int]] = set()
@@ -269,7 +287,7 @@ def folder_files(
 
     def walk(
         folder: str, part: str | None, name: str, parent: int | None = None
-    ) -> Iterator[tuple[str, str | None]]:
+    ) -> Iterator[tuple[str, str | None, tuple[int, int] | None]]:
         """The files below ``folder``, which is reported as ``name`` (its link). A folder
         listed in the open folder ``parent`` is opened there by its name, never through a
         link: one swapped for a link since it was listed is judged as the link it now is."""
@@ -291,7 +309,7 @@ def folder_files(
 
     def listed(
         fd: int, folder: str, part: str | None, name: str
-    ) -> Iterator[tuple[str, str | None]]:
+    ) -> Iterator[tuple[str, str | None, tuple[int, int] | None]]:
         """The files below ``folder``, open as ``fd``."""
         st = os.fstat(fd)
         key = (st.st_dev, st.st_ino)
@@ -319,7 +337,7 @@ def folder_files(
             if is_folder:
                 yield from walk(target, part, path, None if is_link else fd)
             elif is_file:
-                yield target, part
+                yield target, part, _folder_key(os.path.dirname(target)) if is_link else key
             elif not os.path.exists(path):  # a dangling link
                 problems.skip(path, "no such file or directory")
             else:
@@ -562,18 +580,19 @@ def is_maildir(folder: str) -> bool:
     return os.path.isdir(os.path.join(folder, "cur")) and os.path.isdir(os.path.join(folder, "new"))
 
 
-def read_bytes(path: str) -> bytes:
+def read_bytes(path: str, dir_fd: int | None = None) -> bytes:
     """The first `MAX_MESSAGE_BYTES` + 1 bytes of a file (all of a smaller one) by plain
     system calls: for a small message about a quarter less time than ``open().read()``,
     which also makes a buffer and asks for the terminal mode.
 
     Only a regular file is read, opened by `open_regular` (never a FIFO, a device or a link
-    at ``path``). It is read at once into a buffer of its size + 1 (capped); when that read
-    gives exactly its size, it has reached the file's end. A file that grew or shrank is
-    read on until a read gives nothing or the cap is passed.
+    at ``path``; ``path`` is a name in the open folder ``dir_fd``, if given). It is read at
+    once into a buffer of its size + 1 (capped); when that read gives exactly its size, it
+    has reached the file's end. A file that grew or shrank is read on until a read gives
+    nothing or the cap is passed.
     """
     limit = MAX_MESSAGE_BYTES + 1
-    fd = open_regular(path)
+    fd = open_regular(path, dir_fd)
     try:
         info = os.fstat(fd)
         parts = [os.read(fd, min(info.st_size + 1, limit))]

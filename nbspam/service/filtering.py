@@ -293,10 +293,13 @@ def with_header(data: bytes, prediction: Prediction, kind: str, style: str = "nb
 
 
 class MessageFile(Record):
-    """A message file to filter; ``sub`` is 'new' or 'cur' inside a Maildir, else None."""
+    """A message file to filter; ``sub`` is 'new' or 'cur' inside a Maildir, else None;
+    ``folder`` the (device, inode) of its folder when it was found (`listed_files`), the
+    only folder it is moved out of."""
 
     path: str
     sub: str | None
+    folder: tuple[int, int] | None = None
 
 
 def message_files(
@@ -307,12 +310,12 @@ def message_files(
     path; a symbolic link only where it stays in the path, as `folder_files` says), or a
     single message file (the file its link leads to, where it is one). An mbox is refused:
     its messages cannot be moved one by one safely."""
-    from ..mail.messages import folder_files, maildir_part
+    from ..mail.messages import listed_files, maildir_part
 
     for path in paths:
         if os.path.isdir(path):
-            for found, part in folder_files(path, problems, skip=skip):
-                yield MessageFile(found, part)
+            for found, part, folder in listed_files(path, problems, skip=skip):
+                yield MessageFile(found, part, folder)
         elif os.path.isfile(path):
             if _holds_several(path):
                 raise FilterError(
@@ -320,9 +323,18 @@ def message_files(
                     f"message files, so give Maildirs or folders of message files"
                 )
             path = os.path.realpath(path) if os.path.islink(path) else path
-            yield MessageFile(path, maildir_part(os.path.dirname(path)))
+            yield MessageFile(path, maildir_part(os.path.dirname(path)), _folder(path))
         else:
             problems.skip(path, "no such file or directory")
+
+
+def _folder(path: str) -> tuple[int, int] | None:
+    """The (device, inode) of the folder of the file ``path``, or None."""
+    try:
+        info = os.stat(os.path.dirname(path) or ".")
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 def _holds_several(path: str) -> bool:
@@ -522,16 +534,18 @@ class _Run:
         """(action, where the message is or would be) for one scored message."""
         from .mailstore import find_copy, finish_move, holds, move_message
 
-        copy = find_copy(file.path, file.sub, digest, self.plan.destinations.values())
+        destinations = self.plan.destinations.values()
+        copy = find_copy(file.path, file.sub, digest, destinations, listed=file.folder)
         if copy is not None:  # an interrupted run got this far: finish its move
             if not self.plan.dry_run:
-                finish_move(file.path)
+                finish_move(file.path, listed=file.folder)
             return ("would move" if self.plan.dry_run else "moved"), copy
         if destination is None or holds(destination, file.path, file.sub):
             return "kept", None
         if self.plan.dry_run:
             return "would move", destination.folder_for(file.sub)
-        return "moved", move_message(file.path, file.sub, destination, digest)
+        moved = move_message(file.path, file.sub, destination, digest, listed=file.folder)
+        return "moved", moved
 
     def _record(
         self, path: str, prediction: Prediction | None, action: str, where: str | None

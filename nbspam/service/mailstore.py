@@ -5,8 +5,10 @@ A move (`move_message`) is, within a file system, a hard link then an unlink of 
 name; across file systems, a copy flushed to disk and renamed into place, then the unlink.
 A run killed at any point leaves each message in its folder, at its destination, or (for a
 moment) in both; the next run recognises the copy by its digest (`find_copy`) and finishes
-the move. The state record (`FilterState`) is a file of one line per message, appended and
-flushed as each is handled.
+the move. Each move opens the folders it touches once and checks them, and names the
+message only relative to them (`_Folders`): whoever may write a folder cannot swap it for a
+link to /etc while a message goes through. The state record (`FilterState`) is a file of
+one line per message, appended and flushed as each is handled.
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ import errno
 import os
 import shutil
 import stat
-import tempfile
 import time
 from collections.abc import Iterable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 
 from ..core.digits import ascii_number
@@ -118,13 +120,24 @@ class FilterState:
 
 # -- destinations and moves -------------------------------------------------------------------
 
+NOT_A_FOLDER = "a symbolic link or a file, not a folder"
+FOLDER_SWAPPED = "not the folder found before: another was put in its place"
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+# opens a folder one may write and not list (a drop box), to make names in it; Linux only
+_PATH_ONLY = getattr(os, "O_PATH", 0)
+
 
 @dataclass(frozen=True)
 class Destination:
-    """Where messages of one verdict go: a Maildir, or a plain folder."""
+    """Where messages of one verdict go: a Maildir, or a plain folder.
+
+    ``found`` is the (device, inode) of its folder ('') and, of a Maildir, of each of its
+    ``cur/ new/ tmp/``, as `open_destination` found them: messages go into those very
+    folders or nowhere."""
 
     root: str
     maildir: bool
+    found: tuple[tuple[str, tuple[int, int]], ...] = ()
 
     def folder_for(self, sub: str | None) -> str:
         """The folder a message goes to: a Maildir's ``new/`` or ``cur/`` as it came from
@@ -136,12 +149,21 @@ class Destination:
         """Where copies are written before they are renamed into place."""
         return os.path.join(self.root, "tmp") if self.maildir else self.root
 
+    def expected(self, part: str) -> tuple[int, int] | None:
+        """The (device, inode) found of the folder itself ('') or of its ``part``."""
+        for name, key in self.found:
+            if name == part:
+                return key
+        return None
+
 
 def open_destination(path: str, *, create: bool) -> Destination:
     """The destination at ``path``: an existing folder that is not a Maildir is used as it
-    is; otherwise a Maildir, whose ``cur/ new/ tmp/`` are created if ``create``."""
+    is; otherwise a Maildir, whose ``cur/ new/ tmp/`` are created if ``create``. The folders
+    are opened as a move opens them (`_Folders`), and what they are noted: one that is a
+    link or a file is refused here, in one line."""
     if os.path.isdir(path) and not is_maildir(path):
-        return Destination(path, maildir=False)
+        return Destination(path, maildir=False, found=_found(path, ()))
     if os.path.exists(path) and not os.path.isdir(path):
         raise FilterError(f"{path} is not a folder: cannot move messages there")
     if create:
@@ -150,65 +172,206 @@ def open_destination(path: str, *, create: bool) -> Destination:
                 os.makedirs(os.path.join(path, sub), mode=0o700, exist_ok=True)
         except OSError as exc:
             raise FilterError(f"cannot create Maildir {path}: {os_reason(exc)}") from None
-    destination = Destination(path, maildir=True)
-    for sub in ("cur", "new", "tmp") if os.path.isdir(path) else ():
+    if not os.path.isdir(path):
+        return Destination(path, maildir=True)  # a dry run's destination, made by the real run
+    return Destination(path, maildir=True, found=_found(path, ("cur", "new", "tmp")))
+
+
+def _found(root: str, parts: tuple[str, ...]) -> tuple[tuple[str, tuple[int, int]], ...]:
+    """('', (device, inode)) of the folder ``root``, then (part, (device, inode)) of each of
+    its ``parts`` that exists; FilterError if one is a link or a file."""
+    try:
+        with _Folders() as folders:
+            top = folders.open(root, follow=True)
+            found = [("", top.key())]
+            for part in parts:
+                try:
+                    found.append((part, folders.open(os.path.join(root, part), within=top).key()))
+                except FileNotFoundError:
+                    continue  # a dry run's destination, made by the real run
+    except OSError as exc:
+        raise FilterError(f"cannot move messages to {exc.filename}: {exc.strerror}") from None
+    return tuple(found)
+
+
+class _Folder:
+    """A folder open as ``fd``, named ``path`` in what is said of it."""
+
+    __slots__ = ("fd", "path")
+
+    def __init__(self, fd: int, path: str) -> None:
+        self.fd = fd
+        self.path = path
+
+    def at(self, name: str) -> str:
+        return os.path.join(self.path, name)
+
+    def key(self) -> tuple[int, int]:
+        info = os.fstat(self.fd)
+        return info.st_dev, info.st_ino
+
+
+class _Folders(ExitStack):
+    """The folders of one move, each opened once and closed when the move ends, however it
+    ends.
+
+    The folders of a Maildir are found, not named: whoever may write the destination (a
+    user whose mail a job of root's sorts into their own Junk) could make its ``new/`` a
+    link to /etc/profile.d, and the messages went there under names of their choosing;
+    whoever may write the messages' folder could make it (or a folder above it) a link to
+    /etc, and the move took /etc's file of the message's name out of /etc. A folder is
+    opened without following a link at its name and checked to be the folder found before,
+    and every name is then linked, renamed, opened or unlinked relative to the open folder
+    (a name, never a path): a folder swapped for a link after that changes nothing."""
+
+    def open(
+        self,
+        path: str,
+        expected: tuple[int, int] | None = None,
+        *,
+        within: _Folder | None = None,
+        follow: bool = False,
+    ) -> _Folder:
+        """The folder ``path`` (its last name in the open folder ``within``, if given) as
+        `_open_folder` opens it."""
+        fd = _open_folder(path, expected, within.fd if within else None, follow)
+        self.callback(os.close, fd)
+        return _Folder(fd, path)
+
+    def source(self, folder: str, listed: tuple[int, int] | None) -> _Folder:
+        """The folder a message is moved out of: never through a link at its name, and, if
+        ``listed``, the folder the message was found in (`listed_files`). Where the name is
+        a link to that very folder (a folder of messages named by its link), nothing was
+        swapped: it is followed."""
         try:
-            _own_folder(os.path.join(path, sub))
-        except FileNotFoundError:
-            continue  # a dry run's destination, made by the real run
+            return self.open(folder, listed)
         except OSError as exc:
-            raise FilterError(f"cannot move messages to {exc.filename}: {exc.strerror}") from None
-    return destination
+            if listed is None or exc.strerror != NOT_A_FOLDER:
+                raise
+        return self.open(folder, listed, follow=True)
+
+    def destination(self, destination: Destination, *parts: str) -> list[_Folder]:
+        """The folders ``parts`` ('new', 'cur', 'tmp') of ``destination``, each the folder
+        `open_destination` found (a plain folder's are the folder itself). Its own name is
+        followed where it is a link: it was named."""
+        root = self.open(destination.root, destination.expected(""), follow=True)
+        if not destination.maildir:
+            return [root for _ in parts]
+        return [
+            self.open(os.path.join(destination.root, part), destination.expected(part), within=root)
+            for part in parts
+        ]
 
 
-def _own_folder(folder: str) -> str:
-    """``folder`` if it is a folder itself, not a symbolic link (OSError otherwise).
+def _open_folder(
+    path: str, expected: tuple[int, int] | None, within: int | None, follow: bool
+) -> int:
+    """A descriptor of the folder ``path`` (its last name opened in the open folder
+    ``within``, if given), never through a symbolic link at that name unless ``follow``,
+    and the folder of (device, inode) ``expected``, if given; an OSError otherwise
+    (`NOT_A_FOLDER`, `FOLDER_SWAPPED`)."""
+    name = os.path.basename(path) if within is not None else path
+    flags = _FOLDER | (0 if follow else os.O_NOFOLLOW)
+    try:
+        try:
+            fd = os.open(name, flags, dir_fd=within)
+        except PermissionError:
+            if not _PATH_ONLY:
+                raise
+            fd = os.open(name, flags | _PATH_ONLY, dir_fd=within)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK, errno.ENOTDIR):
+            raise OSError(errno.ENOTDIR, NOT_A_FOLDER, path) from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISDIR(info.st_mode):
+            raise OSError(errno.ENOTDIR, NOT_A_FOLDER, path)
+        if expected is not None and (info.st_dev, info.st_ino) != expected:
+            raise OSError(errno.ESTALE, FOLDER_SWAPPED, path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
-    The folders of a Maildir are found, not named: whoever owns the Maildir (a user whose
-    mail a job of root's sorts) could make its ``new/`` a link to /etc/profile.d, and the
-    messages went there under names of their choosing. They are checked when the
-    destination is opened and again before each move into them."""
-    if not stat.S_ISDIR(os.lstat(folder).st_mode):
-        raise OSError(errno.ENOTDIR, "a symbolic link or a file, not a folder", folder)
-    return folder
+
+def _split(path: str) -> tuple[str, str]:
+    """(folder, name) of the file ``path``."""
+    folder, name = os.path.split(path)
+    return folder or ".", _one_name(name)
 
 
-def move_message(source: str, sub: str | None, destination: Destination, digest: bytes) -> str:
+def _one_name(name: str) -> str:
+    """``name`` if it is one name, as the calls relative to an open folder need: never a
+    path (with a '/'), nor '', '.' or '..'."""
+    if name in ("", ".", "..") or os.sep in name or (os.altsep and os.altsep in name):
+        raise OSError(errno.EINVAL, f"not a file name: {name!r}")
+    return name
+
+
+def move_message(
+    source: str,
+    sub: str | None,
+    destination: Destination,
+    digest: bytes,
+    *,
+    listed: tuple[int, int] | None = None,
+) -> str:
     """Move the message file ``source`` into ``destination``; return its new path.
 
-    ``sub`` is 'new' or 'cur' for a file of a Maildir, None for a plain file. The file keeps
-    its name (with a Maildir's ``:2,`` flags); a name taken by another message gets a tag from
-    the digest, and a name holding this very message (by digest) is where it already is, so
-    the source is only unlinked. Nothing is ever overwritten.
+    ``sub`` is 'new' or 'cur' for a file of a Maildir, None for a plain file; ``listed`` the
+    (device, inode) of the folder it was found in, if known. The file keeps its name (with a
+    Maildir's ``:2,`` flags); a name taken by another message gets a tag from the digest,
+    and a name holding this very message (by digest) is where it already is, so the source
+    is only unlinked. Nothing is ever overwritten. Each folder is opened once for the move,
+    and checked (`_Folders`).
     """
-    folder = destination.folder_for(sub)
-    if destination.maildir:
-        _own_folder(folder)
-        _own_folder(destination.tmp)
-    for target in _target_names(folder, os.path.basename(source), digest, sub is None):
-        if _place(source, target, destination.tmp, digest):
-            return target
+    folder, name = _split(source)
+    with _Folders() as folders:
+        there, tmp = folders.destination(destination, sub or "new", "tmp")
+        here = folders.source(folder, listed)
+        for target in _target_names(name, digest, sub is None):
+            if _place(here, name, there, target, tmp, digest):
+                return there.at(target)
     raise AssertionError("unreachable: there are always more names")
 
 
 def find_copy(
-    source: str, sub: str | None, digest: bytes, destinations: Iterable[Destination]
+    source: str,
+    sub: str | None,
+    digest: bytes,
+    destinations: Iterable[Destination],
+    *,
+    listed: tuple[int, int] | None = None,
 ) -> str | None:
-    """A copy of the message ``source`` that an interrupted run already put in one of the
-    destinations (under its own name, or its tagged name), or None."""
-    name = os.path.basename(source)
-    for destination in destinations:
-        folder = destination.folder_for(sub)
-        for target in _target_names(folder, name, digest, sub is None, limit=2):
-            if os.path.lexists(target) and not _same_path(source, target):
-                if _same_message(source, target, digest):
-                    return target
+    """A copy of the message ``source`` (found in the folder ``listed``, if known) that an
+    interrupted run already put in one of the destinations (under its own name, or its
+    tagged name), or None. None too if the message's folder is not the one it was found
+    in: a move out of it fails and says so, a message kept there is left as it is."""
+    folder, name = _split(source)
+    with _Folders() as folders:
+        try:
+            here = folders.source(folder, listed)
+        except OSError:
+            return None
+        for destination in destinations:
+            try:
+                [there] = folders.destination(destination, sub or "new")
+            except OSError:  # not made yet (a dry run's), or not the folder found: no copy
+                continue
+            for target in _target_names(name, digest, sub is None, limit=2):
+                if _exists(there, target) and not _same_entry(here, name, there, target):
+                    if _same_message(here, name, there, target, digest):
+                        return there.at(target)
     return None
 
 
-def finish_move(source: str) -> None:
-    """Unlink ``source`` now that its copy is safely at the destination."""
-    _unlink_durably(source)
+def finish_move(source: str, *, listed: tuple[int, int] | None = None) -> None:
+    """Unlink ``source`` (from the folder ``listed``, if known) now that its copy is safely
+    at the destination."""
+    folder, name = _split(source)
+    with _Folders() as folders:
+        _unlink_durably(folders.source(folder, listed), name)
 
 
 def holds(destination: Destination, source: str, sub: str | None) -> bool:
@@ -222,15 +385,14 @@ def holds(destination: Destination, source: str, sub: str | None) -> bool:
 def remove_leftovers(destination: Destination) -> None:
     """Delete partial copies that a killed run left in the destination's temporary folder."""
     try:
-        names = os.listdir(destination.tmp)
+        with _Folders() as folders:
+            [tmp] = folders.destination(destination, "tmp")
+            for name in os.listdir(tmp.fd):
+                writer = name[len(TMP_PREFIX) :].split(".")[0]
+                if name.startswith(TMP_PREFIX) and not _alive(writer):
+                    _unlink_quietly(tmp, name)
     except OSError:
         return
-    for name in names:
-        if name.startswith(TMP_PREFIX) and not _alive(name[len(TMP_PREFIX) :].split(".")[0]):
-            try:
-                os.unlink(os.path.join(destination.tmp, name))
-            except OSError:
-                pass
 
 
 def _alive(pid_text: str) -> bool:
@@ -250,9 +412,7 @@ def _alive(pid_text: str) -> bool:
     return True
 
 
-def _target_names(
-    folder: str, name: str, digest: bytes, plain: bool, limit: int | None = None
-) -> Iterator[str]:
+def _target_names(name: str, digest: bytes, plain: bool, limit: int | None = None) -> Iterator[str]:
     """Names to try in turn: the name itself, then with a tag from the digest before a
     Maildir's ``:2,`` info (or a plain file's extension), then numbered."""
     if ":" in name:
@@ -263,114 +423,138 @@ def _target_names(
     else:
         base, rest = name, ""
     tag = digest.hex()[:12]
-    yield os.path.join(folder, name)
+    yield _one_name(name)
     n = 1
     while limit is None or n < limit:
         suffix = tag if n == 1 else f"{tag}-{n}"
-        yield os.path.join(folder, f"{base}.{suffix}{rest}")
+        yield _one_name(f"{base}.{suffix}{rest}")
         n += 1
 
 
-def _place(source: str, target: str, tmp_folder: str, digest: bytes) -> bool:
-    """Put the message at ``target`` and unlink ``source``; False if ``target`` is taken by
-    another message."""
-    if os.path.lexists(target):
-        return _drop_duplicate(source, target, digest)
+def _place(
+    here: _Folder, name: str, there: _Folder, target: str, tmp: _Folder, digest: bytes
+) -> bool:
+    """Put the message ``name`` of ``here`` at ``target`` in ``there`` and unlink it from
+    ``here``; False if ``target`` is taken by another message."""
+    if _exists(there, target):
+        return _drop_duplicate(here, name, there, target, digest)
     try:
-        _put(source, target)
+        _put(here, name, there, target)
     except FileExistsError:
-        return _drop_duplicate(source, target, digest)
+        return _drop_duplicate(here, name, there, target, digest)
     except OSError as exc:
         if exc.errno != errno.EXDEV:
             raise
-        return _copy_across(source, target, tmp_folder, digest)
+        return _copy_across(here, name, there, target, tmp, digest)
     return True
 
 
-def _put(source: str, target: str) -> None:
-    """Give the file ``source`` the name ``target`` (same file system), never overwriting
-    (FileExistsError), each folder flushed to disk once its change is made."""
+def _put(here: _Folder, name: str, there: _Folder, target: str) -> None:
+    """Give the file ``name`` of ``here`` the name ``target`` in ``there`` (same file
+    system), never overwriting (FileExistsError), each folder flushed to disk once its
+    change is made. A link at ``name`` is linked as the link it is, never followed."""
     try:
-        os.link(source, target)
+        os.link(name, target, src_dir_fd=here.fd, dst_dir_fd=there.fd, follow_symlinks=False)
     except OSError as exc:
         if exc.errno not in _NO_LINKS:
             raise
-        if os.path.lexists(target):
-            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), target) from None
-        os.rename(source, target)
-        fsync_folder(os.path.dirname(target))
-        fsync_folder(os.path.dirname(source))
+        if _exists(there, target):
+            raise FileExistsError(
+                errno.EEXIST, os.strerror(errno.EEXIST), there.at(target)
+            ) from None
+        os.rename(name, target, src_dir_fd=here.fd, dst_dir_fd=there.fd)
+        _flush(there)
+        _flush(here)
         return
-    fsync_folder(os.path.dirname(target))
-    _unlink_or_undo(source, target)
+    _flush(there)
+    _unlink_or_undo(here, name, there, target)
 
 
-def _unlink_or_undo(source: str, target: str) -> None:
-    """Unlink ``source`` now that ``target`` holds the message. If another program renamed
-    or deleted ``source`` meanwhile (a mail server moving it from new/ to cur/), take
-    ``target`` away again, so the message is not in two places, and fail."""
+def _unlink_or_undo(here: _Folder, name: str, there: _Folder, target: str) -> None:
+    """Unlink ``name`` now that ``target`` holds the message. If another program renamed
+    or deleted it meanwhile (a mail server moving it from new/ to cur/), take ``target``
+    away again, so the message is not in two places, and fail."""
     try:
-        _unlink_durably(source)
+        _unlink_durably(here, name)
     except FileNotFoundError:
-        _unlink_durably(target)
+        _unlink_durably(there, target)
         raise
 
 
-def _copy_across(source: str, target: str, tmp_folder: str, digest: bytes) -> bool:
-    """Move to another file system: copy into ``tmp_folder``, flush, rename into place, then
+def _copy_across(
+    here: _Folder, name: str, there: _Folder, target: str, tmp: _Folder, digest: bytes
+) -> bool:
+    """Move to another file system: copy into ``tmp``, flush, rename into place, then
     unlink the source."""
-    tmp = _durable_copy(source, tmp_folder)
+    copy = _durable_copy(here, name, tmp)
     try:
-        _put(tmp, target)
+        _put(tmp, copy, there, target)
     except FileExistsError:
-        os.unlink(tmp)
-        return _drop_duplicate(source, target, digest)
+        os.unlink(copy, dir_fd=tmp.fd)
+        return _drop_duplicate(here, name, there, target, digest)
     except BaseException:
-        _unlink_quietly(tmp)
+        _unlink_quietly(tmp, copy)
         raise
-    _unlink_or_undo(source, target)
+    _unlink_or_undo(here, name, there, target)
     return True
 
 
-def _durable_copy(source: str, folder: str) -> str:
-    """A copy of ``source`` (bytes, mode and times) under a temporary name in ``folder``,
-    flushed to disk.
+def _durable_copy(here: _Folder, name: str, tmp: _Folder) -> str:
+    """A copy of the file ``name`` of ``here`` (bytes, permissions and times) under a
+    temporary name in ``tmp``, flushed to disk; returns that name.
 
     The source is opened as every message is read (`open_regular`): whoever owns its folder
     may have put a link or a FIFO in its place since it was read, and a copy through the
     link took a file of root's (or /dev/zero, without end) into the destination, and a
-    FIFO hung the run. The mode and times copied are those of the file opened."""
-    fd, tmp = tempfile.mkstemp(prefix=f"{TMP_PREFIX}{os.getpid()}.", dir=folder)
+    FIFO hung the run. The permissions and times copied are those of the file opened, but
+    never its set-user-ID, set-group-ID or sticky bits: the copy is the running user's (a
+    job of root's), and the file's owner, who chose its bytes and its mode, got a program
+    of theirs that ran as root."""
+    fd, copy = _new_file(tmp)
     try:
-        with os.fdopen(fd, "wb") as out, os.fdopen(open_regular(source), "rb") as src:
+        with os.fdopen(fd, "wb") as out, os.fdopen(open_regular(name, here.fd), "rb") as src:
             shutil.copyfileobj(src, out)
             out.flush()
             made = os.fstat(src.fileno())
-            os.chmod(out.fileno(), stat.S_IMODE(made.st_mode))
+            os.chmod(out.fileno(), stat.S_IMODE(made.st_mode) & 0o777)
             # Maildir readers take the arrival time from mtime
             os.utime(out.fileno(), ns=(made.st_atime_ns, made.st_mtime_ns))
             os.fsync(out.fileno())
-        fsync_folder(folder)
+        _flush(tmp)
     except BaseException:
-        _unlink_quietly(tmp)
+        _unlink_quietly(tmp, copy)
         raise
-    return tmp
+    return copy
 
 
-def _drop_duplicate(source: str, target: str, digest: bytes) -> bool:
-    """If ``target`` holds this message already, unlink ``source`` (unless it is ``target``
+def _new_file(folder: _Folder) -> tuple[int, str]:
+    """(descriptor open to write, name) of a new empty file of mode 0600 in ``folder``,
+    under a name of this process (`TMP_PREFIX`, the pid, random letters), made as
+    `tempfile.mkstemp` makes one, but in the open folder."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    for _ in range(100):
+        name = _one_name(f"{TMP_PREFIX}{os.getpid()}.{os.urandom(6).hex()}")
+        try:
+            return os.open(name, flags, 0o600, dir_fd=folder.fd), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no temporary name is free", folder.path)
+
+
+def _drop_duplicate(here: _Folder, name: str, there: _Folder, target: str, digest: bytes) -> bool:
+    """If ``target`` holds this message already, unlink ``name`` (unless it is ``target``
     itself) and say True; otherwise False."""
-    if _same_path(source, target):
+    if _same_entry(here, name, there, target):
         return True
-    if not _same_message(source, target, digest):
+    if not _same_message(here, name, there, target, digest):
         return False
-    _unlink_durably(source)
+    _unlink_durably(here, name)
     return True
 
 
-def _same_message(source: str, target: str, digest: bytes) -> bool:
-    """Whether the name ``target`` holds the message of ``source`` (its digest ``digest``):
-    as a second name of the file itself, or as a regular file of its first bytes.
+def _same_message(here: _Folder, name: str, there: _Folder, target: str, digest: bytes) -> bool:
+    """Whether the name ``target`` holds the message ``name`` (its digest ``digest``): as a
+    second name of the file itself, or as a regular file of its first bytes.
 
     The name is judged as it is, never through a link, and read as every message is read
     (`read_bytes`: never a FIFO or a device, its first `MAX_MESSAGE_BYTES`, which the
@@ -378,32 +562,46 @@ def _same_message(source: str, target: str, digest: bytes) -> bool:
     hung the run, a link to /dev/zero filled its memory, and a link out of the folder to a
     copy of the message was taken for the message, which was then unlinked."""
     try:
-        if os.path.samestat(os.stat(source), os.lstat(target)):
+        found = os.stat(target, dir_fd=there.fd, follow_symlinks=False)
+        if os.path.samestat(os.stat(name, dir_fd=here.fd), found):
             return True
-        return message_digest(read_bytes(target)[:MAX_MESSAGE_BYTES]) == digest
+        return message_digest(read_bytes(target, there.fd)[:MAX_MESSAGE_BYTES]) == digest
     except OSError:
         return False
 
 
-def _same_path(a: str, b: str) -> bool:
-    """Whether ``a`` and ``b`` are one name in one folder: the folders resolved (either may
-    be given through a link), the names not, so that a link planted at ``b`` that leads to
-    ``a`` is another name, not the message's own."""
-    return _entry(a) == _entry(b)
+def _same_entry(here: _Folder, name: str, there: _Folder, target: str) -> bool:
+    """Whether ``name`` in ``here`` and ``target`` in ``there`` are one name in one folder:
+    the folders as they are open (either may be named through a link), the names not, so
+    that a link planted at ``target`` that leads to ``name`` is another name, not the
+    message's own."""
+    return name == target and os.path.samestat(os.fstat(here.fd), os.fstat(there.fd))
 
 
-def _entry(path: str) -> str:
-    folder, name = os.path.split(path)
-    return os.path.join(os.path.realpath(folder), name)
-
-
-def _unlink_durably(path: str) -> None:
-    os.unlink(path)
-    fsync_folder(os.path.dirname(path))
-
-
-def _unlink_quietly(path: str) -> None:
+def _exists(folder: _Folder, name: str) -> bool:
+    """Whether ``name`` is taken in ``folder``, by anything (a dangling link too)."""
     try:
-        os.unlink(path)
+        os.stat(name, dir_fd=folder.fd, follow_symlinks=False)
+    except OSError:
+        return False
+    return True
+
+
+def _flush(folder: _Folder) -> None:
+    """Make the renames and new names in ``folder`` durable (where the platform allows)."""
+    try:
+        os.fsync(folder.fd)
+    except OSError:
+        pass
+
+
+def _unlink_durably(folder: _Folder, name: str) -> None:
+    os.unlink(name, dir_fd=folder.fd)
+    _flush(folder)
+
+
+def _unlink_quietly(folder: _Folder, name: str) -> None:
+    try:
+        os.unlink(name, dir_fd=folder.fd)
     except OSError:
         pass
