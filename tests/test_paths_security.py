@@ -171,9 +171,10 @@ def test_a_url_of_a_scheme_not_allowed_is_refused_in_one_line(sample_model_path,
     assert listener.close() == 0
 
 
-def test_a_chain_of_urls_is_refused(sample_model_path, listener):
+def test_a_chain_of_urls_is_refused(sample_model, listener):
+    # learn on a copy: a learn that reads nothing still leaves the model's lock beside it
     url = f"s3://bucket/x::ftp://127.0.0.1:{listener.port}/msg.eml"
-    result = cli_run("learn", "-m", sample_model_path, "--label", "spam", url)
+    result = cli_run("learn", "-m", sample_model, "--label", "spam", url)
     assert result.exit_code == 1 and result.stderr.startswith(f"Error: {url}: no such file")
     assert listener.close() == 0
 
