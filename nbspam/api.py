@@ -22,7 +22,6 @@ prints on stderr.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import numbers
 import os
 import warnings
@@ -114,23 +113,18 @@ def train(
     reading = reading or Reading()
     given = _items(data)  # listed once: data may be a generator, read only once
     items = given + list(reading.listed)
-    table_path, table_settings = typed_table_settings(
-        items, label_column, columns, bins, binning, settings
-    )
+    table_path, table_settings = typed_table_settings(items, label_column, columns, bins, binning)
     resolved = settings_from(_path(config), settings)
     engine.check()
     if table_path is not None:
-        from .fit.table_training import table_rule, train_table
+        from .fit.table_training import table_rule, table_settings_of, train_table
 
         engine.refuse("trains on messages, not on a typed table")
         if min_docs is not None or max_terms is not None:
             raise ConfigError("--min-docs and --max-terms prune terms: not of a typed table")
-        table_settings = dataclasses.replace(
-            table_settings, tokenizer=resolved.tokenizer, prior=resolved.training.prior
-        )
-        cfg = resolved.training
-        rule = table_rule(resolved)
-        return Classifier(train_table(table_path, table_settings, cfg.event_model == "auto", rule))
+        table_settings = table_settings_of(table_settings, resolved)
+        auto = resolved.training.event_model == "auto"
+        return Classifier(train_table(table_path, table_settings, auto, table_rule(resolved)))
     if engine.dask:
         from .service.cluster import train as train_on_cluster
         from .service.cluster import train_parts
@@ -227,9 +221,7 @@ def evaluate(
     engine = engine or Engine(jobs=jobs)
     reading = reading or Reading()
     items = _items(data)
-    table_path, table_settings = typed_table_settings(
-        items, label_column, columns, bins, binning, settings
-    )
+    table_path, table_settings = typed_table_settings(items, label_column, columns, bins, binning)
     resolved = settings_from(_path(config), settings)
     if test is not None and chronological is not None:
         raise NbspamError("give test or chronological, not both")
@@ -268,13 +260,11 @@ def evaluate(
             raise NbspamError("a typed table is evaluated by cross-validation only (--folds)")
         engine.refuse("evaluates messages, not a typed table")
         from .evaluation.table_evaluation import cross_validate_table
-        from .fit.table_training import table_rule
+        from .fit.table_training import table_rule, table_settings_of
 
         found = cross_validate_table(
             table_path,
-            dataclasses.replace(
-                table_settings, tokenizer=resolved.tokenizer, prior=resolved.training.prior
-            ),
+            table_settings_of(table_settings, resolved),
             auto=resolved.training.event_model == "auto",
             folds=folds,
             seed=seed,
@@ -502,9 +492,9 @@ def typed_table_settings(
     columns: Iterable[str],
     bins: int | None,
     binning: str,
-    settings: dict[str, Any],
 ) -> tuple[str | None, TableSettings | None]:
-    """(the typed table the data names or None, its settings), as the commands tell."""
+    """(the typed table the data names or None, its settings of the table options), as the
+    commands tell; `table_training.table_settings_of` adds those of the run's settings."""
     from .mail.messages import typed_table
 
     columns = [columns] if isinstance(columns, str) else list(columns)
@@ -523,14 +513,11 @@ def typed_table_settings(
         raise NbspamError(f"binning must be one of {', '.join(BINNINGS)}, not {binning!r}")
     if bins is not None and (isinstance(bins, bool) or not isinstance(bins, int) or bins < 1):
         raise NbspamError(f"bins must be a whole number >= 1, not {bins!r}")
-    alpha = settings.get("alpha")
     return path, TableSettings(
         label_column=label_column or "label",
         kinds=parse_column_options(columns),
         bins=bins,
         binning=binning,
-        alpha=1.0 if alpha is None else alpha,
-        positive=settings.get("positive"),
     )
 
 

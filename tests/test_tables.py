@@ -852,3 +852,51 @@ def test_a_table_of_200000_rows_trains_with_its_rule_in_seconds():
     )
     assert time.perf_counter() - started < 25
     assert model.class_count == np.bincount(y).tolist() and model.calibration is not None
+
+
+def test_a_settings_file_sets_a_tables_alpha_and_positive_as_the_options_do(tmp_path):
+    """`-c` gives a table what the options give (alpha, positive), under the options; it gave
+    none: the table was trained with alpha 1 and its positive label by default."""
+    rng = np.random.default_rng(5)
+    data = tmp_path / "t.csv"
+    with open(data, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["colour", "flag", "label"])
+        for i in range(60):
+            spam = i % 2 == 1
+            flag = int(rng.random() < (0.7 if spam else 0.2))
+            w.writerow([rng.choice(["red", "green", "blue"]), flag, "spam" if spam else "ham"])
+    settings = tmp_path / "s.yaml"
+    settings.write_text("alpha: 5\npositive: ham\n")
+    models = {}
+    for name, options in {
+        "file": ["-c", settings],
+        "options": ["--alpha", "5", "--positive", "ham"],
+        "both": ["-c", settings, "--alpha", "2"],
+        "default": [],
+    }.items():
+        r = cli_run("train", data, "-o", tmp_path / f"{name}.nbm", *options)
+        assert r.exit_code == 0, r.stderr
+        models[name] = load_table_model(tmp_path / f"{name}.nbm")
+    rows = read_table(str(data))
+    file, options, both, default = models.values()
+    assert (file.alpha, file.positive) == (options.alpha, options.positive) == (5.0, "ham")
+    assert (both.alpha, both.positive) == (2.0, "ham")
+    assert (default.alpha, default.positive) == (1.0, "spam")
+    scores = {name: m.joint_log_likelihood(rows) for name, m in models.items()}
+    assert np.array_equal(scores["file"], scores["options"])
+    assert not np.array_equal(scores["file"], scores["default"])
+    assert not np.array_equal(scores["file"], scores["both"])
+    import nbspam  # the library alike, with alpha as the file and the options give it
+
+    for given in ({"config": settings}, {"alpha": 5, "positive": "ham"}, {"alpha": "5"}):
+        model = nbspam.train(data, **given).model
+        assert type(model.alpha) is float and model.alpha == 5.0
+        assert np.array_equal(model.joint_log_likelihood(rows), scores["file"])
+    reports = [
+        json.loads(cli_run("evaluate", data, *options, "-f", "json").stdout)
+        for options in (["-c", settings], ["--alpha", "5", "--positive", "ham"], [])
+    ]
+    for report in reports:
+        report.pop("seconds")
+    assert reports[0] == reports[1] != reports[2]

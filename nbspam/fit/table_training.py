@@ -458,6 +458,21 @@ def table_rule(settings: Any) -> Any:
     return settings.training.replace(**kept)
 
 
+def table_settings_of(table: TableSettings, settings: Any) -> TableSettings:
+    """A typed table's settings (those of the table options) with the run's, a
+    `settings.Settings` of the defaults, the -c file and the options, in that order: its
+    tokenizer and prior, its positive label, and its alpha where the file or an option gives
+    one (a table's alpha is 1 unless given, where a model of messages has 0.1)."""
+    training = settings.training
+    return dataclasses.replace(
+        table,
+        tokenizer=settings.tokenizer,
+        prior=training.prior,
+        positive=training.positive,
+        alpha=training.alpha if "alpha" in settings.given else table.alpha,
+    )
+
+
 def fit_with_rule(
     table: Table, settings: TableSettings, *, auto: bool, cfg: Any, path: str = "the table"
 ) -> TableModel:
