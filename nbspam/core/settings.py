@@ -382,6 +382,8 @@ def _header_names(key: str, names: list[str] | tuple[str, ...]) -> tuple[str, ..
 
 
 def _number(key: str, value: Any, *, low: float) -> float:
+    if isinstance(value, bool):  # float(True) is 1.0: ``alpha: yes`` is no number
+        raise ConfigError(f"setting {key} must be a number, not {value!r}")
     if not isinstance(value, float):
         try:
             value = float(value)
