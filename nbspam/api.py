@@ -73,6 +73,16 @@ class Reading:
     listed: Sequence[str] = ()
     watch: Callable[[Iterator[Message]], Iterator[Message]] | None = None
 
+    def __post_init__(self) -> None:
+        """Each checked: follow_links="no" would follow links, a str in listed be read as
+        the paths of its characters."""
+        arg.instance("problems", self.problems, Problems, "a mail.message.Problems")
+        arg.optional(arg.instance, "progress", self.progress, Callable, "a function")
+        arg.flag("follow_links", self.follow_links)
+        arg.flag("literal", self.literal)
+        self.listed = arg.texts("listed", self.listed)
+        arg.optional(arg.instance, "watch", self.watch, Callable, "a function")
+
 
 TABLE_OPTIONS = ("label_column", "columns", "bins", "binning")
 """The options of typed tables, which only `train` and `evaluate` of a table take."""
@@ -345,7 +355,11 @@ class Classifier:
     """
 
     def __init__(self, model: NaiveBayesModel) -> None:
-        self.model = model
+        from .models.interface import NaiveBayesModel
+
+        self.model = arg.instance(
+            "model", model, NaiveBayesModel, "a model of messages or of a table (nbspam.load)"
+        )
 
     @property
     def kind(self) -> str:
@@ -509,12 +523,13 @@ def typed_table_settings(
 ) -> tuple[str | None, TableSettings | None]:
     """(the typed table the data names or None, its settings of the table options), as the
     commands tell; `table_training.table_settings_of` adds those of the run's settings."""
+    from .core.settings import MAX_BINS
     from .mail.messages import typed_table
     from .text.tables import BINNINGS
 
     label_column = arg.optional(arg.text, "label_column", label_column)
     columns = arg.texts("columns", columns)
-    bins = arg.optional(arg.whole, "bins", bins, 1)
+    bins = arg.optional(arg.whole, "bins", bins, 1, MAX_BINS)
     binning = arg.one_of("binning", binning, BINNINGS)
     forced = label_column is not None or bool(columns) or bins is not None
     if not all(isinstance(item, (str, os.PathLike)) for item in items):

@@ -307,8 +307,11 @@ def refused(function, *args, error=nbspam.ConfigError, **kwargs) -> str:
         ({"label_column": 3}, "label_column must be text, not 3"),
         ({"columns": None}, "columns must be text or a list of texts, not None"),
         ({"columns": [3]}, "columns must be text or a list of texts, not [3]"),
-        ({"bins": "4"}, "bins must be a whole number >= 1, not '4'"),
-        ({"bins": True}, "bins must be a whole number >= 1, not True"),
+        ({"bins": "4"}, "bins must be a whole number from 1 to 1,000, not '4'"),
+        ({"bins": True}, "bins must be a whole number from 1 to 1,000, not True"),
+        # 10**6 bins of 40 rows: a 13 MB model in 10 s; 10**20 was an internal error
+        ({"bins": 1001}, "bins must be a whole number from 1 to 1,000, not 1001"),
+        ({"bins": 10**20}, f"bins must be a whole number from 1 to 1,000, not {10**20}"),
         ({"binning": None}, "binning must be one of quantile, uniform, not None"),
         ({"reading": 3}, "reading must be an nbspam.api.Reading, not 3"),
         ({"engine": "dask"}, "engine must be an nbspam.service.engine.Engine, not 'dask'"),
@@ -449,3 +452,46 @@ def test_learn_refuses_a_label_that_is_not_text(models, label, new_label, messag
     assert refused(messages.learn, "hi", label, new_label=new_label) == message
     assert messages.labels == before
     assert refused(table.learn, path, label, new_label=new_label) == message
+
+
+@pytest.mark.parametrize(
+    "given, message",
+    [
+        ({"follow_links": "no"}, "follow_links must be True or False, not 'no'"),
+        ({"literal": 1}, "literal must be True or False, not 1"),
+        ({"problems": 3}, "problems must be a mail.message.Problems, not 3"),
+        ({"progress": 3}, "progress must be a function, not 3"),
+        ({"watch": "bar"}, "watch must be a function, not 'bar'"),
+        ({"listed": [3]}, "listed must be text or a list of texts, not [3]"),
+    ],
+)
+def test_a_reading_refuses_a_field_of_the_wrong_type(given, message):
+    """follow_links="no" followed links; the others failed while reading."""
+    from nbspam.api import Reading
+
+    assert refused(Reading, **given) == message
+
+
+@pytest.mark.parametrize(
+    "given, message",
+    [
+        ({"name": "Dask"}, "--engine must be one of local, dask, not 'Dask'"),
+        ({"name": None}, "--engine must be one of local, dask, not None"),
+        ({"name": "dask", "scheduler": 8786}, "--scheduler must be text, not 8786"),
+        ({"tls_cert": b"c.pem"}, "--tls-cert must be text, not b'c.pem'"),
+        ({"jobs": "2"}, "--jobs must be a whole number from 1 to 1,024, not '2'"),
+    ],
+)
+def test_an_engine_refuses_a_field_of_the_wrong_type(given, message):
+    """Any name but dask ran the local engine, "Dask" too."""
+    from nbspam.service.engine import Engine
+
+    assert refused(Engine, **given) == message
+
+
+@pytest.mark.parametrize("model", [3, None, "spam.nbm"])
+def test_a_classifier_is_made_of_a_model(models, model):
+    """Classifier(3) was made, and failed at its first use."""
+    message = f"model must be a model of messages or of a table (nbspam.load), not {model!r}"
+    assert refused(nbspam.Classifier, model) == message
+    assert nbspam.Classifier(models[1].model).kind == "table"

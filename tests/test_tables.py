@@ -900,3 +900,16 @@ def test_a_settings_file_sets_a_tables_alpha_and_positive_as_the_options_do(tmp_
     for report in reports:
         report.pop("seconds")
     assert reports[0] == reports[1] != reports[2]
+
+
+def test_bins_past_the_most_are_a_usage_error(tmp_path):
+    """--bins 10**20 was an internal error (numpy's arange), 10**9 ran out of memory."""
+    X, y = random_gaussian(n=40)
+    data = tmp_path / "g.csv"
+    write_csv(data, X, y)
+    for command in (["train", data, "-o", tmp_path / "m.nbm"], ["evaluate", data]):
+        r = cli_run(*command, "--bins", 10**20)
+        assert r.exit_code == 2, r.stderr
+        assert r.stderr.endswith(
+            f"Error: Invalid value for '--bins': {10**20} is not in the range 1<=x<=1000.\n"
+        )
