@@ -913,3 +913,28 @@ def test_bins_past_the_most_are_a_usage_error(tmp_path):
         assert r.stderr.endswith(
             f"Error: Invalid value for '--bins': {10**20} is not in the range 1<=x<=1000.\n"
         )
+
+
+def test_the_folds_setting_is_a_tables_internal_cross_validations(tmp_path):
+    """`folds` in the -c file (or to nbspam.train) sets the folds of a table's internal
+    cross-validation, as it does for messages; a table used 5 whatever it said."""
+    rng = np.random.default_rng(7)
+    y = np.array([0] * 30 + [1] * 4)  # 4 spam rows: too few for 5 folds, enough for 3
+    write_csv(tmp_path / "t.csv", rng.normal(size=(34, 2)) + 2 * y[:, None], y)
+    (tmp_path / "s.yaml").write_text("folds: 3\n")
+    r = cli_run("train", tmp_path / "t.csv", "-o", tmp_path / "d.nbm")
+    assert r.exit_code == 0, r.stderr
+    note = "label 'spam' has 4 row(s), too few for the internal 5-fold cross-validation"
+    assert note in r.stderr
+    default = load_table_model(tmp_path / "d.nbm")
+    assert default.cutoffs is None and "auto" not in default.info
+    r = cli_run("train", tmp_path / "t.csv", "-o", tmp_path / "f.nbm", "-c", tmp_path / "s.yaml")
+    assert r.exit_code == 0, r.stderr
+    assert "too few" not in r.stderr
+    assert "(internal 3-fold log-loss: " in r.stderr
+    three = load_table_model(tmp_path / "f.nbm")
+    assert three.info["auto"]["folds"] == 3 and three.cutoffs is not None
+    import nbspam
+
+    model = nbspam.train(tmp_path / "t.csv", folds=3).model
+    assert (model.info["auto"], model.cutoffs) == (three.info["auto"], three.cutoffs)
