@@ -22,18 +22,17 @@ prints on stderr.
 from __future__ import annotations
 
 import copy
-import dataclasses
-import numbers
 import os
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Union
 
+from .core import arguments as arg
 from .errors import ConfigError, InputError, NbspamError
 from .mail.message import MAX_MESSAGE_BYTES, Message, Problems
 from .mail.messages import read_labelled, read_messages
-from .service.engine import Engine
+from .service.engine import Engine, check_jobs
 
 if TYPE_CHECKING:
     from .models.decision import Prediction
@@ -74,6 +73,16 @@ class Reading:
     listed: Sequence[str] = ()
     watch: Callable[[Iterator[Message]], Iterator[Message]] | None = None
 
+    def __post_init__(self) -> None:
+        """Each checked: follow_links="no" would follow links, a str in listed be read as
+        the paths of its characters."""
+        arg.instance("problems", self.problems, Problems, "a mail.message.Problems")
+        arg.optional(arg.instance, "progress", self.progress, Callable, "a function")
+        arg.flag("follow_links", self.follow_links)
+        arg.flag("literal", self.literal)
+        self.listed = arg.texts("listed", self.listed)
+        arg.optional(arg.instance, "watch", self.watch, Callable, "a function")
+
 
 TABLE_OPTIONS = ("label_column", "columns", "bins", "binning")
 """The options of typed tables, which only `train` and `evaluate` of a table take."""
@@ -110,27 +119,24 @@ def train(
     """
     from .fit.training import train as train_model
 
-    engine = engine or Engine(jobs=jobs)
-    reading = reading or Reading()
+    reading, engine = _run(reading, engine, jobs)
+    config = arg.optional(arg.path, "config", config)
+    min_docs = arg.optional(arg.whole, "min_docs", min_docs, 1)
+    max_terms = arg.optional(arg.whole, "max_terms", max_terms, 1)
     given = _items(data)  # listed once: data may be a generator, read only once
     items = given + list(reading.listed)
-    table_path, table_settings = typed_table_settings(
-        items, label_column, columns, bins, binning, settings
-    )
-    resolved = settings_from(_path(config), settings)
+    table_path, table_settings = typed_table_settings(items, label_column, columns, bins, binning)
+    resolved = settings_from(config, settings)
     engine.check()
     if table_path is not None:
-        from .fit.table_training import table_rule, train_table
+        from .fit.table_training import table_rule, table_settings_of, train_table
 
         engine.refuse("trains on messages, not on a typed table")
         if min_docs is not None or max_terms is not None:
             raise ConfigError("--min-docs and --max-terms prune terms: not of a typed table")
-        table_settings = dataclasses.replace(
-            table_settings, tokenizer=resolved.tokenizer, prior=resolved.training.prior
-        )
-        cfg = resolved.training
-        rule = table_rule(resolved)
-        return Classifier(train_table(table_path, table_settings, cfg.event_model == "auto", rule))
+        table_settings = table_settings_of(table_settings, resolved)
+        auto = resolved.training.event_model == "auto"
+        return Classifier(train_table(table_path, table_settings, auto, table_rule(resolved)))
     if engine.dask:
         from .service.cluster import train as train_on_cluster
         from .service.cluster import train_parts
@@ -222,20 +228,26 @@ def evaluate(
     for `train`.
     """
     from .evaluation import evaluation as ev
+    from .evaluation.online import ORDERS, POLICIES
     from .evaluation.report import report
 
-    engine = engine or Engine(jobs=jobs)
-    reading = reading or Reading()
+    reading, engine = _run(reading, engine, jobs)
+    folds = arg.whole("--folds", folds, 2)
+    seed = arg.whole("--seed", seed, 0)  # numpy's seed: no bool, float or negative number
+    chronological = arg.optional(arg.number, "chronological", chronological, "(0, 1)")
+    online = arg.flag("online", online)
+    order, learn = arg.one_of("--order", order, ORDERS), arg.one_of("--learn", learn, POLICIES)
+    warmup = arg.optional(arg.whole, "warmup", warmup, 1)
+    autolearn_spam = arg.number("autolearn_spam", autolearn_spam, "(0.5, 1]")
+    autolearn_ham = arg.number("autolearn_ham", autolearn_ham, "[0, 0.5)")
+    scores = arg.optional(arg.path, "scores", scores)
+    plot = arg.optional(arg.path, "plot", plot)
+    config = arg.optional(arg.path, "config", config)
     items = _items(data)
-    table_path, table_settings = typed_table_settings(
-        items, label_column, columns, bins, binning, settings
-    )
-    resolved = settings_from(_path(config), settings)
+    table_path, table_settings = typed_table_settings(items, label_column, columns, bins, binning)
+    resolved = settings_from(config, settings)
     if test is not None and chronological is not None:
         raise NbspamError("give test or chronological, not both")
-    if chronological is not None and not 0 < chronological < 1:
-        raise NbspamError(f"chronological must be a fraction in (0, 1), not {chronological!r}")
-    _check_seed(seed)
     engine.check()
     if online and engine.dask:
         raise NbspamError("--online learns one message at a time here: not with --engine dask")
@@ -257,24 +269,22 @@ def evaluate(
         evaluated = report(result.scores, cutoffs=None, calibration=None)
         evaluated["online"] = result.summary
         if scores:
-            ev.write_scores(result.scores, os.fspath(scores))
+            ev.write_scores(result.scores, scores)
         if plot:
             from .evaluation.plot import plot_online
 
-            plot_online(result.scores, result.curve, os.fspath(plot))
+            plot_online(result.scores, result.curve, plot)
         return evaluated
     if table_path is not None:
         if test is not None or chronological is not None or online:
             raise NbspamError("a typed table is evaluated by cross-validation only (--folds)")
         engine.refuse("evaluates messages, not a typed table")
         from .evaluation.table_evaluation import cross_validate_table
-        from .fit.table_training import table_rule
+        from .fit.table_training import table_rule, table_settings_of
 
         found = cross_validate_table(
             table_path,
-            dataclasses.replace(
-                table_settings, tokenizer=resolved.tokenizer, prior=resolved.training.prior
-            ),
+            table_settings_of(table_settings, resolved),
             auto=resolved.training.event_model == "auto",
             folds=folds,
             seed=seed,
@@ -296,19 +306,22 @@ def evaluate(
                 )
     evaluated = report(found, cutoffs=None, calibration=None)
     if scores:
-        ev.write_scores(found, os.fspath(scores))
+        ev.write_scores(found, scores)
     if plot:
         from .evaluation.plot import plot_evaluation
 
-        plot_evaluation(found, os.fspath(plot), cutoffs=ev.typical_cutoffs(found))
+        plot_evaluation(found, plot, cutoffs=ev.typical_cutoffs(found))
     return evaluated
 
 
-def _check_seed(seed: Any) -> None:
-    """The seed of the folds and of --order shuffle is numpy's, which takes only a whole
-    number >= 0: anything else is refused before the data are read, not by numpy after."""
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ConfigError(f"--seed must be a whole number >= 0, not {seed!r}")
+def _run(reading: Any, engine: Any, jobs: Any) -> tuple[Reading, Engine]:
+    """How a run reads its data and where it works: the `Reading` and `Engine` given, else
+    the defaults (an engine of ``jobs`` local workers)."""
+    reading = Reading() if reading is None else reading
+    engine = Engine(jobs=jobs) if engine is None else engine
+    arg.instance("reading", reading, Reading, "an nbspam.api.Reading")
+    arg.instance("engine", engine, Engine, "an nbspam.service.engine.Engine")
+    return reading, engine
 
 
 def settings_from(config: str | None, settings: dict[str, Any]) -> Any:
@@ -324,7 +337,7 @@ def load(path: str | os.PathLike[str]) -> Classifier:
     unpickled."""
     from .store.kinds import load as load_model
 
-    return Classifier(load_model(os.fspath(path)))
+    return Classifier(load_model(arg.path("path", path)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -342,7 +355,11 @@ class Classifier:
     """
 
     def __init__(self, model: NaiveBayesModel) -> None:
-        self.model = model
+        from .models.interface import NaiveBayesModel
+
+        self.model = arg.instance(
+            "model", model, NaiveBayesModel, "a model of messages or of a table (nbspam.load)"
+        )
 
     @property
     def kind(self) -> str:
@@ -371,7 +388,7 @@ class Classifier:
         model's lock)."""
         from .store.kinds import save
 
-        save(self.model, os.fspath(path))
+        save(self.model, arg.path("path", path))
 
     def dump(self) -> bytes:
         """The model as text, what ``nbspam dump`` writes (`restore` reads it back)."""
@@ -382,7 +399,11 @@ class Classifier:
     def merge(self, *others: Classifier) -> Classifier:
         """The model of this one's inputs and ``others``' (trained on disjoint inputs with
         the same settings), as ``nbspam merge`` makes it."""
-        return Classifier(self.model.merge([o.model for o in others]))
+        from .service.learning import merged
+
+        for other in others:
+            arg.instance("others", other, Classifier, "nbspam.Classifier models")
+        return Classifier(merged([self.model, *(other.model for other in others)]))
 
     def describe(self) -> dict[str, Any]:
         """What ``nbspam info`` shows of the model (`interface.NaiveBayesModel.describe`)."""
@@ -396,11 +417,9 @@ class Classifier:
         ``log_odds``, ``verdict`` (by the model's cutoffs: the negative label, 'unsure' or
         the positive label) and ``calibrated`` (the calibrated probability of the positive
         label, or None)."""
+        jobs = check_jobs(jobs)
         if self.kind == "table":
             return list(self.model.predict(_tables(inputs)))
-        from .service.engine import check_jobs
-
-        jobs = check_jobs(jobs)
         return list(self.model.predict(_messages(inputs, _problems()), jobs=jobs))
 
     def explain(self, inputs: Any = None, *, top: int = 20, against: str | None = None) -> Any:
@@ -411,6 +430,7 @@ class Classifier:
         ``against``: more than two classes, the class to compare with (default: the
         runner-up). A table model: without tables, its columns' statistics; with them, a
         list of each row's log-odds as a bias plus one contribution per column."""
+        top = arg.whole("top", top, 1)
         if self.kind == "table":
             explained = self.model.explain(None if inputs is None else _tables(inputs))
             return explained if inputs is None else list(explained)
@@ -430,6 +450,8 @@ class Classifier:
         (`update.Change`: learned, relabelled, unchanged). A table model adds the labelled
         rows of tables (each under its label column, or all as ``label``) and returns how
         many."""
+        label = arg.optional(arg.text, "label", label)
+        new_label = arg.flag("new_label", new_label)
         if self.kind == "table":
             return self._add_rows(inputs, +1, label)
         from .service.update import learn
@@ -474,10 +496,6 @@ TableClassifier = Classifier
 # --------------------------------------------------------------------------------------------
 
 
-def _path(path: str | os.PathLike[str] | None) -> str | None:
-    return None if path is None else os.fspath(path)
-
-
 def _items(data: Any) -> list[Any]:
     """Training data as a list of items: one path, spec or pair, or a list of them."""
     if isinstance(data, (str, os.PathLike)) or _is_pair(data):
@@ -502,12 +520,17 @@ def typed_table_settings(
     columns: Iterable[str],
     bins: int | None,
     binning: str,
-    settings: dict[str, Any],
 ) -> tuple[str | None, TableSettings | None]:
-    """(the typed table the data names or None, its settings), as the commands tell."""
+    """(the typed table the data names or None, its settings of the table options), as the
+    commands tell; `table_training.table_settings_of` adds those of the run's settings."""
+    from .core.settings import MAX_BINS
     from .mail.messages import typed_table
+    from .text.tables import BINNINGS
 
-    columns = [columns] if isinstance(columns, str) else list(columns)
+    label_column = arg.optional(arg.text, "label_column", label_column)
+    columns = arg.texts("columns", columns)
+    bins = arg.optional(arg.whole, "bins", bins, 1, MAX_BINS)
+    binning = arg.one_of("binning", binning, BINNINGS)
     forced = label_column is not None or bool(columns) or bins is not None
     if not all(isinstance(item, (str, os.PathLike)) for item in items):
         if forced:
@@ -517,20 +540,13 @@ def typed_table_settings(
     if path is None:
         return None, None
     from .models.table_model import TableSettings
-    from .text.tables import BINNINGS, parse_column_options
+    from .text.tables import parse_column_options
 
-    if binning not in BINNINGS:
-        raise NbspamError(f"binning must be one of {', '.join(BINNINGS)}, not {binning!r}")
-    if bins is not None and (isinstance(bins, bool) or not isinstance(bins, int) or bins < 1):
-        raise NbspamError(f"bins must be a whole number >= 1, not {bins!r}")
-    alpha = settings.get("alpha")
     return path, TableSettings(
         label_column=label_column or "label",
         kinds=parse_column_options(columns),
         bins=bins,
         binning=binning,
-        alpha=1.0 if alpha is None else alpha,
-        positive=settings.get("positive"),
     )
 
 
@@ -604,5 +620,9 @@ def _tables(tables: Any) -> Iterator[Table]:
 
     if isinstance(tables, (str, os.PathLike, Table)):
         tables = [tables]
-    for table in tables:
+    elif not isinstance(tables, Iterable):
+        raise InputError(f"tables must be paths or tables.Table values, not {tables!r:.60}")
+    for i, table in enumerate(tables):
+        if not isinstance(table, (str, os.PathLike, Table)):
+            raise InputError(f"table {i} is not a path or a tables.Table: {table!r:.60}")
         yield table if isinstance(table, Table) else read_table(os.fspath(table))

@@ -22,8 +22,9 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
+from .core import arguments as arg
 from .core.sparse import sp
-from .errors import NbspamError
+from .errors import ConfigError, NbspamError
 from .text.counts import ClassCounts
 
 #: The checks of `sklearn.utils.estimator_checks` that cannot apply, each with its reason:
@@ -143,6 +144,7 @@ class NaiveBayesTextClassifier(ClassifierMixin, BaseEstimator):
     def _settings(self) -> Any:
         from .fit.run_settings import resolve_settings
 
+        arg.optional(arg.instance, "settings", self.settings, dict, "a dict of settings")
         values = {
             "event_model": self.event_model,
             "alpha": self.alpha,
@@ -164,7 +166,12 @@ class NaiveBayesTextClassifier(ClassifierMixin, BaseEstimator):
         return resolve_settings(values, source=type(self).__name__)
 
     def _label(self, value: Any) -> str:
-        """The model's label of a class: its position in ``classes_``."""
+        """The model's label of a class: its position in ``classes_``; a value that is no
+        class would be given the place of another."""
+        if value not in self.classes_.tolist():
+            raise ConfigError(
+                f"prior names {value!r}, not one of the classes {self.classes_.tolist()}"
+            )
         return f"{int(np.searchsorted(self.classes_, value)):04d}"
 
     def _labels(self) -> list[str]:

@@ -265,3 +265,233 @@ def test_the_python_guide_runs(monkeypatch):
         str(root / "docs" / "python.md"), module_relative=False, optionflags=flags
     )
     assert result.attempted > 20 and result.failed == 0
+
+
+# --------------------------------------------------------------------------------------------
+# Arguments of the wrong type or out of range: one error naming the argument, at the entry
+# --------------------------------------------------------------------------------------------
+
+PAIRS = [("cheap meds now", "spam"), ("lunch at noon", "ham")] * 3
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    """(a model of messages, a table model, the table's path), made once: read them only."""
+    table = tmp_path_factory.mktemp("table") / "t.csv"
+    rows = [f"{'red' if i % 2 else 'blue'},{'spam' if i % 2 else 'ham'}" for i in range(20)]
+    table.write_text("colour,label\n" + "\n".join(rows) + "\n")
+    messages = nbspam.train(PAIRS, event_model="multinomial", calibrate=False)
+    return messages, nbspam.train(table, calibrate=False), table
+
+
+def refused(function, *args, error=nbspam.ConfigError, **kwargs) -> str:
+    """The message of the error ``function(*args, **kwargs)`` raises, of class ``error``."""
+    with pytest.raises(nbspam.NbspamError) as raised:
+        function(*args, **kwargs)
+    assert type(raised.value) is error
+    return str(raised.value)
+
+
+@pytest.mark.parametrize(
+    "given, message",
+    [
+        ({"max_terms": "3"}, "max_terms must be a whole number >= 1, not '3'"),
+        ({"max_terms": 2.5}, "max_terms must be a whole number >= 1, not 2.5"),
+        ({"max_terms": 0}, "max_terms must be a whole number >= 1, not 0"),
+        ({"max_terms": True}, "max_terms must be a whole number >= 1, not True"),
+        ({"min_docs": "3"}, "min_docs must be a whole number >= 1, not '3'"),
+        ({"min_docs": -1}, "min_docs must be a whole number >= 1, not -1"),
+        ({"min_docs": 1.5}, "min_docs must be a whole number >= 1, not 1.5"),
+        ({"config": 3}, "config must be a str or os.PathLike, not 3"),
+        ({"config": b"s.yaml"}, "config must be a str or os.PathLike, not b's.yaml'"),
+        ({"label_column": 3}, "label_column must be text, not 3"),
+        ({"columns": None}, "columns must be text or a list of texts, not None"),
+        ({"columns": [3]}, "columns must be text or a list of texts, not [3]"),
+        ({"bins": "4"}, "bins must be a whole number from 1 to 1,000, not '4'"),
+        ({"bins": True}, "bins must be a whole number from 1 to 1,000, not True"),
+        # 10**6 bins of 40 rows: a 13 MB model in 10 s; 10**20 was an internal error
+        ({"bins": 1001}, "bins must be a whole number from 1 to 1,000, not 1001"),
+        ({"bins": 10**20}, f"bins must be a whole number from 1 to 1,000, not {10**20}"),
+        ({"binning": None}, "binning must be one of quantile, uniform, not None"),
+        ({"reading": 3}, "reading must be an nbspam.api.Reading, not 3"),
+        ({"engine": "dask"}, "engine must be an nbspam.service.engine.Engine, not 'dask'"),
+        ({"alpha": True}, "setting alpha must be a number, not True"),
+    ],
+)
+def test_train_refuses_an_argument_of_the_wrong_type(models, given, message):
+    """Each was a TypeError or AttributeError from deep inside, or taken for another value
+    (max_terms=True kept one term, alpha=True was 1)."""
+    table = models[2]
+    assert refused(nbspam.train, PAIRS, **given) == message
+    assert refused(nbspam.train, table, **given) == message
+
+
+@pytest.mark.parametrize(
+    "given, message",
+    [
+        ({"folds": "3"}, "--folds must be a whole number >= 2, not '3'"),
+        ({"folds": 2.0}, "--folds must be a whole number >= 2, not 2.0"),
+        ({"folds": True}, "--folds must be a whole number >= 2, not True"),
+        ({"chronological": "0.5"}, "chronological must be a number in (0, 1), not '0.5'"),
+        ({"chronological": 1}, "chronological must be a number in (0, 1), not 1"),
+        ({"online": "no"}, "online must be True or False, not 'no'"),
+        ({"order": 3}, "--order must be one of date, input, shuffle, not 3"),
+        (
+            {"learn": "some"},
+            "--learn must be one of all, errors, unsure, autolearn, errors+autolearn, not 'some'",
+        ),
+        ({"warmup": "3"}, "warmup must be a whole number >= 1, not '3'"),
+        ({"warmup": 1.5}, "warmup must be a whole number >= 1, not 1.5"),
+        ({"warmup": 0}, "warmup must be a whole number >= 1, not 0"),
+        ({"autolearn_spam": "x"}, "autolearn_spam must be a number in (0.5, 1], not 'x'"),
+        ({"autolearn_spam": 0.5}, "autolearn_spam must be a number in (0.5, 1], not 0.5"),
+        ({"autolearn_ham": None}, "autolearn_ham must be a number in [0, 0.5), not None"),
+        ({"scores": 3}, "scores must be a str or os.PathLike, not 3"),
+        ({"plot": b"roc.svg"}, "plot must be a str or os.PathLike, not b'roc.svg'"),
+        ({"config": 3}, "config must be a str or os.PathLike, not 3"),
+        ({"columns": 3}, "columns must be text or a list of texts, not 3"),
+    ],
+)
+def test_evaluate_refuses_an_argument_of_the_wrong_type(models, given, message):
+    """Before anything is read; online, warmup and the autolearn thresholds as well."""
+    table = models[2]
+    assert refused(nbspam.evaluate, PAIRS, **{"online": True, **given}) == message
+    assert refused(nbspam.evaluate, table, **given) == message
+
+
+@pytest.mark.parametrize(
+    "path, message",
+    [
+        (None, "path must be a str or os.PathLike, not None"),
+        (3, "path must be a str or os.PathLike, not 3"),
+        (b"spam.nbm", "path must be a str or os.PathLike, not b'spam.nbm'"),
+    ],
+)
+def test_load_and_save_refuse_a_path_of_the_wrong_type(models, path, message):
+    assert refused(nbspam.load, path) == message
+    for model in models[:2]:
+        assert refused(model.save, path) == message
+
+
+@pytest.mark.parametrize(
+    "others, message, error",
+    [
+        ((3,), "others must be nbspam.Classifier models, not 3", nbspam.ConfigError),
+        ((None,), "others must be nbspam.Classifier models, not None", nbspam.ConfigError),
+        (
+            ("table",),
+            "cannot merge a model of messages with a model of a typed table",
+            nbspam.NbspamError,
+        ),
+    ],
+)
+def test_merge_refuses_what_is_not_a_model_of_its_kind(models, others, message, error):
+    messages, table, _ = models
+    others = [table if other == "table" else other for other in others]
+    assert refused(messages.merge, *others, error=error) == message
+    if others[0] is table:
+        assert refused(table.merge, messages, error=error) == message
+
+
+@pytest.mark.parametrize(
+    "inputs, jobs, message, error",
+    [
+        ("rows", 0, "--jobs must be a whole number from 1 to 1,024, not 0", nbspam.ConfigError),
+        (None, 1, "tables must be paths or tables.Table values, not None", nbspam.InputError),
+        (3, 1, "tables must be paths or tables.Table values, not 3", nbspam.InputError),
+        ([3], 1, "table 0 is not a path or a tables.Table: 3", nbspam.InputError),
+    ],
+)
+def test_a_table_models_predict_refuses_what_is_not_a_table(models, inputs, jobs, message, error):
+    """As a model of messages refuses what is not a message (they were TypeErrors); forget,
+    learn and explain take tables alike. jobs was ignored for a table, where a model of
+    messages checks it."""
+    _, table, path = models
+    inputs = path if inputs == "rows" else inputs
+    assert refused(table.predict, inputs, jobs=jobs, error=error) == message
+    if jobs == 1:
+        for call in (table.forget, table.learn, table.explain):
+            if inputs is not None or call != table.explain:  # explain(None): the columns
+                assert refused(call, inputs, error=error) == message
+
+
+@pytest.mark.parametrize(
+    "top, message",
+    [
+        ("3", "top must be a whole number >= 1, not '3'"),
+        (2.5, "top must be a whole number >= 1, not 2.5"),
+        (0, "top must be a whole number >= 1, not 0"),
+        (-1, "top must be a whole number >= 1, not -1"),
+        (None, "top must be a whole number >= 1, not None"),
+        (True, "top must be a whole number >= 1, not True"),
+    ],
+)
+def test_explain_refuses_a_top_that_is_no_count(models, top, message):
+    """top="3" was a TypeError in a slice; -1 silently left out the last term."""
+    messages, table, path = models
+    assert refused(messages.explain, top=top) == message
+    assert refused(messages.explain, "cheap meds", top=top) == message
+    assert refused(table.explain, path, top=top) == message
+
+
+@pytest.mark.parametrize(
+    "label, new_label, message",
+    [
+        (3, True, "label must be text, not 3"),
+        (b"ham", True, "label must be text, not b'ham'"),
+        (3, False, "label must be text, not 3"),
+        ("ham", "no", "new_label must be True or False, not 'no'"),
+        ("ham", 1, "new_label must be True or False, not 1"),
+    ],
+)
+def test_learn_refuses_a_label_that_is_not_text(models, label, new_label, message):
+    """A label of bytes or a number was a TypeError in sorting the labels; new_label="no"
+    added a label."""
+    messages, table, path = models
+    before = messages.labels
+    assert refused(messages.learn, "hi", label, new_label=new_label) == message
+    assert messages.labels == before
+    assert refused(table.learn, path, label, new_label=new_label) == message
+
+
+@pytest.mark.parametrize(
+    "given, message",
+    [
+        ({"follow_links": "no"}, "follow_links must be True or False, not 'no'"),
+        ({"literal": 1}, "literal must be True or False, not 1"),
+        ({"problems": 3}, "problems must be a mail.message.Problems, not 3"),
+        ({"progress": 3}, "progress must be a function, not 3"),
+        ({"watch": "bar"}, "watch must be a function, not 'bar'"),
+        ({"listed": [3]}, "listed must be text or a list of texts, not [3]"),
+    ],
+)
+def test_a_reading_refuses_a_field_of_the_wrong_type(given, message):
+    """follow_links="no" followed links; the others failed while reading."""
+    from nbspam.api import Reading
+
+    assert refused(Reading, **given) == message
+
+
+@pytest.mark.parametrize(
+    "given, message",
+    [
+        ({"name": "Dask"}, "--engine must be one of local, dask, not 'Dask'"),
+        ({"name": None}, "--engine must be one of local, dask, not None"),
+        ({"name": "dask", "scheduler": 8786}, "--scheduler must be text, not 8786"),
+        ({"tls_cert": b"c.pem"}, "--tls-cert must be text, not b'c.pem'"),
+        ({"jobs": "2"}, "--jobs must be a whole number from 1 to 1,024, not '2'"),
+    ],
+)
+def test_an_engine_refuses_a_field_of_the_wrong_type(given, message):
+    """Any name but dask ran the local engine, "Dask" too."""
+    from nbspam.service.engine import Engine
+
+    assert refused(Engine, **given) == message
+
+
+@pytest.mark.parametrize("model", [3, None, "spam.nbm"])
+def test_a_classifier_is_made_of_a_model(models, model):
+    """Classifier(3) was made, and failed at its first use."""
+    message = f"model must be a model of messages or of a table (nbspam.load), not {model!r}"
+    assert refused(nbspam.Classifier, model) == message
+    assert nbspam.Classifier(models[1].model).kind == "table"

@@ -29,6 +29,9 @@ def test_bernoulli_config_loads():
         ({"alpha": -1}, "setting alpha must be a finite number >= 0"),
         ({"alpha": "lots"}, "setting alpha must be a number, not 'lots'"),
         ({"alpha": 1e308}, "setting alpha must be at most 1e\\+100, not 1e\\+308"),
+        # yes is no number, where float(True) would make it 1
+        ({"alpha": True}, "^setting alpha must be a number, not True$"),
+        ({"cost_fp": False}, "^setting cost_fp must be a number, not False$"),
         ({"min_count": 0}, "setting min_count must be a whole number >= 1, not 0"),
         ({"min_count": 2.5}, "setting min_count must be a whole number >= 1"),
         ({"max_df": 1.5}, "setting max_df must be a fraction in \\(0, 1\\]"),

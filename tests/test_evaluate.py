@@ -236,7 +236,7 @@ def test_cross_validate_refuses_bad_fold_counts():
     messages = small_corpus()
     with pytest.raises(InputError, match="label 'spam' has 8 message.*fewer than the 9 folds"):
         cross_validate(messages, SETTINGS, folds=9)
-    with pytest.raises(ConfigError, match="at least 2"):
+    with pytest.raises(ConfigError, match="^--folds must be a whole number >= 2, not 1$"):
         cross_validate(messages, SETTINGS, folds=1)
     with pytest.raises(InputError, match="at least two labels"):
         cross_validate(texts("ham", ["a b", "c d", "e f"]), SETTINGS, folds=2)

@@ -113,3 +113,27 @@ def test_pipeline_and_grid_search():
     )
     grid.fit(np.array([data for data, _ in pairs], dtype=object), y)
     assert set(grid.best_params_) == {"alpha", "event_model"} and grid.best_score_ > 0.8
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"settings": 3}, "settings must be a dict of settings, not 3"),
+        ({"settings": "ngrams=2"}, "settings must be a dict of settings, not 'ngrams=2'"),
+        ({"settings": [("ngrams", 2)]}, "settings must be a dict of settings, not [('ngrams', 2)]"),
+        ({"alpha": True}, "setting alpha must be a number, not True"),
+        (
+            {"prior": {"ham": 1, "nope": 3}},
+            "prior names 'nope', not one of the classes ['ham', 'spam']",
+        ),
+    ],
+)
+def test_fit_refuses_a_parameter_of_the_wrong_type(params, message):
+    """settings that are not a dict were a TypeError; alpha=True was 1, and a prior of a
+    class that is none was given to another class (the one sorted after it)."""
+    texts = ["cheap meds now", "free money", "lunch at noon", "meeting on monday"]
+    labels = ["spam", "spam", "ham", "ham"]
+    for X in (texts, np.array([[1, 0], [2, 0], [0, 1], [0, 3]])):
+        with pytest.raises(ValueError) as raised:
+            NaiveBayesTextClassifier(**params).fit(X, labels)
+        assert str(raised.value) == message

@@ -852,3 +852,89 @@ def test_a_table_of_200000_rows_trains_with_its_rule_in_seconds():
     )
     assert time.perf_counter() - started < 25
     assert model.class_count == np.bincount(y).tolist() and model.calibration is not None
+
+
+def test_a_settings_file_sets_a_tables_alpha_and_positive_as_the_options_do(tmp_path):
+    """`-c` gives a table what the options give (alpha, positive), under the options; it gave
+    none: the table was trained with alpha 1 and its positive label by default."""
+    rng = np.random.default_rng(5)
+    data = tmp_path / "t.csv"
+    with open(data, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["colour", "flag", "label"])
+        for i in range(60):
+            spam = i % 2 == 1
+            flag = int(rng.random() < (0.7 if spam else 0.2))
+            w.writerow([rng.choice(["red", "green", "blue"]), flag, "spam" if spam else "ham"])
+    settings = tmp_path / "s.yaml"
+    settings.write_text("alpha: 5\npositive: ham\n")
+    models = {}
+    for name, options in {
+        "file": ["-c", settings],
+        "options": ["--alpha", "5", "--positive", "ham"],
+        "both": ["-c", settings, "--alpha", "2"],
+        "default": [],
+    }.items():
+        r = cli_run("train", data, "-o", tmp_path / f"{name}.nbm", *options)
+        assert r.exit_code == 0, r.stderr
+        models[name] = load_table_model(tmp_path / f"{name}.nbm")
+    rows = read_table(str(data))
+    file, options, both, default = models.values()
+    assert (file.alpha, file.positive) == (options.alpha, options.positive) == (5.0, "ham")
+    assert (both.alpha, both.positive) == (2.0, "ham")
+    assert (default.alpha, default.positive) == (1.0, "spam")
+    scores = {name: m.joint_log_likelihood(rows) for name, m in models.items()}
+    assert np.array_equal(scores["file"], scores["options"])
+    assert not np.array_equal(scores["file"], scores["default"])
+    assert not np.array_equal(scores["file"], scores["both"])
+    import nbspam  # the library alike, with alpha as the file and the options give it
+
+    for given in ({"config": settings}, {"alpha": 5, "positive": "ham"}, {"alpha": "5"}):
+        model = nbspam.train(data, **given).model
+        assert type(model.alpha) is float and model.alpha == 5.0
+        assert np.array_equal(model.joint_log_likelihood(rows), scores["file"])
+    reports = [
+        json.loads(cli_run("evaluate", data, *options, "-f", "json").stdout)
+        for options in (["-c", settings], ["--alpha", "5", "--positive", "ham"], [])
+    ]
+    for report in reports:
+        report.pop("seconds")
+    assert reports[0] == reports[1] != reports[2]
+
+
+def test_bins_past_the_most_are_a_usage_error(tmp_path):
+    """--bins 10**20 was an internal error (numpy's arange), 10**9 ran out of memory."""
+    X, y = random_gaussian(n=40)
+    data = tmp_path / "g.csv"
+    write_csv(data, X, y)
+    for command in (["train", data, "-o", tmp_path / "m.nbm"], ["evaluate", data]):
+        r = cli_run(*command, "--bins", 10**20)
+        assert r.exit_code == 2, r.stderr
+        assert r.stderr.endswith(
+            f"Error: Invalid value for '--bins': {10**20} is not in the range 1<=x<=1000.\n"
+        )
+
+
+def test_the_folds_setting_is_a_tables_internal_cross_validations(tmp_path):
+    """`folds` in the -c file (or to nbspam.train) sets the folds of a table's internal
+    cross-validation, as it does for messages; a table used 5 whatever it said."""
+    rng = np.random.default_rng(7)
+    y = np.array([0] * 30 + [1] * 4)  # 4 spam rows: too few for 5 folds, enough for 3
+    write_csv(tmp_path / "t.csv", rng.normal(size=(34, 2)) + 2 * y[:, None], y)
+    (tmp_path / "s.yaml").write_text("folds: 3\n")
+    r = cli_run("train", tmp_path / "t.csv", "-o", tmp_path / "d.nbm")
+    assert r.exit_code == 0, r.stderr
+    note = "label 'spam' has 4 row(s), too few for the internal 5-fold cross-validation"
+    assert note in r.stderr
+    default = load_table_model(tmp_path / "d.nbm")
+    assert default.cutoffs is None and "auto" not in default.info
+    r = cli_run("train", tmp_path / "t.csv", "-o", tmp_path / "f.nbm", "-c", tmp_path / "s.yaml")
+    assert r.exit_code == 0, r.stderr
+    assert "too few" not in r.stderr
+    assert "(internal 3-fold log-loss: " in r.stderr
+    three = load_table_model(tmp_path / "f.nbm")
+    assert three.info["auto"]["folds"] == 3 and three.cutoffs is not None
+    import nbspam
+
+    model = nbspam.train(tmp_path / "t.csv", folds=3).model
+    assert (model.info["auto"], model.cutoffs) == (three.info["auto"], three.cutoffs)

@@ -18,6 +18,7 @@ from ..core.settings import (
     AUTO,
     EVENT_MODELS,
     MAIL_MODES,
+    MAX_BINS,
     MAX_JOBS,
     SELECTIONS,
     WORD_PAIRS,
@@ -415,7 +416,7 @@ def table_options(f):
     )(f)
     f = click.option(
         "--bins",
-        type=click.IntRange(min=1),
+        type=click.IntRange(min=1, max=MAX_BINS),
         help="Tables: cut every continuous column into N bins, modelled as categories (edges learned in training).",
     )(f)
     f = click.option(

@@ -18,9 +18,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..core.arguments import whole
 from ..core.settings import AUTO, Settings
 from ..core.sparse import sp
-from ..errors import ConfigError, InputError, TrainingError
+from ..errors import InputError, TrainingError
 from ..models import naive_bayes as nb
 from ..models.decision import Rule
 from ..models.event_models import event_model
@@ -129,8 +130,7 @@ def cross_validate_matrix(
 def stratified_split(labels: Sequence[str], folds: int, seed: int) -> tuple[np.ndarray, dict]:
     """(fold of each message, the protocol) of stratified k-fold cross-validation; folds
     from `metrics.stratified_folds`, so they depend only on the labels in input order."""
-    if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
-        raise ConfigError(f"--folds must be a whole number of at least 2, not {folds!r}")
+    folds = whole("--folds", folds, 2)
     _check_labels(labels, folds)
     fold = metrics.stratified_folds(np.array(labels, dtype=object), folds, seed)
     protocol = {

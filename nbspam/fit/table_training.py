@@ -309,10 +309,13 @@ def auto_fit(
     return fit_table(table, final, path), info
 
 
-def internal_odds(table: Table, settings: TableSettings, path: str) -> InternalOdds:
-    """The out-of-fold log-odds of an internal stratified 5-fold cross-validation."""
+def internal_odds(
+    table: Table, settings: TableSettings, path: str, folds: int = AUTO_FOLDS
+) -> InternalOdds:
+    """The out-of-fold log-odds of an internal stratified cross-validation of ``folds``
+    folds."""
     y = np.array(table.column(settings.label_column), dtype=object)
-    fold = stratified_folds_of(y)
+    fold = stratified_folds_of(y, folds)
     jll, positive = fold_contributions(table, settings, fold, path)
     labels = sorted(set(y[fold >= 0].tolist()))
     assert positive is not None
@@ -330,10 +333,10 @@ class InternalOdds:
     positive: str
 
 
-def stratified_folds_of(y: np.ndarray) -> np.ndarray:
+def stratified_folds_of(y: np.ndarray, folds: int = AUTO_FOLDS) -> np.ndarray:
     from .metrics import stratified_folds
 
-    fold = stratified_folds(y, AUTO_FOLDS, AUTO_SEED)
+    fold = stratified_folds(y, folds, AUTO_SEED)
     fold[y == ""] = -1
     return fold
 
@@ -354,10 +357,10 @@ def checked_model(table: Table, settings: TableSettings, path: str) -> TableMode
 
 
 def auto_choice(
-    table: Table, settings: TableSettings, path: str = "the table"
+    table: Table, settings: TableSettings, path: str = "the table", folds: int = AUTO_FOLDS
 ) -> tuple[TableSettings, dict[str, Any], InternalOdds | None]:
-    """Choose how to model the continuous columns by an internal stratified 5-fold
-    cross-validation of the table, judged by the log-loss of the pooled out-of-fold
+    """Choose how to model the continuous columns by an internal stratified cross-validation
+    of the table (``folds`` folds: the setting ``folds``, 5 by default), judged by the log-loss of the pooled out-of-fold
     posteriors, in two rounds:
 
     1. each of `treatments` for all of them; the best is kept (ties: the earlier);
@@ -382,10 +385,10 @@ def auto_choice(
     kinds = resolved(model, settings).kinds
     given = given_kinds(settings.kinds, kinds)
     candidates = treatments(kinds, settings, given)
-    if not candidates or min(model.class_count) < AUTO_FOLDS:
+    if not candidates or min(model.class_count) < folds:
         return settings, {}, None
     y = np.array(table.column(settings.label_column), dtype=object)
-    fold = stratified_folds_of(y)
+    fold = stratified_folds_of(y, folds)
     scored = fold >= 0
     target = classes_of(model, table)[scored]  # each scored row's label, as its place
     scored_rows = None if scored.all() else np.flatnonzero(scored)
@@ -435,7 +438,7 @@ def auto_choice(
         "chose": best,
         "criterion": "pooled out-of-fold log-loss",
         "log_loss": losses,
-        "folds": AUTO_FOLDS,
+        "folds": folds,
     }
     if changed:
         info["columns"] = changed
@@ -458,19 +461,35 @@ def table_rule(settings: Any) -> Any:
     return settings.training.replace(**kept)
 
 
+def table_settings_of(table: TableSettings, settings: Any) -> TableSettings:
+    """A typed table's settings (those of the table options) with the run's, a
+    `settings.Settings` of the defaults, the -c file and the options, in that order: its
+    tokenizer and prior, its positive label, and its alpha where the file or an option gives
+    one (a table's alpha is 1 unless given, where a model of messages has 0.1)."""
+    training = settings.training
+    return dataclasses.replace(
+        table,
+        tokenizer=settings.tokenizer,
+        prior=training.prior,
+        positive=training.positive,
+        alpha=training.alpha if "alpha" in settings.given else table.alpha,
+    )
+
+
 def fit_with_rule(
     table: Table, settings: TableSettings, *, auto: bool, cfg: Any, path: str = "the table"
 ) -> TableModel:
     """The model `train` makes: with ``auto`` the settings `auto_choice` picks; for two
     classes with ``cfg.calibrate`` (a `settings.TrainConfig`) the cutoffs and Platt
     calibration that `calibration.rule_from_scores` fits on the out-of-fold log-odds of an
-    internal cross-validation (auto's own, else one more), or ``cfg.cutoffs`` alone."""
+    internal cross-validation of ``cfg.folds`` folds (auto's own, else one more), or
+    ``cfg.cutoffs`` alone."""
     from .calibration import rule_from_scores
     from .crossval import Scores
 
     chosen, odds = {}, None
     if auto:
-        settings, chosen, odds = auto_choice(table, settings, path)
+        settings, chosen, odds = auto_choice(table, settings, path, cfg.folds)
     model = fit_table(table, settings, path)
     if chosen:
         model.info["auto"] = chosen
@@ -480,9 +499,9 @@ def fit_with_rule(
     if not cfg.calibrate:
         return model
     if odds is None:
-        if min(model.class_count) < AUTO_FOLDS:
+        if min(model.class_count) < cfg.folds:
             return model  # too few rows of a label for an internal cross-validation
-        odds = internal_odds(table, resolved(model, settings), path)
+        odds = internal_odds(table, resolved(model, settings), path, cfg.folds)
     n = len(odds.odds)
     scores = Scores(
         ids=table.ids,  # made when read
@@ -505,12 +524,20 @@ def train_table(path: str, settings: TableSettings, auto: bool, cfg: Any) -> Tab
     table = read_table(path)
     model = fit_with_rule(table, settings, auto=auto, cfg=cfg, path=path)
     model.info.update(created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), rows=len(table))
-    model.notes = table_notes(table, settings, model, auto=auto, calibrate=cfg.calibrate)
+    model.notes = table_notes(
+        table, settings, model, auto=auto, calibrate=cfg.calibrate, folds=cfg.folds
+    )
     return model
 
 
 def table_notes(
-    table: Table, settings: TableSettings, model: TableModel, *, auto: bool, calibrate: bool
+    table: Table,
+    settings: TableSettings,
+    model: TableModel,
+    *,
+    auto: bool,
+    calibrate: bool,
+    folds: int = AUTO_FOLDS,
 ) -> list[str]:
     """What `train` notes of a table whose model is sound but may not be what was meant:
     rows without a label left out, a column of numbers made categorical by a few that are
@@ -528,11 +555,11 @@ def table_notes(
             note = mostly_numbers_note(table, column.name)
             if note:
                 notes.append(note)
-    few = [(n, label) for label, n in zip(model.labels, model.class_count) if n < AUTO_FOLDS]
+    few = [(n, label) for label, n in zip(model.labels, model.class_count) if n < folds]
     if model.is_binary and (auto or calibrate) and few:
         n, label = min(few)
         notes.append(
-            f"label {label!r} has {n} row(s), too few for the internal {AUTO_FOLDS}-fold "
+            f"label {label!r} has {n} row(s), too few for the internal {folds}-fold "
             "cross-validation: "
             + ("no cutoffs or calibration were fitted (the Bayes decision)" if calibrate else "")
             + (", and " if calibrate and auto else "")

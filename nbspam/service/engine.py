@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.arguments import one_of, optional, text, whole
 from ..core.settings import MAX_JOBS
 from ..errors import ConfigError, NbspamError
 
@@ -17,9 +18,10 @@ def check_jobs(jobs: Any) -> int:
     """--jobs, refused unless a whole number from 1 to `MAX_JOBS`: the pool forks all its
     workers at once, so a huge number would fork processes until the system has none left,
     and a number below 1 or not a number was silently taken as one."""
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= MAX_JOBS:
-        raise ConfigError(f"--jobs must be a whole number from 1 to {MAX_JOBS:,}, not {jobs!r}")
-    return jobs
+    return whole("--jobs", jobs, 1, MAX_JOBS)
+
+
+ENGINES = ("local", "dask")
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,9 @@ class Engine:
     jobs: int = 1
 
     def __post_init__(self) -> None:
+        one_of("--engine", self.name, ENGINES)  # any other name, "Dask" too, ran locally
+        for name in ("scheduler", "tls_ca_file", "tls_cert", "tls_key"):
+            optional(text, f"--{name.replace('_', '-')}", getattr(self, name))
         check_jobs(self.jobs)
 
     @property

@@ -10,10 +10,14 @@ line the command prints.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError, NbspamError
 from ..mail.message import Message, Problems
 from ..store import kinds
+
+if TYPE_CHECKING:
+    from ..models.interface import NaiveBayesModel
 
 Inputs = Sequence[tuple[str, bool]]
 """The inputs of a command: (PATH, whether it is read literally); ``("-", True)`` is stdin."""
@@ -125,13 +129,18 @@ def merge(paths: Sequence[str], output: str) -> list[str]:
     """`nbspam merge`: the models at ``paths`` (all of one kind) merged into ``output``;
     returns the lines to say."""
     models = [kinds.load(path) for path in paths]
-    first = models[0]
-    if any(m.kind != first.kind for m in models[1:]):
-        raise NbspamError("cannot merge a model of messages with a model of a typed table")
-    merged = first.merge(models[1:])
-    kinds.save(merged, output)
-    if first.kind == kinds.TABLES.name:
+    kinds.save(merged(models), output)
+    if models[0].kind == kinds.TABLES.name:
         return [f"merged {len(paths)} table models into {output}"]
     from ..models.model import merged_note
 
     return [f"merged {len(paths)} models into {output}", f"note: {merged_note(models)}"]
+
+
+def merged(models: Sequence[NaiveBayesModel]) -> NaiveBayesModel:
+    """The merge of ``models``, all of one kind: a model of messages and a table model have
+    nothing to add up."""
+    first = models[0]
+    if any(m.kind != first.kind for m in models[1:]):
+        raise NbspamError("cannot merge a model of messages with a model of a typed table")
+    return first.merge(models[1:])
