@@ -331,3 +331,71 @@ def test_merge_refuses_one_of_its_models_as_output(sample_model, sample_model_pa
         f"Error: -o {sample_model} is the model {sample_model}; give another file\n",
     )
     assert sample_model.read_bytes() == before
+
+
+# -- files that decide what a run does: written by no one but their owner and root -------------
+
+NEW_SPAM = b"From: a@example.org\nSubject: cheap pills zzqxv\n\nbuy cheap pills zzqxv now\n"
+
+
+@pytest.fixture
+def synced(sample_model, mail) -> Path:
+    """The sync state of the sample model after one run over ``mail`` as ham."""
+    assert cli_run("sync", "-m", sample_model, f"ham={mail}").exit_code == 0
+    return Path(f"{sample_model}.sync")
+
+
+def test_a_sync_state_others_may_write_is_refused(sample_model, mail, synced):
+    # a neighbour marks a new message of the folder as learned (its digest expired): sync
+    # would never learn it
+    (mail / "new" / "2.eml").write_bytes(NEW_SPAM)
+    synced.chmod(synced.stat().st_mode | stat.S_IWOTH)
+    with synced.open("a") as f:
+        f.write(f"maildir:2.eml\tham\t{'0' * 32}\texpired\n")
+    before = synced.read_bytes()
+    result = cli_run("sync", "-m", sample_model, f"ham={mail}")
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: sync state {synced}: writable by others; chmod o-w {synced}\n",
+    )
+    assert synced.read_bytes() == before
+    assert "zzqxv" not in load_model(sample_model).terms
+
+
+def test_a_sync_state_of_another_user_or_group_is_refused(sample_model, mail, synced):
+    if os.geteuid() != 0:
+        pytest.skip("giving a file away needs root")
+    os.chown(synced, 4242, -1)
+    result = cli_run("sync", "-m", sample_model, f"ham={mail}")
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: sync state {synced}: owned by 4242, not by root; remove it\n",
+    )
+    os.chown(synced, 0, 4243)
+    synced.chmod(0o660)  # the model is not the group's to write: neither is its state
+    result = cli_run("sync", "-m", sample_model, f"ham={mail}")
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: sync state {synced}: writable by group 4243; chmod g-w {synced}\n",
+    )
+    synced.chmod(0o640)
+    assert cli_run("sync", "-m", sample_model, f"ham={mail}").exit_code == 0
+
+
+def test_members_of_a_shared_models_group_sync_with_one_state(shared, sample_model_path):
+    model = shared / "spam.nbm"
+    shutil.copyfile(sample_model_path, model)
+    os.chown(model, 0, GROUP)
+    model.chmod(0o660)
+    mail = maildir(shared / "mail")
+    shutil.copyfile(MESSAGE, mail / "new" / "1.eml")
+    warm = shared.parent / "warm.nbm"  # the command's lazy imports, made here (as above)
+    shutil.copyfile(sample_model_path, warm)
+    assert cli_run("sync", "-m", warm, f"ham={mail}").exit_code == 0
+    for user, message in ((ALICE, b"alice's"), (BOB, b"bob's")):
+        (mail / "new" / f"{user}.eml").write_bytes(b"Subject: %s note\n\nlunch?\n" % message)
+        status, stderr = as_user(user, 0o022, "sync", "-m", model, f"ham={mail}")
+        assert status == 0, stderr
+    assert stderr.startswith("synced 3 message(s), opened 1:")  # bob read alice's state
+    state = Path(f"{model}.sync").stat()  # bob read and replaced the state alice made
+    assert (stat.S_IMODE(state.st_mode), state.st_uid, state.st_gid) == (0o660, BOB, GROUP)
