@@ -399,3 +399,57 @@ def test_members_of_a_shared_models_group_sync_with_one_state(shared, sample_mod
     assert stderr.startswith("synced 3 message(s), opened 1:")  # bob read alice's state
     state = Path(f"{model}.sync").stat()  # bob read and replaced the state alice made
     assert (stat.S_IMODE(state.st_mode), state.st_uid, state.st_gid) == (0o660, BOB, GROUP)
+
+
+def test_a_model_others_may_write_or_replace_is_refused(sample_model, tmp_path):
+    message = MESSAGE.read_bytes()
+    sample_model.chmod(0o646)  # anyone could write how every user's mail is scored
+    error = f"Error: model file {sample_model}: writable by others; chmod o-w {sample_model}\n"
+    for args, stdin in ((["predict", MESSAGE], None), (["filter"], message)):
+        result = cli_run(args[0], "-m", sample_model, *args[1:], input=stdin)
+        assert (result.exit_code, result.stderr) == (1, error)
+    sample_model.chmod(0o644)
+    tmp_path.chmod(0o777)  # anyone could rename a model of their own over it
+    result = cli_run("predict", "-m", sample_model, MESSAGE)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: model file {sample_model}: its folder {tmp_path} is writable by others "
+        f"without the sticky bit; chmod o-w {tmp_path}\n",
+    )
+    tmp_path.chmod(0o1777)  # as /tmp: no one may rename another's file
+    assert cli_run("predict", "-m", sample_model, MESSAGE).exit_code == 0
+
+
+def test_a_journal_planted_beside_the_model_is_refused(sample_model, tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("giving a file away needs root")
+    from nbspam.errors import UnsafeFileError
+    from nbspam.serve.models import Models
+
+    # a model read by all in a folder all may write, with the sticky bit: anyone can make
+    # the journal it lacks, which every reader would apply
+    tmp_path.chmod(0o1777)
+    sample_model.chmod(0o644)
+    spam = SAMPLE / "new" / "002.eml"
+    assert cli_run("learn", "-m", sample_model, "-l", "ham", spam).exit_code == 0
+    journal = Path(f"{sample_model}.journal")
+    os.chown(journal, 4242, 4242)  # as the neighbour who planted it
+    error = f"journal {journal}: owned by 4242, not by root; remove it"
+    result = cli_run("predict", "-m", sample_model, MESSAGE)
+    assert (result.exit_code, result.stderr) == (1, f"Error: {error}\n")
+    result = cli_run("learn", "-m", sample_model, "-l", "ham", MESSAGE)
+    assert (result.exit_code, result.stderr) == (1, f"Error: {error}\n")
+    with pytest.raises(UnsafeFileError) as refused:  # nbspam serve answers EX_TEMPFAIL
+        Models(str(sample_model)).check()
+    assert str(refused.value) == error
+
+
+def test_a_filter_state_others_may_write_is_refused(sample_model, mail):
+    state = Path(f"{sample_model}.state")
+    assert cli_run("filter", "-j", "1", "-m", sample_model, mail).exit_code == 0
+    state.chmod(state.stat().st_mode | stat.S_IWOTH)  # anyone could mark mail as filtered
+    result = cli_run("filter", "-j", "1", "-m", sample_model, mail)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: state file {state}: writable by others; chmod o-w {state}\n",
+    )
