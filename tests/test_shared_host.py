@@ -453,3 +453,48 @@ def test_a_filter_state_others_may_write_is_refused(sample_model, mail):
         1,
         f"Error: state file {state}: writable by others; chmod o-w {state}\n",
     )
+
+
+def test_no_user_steers_another_users_layer(shared, sample_model_path):
+    model = shared / "spam.nbm"
+    shutil.copyfile(sample_model_path, model)
+    model.chmod(0o644)  # read by all, written by root
+    folder = shared / "users"  # each mail user writes a layer here (the Dovecot wrapper)
+    folder.mkdir()
+    os.chown(folder, 0, GROUP)
+    folder.chmod(0o2775)
+    template = str(folder / "%u.nbj")
+    warm = shared.parent / "warm"  # the commands' lazy imports, made here (as above)
+    warm.mkdir()
+    import grp  # noqa: F401 - the check's look-up of a group, made here too
+
+    args = ["--user-models", str(warm / "%u.nbj"), "--user", "x"]
+    assert cli_run("learn", "-m", model, *args, "-l", "ham", MESSAGE).exit_code == 0
+    assert cli_run("predict", "-m", model, *args, MESSAGE).exit_code == 0
+
+    def as_(uid: int, user: str, *command) -> tuple[int, str]:
+        return as_user(uid, 0o002, command[0], "-m", model, "--user-models", template,
+                       "--user", user, *command[1:])  # fmt: skip
+
+    status, stderr = as_(BOB, "bob", "learn", "-l", "ham", MESSAGE)
+    assert (status, stderr) == (
+        1,
+        f"Error: --user-models {template!r}: its folder {folder} is writable by group "
+        f"{GROUP} without the sticky bit: one user could replace another's file; "
+        f"chmod +t {folder}\n",
+    )
+    folder.chmod(0o3775)  # with the sticky bit: no one renames another's file away
+    assert as_(BOB, "bob", "learn", "-l", "ham", MESSAGE)[0] == 0
+    assert stat.S_IMODE(os.stat(template.replace("%u", "bob")).st_mode) == 0o640  # umask 002
+    status, stderr = as_(ALICE, "bob", "learn", "-l", "spam", MESSAGE)  # alice writes bob's
+    assert (status, stderr) == (
+        1,
+        f"Error: cannot write journal {folder}/bob.nbj: permission denied\n",
+    )
+    # alice makes carol's layer before carol has one: carol's runs refuse it
+    assert as_(ALICE, "carol", "learn", "-l", "spam", MESSAGE)[0] == 0
+    status, stderr = as_(4703, "carol", "predict", MESSAGE)
+    assert (status, stderr) == (
+        1,
+        f"Error: layer {folder}/carol.nbj: owned by {ALICE}, not by root or 4703; remove it\n",
+    )

@@ -80,24 +80,23 @@ def check_file(
     )
 
 
-def check_folder(folder: str, what: str) -> os.stat_result:
-    """The `os.stat` of ``folder``, which holds files of several users (`layers`), after
-    refusing it where a group or others may write it without the sticky bit, but for its
-    owner's private group: one user could then rename another's file away and put one of
-    their own in its place. OSError where it cannot be looked at."""
-    stats = os.stat(folder)
+def check_folder(stats: os.stat_result, folder: str, what: str) -> None:
+    """Refuse (`UnsafeFileError`) ``folder`` (its `os.stat` ``stats``), which holds files of
+    several users (`layers`), where a group or others may write it without the sticky bit,
+    but for its owner's private group: one user could then rename another's file away and
+    put one of their own in its place."""
     mode = stats.st_mode
     if mode & stat.S_ISVTX or not mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return stats
+        return
     if mode & stat.S_IWOTH:
-        who, fix = "others", "o-w"
+        who = "others"
     elif private_group(stats.st_gid, stats.st_uid):
-        return stats
+        return
     else:
-        who, fix = f"group {group_name(stats.st_gid)}", "+t"
+        who = f"group {group_name(stats.st_gid)}"
     raise UnsafeFileError(
         f"{what} {folder} is writable by {who} without the sticky bit: one user could "
-        f"replace another's file; chmod {fix} {folder}"
+        f"replace another's file; chmod +t {folder}"
     )
 
 

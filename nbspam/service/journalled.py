@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NbspamError
-from ..store import journal, schema
+from ..store import journal, layers, schema
 from ..store.container import remove_leftovers, target
 from ..store.lock import model_lock
 from ..store.modelfile import load_journalled, save_model
@@ -89,8 +89,9 @@ def _update(
             like = target(model_path)
             writers = model_writers(like)
         else:
-            path, base, like, writers = Path(layer), journal.LAYER, None, None
-        writer = journal.Writer(path, base, like=like, writers=writers)
+            path, base, like, writers = Path(layer), journal.LAYER, None, layers.writers(layer)
+        what = "journal" if layer is None else "layer"
+        writer = journal.Writer(path, base, like=like, writers=writers, what=what)
         try:
             for record in writer.contents.records:
                 known.change(record)

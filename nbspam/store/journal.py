@@ -234,13 +234,16 @@ def _records(data: bytes, path: str | os.PathLike[str], contents: Contents, at: 
 
 
 def read(
-    path: str | os.PathLike[str], *, writers: tuple[frozenset[int], int | None] | None = None
+    path: str | os.PathLike[str],
+    *,
+    writers: tuple[frozenset[int] | None, int | None] | None = None,
+    what: str = "journal",
 ) -> Contents:
     """The contents of the journal file at ``path`` (empty where there is none), read
     never through a symbolic link and never past `MAX_JOURNAL`; with ``writers``, refused
-    where others than they may write it (`safefiles.open_side_file`)."""
+    where others than they may write it (`safefiles.open_side_file`, naming it ``what``)."""
     try:
-        fd = open_side_file(path, os.O_RDONLY, what="journal", writers=writers)
+        fd = open_side_file(path, os.O_RDONLY, what=what, writers=writers)
     except FileNotFoundError:
         return Contents()
     except OSError as exc:
@@ -498,7 +501,8 @@ class Writer:
     fingerprint ``base``, or `LAYER`), under the lock of what it belongs to: a journal of
     another base (stale: its records are in the model already) is emptied first, a torn
     last record cut off. New files get the permissions of ``like`` (`safefiles`); one that
-    others than ``writers`` may write is refused (`safefiles.open_side_file`)."""
+    others than ``writers`` may write is refused (`safefiles.open_side_file`, naming it
+    ``what``)."""
 
     def __init__(
         self,
@@ -506,12 +510,13 @@ class Writer:
         base: tuple[int, int],
         *,
         like: Any = None,
-        writers: tuple[frozenset[int], int | None] | None = None,
+        writers: tuple[frozenset[int] | None, int | None] | None = None,
+        what: str = "journal",
     ) -> None:
         self.path = Path(path)
         try:
             flags = os.O_RDWR | os.O_CREAT
-            self.fd = open_side_file(path, flags, what="journal", like=like, writers=writers)
+            self.fd = open_side_file(path, flags, what=what, like=like, writers=writers)
         except OSError as exc:
             raise ModelFileError(f"cannot write journal {path}: {os_reason(exc)}") from None
         try:

@@ -100,7 +100,7 @@ def open_side_file(
     *,
     what: str,
     like: str | os.PathLike[str] | None = None,
-    writers: tuple[frozenset[int], int | None] | None = None,
+    writers: tuple[frozenset[int] | None, int | None] | None = None,
 ) -> int:
     """Open the file ``path`` beside a model, never through a symbolic link: ``flags`` are
     os.O_RDONLY, or os.O_RDWR (with O_APPEND, say) to write it in place, with O_CREAT to
