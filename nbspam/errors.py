@@ -47,8 +47,10 @@ class LockError(NbspamError):
 
 class UnsafeFileError(NbspamError):
     """A file nbspam would write is a symbolic link, a hard link or not a regular file where
-    it must be one (`safefiles`), or an output of a command is one of its inputs: refused
-    before anything is written."""
+    it must be one (`safefiles`), an output of a command is one of its inputs, or a file
+    that decides what a run does (a model, its journal, a layer, a state, settings) may be
+    written by others than its owner and root (`core.trust`): refused before anything is
+    written."""
 
 
 class ServeError(NbspamError):

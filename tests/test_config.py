@@ -102,3 +102,91 @@ def test_the_largest_alpha_still_scores_finitely(event_model):
     model = nbspam.train(pairs, alpha=MAX_ALPHA, event_model=event_model, calibrate=False)
     found = model.predict(["cheap lunch", "nothing known"])
     assert all(math.isfinite(p) for one in found for p in one.probabilities)
+
+
+def test_a_settings_file_others_may_write_is_refused(tmp_path, sample_model_path):
+    from tests.helpers import SAMPLE, cli_run
+
+    # a neighbour who may write root's settings names a file of root's as the stop words:
+    # its lines would be written into the model, which the neighbour may read
+    secret = tmp_path / "secret"
+    secret.write_text("root:$6$salt$hash:20000:0:99999:7:::\n")
+    config = tmp_path / "settings.yaml"
+    config.write_text(f"header-style: spamassassin\nstop-words: {secret}\n")
+    config.chmod(0o666)
+    model = tmp_path / "m.nbm"
+    error = f"Error: config file {config}: writable by others; chmod o-w {config}\n"
+    result = cli_run("train", "--event-model", "bernoulli", "-c", config, SAMPLE / "train",
+                     "-o", model)  # fmt: skip
+    assert (result.exit_code, result.stderr) == (1, error)
+    assert not model.exists()
+    result = cli_run("filter", "-m", sample_model_path, "-c", config, input=b"Subject: hi\n\nhi\n")
+    assert (result.exit_code, result.stderr) == (1, error)
+    config.chmod(0o644)
+    secret.chmod(0o646)  # and the stop words themselves
+    result = cli_run("train", "-c", config, SAMPLE / "train", "-o", model)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: stop-word file {secret}: writable by others; chmod o-w {secret}\n",
+    )
+    secret.chmod(0o644)
+    tmp_path.chmod(0o777)  # anyone could put another file in its place
+    result = cli_run("train", "-c", config, SAMPLE / "train", "-o", model)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: config file {config}: its folder {tmp_path} is writable by others without "
+        f"the sticky bit; chmod o-w {tmp_path}\n",
+    )
+    tmp_path.chmod(0o755)
+
+
+def test_a_settings_file_a_group_may_write_is_refused(tmp_path):
+    import os
+
+    from nbspam.errors import UnsafeFileError
+
+    if os.geteuid() != 0:
+        pytest.skip("giving a file to a group needs root")
+    config = tmp_path / "settings.yaml"
+    config.write_text("header-style: spamassassin\n")
+    os.chown(config, 0, 4700)
+    config.chmod(0o664)
+    with pytest.raises(UnsafeFileError) as refused:
+        header_style_from(str(config))
+    assert str(refused.value) == f"config file {config}: writable by group 4700; chmod g-w {config}"
+    config.chmod(0o644)
+    assert header_style_from(str(config)) == "spamassassin"
+
+
+def test_a_group_of_its_owner_alone_may_write_a_settings_file(tmp_path, monkeypatch):
+    """Debian's user groups (umask 002): alice's files are alice:alice 664, and no one but
+    alice is in the group alice; the group mail has other members."""
+    import grp
+    import os
+    import pwd
+
+    from nbspam.core.trust import check_file
+    from nbspam.errors import UnsafeFileError
+
+    users = {
+        4701: pwd.struct_passwd(("alice", "x", 4701, 4701, "", "/home/alice", "/bin/sh")),
+        4702: pwd.struct_passwd(("bob", "x", 4702, 4800, "", "/home/bob", "/bin/sh")),
+    }
+    groups = {
+        4701: grp.struct_group(("alice", "x", 4701, [])),
+        4800: grp.struct_group(("mail", "x", 4800, ["alice"])),
+    }
+    monkeypatch.setattr(pwd, "getpwuid", lambda uid: users[uid])
+    monkeypatch.setattr(pwd, "getpwall", lambda: list(users.values()))
+    monkeypatch.setattr(grp, "getgrgid", lambda gid: groups[gid])
+    config = tmp_path / "settings.yaml"
+    config.write_text("ngrams: 1\n")
+    real = os.stat(config)
+
+    def stats(uid: int, gid: int) -> os.stat_result:
+        return os.stat_result((0o100664, real.st_ino, real.st_dev, 1, uid, gid, 10, 0, 0, 0))
+
+    check_file(stats(4701, 4701), config, "config file")  # alice's own group
+    for uid, gid, name in ((4701, 4800, "mail"), (4702, 4800, "mail"), (4702, 4701, "alice")):
+        with pytest.raises(UnsafeFileError, match=f"writable by group {name}; chmod g-w"):
+            check_file(stats(uid, gid), config, "config file")

@@ -109,3 +109,68 @@ def test_a_layer_is_never_written_through_a_link(users, tmp_path):
     assert result.exit_code == 1
     assert "is a symbolic link" in result.stderr
     assert victim.read_bytes() == b"precious"
+
+
+def test_a_folder_of_layers_others_may_write_without_the_sticky_bit_is_refused(users, tmp_path):
+    model, template = users
+    folder = tmp_path / "users"
+    folder.chmod(0o777)  # any user could rename another's layer away and put theirs there
+    result = cli_run("predict", "-m", model, "--user", "bob", "--user-models", template, NEW)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: --user-models {template!r}: its folder {folder} is writable by others "
+        f"without the sticky bit: one user could replace another's file; chmod +t {folder}\n",
+    )
+    folder.chmod(0o1777)  # as /tmp: each may make a file, none may replace another's
+    assert layer_path(template, "bob") == template.replace("%u", "bob")
+    if os.geteuid() != 0:
+        return
+    os.chown(folder, 0, 4700)
+    folder.chmod(0o2775)  # the group of the mail users, without the sticky bit
+    with pytest.raises(UnsafeFileError) as refused:
+        layer_path(template, "bob")
+    assert str(refused.value) == (
+        f"--user-models {template!r}: its folder {folder} is writable by group 4700 "
+        f"without the sticky bit: one user could replace another's file; chmod +t {folder}"
+    )
+
+
+def test_a_new_layer_is_written_by_no_group(users):
+    model, template = users
+    old = os.umask(0o002)
+    try:
+        result = cli_run(
+            "learn", "-m", model, "--user", "bob", "--user-models", template, "-l", "ham", NEW
+        )
+    finally:
+        os.umask(old)
+    assert result.exit_code == 0, result.stderr
+    assert os.stat(template.replace("%u", "bob")).st_mode & 0o777 == 0o640
+
+
+def test_a_layer_of_another_user_or_a_group_is_refused(users):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give a layer away")
+    from nbspam.serve.models import Models
+
+    model, template = users
+    args = ["-m", model, "--user", "bob", "--user-models", template]
+    assert cli_run("learn", *args, "-l", "ham", NEW).exit_code == 0
+    layer = template.replace("%u", "bob")
+    os.chown(layer, 4701, -1)  # made by alice before bob had a layer
+    error = f"layer {layer}: owned by 4701, not by root; remove it"
+    for command in (["predict", *args, NEW], ["learn", *args, "-l", "spam", NEW]):
+        result = cli_run(*command)
+        assert (result.exit_code, result.stderr) == (1, f"Error: {error}\n")
+    with pytest.raises(UnsafeFileError) as refused:  # nbspam serve: EX_TEMPFAIL
+        Models(str(model), template).scorer_for("bob")
+    assert str(refused.value) == error
+    os.chown(layer, 0, 4700)
+    os.chmod(layer, 0o660)  # the mail users' group may write it
+    result = cli_run("predict", *args, NEW)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: layer {layer}: writable by group 4700; chmod g-w {layer}\n",
+    )
+    os.chmod(layer, 0o640)
+    assert cli_run("predict", *args, NEW).exit_code == 0

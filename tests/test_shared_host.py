@@ -442,3 +442,170 @@ def test_merge_refuses_one_of_its_models_as_output(sample_model, sample_model_pa
         f"Error: -o {sample_model} is the model {sample_model}; give another file\n",
     )
     assert sample_model.read_bytes() == before
+
+
+# -- files that decide what a run does: written by no one but their owner and root -------------
+
+NEW_SPAM = b"From: a@example.org\nSubject: cheap pills zzqxv\n\nbuy cheap pills zzqxv now\n"
+
+
+@pytest.fixture
+def synced(sample_model, mail) -> Path:
+    """The sync state of the sample model after one run over ``mail`` as ham."""
+    assert cli_run("sync", "-m", sample_model, f"ham={mail}").exit_code == 0
+    return Path(f"{sample_model}.sync")
+
+
+def test_a_sync_state_others_may_write_is_refused(sample_model, mail, synced):
+    # a neighbour marks a new message of the folder as learned (its digest expired): sync
+    # would never learn it
+    (mail / "new" / "2.eml").write_bytes(NEW_SPAM)
+    synced.chmod(synced.stat().st_mode | stat.S_IWOTH)
+    with synced.open("a") as f:
+        f.write(f"maildir:2.eml\tham\t{'0' * 32}\texpired\n")
+    before = synced.read_bytes()
+    result = cli_run("sync", "-m", sample_model, f"ham={mail}")
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: sync state {synced}: writable by others; chmod o-w {synced}\n",
+    )
+    assert synced.read_bytes() == before
+    assert "zzqxv" not in load_model(sample_model).terms
+
+
+def test_a_sync_state_of_another_user_or_group_is_refused(sample_model, mail, synced):
+    if os.geteuid() != 0:
+        pytest.skip("giving a file away needs root")
+    os.chown(synced, 4242, -1)
+    result = cli_run("sync", "-m", sample_model, f"ham={mail}")
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: sync state {synced}: owned by 4242, not by root; remove it\n",
+    )
+    os.chown(synced, 0, 4243)
+    synced.chmod(0o660)  # the model is not the group's to write: neither is its state
+    result = cli_run("sync", "-m", sample_model, f"ham={mail}")
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: sync state {synced}: writable by group 4243; chmod g-w {synced}\n",
+    )
+    synced.chmod(0o640)
+    assert cli_run("sync", "-m", sample_model, f"ham={mail}").exit_code == 0
+
+
+def test_members_of_a_shared_models_group_sync_with_one_state(shared, sample_model_path):
+    model = shared / "spam.nbm"
+    shutil.copyfile(sample_model_path, model)
+    os.chown(model, 0, GROUP)
+    model.chmod(0o660)
+    mail = maildir(shared / "mail")
+    shutil.copyfile(MESSAGE, mail / "new" / "1.eml")
+    warm = shared.parent / "warm.nbm"  # the command's lazy imports, made here (as above)
+    shutil.copyfile(sample_model_path, warm)
+    assert cli_run("sync", "-m", warm, f"ham={mail}").exit_code == 0
+    for user, message in ((ALICE, b"alice's"), (BOB, b"bob's")):
+        (mail / "new" / f"{user}.eml").write_bytes(b"Subject: %s note\n\nlunch?\n" % message)
+        status, stderr = as_user(user, 0o022, "sync", "-m", model, f"ham={mail}")
+        assert status == 0, stderr
+    assert stderr.startswith("synced 3 message(s), opened 1:")  # bob read alice's state
+    state = Path(f"{model}.sync").stat()  # bob read and replaced the state alice made
+    assert (stat.S_IMODE(state.st_mode), state.st_uid, state.st_gid) == (0o660, BOB, GROUP)
+
+
+def test_a_model_others_may_write_or_replace_is_refused(sample_model, tmp_path):
+    message = MESSAGE.read_bytes()
+    sample_model.chmod(0o646)  # anyone could write how every user's mail is scored
+    error = f"Error: model file {sample_model}: writable by others; chmod o-w {sample_model}\n"
+    for args, stdin in ((["predict", MESSAGE], None), (["filter"], message)):
+        result = cli_run(args[0], "-m", sample_model, *args[1:], input=stdin)
+        assert (result.exit_code, result.stderr) == (1, error)
+    sample_model.chmod(0o644)
+    tmp_path.chmod(0o777)  # anyone could rename a model of their own over it
+    result = cli_run("predict", "-m", sample_model, MESSAGE)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: model file {sample_model}: its folder {tmp_path} is writable by others "
+        f"without the sticky bit; chmod o-w {tmp_path}\n",
+    )
+    tmp_path.chmod(0o1777)  # as /tmp: no one may rename another's file
+    assert cli_run("predict", "-m", sample_model, MESSAGE).exit_code == 0
+
+
+def test_a_journal_planted_beside_the_model_is_refused(sample_model, tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("giving a file away needs root")
+    from nbspam.errors import UnsafeFileError
+    from nbspam.serve.models import Models
+
+    # a model read by all in a folder all may write, with the sticky bit: anyone can make
+    # the journal it lacks, which every reader would apply
+    tmp_path.chmod(0o1777)
+    sample_model.chmod(0o644)
+    spam = SAMPLE / "new" / "002.eml"
+    assert cli_run("learn", "-m", sample_model, "-l", "ham", spam).exit_code == 0
+    journal = Path(f"{sample_model}.journal")
+    os.chown(journal, 4242, 4242)  # as the neighbour who planted it
+    error = f"journal {journal}: owned by 4242, not by root; remove it"
+    result = cli_run("predict", "-m", sample_model, MESSAGE)
+    assert (result.exit_code, result.stderr) == (1, f"Error: {error}\n")
+    result = cli_run("learn", "-m", sample_model, "-l", "ham", MESSAGE)
+    assert (result.exit_code, result.stderr) == (1, f"Error: {error}\n")
+    with pytest.raises(UnsafeFileError) as refused:  # nbspam serve answers EX_TEMPFAIL
+        Models(str(sample_model)).check()
+    assert str(refused.value) == error
+
+
+def test_a_filter_state_others_may_write_is_refused(sample_model, mail):
+    state = Path(f"{sample_model}.state")
+    assert cli_run("filter", "-j", "1", "-m", sample_model, mail).exit_code == 0
+    state.chmod(state.stat().st_mode | stat.S_IWOTH)  # anyone could mark mail as filtered
+    result = cli_run("filter", "-j", "1", "-m", sample_model, mail)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: state file {state}: writable by others; chmod o-w {state}\n",
+    )
+
+
+def test_no_user_steers_another_users_layer(shared, sample_model_path):
+    model = shared / "spam.nbm"
+    shutil.copyfile(sample_model_path, model)
+    model.chmod(0o644)  # read by all, written by root
+    folder = shared / "users"  # each mail user writes a layer here (the Dovecot wrapper)
+    folder.mkdir()
+    os.chown(folder, 0, GROUP)
+    folder.chmod(0o2775)
+    template = str(folder / "%u.nbj")
+    warm = shared.parent / "warm"  # the commands' lazy imports, made here (as above)
+    warm.mkdir()
+    import grp  # noqa: F401 - the check's look-up of a group, made here too
+
+    args = ["--user-models", str(warm / "%u.nbj"), "--user", "x"]
+    assert cli_run("learn", "-m", model, *args, "-l", "ham", MESSAGE).exit_code == 0
+    assert cli_run("predict", "-m", model, *args, MESSAGE).exit_code == 0
+
+    def as_(uid: int, user: str, *command) -> tuple[int, str]:
+        return as_user(uid, 0o002, command[0], "-m", model, "--user-models", template,
+                       "--user", user, *command[1:])  # fmt: skip
+
+    status, stderr = as_(BOB, "bob", "learn", "-l", "ham", MESSAGE)
+    assert (status, stderr) == (
+        1,
+        f"Error: --user-models {template!r}: its folder {folder} is writable by group "
+        f"{GROUP} without the sticky bit: one user could replace another's file; "
+        f"chmod +t {folder}\n",
+    )
+    folder.chmod(0o3775)  # with the sticky bit: no one renames another's file away
+    assert as_(BOB, "bob", "learn", "-l", "ham", MESSAGE)[0] == 0
+    assert stat.S_IMODE(os.stat(template.replace("%u", "bob")).st_mode) == 0o640  # umask 002
+    status, stderr = as_(ALICE, "bob", "learn", "-l", "spam", MESSAGE)  # alice writes bob's
+    assert (status, stderr) == (
+        1,
+        f"Error: cannot write journal {folder}/bob.nbj: permission denied\n",
+    )
+    # alice makes carol's layer before carol has one: carol's runs refuse it
+    assert as_(ALICE, "carol", "learn", "-l", "spam", MESSAGE)[0] == 0
+    status, stderr = as_(4703, "carol", "predict", MESSAGE)
+    assert (status, stderr) == (
+        1,
+        f"Error: layer {folder}/carol.nbj: owned by {ALICE}, not by root or 4703; remove it\n",
+    )

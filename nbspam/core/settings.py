@@ -4,6 +4,7 @@ from a flat mapping and a YAML file; `settings` resolves a run's settings from t
 from __future__ import annotations
 
 import math
+import os
 
 from ..errors import ConfigError
 from .record import Record
@@ -202,14 +203,14 @@ HEADER_STYLES = ("nbspam", "spamassassin", "bogofilter")
 def load_yaml(path: str | Path) -> dict[str, Any]:
     """Read a YAML configuration file into a flat mapping of setting -> value.
 
-    Keys are the command-line option names, in kebab-case or snake_case.
+    Keys are the command-line option names, in kebab-case or snake_case. A file others than
+    its owner and root may write is refused (`trust.check_file`): its settings decide what
+    a run does, the files it reads among them (``stop-words``).
     """
-    from pathlib import Path
-
     import yaml
 
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_settings_file(path, "config file")
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from exc
     try:
@@ -224,6 +225,18 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a mapping of setting: value")
     return {str(k).replace("-", "_"): v for k, v in data.items()}
+
+
+def read_settings_file(path: str | os.PathLike[str], what: str) -> str:
+    """The text (UTF-8) of the file of settings at ``path``, after refusing one that others
+    than its owner and root may write (`trust.check_file`, naming it ``what``): whoever may
+    write it decides what the run does. OSError where it cannot be read; UnicodeDecodeError
+    where it is not UTF-8."""
+    from .trust import check_file
+
+    with open(path, "rb") as f:
+        check_file(os.fstat(f.fileno()), path, what)
+        return f.read().decode("utf-8")
 
 
 def build_settings(values: dict[str, Any], *, source: str = "settings") -> Settings:

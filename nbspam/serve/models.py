@@ -28,7 +28,7 @@ from typing import Any
 
 from ..errors import NbspamError, ServeError
 from ..service.array_scoring import ArrayScorer, load_array_scorer, vocabulary_index
-from ..store import journal
+from ..store import journal, layers
 from ..store.layers import USER_NAME, layer_path
 from ..store.safefiles import file_kind
 
@@ -131,7 +131,7 @@ class Models:
             if loaded is not None and loaded.version == (site.version, version):
                 self._users.move_to_end(layer)
                 return loaded
-        records = journal.read(layer).records
+        records = layers.read(layer).records
         if not records:
             return site
         site = self._full(site)
@@ -225,7 +225,7 @@ class Models:
         if loaded.layer is None:
             return loaded.model if loaded.model is not None else self._full(loaded).model
         site = self._full(self.current())
-        return journal.apply(site.model, journal.read(loaded.layer).records)
+        return journal.apply(site.model, layers.read(loaded.layer).records)
 
     def forget_all(self) -> None:
         """Drop every loaded model (SIGHUP): each is read again when next asked for."""

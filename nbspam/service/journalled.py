@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NbspamError
-from ..store import journal, schema
+from ..store import journal, layers, schema
 from ..store.container import remove_leftovers, target
 from ..store.lock import model_lock
 from ..store.modelfile import load_journalled, save_model
+from ..store.safefiles import model_writers
 
 
 @contextmanager
@@ -23,7 +24,9 @@ def writing(model_path: str | os.PathLike[str], base: tuple[int, int]) -> Iterat
     fingerprint ``base``), to use under the model's lock; committed when the block ends
     without an error, then folded into the model (`compact`) if it passed
     `journal.COMPACT_BYTES`."""
-    writer = journal.Writer(journal.journal_path(model_path), base, like=target(model_path))
+    like = target(model_path)
+    path = journal.journal_path(model_path)
+    writer = journal.Writer(path, base, like=like, writers=model_writers(like))
     try:
         yield writer
         writer.commit()
@@ -84,9 +87,11 @@ def _update(
         if layer is None:
             path, base = journal.journal_path(model_path), box.fingerprint
             like = target(model_path)
+            writers = model_writers(like)
         else:
-            path, base, like = Path(layer), journal.LAYER, None
-        writer = journal.Writer(path, base, like=like)
+            path, base, like, writers = Path(layer), journal.LAYER, None, layers.writers(layer)
+        what = "journal" if layer is None else "layer"
+        writer = journal.Writer(path, base, like=like, writers=writers, what=what)
         try:
             for record in writer.contents.records:
                 known.change(record)

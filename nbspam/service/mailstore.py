@@ -28,7 +28,7 @@ from ..mail.headers import message_digest, one_line
 from ..mail.message import MAX_MESSAGE_BYTES
 from ..mail.messages import is_maildir, open_regular, read_bytes
 from ..store.container import fsync_folder
-from ..store.safefiles import open_side_file
+from ..store.safefiles import model_writers, open_side_file
 
 TMP_PREFIX = ".nbspam-tmp."
 STATE_SUFFIX = ".state"
@@ -52,14 +52,17 @@ class FilterState:
 
     def __init__(self, path: str, *, write: bool, beside: str | None = None) -> None:
         self.path = path
-        self.digests = self._load(path)
+        self.digests = self._load(path, beside)
         self._fd = self._open(path, beside) if write else None
 
     @staticmethod
-    def _load(path: str) -> set[bytes]:
+    def _load(path: str, beside: str | None) -> set[bytes]:
         try:
-            # never through a link, not blocking on a FIFO, refusing a device (/dev/zero)
-            fd = open_side_file(path, os.O_RDONLY, what="state file")
+            # never through a link, not blocking on a FIFO, refusing a device (/dev/zero);
+            # whoever may write it decides which messages are filtered: no one but those who
+            # may write the model (`safefiles.model_writers`)
+            writers = model_writers(beside or path)
+            fd = open_side_file(path, os.O_RDONLY, what="state file", writers=writers)
         except FileNotFoundError:
             return set()
         except OSError as exc:
@@ -86,7 +89,8 @@ class FilterState:
         try:
             new = not os.path.lexists(path)
             flags = os.O_RDWR | os.O_APPEND | os.O_CREAT
-            fd = open_side_file(path, flags, what="state file", like=beside)
+            writers = model_writers(beside or path)
+            fd = open_side_file(path, flags, what="state file", like=beside, writers=writers)
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":
                 os.write(fd, b"\n")  # end a line a crash cut short

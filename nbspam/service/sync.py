@@ -57,7 +57,7 @@ from ..mail.headers import message_digest
 from ..mail.message import Message, Problems, checked_message
 from ..mail.messages import folder_files
 from ..store.container import write_file
-from ..store.safefiles import open_side_file
+from ..store.safefiles import model_writers, open_side_file
 
 if TYPE_CHECKING:
     from .update import Learner
@@ -154,12 +154,15 @@ def list_folders(
     return {key: (path, label) for key, (path, label, _) in found.items()}
 
 
-def load_state(path: str) -> SyncState:
+def load_state(path: str, *, model: str | None = None) -> SyncState:
     """What earlier runs learned (`SyncState`); a line a crash cut short, or one that cannot
     be read, is left out (its message is read again). A state written before expired digests
-    were counted reads as 0. Never read through a symbolic link (`safefiles`)."""
+    were counted reads as 0. Never read through a symbolic link (`safefiles`); with the
+    ``model`` it steers, refused where others than those who may write that model may
+    write it (`safefiles.model_writers`): whoever writes it decides what sync learns."""
+    writers = None if model is None else model_writers(model)
     try:
-        fd = open_side_file(path, os.O_RDONLY, what="sync state")
+        fd = open_side_file(path, os.O_RDONLY, what="sync state", writers=writers)
         # newline="": split only where save_state joins; a carriage return in a file's
         # name (its key) would otherwise end a line there, one of that name's making
         with open(fd, encoding="utf-8", errors="surrogateescape", newline="") as f:
@@ -253,7 +256,7 @@ def sync(
         found = list_folders(
             parse_folders(folders, model.labels), problems, follow_links=follow_links
         )
-        state = load_state(state_path)
+        state = load_state(state_path, model=model_path)
         with writing(model_path, base) as journal:
             report = _learn_folders(model, found, state, problems, Learner(model, journal))
         save_state(state_path, report.pop("state"), model=model_path)

@@ -31,6 +31,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 
 from .. import __version__
+from ..core.trust import ANY_GROUP, check_file
 from ..errors import ModelFileError, NbspamError, os_reason
 from .safefiles import (
     apply_permissions,
@@ -332,7 +333,7 @@ class Pages:
 def _open(path: str | os.PathLike[str]) -> Any:
     """The model file at ``path`` open for reading (unbuffered), refused (ModelFileError)
     where it cannot be read or is not a regular file (a FIFO or a device would block or
-    never end)."""
+    never end), and (UnsafeFileError, `_check_writers`) where others may write it."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
@@ -346,7 +347,20 @@ def _open(path: str | os.PathLike[str]) -> Any:
         os.close(fd)
         kind = file_kind(stats.st_mode)
         raise ModelFileError(f"cannot read model file {path}: {kind}, not a regular file")
+    try:
+        _check_writers(stats, path)
+    except BaseException:
+        os.close(fd)
+        raise
     return os.fdopen(fd, "rb", buffering=0)
+
+
+def _check_writers(stats: os.stat_result, path: str | os.PathLike[str]) -> None:
+    """Refuse the model file at ``path`` (its `os.stat` ``stats``) where others may write it
+    or, through a folder they may write without the sticky bit, replace it (`trust`): it
+    decides how every user of it is scored. Any group may write it (a shared model's), and
+    it may belong to anyone (the member who last replaced it)."""
+    check_file(stats, path, "model file", group=ANY_GROUP)
 
 
 def _page_count(blobs: int) -> int:
@@ -472,9 +486,11 @@ def open_mapped(path: str | os.PathLike[str]) -> Container:
     except OSError as exc:
         raise ModelFileError(f"cannot read model file {path}: {exc.strerror or exc}") from None
     try:
-        size = os.fstat(fd).st_size
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        stats = os.fstat(fd)
+        size = stats.st_size
+        if not stat.S_ISREG(stats.st_mode):
             raise ModelFileError(f"cannot read model file {path}: not a regular file")
+        _check_writers(stats, path)
         prefix = os.pread(fd, _PREFIX.size, 0)
         if len(prefix) < _PREFIX.size or not prefix.startswith(MAGIC):
             raise not_a_model(path, prefix)

@@ -51,7 +51,7 @@ from typing import Any
 
 from ..errors import ModelFileError, NbspamError, TrainingError, os_reason
 from .container import JOURNAL_SUFFIX, fsync_folder, target
-from .safefiles import open_side_file
+from .safefiles import model_writers, open_side_file
 
 MAGIC = b"\x89NBSJNL\n"
 _HEAD = struct.Struct("<8sQI")
@@ -233,11 +233,17 @@ def _records(data: bytes, path: str | os.PathLike[str], contents: Contents, at: 
     return contents
 
 
-def read(path: str | os.PathLike[str]) -> Contents:
+def read(
+    path: str | os.PathLike[str],
+    *,
+    writers: tuple[frozenset[int] | None, int | None] | None = None,
+    what: str = "journal",
+) -> Contents:
     """The contents of the journal file at ``path`` (empty where there is none), read
-    never through a symbolic link and never past `MAX_JOURNAL`."""
+    never through a symbolic link and never past `MAX_JOURNAL`; with ``writers``, refused
+    where others than they may write it (`safefiles.open_side_file`, naming it ``what``)."""
     try:
-        fd = open_side_file(path, os.O_RDONLY, what="journal")
+        fd = open_side_file(path, os.O_RDONLY, what=what, writers=writers)
     except FileNotFoundError:
         return Contents()
     except OSError as exc:
@@ -267,8 +273,9 @@ def _read_all(fd: int, path: str | os.PathLike[str]) -> bytes:
 
 def pending(model_path: str | os.PathLike[str], base: tuple[int, int]) -> Contents | None:
     """The journal of the model whose file has fingerprint ``base``, or None where there is
-    none, or it belongs to another version of the file (stale)."""
-    contents = read(journal_path(model_path))
+    none, or it belongs to another version of the file (stale). Refused where others than
+    those who may write the model may write it: its records change every user's scores."""
+    contents = read(journal_path(model_path), writers=model_writers(model_path))
     return contents if contents.base == base else None
 
 
@@ -276,7 +283,12 @@ def has_records(model_path: str | os.PathLike[str], base: tuple[int, int]) -> bo
     """Whether the model whose file has fingerprint ``base`` has a journal with records:
     reads its header only (the one-message scorer then reads the full model)."""
     try:
-        fd = open_side_file(journal_path(model_path), os.O_RDONLY, what="journal")
+        fd = open_side_file(
+            journal_path(model_path),
+            os.O_RDONLY,
+            what="journal",
+            writers=model_writers(model_path),
+        )
     except FileNotFoundError:
         return False
     except OSError as exc:
@@ -488,14 +500,23 @@ class Writer:
     """Appends records to the journal file at ``path`` (of the model whose file has
     fingerprint ``base``, or `LAYER`), under the lock of what it belongs to: a journal of
     another base (stale: its records are in the model already) is emptied first, a torn
-    last record cut off. New files get the permissions of ``like`` (`safefiles`)."""
+    last record cut off. New files get the permissions of ``like`` (`safefiles`); one that
+    others than ``writers`` may write is refused (`safefiles.open_side_file`, naming it
+    ``what``)."""
 
     def __init__(
-        self, path: str | os.PathLike[str], base: tuple[int, int], *, like: Any = None
+        self,
+        path: str | os.PathLike[str],
+        base: tuple[int, int],
+        *,
+        like: Any = None,
+        writers: tuple[frozenset[int] | None, int | None] | None = None,
+        what: str = "journal",
     ) -> None:
         self.path = Path(path)
         try:
-            self.fd = open_side_file(path, os.O_RDWR | os.O_CREAT, what="journal", like=like)
+            flags = os.O_RDWR | os.O_CREAT
+            self.fd = open_side_file(path, flags, what=what, like=like, writers=writers)
         except OSError as exc:
             raise ModelFileError(f"cannot write journal {path}: {os_reason(exc)}") from None
         try:

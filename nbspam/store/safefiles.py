@@ -17,6 +17,14 @@ file before it gets 0666 less the umask and less every permission of others: it 
 words of mail, addresses among them, which are not for every user of the host, while the
 group keeps what the umask gives it (a shared model's users set umask 002).
 
+A file beside a model that decides what a run does (its journal, `sync`'s and `filter`'s
+state) is read only where no one but those who may write the model may write it
+(`core.trust`, `model_writers`): root, the user running nbspam, the model's owner, and
+the model's group where that group may write the model. A neighbour who could write
+``MODEL.sync`` could make `sync` skip the messages of the Junk folder; one who could
+plant ``MODEL.journal`` in a folder anyone may write (with the sticky bit) would teach
+every user's scores.
+
 An output that is one of a command's inputs (``sync --state MODEL``, ``train DATA -o
 DATA/ham/1.eml``) would be destroyed by the run that reads it: `check_outputs` refuses it,
 by device and inode, before any work starts.
@@ -29,6 +37,7 @@ import os
 import stat
 from collections.abc import Iterable
 
+from ..core.trust import check_file
 from ..errors import UnsafeFileError, os_reason
 
 TYPE_CHECKING = False
@@ -60,6 +69,19 @@ def permissions_of(path: str | os.PathLike[str] | None) -> tuple[int, int, int]:
     return stats.st_mode & 0o666, owner, stats.st_gid
 
 
+def model_writers(model: str | os.PathLike[str] | None) -> tuple[frozenset[int], int | None]:
+    """(owners, group) of a file that steers runs of the model at ``model``, as
+    `trust.check_file` takes them: the model's owner, and its group where that group may
+    write the model (a shared model, docs/shared-host.md); no one where there is no model."""
+    try:
+        stats = os.stat(model) if model is not None else None
+    except OSError:
+        stats = None
+    if stats is None:
+        return frozenset(), None
+    return frozenset({stats.st_uid}), stats.st_gid if stats.st_mode & stat.S_IWGRP else None
+
+
 def apply_permissions(fd: int, permissions: tuple[int, int, int]) -> None:
     """Give the open file ``fd`` the (mode, owner, group) of `permissions_of`: the owner and
     group where this process may (a user not in the group keeps the folder's), then the mode,
@@ -79,14 +101,18 @@ def open_side_file(
     *,
     what: str,
     like: str | os.PathLike[str] | None = None,
+    writers: tuple[frozenset[int] | None, int | None] | None = None,
 ) -> int:
     """Open the file ``path`` beside a model, never through a symbolic link: ``flags`` are
     os.O_RDONLY, or os.O_RDWR (with O_APPEND, say) to write it in place, with O_CREAT to
     create it if missing (exclusively, with the permissions of the file ``like``).
 
     Refuses (`UnsafeFileError`, naming the file as ``what``) a symbolic link, a file that is
-    not a regular file, and, to write, one with other hard links. Other failures are the
-    OSError of the system call (FileNotFoundError where it is missing and not created).
+    not a regular file, and, to write, one with other hard links. With ``writers`` (owners,
+    group: `model_writers`), a file that steers a run, it refuses one that others may write
+    (`trust.check_file`), and a new one is made writable by no group but that one. Other
+    failures are the OSError of the system call (FileNotFoundError where it is missing and
+    not created).
     """
     create = bool(flags & os.O_CREAT)
     flags = (flags & ~os.O_CREAT) | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -100,6 +126,8 @@ def open_side_file(
         except OSError as exc:
             raise _refusal(path, what, exc) from None
         permissions = permissions_of(like)
+        if writers is not None and writers[1] is None:  # no group may write it
+            permissions = (permissions[0] & ~stat.S_IWGRP, *permissions[1:])
         try:
             fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, permissions[0])
         except FileExistsError:
@@ -116,6 +144,8 @@ def open_side_file(
         raise OSError(errno.EAGAIN, "created and removed again and again", str(path))
     try:
         check_regular(fd, path, what, writing=flags & (os.O_WRONLY | os.O_RDWR) != 0)
+        if writers is not None:
+            check_file(os.fstat(fd), path, what, owners=writers[0], group=writers[1])
     except BaseException:
         os.close(fd)
         raise

@@ -9,7 +9,7 @@ import zlib
 from itertools import filterfalse, islice, repeat
 from operator import mod, mul, xor
 
-from ..core.settings import TokenizerConfig
+from ..core.settings import TokenizerConfig, read_settings_file
 from ..errors import ConfigError
 
 TYPE_CHECKING = False
@@ -136,7 +136,9 @@ def load_stop_words(spec: str, config: TokenizerConfig) -> tuple[str, ...]:
     """Resolve a stop-word choice to a sorted tuple of normalised words.
 
     ``spec`` is 'english' (the built-in list), 'none', or the path of a file with one word per
-    line ('#' starts a comment). Words are normalised exactly as text is, so they match tokens.
+    line ('#' starts a comment), refused where others than its owner and root may write it
+    (`settings.read_settings_file`): its words are left out of every score. Words are
+    normalised exactly as text is, so they match tokens.
     """
     if spec == "none":
         return ()
@@ -146,7 +148,7 @@ def load_stop_words(spec: str, config: TokenizerConfig) -> tuple[str, ...]:
         text = (Path(__file__).parents[1] / "data" / "english_stop_words.txt").read_text("utf-8")
     else:
         try:
-            text = Path(spec).read_text(encoding="utf-8")
+            text = read_settings_file(spec, "stop-word file")
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(
                 f"cannot read stop-word file {spec} ({exc}); give a file with one word per "

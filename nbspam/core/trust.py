@@ -1,0 +1,164 @@
+"""Files that decide what a run does, refused where others than their owner and root may
+write them: as OpenSSH's StrictModes refuses an ``authorized_keys`` others may write.
+
+nbspam runs as root (`nbspam serve`, cron) and as mail users (procmail, Dovecot) on hosts
+many people share. A model, its journal, a user's layer, `sync`'s and `filter`'s state and
+a file of settings each decide what it does: which messages it learns or skips, how it
+scores everybody's mail, which files it reads. Whoever may write one of them decides that
+too, so such a file is refused in one line (`UnsafeFileError`) that names it and the fix:
+
+- where others may write it (``o+w``), or replace it: a folder on its path that others may
+  write without the sticky bit;
+- where a group may write it, but for the group given as ``group`` (the group of a shared
+  model, whose members may write the model itself), any group where ``group`` is
+  `ANY_GROUP` (a model: docs/shared-host.md's group set-up), and the owner's private group
+  (no other member: Debian's user groups, umask 002);
+- where ``owners`` are given and it belongs to none of them (root and the user running
+  nbspam always may own it), unless it is a file of the shared ``group`` in a folder
+  others may not write: every member may write the model, so any member may own it.
+
+A file that is not a regular file (a pipe, a terminal) is not judged here: nothing can be
+written into it for a later run to read.
+
+Standard library only, and none of ``dataclasses``, ``typing`` or ``pathlib``: the model
+file's readers check it when one message is scored.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from ..errors import UnsafeFileError
+
+ANY_GROUP = -2
+"""``group`` of a file any group may write (a model: a shared model's group writes it)."""
+
+
+def check_file(
+    stats: os.stat_result,
+    path: str | os.PathLike[str],
+    what: str,
+    *,
+    owners: frozenset[int] | set[int] | None = None,
+    group: int | None = None,
+) -> None:
+    """Refuse (`UnsafeFileError`) the file at ``path``, whose `os.stat` (of the open file)
+    is ``stats``, where others than those the module's notes allow may write it. ``what``
+    names it in the error ("sync state"); ``owners`` are the users it may belong to besides
+    root and the user running nbspam (None: any user, its owner being who gave it);
+    ``group`` the group that may write it besides the owner's private one (None: none,
+    `ANY_GROUP`: any)."""
+    if not stat.S_ISREG(stats.st_mode):
+        return
+    if stats.st_mode & stat.S_IWOTH:
+        raise UnsafeFileError(f"{what} {path}: writable by others; chmod o-w {path}")
+    folders = _folders_of(path)
+    for folder, folder_stats in folders:
+        if folder_stats.st_mode & stat.S_IWOTH and not folder_stats.st_mode & stat.S_ISVTX:
+            raise UnsafeFileError(
+                f"{what} {path}: its folder {folder} is writable by others without the "
+                f"sticky bit; chmod o-w {folder}"
+            )
+    shared = group is not None and group in (ANY_GROUP, stats.st_gid)
+    if (
+        stats.st_mode & stat.S_IWGRP
+        and not shared
+        and not private_group(stats.st_gid, stats.st_uid)
+    ):
+        raise UnsafeFileError(
+            f"{what} {path}: writable by group {group_name(stats.st_gid)}; chmod g-w {path}"
+        )
+    if owners is None or stats.st_uid in (0, os.geteuid()) or stats.st_uid in owners:
+        return
+    if shared and not (folders and folders[0][1].st_mode & stat.S_IWOTH):
+        return  # made in a folder only the group may write: by a member, who may write the model
+    allowed = sorted({0, os.geteuid(), *owners})
+    raise UnsafeFileError(
+        f"{what} {path}: owned by {user_name(stats.st_uid)}, not by "
+        f"{' or '.join(user_name(uid) for uid in allowed)}; remove it"
+    )
+
+
+def check_folder(stats: os.stat_result, folder: str, what: str) -> None:
+    """Refuse (`UnsafeFileError`) ``folder`` (its `os.stat` ``stats``), which holds files of
+    several users (`layers`), where a group or others may write it without the sticky bit,
+    but for its owner's private group: one user could then rename another's file away and
+    put one of their own in its place."""
+    mode = stats.st_mode
+    if mode & stat.S_ISVTX or not mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return
+    if mode & stat.S_IWOTH:
+        who = "others"
+    elif private_group(stats.st_gid, stats.st_uid):
+        return
+    else:
+        who = f"group {group_name(stats.st_gid)}"
+    raise UnsafeFileError(
+        f"{what} {folder} is writable by {who} without the sticky bit: one user could "
+        f"replace another's file; chmod +t {folder}"
+    )
+
+
+def _folders_of(path: str | os.PathLike[str]) -> list[tuple[str, os.stat_result]]:
+    """(folder, its `os.stat`) of each folder above ``path``, the nearest first: those of
+    its name, then those of where it leads (a symbolic link in the path), each once;
+    folders that cannot be looked at are left out."""
+    name = os.path.abspath(path)
+    out, seen = [], set()
+    for start in (os.path.dirname(name), os.path.dirname(os.path.realpath(name))):
+        folder = start
+        while folder not in seen:
+            seen.add(folder)
+            try:
+                out.append((folder, os.stat(folder)))
+            except OSError:
+                pass
+            folder = os.path.dirname(folder)
+    return out
+
+
+def private_group(gid: int, uid: int) -> bool:
+    """Whether the group ``gid`` is the private group of the user ``uid``: that user's
+    primary group, of which no other user is a member (supplementary or primary). Where
+    the group or the user is unknown, False."""
+    import grp
+    import pwd
+
+    try:
+        user, group = pwd.getpwuid(uid), grp.getgrgid(gid)
+    except KeyError:
+        return False
+    if user.pw_gid != gid or any(name != user.pw_name for name in group.gr_mem):
+        return False
+    return all(other.pw_uid == uid for other in pwd.getpwall() if other.pw_gid == gid)
+
+
+def user_name(uid: int) -> str:
+    """The name of the user ``uid``, or the number where there is none."""
+    import pwd
+
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def user_id(name: str) -> int | None:
+    """The user id of the user called ``name`` on this host, None where there is none."""
+    import pwd
+
+    try:
+        return pwd.getpwnam(name).pw_uid
+    except KeyError:
+        return None
+
+
+def group_name(gid: int) -> str:
+    """The name of the group ``gid``, or the number where there is none."""
+    import grp
+
+    try:
+        return grp.getgrgid(gid).gr_name
+    except KeyError:
+        return str(gid)
