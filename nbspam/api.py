@@ -523,9 +523,8 @@ def typed_table_settings(
 ) -> tuple[str | None, TableSettings | None]:
     """(the typed table the data names or None, its settings of the table options), as the
     commands tell; `table_training.table_settings_of` adds those of the run's settings."""
-    from .core.settings import MAX_BINS
+    from .core.settings import BINNINGS, MAX_BINS
     from .mail.messages import typed_table
-    from .text.tables import BINNINGS
 
     label_column = arg.optional(arg.text, "label_column", label_column)
     columns = arg.texts("columns", columns)

@@ -181,6 +181,9 @@ MAX_PAIRS = 1 << 24
 # its values (10**6 bins of 40 rows: a 13 MB model in 10 s; 10**9 ran out of memory, 10**20
 # was an internal error); quantile's are at most the column's distinct values
 MAX_BINS = 1000
+#: how a table's binned columns are cut (`text.tables`), here for the checks that must not
+#: import numpy with that module (train forks its workers before numpy is imported)
+BINNINGS = ("quantile", "uniform")
 # alpha is added to every count and alpha times the number of terms (or categories) to each
 # class's total: past this, that total overflows to infinity and every score is NaN (and a
 # count is lost in the rounding of count + alpha long before)

@@ -35,7 +35,6 @@ from ..mail.table_rows import (
 
 KINDS = ("gaussian", "categorical", "binned", "bernoulli", "text", "ignore")
 DEFAULT_BINS = 4
-BINNINGS = ("quantile", "uniform")
 TABLE_KIND = "nbspam-table"
 
 
