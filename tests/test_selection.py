@@ -346,6 +346,28 @@ def test_auto_trains_the_model_of_the_settings_it_chose(tmp_path):
     assert "auto" not in fixed.info
 
 
+def test_auto_holds_the_settings_given_and_chooses_only_the_rest(tmp_path):
+    # before, each candidate's own smoothing replaced a given alpha without a word (the
+    # model said alpha 0.5), and "+ min-count 2" and the first round's lack of stop words
+    # replaced a given min-count and stop-word list alike
+    settings = tmp_path / "settings.yaml"
+    settings.write_text("min-count: 3\nstop-words: english\n")
+    result = cli_run(
+        "train", SAMPLE / "train", "-o", tmp_path / "m.nbm", "--alpha", "5", "-c", settings
+    )
+    assert result.exit_code == 0, result.stderr
+    model = load_model(tmp_path / "m.nbm")
+    assert (model.training.alpha, model.training.min_count) == (5.0, 3)
+    assert "the" in model.training.stop_words
+    record = model.info["auto"]
+    names = [r["name"] for r in record["candidates"]]
+    assert names[:4] == ["multinomial", "bernoulli", "complement norm", "fisher"]
+    assert not [n for n in names if n.startswith(("+ alpha", "+ min-count", "+ stop words"))]
+    assert {r["settings"].get("alpha", 5.0) for r in record["candidates"]} == {5.0}
+    # what was not given is still chosen: without --event-model, an event model
+    assert record["event_model"] in ("multinomial", "bernoulli", "complement", "fisher")
+
+
 def test_train_prints_the_candidates_and_info_shows_them(tmp_path):
     result = cli_run("train", SAMPLE / "train", "-o", tmp_path / "m.nbm", "-v")
     lines = result.stderr.splitlines()[1:]
@@ -570,8 +592,16 @@ def test_the_model_without_its_word_pairs_leaves_out_the_pairs_of_the_headers_to
 
 
 def test_auto_tries_the_model_without_word_pairs_where_they_are_counted(sample_messages):
-    for pairs, tried in (("none", False), ("headers", True), ("all", True)):
-        settings = resolve_settings({"word_pairs": pairs, "pair_buckets": 1024}, source="test")
+    # the default counts the headers' pairs, and auto tries the model without them; pairs
+    # asked for (--word-pairs) are held, as any setting given
+    given = {"pair_buckets": 1024}
+    for values, tried in (
+        (given, True),
+        ({**given, "word_pairs": "none"}, False),
+        ({**given, "word_pairs": "headers"}, False),
+        ({**given, "word_pairs": "all"}, False),
+    ):
+        settings = resolve_settings(values, source="test")
         choice = selection.internal_cv(tokenized(sample_messages, settings), settings)
         names = [row.name for row in choice.tried]
         assert ("+ without word pairs" in names) is tried

@@ -470,7 +470,7 @@ _TRAIN_OPTIONS = [
         "--event-model",
         "event_model",
         type=click.Choice((AUTO, *EVENT_MODELS)),
-        help=f"Event model: auto tries the others (with a few alphas, then with stop words left out and with rare words left out) by internal cross-validation of the training messages and keeps the one of best ROC AUC, which train prints and info shows; multinomial counts words, bernoulli their presence and absence, fisher combines each word's spam probability by Fisher's method (two labels), complement weighs each label by the words of all the other labels, with no prior (try it where the labels are many or unbalanced). [default: {_DEFAULT_TRAIN.event_model}]",
+        help=f"Event model: auto tries the others (with a few alphas, then with stop words left out and with rare words left out) by internal cross-validation of the training messages and keeps the one of best ROC AUC, which train prints and info shows (a setting given, such as --alpha, is held, not tried otherwise); multinomial counts words, bernoulli their presence and absence, fisher combines each word's spam probability by Fisher's method (two labels), complement weighs each label by the words of all the other labels, with no prior (try it where the labels are many or unbalanced). [default: {_DEFAULT_TRAIN.event_model}]",
     ),
     click.option(
         "--strength",

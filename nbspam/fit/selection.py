@@ -175,6 +175,30 @@ def second_round(
     return grid
 
 
+def held_settings(given: frozenset[str]) -> frozenset[str]:
+    """The settings auto may not change: those the user gave (an option, a file of
+    settings, an argument of the API), but the event model (auto itself); word pairs given
+    hold their scoring too (``score_pairs``, auto's "+ without word pairs")."""
+    held = set(given) - {"event_model"}
+    if "word_pairs" in held:
+        held.add("score_pairs")
+    return frozenset(held)
+
+
+def holding(candidates: list[Candidate], held: frozenset[str], *, keep: bool) -> list[Candidate]:
+    """The ``candidates`` with the ``held`` settings kept as given: with ``keep`` (the event
+    models of the first round) each is tried without its change of a held setting, so that
+    `train --alpha 5` tries every event model with alpha 5; else (the changes of the second
+    round) a change of a held setting is not tried. Auto chooses only what was left to it:
+    before, a given alpha, min-count or stop-word list was replaced without a word."""
+    if keep:
+        return [
+            Candidate(c.name, {k: v for k, v in c.changes.items() if k not in held})
+            for c in candidates
+        ]
+    return [c for c in candidates if not held & set(c.changes)]
+
+
 def better(auc: float, best: float, margin: float) -> bool:
     """Whether an out-of-fold AUC beats the best so far by more than noise: its error
     1 - AUC below the best's by more than the fraction ``margin`` of it (and by more than
@@ -247,8 +271,9 @@ def choose(
     where the messages' ``times`` allow, scored on the same `date_split`); the first
     round's event models, then the changes of the second round on its winner."""
     cfg = settings.training
+    held = held_settings(settings.given)
     stop_words = cfg.stop_words or load_stop_words("english", settings.tokenizer)
-    base = cfg.replace(stop_words=())
+    base = cfg if "stop_words" in held else cfg.replace(stop_words=())
     tried: list[Tried] = []
     # the counts of each fold's rest, its test rows and Fisher's log-odds, for every candidate
     fold, protocol = stratified_split(data.labels, folds, SEED)
@@ -354,7 +379,7 @@ def choose(
         return results
 
     best: tuple[float, TrainConfig, Scores] | None = None
-    candidates = first_round(binary)
+    candidates = holding(first_round(binary), held, keep=True)
     with stage("auto: event models tried", len(candidates)) as step:
         results = run(candidates, base, step, None, MARGIN_MODEL)
     for candidate, result in zip(candidates, results):
@@ -365,7 +390,7 @@ def choose(
     winner, first = best[1], name
     terms = len(totals.terms if totals is not None else data.terms)
     pairs = settings.tokenizer.word_pairs != "none"
-    candidates = second_round(winner, stop_words, terms, pairs=pairs)
+    candidates = holding(second_round(winner, stop_words, terms, pairs=pairs), held, keep=False)
     with stage(f"auto: changes to {first} tried", len(candidates)) as step:
         results = run(candidates, winner, step, best[0], MARGIN_CHANGE)  # each on the winner
     for candidate, result in zip(candidates, results):
