@@ -419,21 +419,26 @@ def mallorys(link: Path) -> Path:
 
 
 @pytest.mark.parametrize("command", ["train", "restore", "learn"])
-@pytest.mark.parametrize("chain", [False, True], ids=["link", "link to a link"])
+@pytest.mark.parametrize("way", ["link", "link to a link", "folder"])
 def test_a_model_behind_a_link_of_another_user_is_not_written(
-    command, chain, sample_model, tmp_path
+    command, way, sample_model, tmp_path
 ):
     victim = tmp_path / "etc" / "passwd"
     victim.parent.mkdir()
     victim.write_text("root:x:0:0\n")
     shared = tmp_path / "shared"
     shared.mkdir()
-    planted = shared / ("real.nbm" if chain else "spam.nbm")
-    planted.symlink_to(victim)
+    if way == "folder":  # the neighbour's link in place of a folder on the way
+        planted = shared / "models"
+        planted.symlink_to(victim.parent)
+        model = planted / "passwd"
+    else:
+        planted = shared / ("real.nbm" if way == "link to a link" else "spam.nbm")
+        planted.symlink_to(victim)
+        model = shared / "spam.nbm"
+        if way == "link to a link":  # a link of one's own to a name where the neighbour put theirs
+            model.symlink_to(planted)
     mallorys(planted)
-    model = shared / "spam.nbm"
-    if chain:  # a link of one's own to a name where the neighbour put theirs
-        model.symlink_to(planted)
     dump = tmp_path / "spam.dump"
     assert cli_run("dump", "-m", sample_model, "-o", dump).exit_code == 0
     args = {
@@ -444,8 +449,8 @@ def test_a_model_behind_a_link_of_another_user_is_not_written(
     result = cli_run(*args)
     assert (result.exit_code, result.stderr) == (
         1,
-        f"Error: model {planted} is a symbolic link of another user (uid {MALLORY}): "
-        "refusing to write through it; remove it\n",
+        f"Error: model {model}: {planted} is a symbolic link of another user (uid {MALLORY}): "
+        "refusing to follow it; remove it\n",
     )
     assert victim.read_text() == "root:x:0:0\n"
     assert os.listdir(victim.parent) == ["passwd"]  # no lock, no temporary beside it

@@ -317,6 +317,61 @@ def test_filter_goes_on_past_a_leftover_name_that_holds_no_process_id(sample_mod
     assert [p.name for p in (junk / "new").iterdir()] == [spam.name]
 
 
+NEIGHBOUR = 4321  # a user whose mail a job of root's filters
+
+
+def neighbours(link: Path) -> Path:
+    """``link`` given to the user NEIGHBOUR, as if they had made it."""
+    try:
+        os.lchown(link, NEIGHBOUR, NEIGHBOUR)
+    except PermissionError:
+        pytest.skip("giving a link to another user needs root")
+    return link
+
+
+def test_filter_moves_nothing_into_a_destination_behind_a_neighbours_link(sample_model, tmp_path):
+    """A user replaced her Junk with a link to a folder of root's (/etc/profile.d): a job of
+    root's moved her spam there under names of her choosing (evil.sh), where every login
+    shell runs it. A destination whose way passes another user's link is refused."""
+    inbox, junk, spam = _one_spam_in_an_inbox(tmp_path)
+    profile = tmp_path / "profile.d"
+    profile.mkdir()
+    for part in ("cur", "new", "tmp"):
+        (junk / part).rmdir()
+    junk.rmdir()
+    junk.symlink_to(profile)
+    neighbours(junk)
+    result = nbspam_process("filter", "-m", sample_model, inbox, "--move-spam", junk)
+    assert (result.returncode, result.stderr.decode()) == (
+        1,
+        f"Error: destination {junk}: {junk} is a symbolic link of another user "
+        f"(uid {NEIGHBOUR}): refusing to follow it; remove it\n",
+    )
+    assert list(profile.iterdir()) == []
+    assert [p.name for p in (inbox / "new").iterdir()] == [spam.name]
+
+
+def test_filter_skips_a_folder_behind_a_neighbours_link(sample_model, tmp_path):
+    """A user replaced the Maildir a job of root's filters with a link to a folder of
+    root's: its files were scored as her mail and the spam-looking ones moved out of it into
+    her Junk. A path whose way passes another user's link is skipped, said in one line."""
+    inbox, junk, spam = _one_spam_in_an_inbox(tmp_path)
+    roots = tmp_path / "etc"
+    roots.mkdir()
+    (roots / "shadow").write_bytes(spam.read_bytes())  # a file of root's that scores as spam
+    named = tmp_path / "Mail"
+    named.symlink_to(roots)
+    neighbours(named)
+    result = nbspam_process("filter", "-m", sample_model, named, "--move-spam", junk)
+    assert result.returncode == 3, result.stderr
+    assert result.stderr.decode().splitlines()[0] == (
+        f"{named}: {named} is a symbolic link of another user (uid {NEIGHBOUR}): "
+        "refusing to follow it; remove it"
+    )
+    assert [p.name for p in roots.iterdir()] == ["shadow"]
+    assert list((junk / "new").iterdir()) == []
+
+
 # -- empty input ----------------------------------------------------------------------------
 
 

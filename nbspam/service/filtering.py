@@ -309,10 +309,18 @@ def message_files(
     folder (hidden names and Maildir ``tmp/`` left out, and the folders ``skip`` below a
     path; a symbolic link only where it stays in the path, as `folder_files` says), or a
     single message file (the file its link leads to, where it is one). An mbox is refused:
-    its messages cannot be moved one by one safely."""
+    its messages cannot be moved one by one safely. A path whose way passes a symbolic link
+    of another user (`safefiles.foreign_link`) is skipped, said in one line: a user
+    whose mail a job of root's filters could make their Maildir a link to /etc, whose files
+    would be scored and moved out of it."""
     from ..mail.messages import listed_files, maildir_part
+    from ..store.safefiles import foreign_link
 
     for path in paths:
+        foreign = foreign_link(path)
+        if foreign is not None:
+            problems.skip(path, foreign)
+            continue
         if os.path.isdir(path):
             for found, part, folder in listed_files(path, problems, skip=skip):
                 yield MessageFile(found, part, folder)

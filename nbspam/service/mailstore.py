@@ -165,7 +165,12 @@ def open_destination(path: str, *, create: bool) -> Destination:
     """The destination at ``path``: an existing folder that is not a Maildir is used as it
     is; otherwise a Maildir, whose ``cur/ new/ tmp/`` are created if ``create``. The folders
     are opened as a move opens them (`_Folders`), and what they are noted: one that is a
-    link or a file is refused here, in one line."""
+    link or a file is refused here, in one line, and so is a path whose way passes a
+    symbolic link of another user (`safefiles.check_link_owners`: ``.Junk ->
+    /etc/profile.d``, planted by a user whose mail a job of root's sorts)."""
+    from ..store.safefiles import check_link_owners
+
+    check_link_owners(path, "destination")
     if os.path.isdir(path) and not is_maildir(path):
         return Destination(path, maildir=False, found=_found(path, ()))
     if os.path.exists(path) and not os.path.isdir(path):

@@ -186,26 +186,56 @@ def check_side_path(path: str | os.PathLike[str], what: str) -> Path:
 
 
 def check_link_owners(path: str | os.PathLike[str], what: str = "model") -> None:
-    """Refuse (`UnsafeFileError`) to write a model through a symbolic link at ``path``, or
-    at a name such a link leads to, that belongs neither to the user running nbspam nor to
-    root. A model behind a link of one's own (or one root made) is written through it; one
-    of another user is what a neighbour who may write the folder plants, ``spam.nbm ->
-    /etc/passwd``, for a run of root's ``train -o spam.nbm`` to replace the file it names.
+    """Refuse (`UnsafeFileError`, naming ``what``) a ``path`` whose way passes a symbolic
+    link that belongs neither to the user running nbspam nor to root (`foreign_link`)."""
+    found = foreign_link(path)
+    if found is not None:
+        raise UnsafeFileError(f"{what} {path}: {found}")
+
+
+def foreign_link(path: str | os.PathLike[str]) -> str | None:
+    """What is wrong with ``path``, where its way passes a symbolic link that belongs neither
+    to the user running nbspam nor to root: at its name, at a name such a link leads to, or
+    in place of one of its folders ("LINK is a symbolic link of another user ..."); else
+    None. A link of one's own (or one root made) is followed; one of another user is what a
+    neighbour who may write a folder on the way plants, ``spam.nbm -> /etc/passwd`` or
+    ``Maildir/.Junk -> /etc/profile.d``, for a run of root's to replace, or move mail into,
+    what it names.
+
+    The path is walked a name at a time as the kernel walks it (a link's target in place of
+    the link, ``..`` from where a link led); a name that does not exist ends the walk: what
+    is made there is made by the caller, who refuses what it must.
     """
-    link = os.path.abspath(path)
-    for _ in range(40):  # the kernel's limit of links followed; past it, `target` says ELOOP
+    parts = os.path.abspath(path).split(os.sep)[::-1]  # the names still to walk, next last
+    walked, links = os.sep, 0
+    while parts:
+        name = parts.pop()
+        if name in ("", "."):
+            continue
+        if name == "..":
+            walked = os.path.dirname(walked)
+            continue
+        here = os.path.join(walked, name)
         try:
-            stats = os.lstat(link)
+            stats = os.lstat(here)
         except OSError:
-            return  # missing, the end of a dangling link: `target` writes or says why not
+            return None  # missing, the end of a dangling link: the caller says why not
         if not stat.S_ISLNK(stats.st_mode):
-            return
+            walked = here
+            continue
         if stats.st_uid not in (0, os.geteuid()):
-            raise UnsafeFileError(
-                f"{what} {link} is a symbolic link of another user (uid {stats.st_uid}): "
-                "refusing to write through it; remove it"
+            return (
+                f"{here} is a symbolic link of another user (uid {stats.st_uid}): "
+                "refusing to follow it; remove it"
             )
-        link = os.path.join(os.path.dirname(link), os.readlink(link))
+        links += 1
+        if links > 40:  # the kernel's limit: the caller's own open says ELOOP
+            return None
+        target = os.readlink(here)
+        if os.path.isabs(target):
+            walked = os.sep
+        parts.extend(target.split(os.sep)[::-1])
+    return None
 
 
 def create_temporary(folder: str | os.PathLike[str], name: str) -> tuple[int, str]:
