@@ -525,7 +525,7 @@ _TRAIN_OPTIONS = [
     click.option(
         "--stop-words",
         metavar="english|none|FILE",
-        help="Words the model leaves out (and word n-grams holding one): the built-in English list, none, or a file with one word per line. They are still counted, so auto can try the model with and without them: auto tries this list, or English. [default: none]",
+        help="Words the model leaves out (and word n-grams holding one): the built-in English list, none, or a file with one word per line. They are still counted, so where this is not given auto tries the model with the English ones left out; a list given is held. [default: none]",
     ),
     click.option(
         "--ngrams",
@@ -535,7 +535,7 @@ _TRAIN_OPTIONS = [
     click.option(
         "--word-pairs",
         type=click.Choice(WORD_PAIRS),
-        help="Also count each two adjacent words, hashed into --pair-buckets buckets: none, those of the subject and headers (cheap: headers are short), or all, the body's too (tokenizing takes about twice as long). Auto then also tries the model without them. [default: headers]",
+        help="Also count each two adjacent words, hashed into --pair-buckets buckets: none, those of the subject and headers (cheap: headers are short), or all, the body's too (tokenizing takes about twice as long). Where this is not given, auto also tries the model without them. [default: headers]",
     ),
     click.option(
         "--pair-buckets",
