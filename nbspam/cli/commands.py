@@ -236,7 +236,8 @@ def user_options(f):
         envvar="NBSPAM_USER_MODELS",
         help="Where users' layers are: a path whose file name holds %u, the user name "
         "(e.g. /var/lib/nbspam/users/%u.nbj; or $NBSPAM_USER_MODELS). Its folder must belong "
-        "to root or to you.",
+        "to root or to you, with the sticky bit where a group or others may write it "
+        "(install -d -m 1777).",
     )(f)
     return click.option(
         "--user",
@@ -1873,7 +1874,8 @@ def info(model_path: str, fmt: str) -> None:
     "holds %u (e.g. /var/lib/nbspam/users/%u.nbj; or $NBSPAM_USER_MODELS). The user is "
     "spamc's -u or the milter recipient's local part (in lower case, without the extension "
     "of --recipient-delimiter); a user scores with the model plus "
-    "the user's layer, and TELL learns into it. Its folder must belong to root or to you.",
+    "the user's layer, and TELL learns into it. Its folder must belong to root or to you, "
+    "with the sticky bit where a group or others may write it (install -d -m 1777).",
 )
 @click.option(
     "--socket-mode",
