@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
+import nbspam
 from nbspam.core.settings import Settings, build_settings, header_style_from, load_yaml
 from nbspam.errors import ConfigError
 
@@ -16,6 +18,27 @@ def test_configs_default_yaml_writes_out_the_built_in_defaults():
     values = load_yaml(ROOT / "configs" / "default.yaml")
     assert build_settings(values) == Settings()
     assert header_style_from(str(ROOT / "configs" / "default.yaml")) == "nbspam"  # filter's
+
+
+def test_configs_default_yaml_leaves_auto_the_settings_it_chooses(tmp_path):
+    """`train -c configs/default.yaml` trains what `train` does. A setting the file gives
+    holds, so the settings auto chooses are comments there, which uncommented are the
+    defaults still. Written out, they held: alpha 0.1 gave auto's Bernoulli model alpha
+    0.1, not its 0.5, and 4 settings were tried of 10."""
+    path = ROOT / "configs" / "default.yaml"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    commented = [line[2:] for line in lines if re.match(r"# [a-z-]+: ", line)]
+    assert len(commented) == 7, commented
+    (tmp_path / "uncommented.yaml").write_text("\n".join(commented) + "\n")
+    assert build_settings(load_yaml(tmp_path / "uncommented.yaml")) == Settings()
+
+    data = str(ROOT / "sample_data" / "train")
+    given, plain = (
+        nbspam.train(data, **config).describe() for config in ({"config": str(path)}, {})
+    )
+    assert given["settings"] == plain["settings"]
+    assert given["settings"]["train"]["alpha"] == 0.5
+    assert given["history"]["auto"]["candidates"] == plain["history"]["auto"]["candidates"]
 
 
 def test_bernoulli_config_loads():

@@ -135,6 +135,19 @@ def test_a_folder_of_layers_others_may_write_without_the_sticky_bit_is_refused(u
     )
 
 
+def test_the_help_of_user_models_says_what_its_folder_must_be():
+    # the help said only that the folder must belong to root or to you, and the folder
+    # an administrator made for every mail user (mode 777) was then refused
+    from nbspam.cli.commands import cli
+
+    for name in ("learn", "forget", "predict", "filter", "serve"):
+        (option,) = [p for p in cli.commands[name].params if p.name == "user_models"]
+        assert option.help.endswith(
+            "Its folder must belong to root or to you, with the sticky bit where a group or "
+            "others may write it (install -d -m 1777)."
+        ), name
+
+
 def test_a_new_layer_is_written_by_no_group(users):
     model, template = users
     old = os.umask(0o002)

@@ -368,6 +368,29 @@ def test_auto_holds_the_settings_given_and_chooses_only_the_rest(tmp_path):
     assert record["event_model"] in ("multinomial", "bernoulli", "complement", "fisher")
 
 
+def test_the_help_says_auto_tries_stop_words_and_pairs_only_where_not_given(tmp_path):
+    # the help said auto tried the model with and without a --stop-words list given, and
+    # without the pairs of a --word-pairs given: a setting given holds, neither is tried
+    from nbspam.cli.commands import cli
+
+    helps = {p.opts[-1]: p.help for p in cli.commands["train"].params}
+    assert (
+        "so where this is not given auto tries the model with the English ones left out; "
+        "a list given is held."
+    ) in helps["--stop-words"]
+    pairs = helps["--word-pairs"]
+    assert "Where this is not given, auto also tries the model without them." in pairs
+    tried = {}
+    given = ["--stop-words", "english", "--word-pairs", "headers"]
+    for name, options in (("given", given), ("left", [])):
+        result = cli_run("train", SAMPLE / "train", "-o", tmp_path / f"{name}.nbm", *options)
+        assert result.exit_code == 0, result.stderr
+        record = load_model(tmp_path / f"{name}.nbm").info["auto"]
+        tried[name] = {r["name"] for r in record["candidates"]}
+    assert {"+ stop words", "+ without word pairs"} <= tried["left"]
+    assert not {"+ stop words", "+ without word pairs"} & tried["given"]
+
+
 def test_train_prints_the_candidates_and_info_shows_them(tmp_path):
     result = cli_run("train", SAMPLE / "train", "-o", tmp_path / "m.nbm", "-v")
     lines = result.stderr.splitlines()[1:]

@@ -236,7 +236,8 @@ def user_options(f):
         envvar="NBSPAM_USER_MODELS",
         help="Where users' layers are: a path whose file name holds %u, the user name "
         "(e.g. /var/lib/nbspam/users/%u.nbj; or $NBSPAM_USER_MODELS). Its folder must belong "
-        "to root or to you.",
+        "to root or to you, with the sticky bit where a group or others may write it "
+        "(install -d -m 1777).",
     )(f)
     return click.option(
         "--user",
@@ -525,7 +526,7 @@ _TRAIN_OPTIONS = [
     click.option(
         "--stop-words",
         metavar="english|none|FILE",
-        help="Words the model leaves out (and word n-grams holding one): the built-in English list, none, or a file with one word per line. They are still counted, so auto can try the model with and without them: auto tries this list, or English. [default: none]",
+        help="Words the model leaves out (and word n-grams holding one): the built-in English list, none, or a file with one word per line. They are still counted, so where this is not given auto tries the model with the English ones left out; a list given is held. [default: none]",
     ),
     click.option(
         "--ngrams",
@@ -535,7 +536,7 @@ _TRAIN_OPTIONS = [
     click.option(
         "--word-pairs",
         type=click.Choice(WORD_PAIRS),
-        help="Also count each two adjacent words, hashed into --pair-buckets buckets: none, those of the subject and headers (cheap: headers are short), or all, the body's too (tokenizing takes about twice as long). Auto then also tries the model without them. [default: headers]",
+        help="Also count each two adjacent words, hashed into --pair-buckets buckets: none, those of the subject and headers (cheap: headers are short), or all, the body's too (tokenizing takes about twice as long). Where this is not given, auto also tries the model without them. [default: headers]",
     ),
     click.option(
         "--pair-buckets",
@@ -1873,7 +1874,8 @@ def info(model_path: str, fmt: str) -> None:
     "holds %u (e.g. /var/lib/nbspam/users/%u.nbj; or $NBSPAM_USER_MODELS). The user is "
     "spamc's -u or the milter recipient's local part (in lower case, without the extension "
     "of --recipient-delimiter); a user scores with the model plus "
-    "the user's layer, and TELL learns into it. Its folder must belong to root or to you.",
+    "the user's layer, and TELL learns into it. Its folder must belong to root or to you, "
+    "with the sticky bit where a group or others may write it (install -d -m 1777).",
 )
 @click.option(
     "--socket-mode",
