@@ -28,7 +28,7 @@ def test_configs_default_yaml_leaves_auto_the_settings_it_chooses(tmp_path):
     path = ROOT / "configs" / "default.yaml"
     lines = path.read_text(encoding="utf-8").splitlines()
     commented = [line[2:] for line in lines if re.match(r"# [a-z-]+: ", line)]
-    assert len(commented) == 7, commented
+    assert len(commented) == 8, commented
     (tmp_path / "uncommented.yaml").write_text("\n".join(commented) + "\n")
     assert build_settings(load_yaml(tmp_path / "uncommented.yaml")) == Settings()
 
