@@ -449,7 +449,7 @@ def test_a_model_behind_a_link_of_another_user_is_not_written(
     result = cli_run(*args)
     assert (result.exit_code, result.stderr) == (
         1,
-        f"Error: model {model}: {planted} is a symbolic link of another user (uid {MALLORY}): "
+        f"Error: model file {model}: {planted} is a symbolic link of another user (uid {MALLORY}): "
         "refusing to follow it; remove it\n",
     )
     assert victim.read_text() == "root:x:0:0\n"

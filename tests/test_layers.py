@@ -171,7 +171,9 @@ def test_a_layer_of_another_user_or_a_group_is_refused(users):
     assert cli_run("learn", *args, "-l", "ham", NEW).exit_code == 0
     layer = template.replace("%u", "bob")
     os.chown(layer, 4701, -1)  # made by alice before bob had a layer
-    error = f"layer {layer}: owned by 4701, not by root; remove it"
+    error = (
+        f"layer {layer}: owned by 4701, not by root: chown it if it is one of yours, else remove it"
+    )
     for command in (["predict", *args, NEW], ["learn", *args, "-l", "spam", NEW]):
         result = cli_run(*command)
         assert (result.exit_code, result.stderr) == (1, f"Error: {error}\n")

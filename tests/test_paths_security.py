@@ -317,6 +317,21 @@ def test_filter_goes_on_past_a_leftover_name_that_holds_no_process_id(sample_mod
     assert [p.name for p in (junk / "new").iterdir()] == [spam.name]
 
 
+def test_a_destination_whose_new_is_a_dangling_link_is_refused(sample_model, tmp_path):
+    """A Junk Maildir whose new/ was a link to nothing was no Maildir (it has no new/
+    folder), so it was taken for a plain folder and the spam went into Junk itself."""
+    inbox, junk, spam = _one_spam_in_an_inbox(tmp_path)
+    (junk / "new").rmdir()
+    (junk / "new").symlink_to(tmp_path / "nothing")
+    result = nbspam_process("filter", "-m", sample_model, inbox, "--move-spam", junk)
+    assert (result.returncode, result.stderr.decode()) == (
+        1,
+        f"Error: cannot move messages to {junk}/new: a symbolic link or a file, not a folder\n",
+    )
+    assert sorted(p.name for p in junk.iterdir()) == ["cur", "new", "tmp"]
+    assert [p.name for p in (inbox / "new").iterdir()] == [spam.name]
+
+
 NEIGHBOUR = 4321  # a user whose mail a job of root's filters
 
 

@@ -480,7 +480,7 @@ def test_a_sync_state_of_another_user_or_group_is_refused(sample_model, mail, sy
     result = cli_run("sync", "-m", sample_model, f"ham={mail}")
     assert (result.exit_code, result.stderr) == (
         1,
-        f"Error: sync state {synced}: owned by 4242, not by root; remove it\n",
+        f"Error: sync state {synced}: owned by 4242, not by root: chown it if it is one of yours, else remove it\n",
     )
     os.chown(synced, 0, 4243)
     synced.chmod(0o660)  # the model is not the group's to write: neither is its state
@@ -545,7 +545,7 @@ def test_a_journal_planted_beside_the_model_is_refused(sample_model, tmp_path):
     assert cli_run("learn", "-m", sample_model, "-l", "ham", spam).exit_code == 0
     journal = Path(f"{sample_model}.journal")
     os.chown(journal, 4242, 4242)  # as the neighbour who planted it
-    error = f"journal {journal}: owned by 4242, not by root; remove it"
+    error = f"journal {journal}: owned by 4242, not by root: chown it if it is one of yours, else remove it"
     result = cli_run("predict", "-m", sample_model, MESSAGE)
     assert (result.exit_code, result.stderr) == (1, f"Error: {error}\n")
     result = cli_run("learn", "-m", sample_model, "-l", "ham", MESSAGE)
@@ -607,5 +607,5 @@ def test_no_user_steers_another_users_layer(shared, sample_model_path):
     status, stderr = as_(4703, "carol", "predict", MESSAGE)
     assert (status, stderr) == (
         1,
-        f"Error: layer {folder}/carol.nbj: owned by {ALICE}, not by root or 4703; remove it\n",
+        f"Error: layer {folder}/carol.nbj: owned by {ALICE}, not by root or 4703: chown it if it is one of yours, else remove it\n",
     )

@@ -76,7 +76,8 @@ def check_file(
     allowed = sorted({0, os.geteuid(), *owners})
     raise UnsafeFileError(
         f"{what} {path}: owned by {user_name(stats.st_uid)}, not by "
-        f"{' or '.join(user_name(uid) for uid in allowed)}; remove it"
+        f"{' or '.join(user_name(uid) for uid in allowed)}: chown it if it is one of "
+        "yours, else remove it"
     )
 
 

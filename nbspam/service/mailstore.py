@@ -171,6 +171,12 @@ def open_destination(path: str, *, create: bool) -> Destination:
     from ..store.safefiles import check_link_owners
 
     check_link_owners(path, "destination")
+    for sub in ("cur", "new", "tmp"):  # a dangling link made it a plain folder
+        if os.path.islink(os.path.join(path, sub)):
+            raise FilterError(
+                f"cannot move messages to {os.path.join(path, sub)}: a symbolic link or a "
+                "file, not a folder"
+            )
     if os.path.isdir(path) and not is_maildir(path):
         return Destination(path, maildir=False, found=_found(path, ()))
     if os.path.exists(path) and not os.path.isdir(path):

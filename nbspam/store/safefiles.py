@@ -185,7 +185,7 @@ def check_side_path(path: str | os.PathLike[str], what: str) -> Path:
     return Path(path)
 
 
-def check_link_owners(path: str | os.PathLike[str], what: str = "model") -> None:
+def check_link_owners(path: str | os.PathLike[str], what: str = "model file") -> None:
     """Refuse (`UnsafeFileError`, naming ``what``) a ``path`` whose way passes a symbolic
     link that belongs neither to the user running nbspam nor to root (`foreign_link`)."""
     found = foreign_link(path)
@@ -224,8 +224,12 @@ def foreign_link(path: str | os.PathLike[str]) -> str | None:
             walked = here
             continue
         if stats.st_uid not in (0, os.geteuid()):
+            from ..core.trust import user_name
+
+            name = user_name(stats.st_uid)
+            owner = f"uid {name}" if name == str(stats.st_uid) else name
             return (
-                f"{here} is a symbolic link of another user (uid {stats.st_uid}): "
+                f"{here} is a symbolic link of another user ({owner}): "
                 "refusing to follow it; remove it"
             )
         links += 1
