@@ -13,6 +13,9 @@ too, so such a file is refused in one line (`UnsafeFileError`) that names it and
   model, whose members may write the model itself), any group where ``group`` is
   `ANY_GROUP` (a model: docs/shared-host.md's group set-up), and the owner's private group
   (no other member: Debian's user groups, umask 002);
+- where its POSIX access ACL lets another user write it, or a group as above: the mode's
+  group bits then show the ACL's mask, not the file's group (``setfacl -m u:mallory:rw``
+  on a file 0640 alice:alice shows as 0660, the group alice's own);
 - where ``owners`` are given and it belongs to none of them (root and the user running
   nbspam always may own it), unless it is a file of the shared ``group`` in a folder
   others may not write: every member may write the model, so any member may own it.
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import os
 import stat
+import struct
 
 from ..errors import UnsafeFileError
 
@@ -42,17 +46,24 @@ def check_file(
     *,
     owners: frozenset[int] | set[int] | None = None,
     group: int | None = None,
+    fd: int | None = None,
 ) -> None:
-    """Refuse (`UnsafeFileError`) the file at ``path``, whose `os.stat` (of the open file)
-    is ``stats``, where others than those the module's notes allow may write it. ``what``
-    names it in the error ("sync state"); ``owners`` are the users it may belong to besides
-    root and the user running nbspam (None: any user, its owner being who gave it);
-    ``group`` the group that may write it besides the owner's private one (None: none,
-    `ANY_GROUP`: any)."""
+    """Refuse (`UnsafeFileError`) the file at ``path``, whose `os.stat` (of the open file
+    ``fd``, whose ACL is read; None: of the file at ``path``) is ``stats``, where others
+    than those the module's notes allow may write it. ``what`` names it in the error ("sync
+    state"); ``owners`` are the users it may belong to besides root and the user running
+    nbspam (None: any user, its owner being who gave it); ``group`` the group that may
+    write it besides the owner's private one (None: none, `ANY_GROUP`: any)."""
     if not stat.S_ISREG(stats.st_mode):
         return
     if stats.st_mode & stat.S_IWOTH:
         raise UnsafeFileError(f"{what} {path}: writable by others; chmod o-w {path}")
+    users, groups = _writers(stats, path if fd is None else fd)
+    for uid in users:
+        if uid not in (0, os.geteuid(), stats.st_uid):
+            raise UnsafeFileError(
+                f"{what} {path}: writable by user {user_name(uid)} (its ACL); chmod g-w {path}"
+            )
     folders = _folders_of(path)
     for folder, folder_stats in folders:
         if folder_stats.st_mode & stat.S_IWOTH and not folder_stats.st_mode & stat.S_ISVTX:
@@ -61,14 +72,11 @@ def check_file(
                 f"sticky bit; chmod o-w {folder}"
             )
     shared = group is not None and group in (ANY_GROUP, stats.st_gid)
-    if (
-        stats.st_mode & stat.S_IWGRP
-        and not shared
-        and not private_group(stats.st_gid, stats.st_uid)
-    ):
-        raise UnsafeFileError(
-            f"{what} {path}: writable by group {group_name(stats.st_gid)}; chmod g-w {path}"
-        )
+    for gid in groups:
+        if group not in (ANY_GROUP, gid) and not private_group(gid, stats.st_uid):
+            raise UnsafeFileError(
+                f"{what} {path}: writable by group {group_name(gid)}; chmod g-w {path}"
+            )
     if owners is None or stats.st_uid in (0, os.geteuid()) or stats.st_uid in owners:
         return
     if shared and not (folders and folders[0][1].st_mode & stat.S_IWOTH):
@@ -99,6 +107,39 @@ def check_folder(stats: os.stat_result, folder: str, what: str) -> None:
         f"{what} {folder} is writable by {who} without the sticky bit: one user could "
         f"replace another's file; chmod +t {folder}"
     )
+
+
+_ACL = "system.posix_acl_access"
+_ACL_USER, _ACL_GROUP_OBJ, _ACL_GROUP, _ACL_MASK = 0x02, 0x04, 0x08, 0x10
+_ACL_ENTRY = struct.Struct("<HHI")  # tag, permissions, id: Linux's posix_acl_xattr_entry
+
+
+def _writers(
+    stats: os.stat_result, file: int | str | os.PathLike[str]
+) -> tuple[list[int], list[int]]:
+    """(users, groups) who may write the file or folder ``file`` (an open descriptor or a
+    name; its `os.stat` ``stats``) besides its owner, root and others: its group where the
+    mode lets it, and the users and groups its POSIX access ACL names with write permission
+    that its mask lets through. Where it has an ACL the mode's group bits are that mask,
+    which is all they tell; without one, or where the platform keeps none, they are the
+    group's. An ACL is read only where those bits let a group write: else its mask lets no
+    one."""
+    if not stats.st_mode & stat.S_IWGRP:
+        return [], []
+    try:
+        data = os.getxattr(file, _ACL)  # type: ignore[attr-defined,unused-ignore]
+    except (AttributeError, OSError):  # no ACL (ENODATA), or none kept here
+        return [], [stats.st_gid]
+    entries = [_ACL_ENTRY.unpack_from(data, at) for at in range(4, len(data) - 7, 8)]
+    mask = next((perms for tag, perms, _ in entries if tag == _ACL_MASK), 7)
+    can = [(tag, who) for tag, perms, who in entries if perms & mask & 2]
+    users = [who for tag, who in can if tag == _ACL_USER]
+    groups = [
+        stats.st_gid if tag == _ACL_GROUP_OBJ else who
+        for tag, who in can
+        if tag in (_ACL_GROUP_OBJ, _ACL_GROUP)
+    ]
+    return users, groups
 
 
 def _folders_of(path: str | os.PathLike[str]) -> list[tuple[str, os.stat_result]]:

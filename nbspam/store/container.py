@@ -348,19 +348,20 @@ def _open(path: str | os.PathLike[str]) -> Any:
         kind = file_kind(stats.st_mode)
         raise ModelFileError(f"cannot read model file {path}: {kind}, not a regular file")
     try:
-        _check_writers(stats, path)
+        _check_writers(stats, path, fd)
     except BaseException:
         os.close(fd)
         raise
     return os.fdopen(fd, "rb", buffering=0)
 
 
-def _check_writers(stats: os.stat_result, path: str | os.PathLike[str]) -> None:
-    """Refuse the model file at ``path`` (its `os.stat` ``stats``) where others may write it
-    or, through a folder they may write without the sticky bit, replace it (`trust`): it
-    decides how every user of it is scored. Any group may write it (a shared model's), and
-    it may belong to anyone (the member who last replaced it)."""
-    check_file(stats, path, "model file", group=ANY_GROUP)
+def _check_writers(stats: os.stat_result, path: str | os.PathLike[str], fd: int) -> None:
+    """Refuse the model file at ``path`` (open as ``fd``, its `os.stat` ``stats``) where
+    others may write it (by its mode or its ACL) or, through a folder they may write
+    without the sticky bit, replace it (`trust`): it decides how every user of it is
+    scored. Any group may write it (a shared model's), and it may belong to anyone (the
+    member who last replaced it)."""
+    check_file(stats, path, "model file", group=ANY_GROUP, fd=fd)
 
 
 def _page_count(blobs: int) -> int:
@@ -490,7 +491,7 @@ def open_mapped(path: str | os.PathLike[str]) -> Container:
         size = stats.st_size
         if not stat.S_ISREG(stats.st_mode):
             raise ModelFileError(f"cannot read model file {path}: not a regular file")
-        _check_writers(stats, path)
+        _check_writers(stats, path, fd)
         prefix = os.pread(fd, _PREFIX.size, 0)
         if len(prefix) < _PREFIX.size or not prefix.startswith(MAGIC):
             raise not_a_model(path, prefix)

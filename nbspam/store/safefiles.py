@@ -145,7 +145,7 @@ def open_side_file(
     try:
         check_regular(fd, path, what, writing=flags & (os.O_WRONLY | os.O_RDWR) != 0)
         if writers is not None:
-            check_file(os.fstat(fd), path, what, owners=writers[0], group=writers[1])
+            check_file(os.fstat(fd), path, what, owners=writers[0], group=writers[1], fd=fd)
     except BaseException:
         os.close(fd)
         raise
