@@ -89,3 +89,68 @@ def test_a_model_another_user_may_write_by_its_acl_is_refused(sample_model, tmp_
         f"Error: model file {sample_model}: writable by user {MALLORY} (its ACL); "
         f"chmod g-w {sample_model}\n",
     )
+
+
+@pytest.fixture
+def root():
+    if os.geteuid() != 0:
+        pytest.skip("giving a folder to a group needs root")
+
+
+def test_settings_in_a_folder_a_group_may_write_are_refused(tmp_path, root):
+    """A member of the group could rename root's settings away and put a file of their own
+    in its place, naming /etc/shadow as the stop words: the file's own mode says nothing."""
+    folder = tmp_path / "etc"
+    folder.mkdir()
+    config = folder / "settings.yaml"
+    config.write_text("ngrams: 1\n")
+    config.chmod(0o644)
+    os.chown(folder, 0, GROUP)
+    folder.chmod(0o775)
+    model = tmp_path / "out.nbm"
+    result = cli_run("train", "-c", config, SAMPLE / "train", "-o", model)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: config file {config}: its folder {folder} is writable by group {GROUP} "
+        f"without the sticky bit; chmod g-w {folder}\n",
+    )
+    assert not model.exists()
+    folder.chmod(0o1775)  # with the sticky bit no member renames root's file away
+    assert read_settings_file(config, "config file") == "ngrams: 1\n"
+    folder.chmod(0o755)
+    set_acl(folder, (USER, MALLORY, 7))
+    with pytest.raises(UnsafeFileError) as refused:
+        read_settings_file(config, "config file")
+    assert str(refused.value) == (
+        f"config file {config}: its folder {folder} is writable by user {MALLORY} (its ACL) "
+        f"without the sticky bit; chmod g-w {folder}"
+    )
+
+
+def test_settings_in_a_folder_of_its_owners_own_group_are_read(tmp_path, own_group):
+    folder = tmp_path / "etc"
+    folder.mkdir()
+    folder.chmod(0o775)  # umask 002, the group its owner's alone
+    config = folder / "settings.yaml"
+    config.write_text("ngrams: 1\n")
+    assert read_settings_file(config, "config file") == "ngrams: 1\n"
+
+
+def test_a_journal_in_a_folder_its_group_may_write_is_judged_by_its_owner(tmp_path, root):
+    """A file that must belong to given owners (a journal, a layer, a state) is not refused
+    for a folder its group may write: a file a member put in its place would be theirs."""
+    folder = tmp_path / "mu"
+    folder.mkdir()
+    os.chown(folder, 0, GROUP)
+    folder.chmod(0o2775)
+    journal = folder / "spam.nbm.journal"
+    journal.write_text("")
+    journal.chmod(0o644)
+    fd = os.open(journal, os.O_RDONLY)
+    try:
+        trust.check_file(os.fstat(fd), journal, "journal", owners=frozenset(), fd=fd)
+        os.chown(journal, MALLORY, GROUP)
+        with pytest.raises(UnsafeFileError, match=f"owned by {MALLORY}, not by root"):
+            trust.check_file(os.fstat(fd), journal, "journal", owners=frozenset(), fd=fd)
+    finally:
+        os.close(fd)

@@ -8,7 +8,10 @@ scores everybody's mail, which files it reads. Whoever may write one of them dec
 too, so such a file is refused in one line (`UnsafeFileError`) that names it and the fix:
 
 - where others may write it (``o+w``), or replace it: a folder on its path that others may
-  write without the sticky bit;
+  write without the sticky bit, or, where the file may belong to anyone (``owners`` None),
+  a group or a user that may not write the file itself (a member of ``staff`` who may
+  write ``/etc/nbspam`` could put a file of their own in place of root's settings; where
+  the owners are given, the owner of such a file refuses it);
 - where a group may write it, but for the group given as ``group`` (the group of a shared
   model, whose members may write the model itself), any group where ``group`` is
   `ANY_GROUP` (a model: docs/shared-host.md's group set-up), and the owner's private group
@@ -56,27 +59,23 @@ def check_file(
     write it besides the owner's private one (None: none, `ANY_GROUP`: any)."""
     if not stat.S_ISREG(stats.st_mode):
         return
-    if stats.st_mode & stat.S_IWOTH:
-        raise UnsafeFileError(f"{what} {path}: writable by others; chmod o-w {path}")
-    users, groups = _writers(stats, path if fd is None else fd)
-    for uid in users:
-        if uid not in (0, os.geteuid(), stats.st_uid):
-            raise UnsafeFileError(
-                f"{what} {path}: writable by user {user_name(uid)} (its ACL); chmod g-w {path}"
-            )
+    who = _foreign_writer(stats, path if fd is None else fd, group)
+    if who is not None:
+        raise UnsafeFileError(f"{what} {path}: writable by {who}; {_fix(who)} {path}")
     folders = _folders_of(path)
     for folder, folder_stats in folders:
-        if folder_stats.st_mode & stat.S_IWOTH and not folder_stats.st_mode & stat.S_ISVTX:
+        if folder_stats.st_mode & stat.S_ISVTX:
+            continue  # no one but its owner may rename or remove another's file there
+        if owners is None:  # whoever may write the folder may put a file of theirs here
+            who = _foreign_writer(folder_stats, folder, group)
+        else:  # a file of theirs put in its place is refused below, by its owner
+            who = "others" if folder_stats.st_mode & stat.S_IWOTH else None
+        if who is not None:
             raise UnsafeFileError(
-                f"{what} {path}: its folder {folder} is writable by others without the "
-                f"sticky bit; chmod o-w {folder}"
+                f"{what} {path}: its folder {folder} is writable by {who} without the "
+                f"sticky bit; {_fix(who)} {folder}"
             )
     shared = group is not None and group in (ANY_GROUP, stats.st_gid)
-    for gid in groups:
-        if group not in (ANY_GROUP, gid) and not private_group(gid, stats.st_uid):
-            raise UnsafeFileError(
-                f"{what} {path}: writable by group {group_name(gid)}; chmod g-w {path}"
-            )
     if owners is None or stats.st_uid in (0, os.geteuid()) or stats.st_uid in owners:
         return
     if shared and not (folders and folders[0][1].st_mode & stat.S_IWOTH):
@@ -91,22 +90,39 @@ def check_file(
 
 def check_folder(stats: os.stat_result, folder: str, what: str) -> None:
     """Refuse (`UnsafeFileError`) ``folder`` (its `os.stat` ``stats``), which holds files of
-    several users (`layers`), where a group or others may write it without the sticky bit,
-    but for its owner's private group: one user could then rename another's file away and
-    put one of their own in its place."""
-    mode = stats.st_mode
-    if mode & stat.S_ISVTX or not mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return
-    if mode & stat.S_IWOTH:
-        who = "others"
-    elif private_group(stats.st_gid, stats.st_uid):
-        return
-    else:
-        who = f"group {group_name(stats.st_gid)}"
-    raise UnsafeFileError(
-        f"{what} {folder} is writable by {who} without the sticky bit: one user could "
-        f"replace another's file; chmod +t {folder}"
-    )
+    several users (`layers`), where a group, others or a user its ACL names may write it
+    without the sticky bit, but for its owner's private group: one user could then rename
+    another's file away and put one of their own in its place."""
+    who = None if stats.st_mode & stat.S_ISVTX else _foreign_writer(stats, folder)
+    if who is not None:
+        raise UnsafeFileError(
+            f"{what} {folder} is writable by {who} without the sticky bit: one user could "
+            f"replace another's file; chmod +t {folder}"
+        )
+
+
+def _foreign_writer(
+    stats: os.stat_result, file: int | str | os.PathLike[str], group: int | None = None
+) -> str | None:
+    """Who may write the file or folder ``file`` (an open descriptor or a name; its
+    `os.stat` ``stats``) besides its owner, root, the user running nbspam, the group
+    ``group`` (`ANY_GROUP`: any) and the owner's private group, in the words of an error:
+    "others", "user mallory (its ACL)", "group mail"; None where no one."""
+    if stats.st_mode & stat.S_IWOTH:
+        return "others"
+    users, groups = _writers(stats, file)
+    for uid in users:
+        if uid not in (0, os.geteuid(), stats.st_uid):
+            return f"user {user_name(uid)} (its ACL)"
+    for gid in groups:
+        if group not in (ANY_GROUP, gid) and not private_group(gid, stats.st_uid):
+            return f"group {group_name(gid)}"
+    return None
+
+
+def _fix(who: str) -> str:
+    """The chmod that takes away what `_foreign_writer` found (an ACL's through its mask)."""
+    return "chmod o-w" if who == "others" else "chmod g-w"
 
 
 _ACL = "system.posix_acl_access"
