@@ -5,14 +5,19 @@ administrator could take."""
 from __future__ import annotations
 
 import os
+import shutil
 import struct
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nbspam.core import trust
 from nbspam.core.settings import read_settings_file
 from nbspam.errors import UnsafeFileError
+from nbspam.store.safefiles import foreign_link
 from tests.helpers import SAMPLE, cli_run
 
 MALLORY, GROUP = 4703, 4700
@@ -154,3 +159,138 @@ def test_a_journal_in_a_folder_its_group_may_write_is_judged_by_its_owner(tmp_pa
             trust.check_file(os.fstat(fd), journal, "journal", owners=frozenset(), fd=fd)
     finally:
         os.close(fd)
+
+
+# -- the way to a file, walked as the system walks it -----------------------------------------
+
+
+def test_a_link_of_another_user_before_dot_dot_is_seen(tmp_path, root):
+    """``..`` after a link climbs from where the link led, not from the link's name: the
+    way was cut short by its words (os.path.abspath), and the link never looked at."""
+    mine, theirs = tmp_path / "mine", tmp_path / "theirs"
+    (theirs / "sub").mkdir(parents=True)
+    mine.mkdir()
+    link = mine / "link"
+    link.symlink_to(theirs / "sub")
+    os.lchown(link, MALLORY, MALLORY)
+    output = f"{link}/../out.nbm"  # the system writes theirs/out.nbm
+    result = cli_run("train", SAMPLE / "train", "-o", output)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: model file {output}: {link} is a symbolic link of another user (uid {MALLORY}): "
+        "refusing to follow it; remove it\n",
+    )
+    assert not (theirs / "out.nbm").exists() and not (mine / "out.nbm").exists()
+
+
+def test_the_folders_of_a_file_reached_by_dot_dot_after_a_link_are_judged(tmp_path):
+    safe, unsafe = tmp_path / "safe", tmp_path / "unsafe"
+    (unsafe / "sub").mkdir(parents=True)
+    safe.mkdir()
+    (unsafe / "settings.yaml").write_text("stop-words: /etc/shadow\n")
+    unsafe.chmod(0o777)  # anyone may put their settings here
+    (safe / "link").symlink_to(unsafe / "sub")
+    config = f"{safe}/link/../settings.yaml"  # the system reads unsafe/settings.yaml
+    with pytest.raises(UnsafeFileError) as refused:
+        read_settings_file(config, "config file")
+    assert str(refused.value) == (
+        f"config file {config}: its folder {unsafe} is writable by others without the "
+        f"sticky bit; chmod o-w {unsafe}"
+    )
+
+
+FOLDERS = ("", "a", "a/b", "a/b/c", "c", "c/b")
+LINKS = ("l0", "l1", "l2", "l3")
+NAMES = ("..", ".", "a", "b", "c", "f", *LINKS)
+PLACES = tuple(  # what a link may name in the tree: a folder, a file (most), another link
+    f"{folder}/{name}".strip("/") for folder in FOLDERS for name in ("", "", "f", "f", *LINKS)
+)
+targets = st.one_of(  # (absolute, names): mostly a place in the tree, else any way
+    st.tuples(st.just(True), st.sampled_from(PLACES).map(lambda place: place.split("/"))),
+    st.tuples(st.just(False), st.sampled_from(("..", "../..", ".", "b", "f", "../f"))).map(
+        lambda made: (False, made[1].split("/"))
+    ),
+    st.tuples(st.booleans(), st.lists(st.sampled_from(NAMES), min_size=1, max_size=4)),
+)
+links = st.lists(
+    st.tuples(
+        st.sampled_from(FOLDERS),  # where the link is
+        st.sampled_from(LINKS),  # its name
+        targets,  # (absolute: in the tree, or relative to the link; the names)
+        st.booleans(),  # another user's
+    ),
+    min_size=3,
+    max_size=10,
+)
+
+
+def _tree(made: list) -> tuple[str, list[str]]:
+    """A tree of folders (`FOLDERS`), a file ``f`` in each, and the links ``made``:
+    (its root, the links of another user in it)."""
+    top = tempfile.mkdtemp(prefix="nbspam-walk-")
+    for folder in FOLDERS:
+        os.makedirs(os.path.join(top, folder), exist_ok=True)
+        with open(os.path.join(top, folder, "f"), "w") as f:
+            f.write(folder)
+    foreign = []
+    for folder, name, (absolute, names), theirs in made:
+        link = os.path.join(top, folder, name)
+        if os.path.lexists(link):
+            continue
+        target = "/".join(names)
+        os.symlink(os.path.join(top, target) if absolute else target, link)
+        if theirs and os.geteuid() == 0:
+            os.lchown(link, MALLORY, MALLORY)
+            foreign.append(link)
+    return top, foreign
+
+
+def _followed(path: str, link: str) -> bool:
+    """Whether the system follows ``link`` on the way to ``path`` (which it reaches): the
+    way fails once the link leads nowhere."""
+    target, owner = os.readlink(link), os.lstat(link).st_uid
+    os.unlink(link)
+    os.symlink("nowhere", link)
+    try:
+        os.stat(path)
+        followed = False
+    except OSError:
+        followed = True
+    os.unlink(link)
+    os.symlink(target, link)
+    os.lchown(link, owner, owner)
+    return followed
+
+
+@settings(max_examples=400, deadline=None)
+@given(made=links, data=st.data(), slash=st.booleans())
+def test_the_walk_reaches_what_the_system_reaches_and_sees_its_links(made, data, slash):
+    """`trust.walk` against the system itself: where the system reaches a file, the walk
+    ends at that file (os.path.realpath's path, the same inode), and `foreign_link` names
+    a link of another user exactly where the system follows one (a link is followed if
+    the way fails once it leads nowhere). The path is drawn a name at a time from what
+    the folder reached so far holds, and ``..``, so that most paths lead somewhere."""
+    top, foreign = _tree(made)
+    try:
+        path = top
+        for _ in range(data.draw(st.integers(2, 6))):
+            here = os.path.realpath(path)
+            if not os.path.isdir(here) or not here.startswith(top):
+                break  # the way ends here, or leaves the tree
+            held = sorted(os.listdir(here))
+            links_here = [name for name in held if name in LINKS]
+            names = [*held, *links_here * 4, ".." if here != top else "."]  # links most
+            path = os.path.join(path, data.draw(st.sampled_from(names)))
+        path += "/" if slash else ""
+        steps, end = trust.walk(path)  # it ends, whatever the loops
+        try:
+            reached = os.stat(path)
+        except OSError:
+            return
+        assert end == os.path.realpath(path)
+        found = os.stat(end)
+        assert (found.st_dev, found.st_ino) == (reached.st_dev, reached.st_ino)
+        followed = [link for link in foreign if _followed(path, link)]
+        assert (foreign_link(path) is not None) == bool(followed)
+    finally:
+        shutil.rmtree(top)

@@ -158,21 +158,70 @@ def _writers(
     return users, groups
 
 
-def _folders_of(path: str | os.PathLike[str]) -> list[tuple[str, os.stat_result]]:
-    """(folder, its `os.stat`) of each folder above ``path``, the nearest first: those of
-    its name, then those of where it leads (a symbolic link in the path), each once;
-    folders that cannot be looked at are left out."""
-    name = os.path.abspath(path)
-    out, seen = [], set()
-    for start in (os.path.dirname(name), os.path.dirname(os.path.realpath(name))):
-        folder = start
-        while folder not in seen:
-            seen.add(folder)
-            try:
-                out.append((folder, os.stat(folder)))
-            except OSError:
-                pass
+MAX_LINKS = 40
+"""The symbolic links the system follows in one path before it says ELOOP (Linux's)."""
+
+
+def walk(
+    path: str | os.PathLike[str],
+) -> tuple[list[tuple[str, str, os.stat_result]], str | None]:
+    """(each name the system looks up to reach ``path``, in turn, as (the folder it is
+    looked up in, the name, its `os.lstat`); the real path reached, None where the walk
+    ended before). The folders are real paths (no link in them): a symbolic link is
+    followed as the system follows it, its target in its place and ``..`` climbing from
+    where it led, not from its name (``link/../x`` is not ``x``, as os.path.abspath would
+    have it). The walk ends at a name that is missing or cannot be looked at, and after
+    `MAX_LINKS` links: what is made there, or the error, is the caller's own system
+    call's."""
+    path = os.fspath(path)
+    if not os.path.isabs(path):
+        path = os.path.join(os.getcwd(), path)
+    names = path.split(os.sep)[::-1]  # the names still to walk, the next last
+    folder, links, steps = os.sep, 0, []
+    while names:
+        name = names.pop()
+        if name in ("", "."):
+            continue
+        if name == "..":
             folder = os.path.dirname(folder)
+            continue
+        here = os.path.join(folder, name)
+        try:
+            found = os.lstat(here)
+        except OSError:
+            return steps, None
+        steps.append((folder, name, found))
+        if not stat.S_ISLNK(found.st_mode):
+            folder = here
+            continue
+        links += 1
+        if links > MAX_LINKS:
+            return steps, None
+        try:
+            target = os.readlink(here)
+        except OSError:
+            return steps, None
+        if os.path.isabs(target):
+            folder = os.sep
+        names.extend(target.split(os.sep)[::-1])
+    return steps, folder
+
+
+def _folders_of(path: str | os.PathLike[str]) -> list[tuple[str, os.stat_result]]:
+    """(folder, its `os.stat`) of each folder a name of ``path`` is looked up in (`walk`),
+    the nearest first: the folder of the file, of each link on the way, and those above
+    them; folders that cannot be looked at are left out."""
+    steps = walk(path)[0]
+    known = {os.path.join(folder, name): found for folder, name, found in steps}
+    out, seen = [], set()
+    for folder, _, _ in reversed(steps):
+        if folder in seen:
+            continue
+        seen.add(folder)
+        try:
+            out.append((folder, known.get(folder) or os.stat(folder)))
+        except OSError:
+            pass
     return out
 
 

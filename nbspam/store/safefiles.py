@@ -37,7 +37,7 @@ import os
 import stat
 from collections.abc import Iterable
 
-from ..core.trust import check_file
+from ..core.trust import check_file, user_name, walk
 from ..errors import UnsafeFileError, os_reason
 
 TYPE_CHECKING = False
@@ -202,43 +202,19 @@ def foreign_link(path: str | os.PathLike[str]) -> str | None:
     ``Maildir/.Junk -> /etc/profile.d``, for a run of root's to replace, or move mail into,
     what it names.
 
-    The path is walked a name at a time as the kernel walks it (a link's target in place of
-    the link, ``..`` from where a link led); a name that does not exist ends the walk: what
-    is made there is made by the caller, who refuses what it must.
+    The path is walked a name at a time as the system walks it (`trust.walk`: a link's
+    target in place of the link, ``..`` from where a link led); a name that does not
+    exist ends the walk: what is made there is made by the caller, who refuses what it
+    must.
     """
-    parts = os.path.abspath(path).split(os.sep)[::-1]  # the names still to walk, next last
-    walked, links = os.sep, 0
-    while parts:
-        name = parts.pop()
-        if name in ("", "."):
-            continue
-        if name == "..":
-            walked = os.path.dirname(walked)
-            continue
-        here = os.path.join(walked, name)
-        try:
-            stats = os.lstat(here)
-        except OSError:
-            return None  # missing, the end of a dangling link: the caller says why not
-        if not stat.S_ISLNK(stats.st_mode):
-            walked = here
-            continue
-        if stats.st_uid not in (0, os.geteuid()):
-            from ..core.trust import user_name
-
-            name = user_name(stats.st_uid)
-            owner = f"uid {name}" if name == str(stats.st_uid) else name
+    for folder, name, found in walk(path)[0]:
+        if stat.S_ISLNK(found.st_mode) and found.st_uid not in (0, os.geteuid()):
+            owner = user_name(found.st_uid)
+            owner = f"uid {owner}" if owner == str(found.st_uid) else owner
             return (
-                f"{here} is a symbolic link of another user ({owner}): "
-                "refusing to follow it; remove it"
+                f"{os.path.join(folder, name)} is a symbolic link of another user "
+                f"({owner}): refusing to follow it; remove it"
             )
-        links += 1
-        if links > 40:  # the kernel's limit: the caller's own open says ELOOP
-            return None
-        target = os.readlink(here)
-        if os.path.isabs(target):
-            walked = os.sep
-        parts.extend(target.split(os.sep)[::-1])
     return None
 
 
