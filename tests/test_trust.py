@@ -161,6 +161,65 @@ def test_a_journal_in_a_folder_its_group_may_write_is_judged_by_its_owner(tmp_pa
         os.close(fd)
 
 
+# -- what another user may have made in a folder anyone may write ------------------------------
+
+
+@pytest.fixture
+def public(tmp_path) -> Path:
+    """A folder anyone may write, with the sticky bit, as /tmp."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    folder.chmod(0o1777)
+    return folder
+
+
+def test_settings_another_user_made_in_a_folder_anyone_may_write_are_refused(public, root):
+    """Root's ``-c /tmp/nbspam.yaml``: a neighbour made the file first, and its owner is
+    whoever got there first, not who gave it."""
+    config = public / "nbspam.yaml"
+    config.write_text("stop-words: /etc/shadow\n")
+    os.chown(config, MALLORY, MALLORY)
+    model = public.parent / "out.nbm"
+    result = cli_run("train", "-c", config, SAMPLE / "train", "-o", model)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: config file {config}: {config} belongs to {MALLORY}, in {public}, which "
+        "anyone may write: anyone could have put it there; remove it\n",
+    )
+    assert not model.exists()
+    os.chown(config, 0, 0)  # root's own: read
+    assert read_settings_file(config, "config file") == "stop-words: /etc/shadow\n"
+    # nor through a folder or a link another user made there
+    folder = public / "conf"
+    folder.mkdir()
+    (folder / "nbspam.yaml").write_text("ngrams: 1\n")
+    os.chown(folder, MALLORY, MALLORY)
+    with pytest.raises(UnsafeFileError, match=f": {folder} belongs to {MALLORY}, in {public},"):
+        read_settings_file(folder / "nbspam.yaml", "config file")
+    link = public / "link.yaml"
+    link.symlink_to(config)
+    os.lchown(link, MALLORY, MALLORY)
+    with pytest.raises(UnsafeFileError, match=f": {link} belongs to {MALLORY}, in {public},"):
+        read_settings_file(link, "config file")
+
+
+def test_a_model_another_user_made_in_a_folder_anyone_may_write_is_refused(
+    sample_model_path, public, root
+):
+    model = public / "spam.nbm"
+    shutil.copyfile(sample_model_path, model)
+    model.chmod(0o644)
+    message = SAMPLE / "new" / "001.eml"
+    assert cli_run("predict", "-m", model, message).exit_code == 0  # root's own
+    os.chown(model, MALLORY, MALLORY)
+    result = cli_run("predict", "-m", model, message)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: model file {model}: {model} belongs to {MALLORY}, in {public}, which "
+        "anyone may write: anyone could have put it there; remove it\n",
+    )
+
+
 # -- the way to a file, walked as the system walks it -----------------------------------------
 
 

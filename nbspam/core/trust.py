@@ -21,7 +21,11 @@ too, so such a file is refused in one line (`UnsafeFileError`) that names it and
   on a file 0640 alice:alice shows as 0660, the group alice's own);
 - where ``owners`` are given and it belongs to none of them (root and the user running
   nbspam always may own it), unless it is a file of the shared ``group`` in a folder
-  others may not write: every member may write the model, so any member may own it.
+  others may not write: every member may write the model, so any member may own it;
+- where a name on its way (the file itself where ``owners`` are None, a folder, a link)
+  lies in a folder anyone may write (with the sticky bit, as /tmp) and belongs to
+  another than root, the user running nbspam or that folder's owner: its owner is
+  whoever made it there first, not who gave the path (root's ``-c /tmp/nbspam.yaml``).
 
 A file that is not a regular file (a pipe, a terminal) is not judged here: nothing can be
 written into it for a later run to read.
@@ -62,7 +66,8 @@ def check_file(
     who = _foreign_writer(stats, path if fd is None else fd, group)
     if who is not None:
         raise UnsafeFileError(f"{what} {path}: writable by {who}; {_fix(who)} {path}")
-    folders = _folders_of(path)
+    steps = walk(path)[0]
+    folders = _folders_of(steps)
     for folder, folder_stats in folders:
         if folder_stats.st_mode & stat.S_ISVTX:
             continue  # no one but its owner may rename or remove another's file there
@@ -75,6 +80,7 @@ def check_file(
                 f"{what} {path}: its folder {folder} is writable by {who} without the "
                 f"sticky bit; {_fix(who)} {folder}"
             )
+    _check_made(steps, dict(folders), stats, path, what, whole=owners is None)
     shared = group is not None and group in (ANY_GROUP, stats.st_gid)
     if owners is None or stats.st_uid in (0, os.geteuid()) or stats.st_uid in owners:
         return
@@ -86,6 +92,35 @@ def check_file(
         f"{' or '.join(user_name(uid) for uid in allowed)}: chown it if it is one of "
         "yours, else remove it"
     )
+
+
+def _check_made(
+    steps: list[tuple[str, str, os.stat_result]],
+    folders: dict[str, os.stat_result],
+    stats: os.stat_result,
+    path: str | os.PathLike[str],
+    what: str,
+    *,
+    whole: bool,
+) -> None:
+    """Refuse the file at ``path`` (its `os.stat` ``stats``, its way ``steps`` through
+    ``folders``) where a name on its way lies in a folder anyone may write (with the sticky
+    bit, as /tmp) and belongs to another than root, the user running nbspam or the folder's
+    owner: anyone could have made it there before the one who gave the path (a folder, a
+    symbolic link, and, where ``whole``, the file itself: a file of given owners is judged
+    by them)."""
+    for at, (folder, name, found) in enumerate(steps):
+        last = at == len(steps) - 1
+        holder = folders.get(folder)
+        if holder is None or not holder.st_mode & stat.S_IWOTH or (last and not whole):
+            continue
+        owner = stats.st_uid if last else found.st_uid
+        if owner not in (0, os.geteuid(), holder.st_uid):
+            raise UnsafeFileError(
+                f"{what} {path}: {os.path.join(folder, name)} belongs to {user_name(owner)}, "
+                f"in {folder}, which anyone may write: anyone could have put it there; "
+                "remove it"
+            )
 
 
 def check_folder(stats: os.stat_result, folder: str, what: str) -> None:
@@ -207,11 +242,12 @@ def walk(
     return steps, folder
 
 
-def _folders_of(path: str | os.PathLike[str]) -> list[tuple[str, os.stat_result]]:
-    """(folder, its `os.stat`) of each folder a name of ``path`` is looked up in (`walk`),
-    the nearest first: the folder of the file, of each link on the way, and those above
-    them; folders that cannot be looked at are left out."""
-    steps = walk(path)[0]
+def _folders_of(
+    steps: list[tuple[str, str, os.stat_result]],
+) -> list[tuple[str, os.stat_result]]:
+    """(folder, its `os.stat`) of each folder a name is looked up in on a way (`walk`'s
+    ``steps``), the nearest first: the folder of the file, of each link on the way, and
+    those above them; folders that cannot be looked at are left out."""
     known = {os.path.join(folder, name): found for folder, name, found in steps}
     out, seen = [], set()
     for folder, _, _ in reversed(steps):
