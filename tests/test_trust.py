@@ -353,3 +353,39 @@ def test_the_walk_reaches_what_the_system_reaches_and_sees_its_links(made, data,
         assert (foreign_link(path) is not None) == bool(followed)
     finally:
         shutil.rmtree(top)
+
+
+def test_a_fifo_others_may_write_is_no_way_around(tmp_path):
+    """A FIFO's bytes are whatever its writer writes when it is read: one anyone may
+    write (mkfifo -m 666) is as a file anyone may write. A pipe of one's own (bash's
+    ``-c <(make-settings)``) is read."""
+    import threading
+
+    fifo = tmp_path / "settings.yaml"
+    os.mkfifo(fifo)
+    fifo.chmod(0o666)
+
+    def write() -> None:  # the neighbour, who finds the reader gone: refused unread
+        fd = os.open(fifo, os.O_WRONLY)
+        try:
+            os.write(fd, b"stop-words: /etc/shadow\n")
+        except BrokenPipeError:
+            pass
+        finally:
+            os.close(fd)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        with pytest.raises(UnsafeFileError) as refused:
+            read_settings_file(fifo, "config file")
+    finally:
+        writer.join()
+    assert str(refused.value) == f"config file {fifo}: writable by others; chmod o-w {fifo}"
+    read, write_end = os.pipe()
+    os.write(write_end, b"ngrams: 1\n")
+    os.close(write_end)
+    try:
+        assert read_settings_file(f"/dev/fd/{read}", "config file") == "ngrams: 1\n"
+    finally:
+        os.close(read)

@@ -27,8 +27,11 @@ too, so such a file is refused in one line (`UnsafeFileError`) that names it and
   another than root, the user running nbspam or that folder's owner: its owner is
   whoever made it there first, not who gave the path (root's ``-c /tmp/nbspam.yaml``).
 
-A file that is not a regular file (a pipe, a terminal) is not judged here: nothing can be
-written into it for a later run to read.
+A FIFO is judged as a regular file is: what a run reads from it is what its writer writes
+then (one anyone may write, ``mkfifo -m 666``, is as a file anyone may write; a pipe of
+one's own, bash's ``-c <(...)``, is read). Any other file that is not a regular file (a
+terminal, /dev/null) is not judged here: nothing can be written into it for a later run
+to read.
 
 Standard library only, and none of ``dataclasses``, ``typing`` or ``pathlib``: the model
 file's readers check it when one message is scored.
@@ -61,7 +64,7 @@ def check_file(
     state"); ``owners`` are the users it may belong to besides root and the user running
     nbspam (None: any user, its owner being who gave it); ``group`` the group that may
     write it besides the owner's private one (None: none, `ANY_GROUP`: any)."""
-    if not stat.S_ISREG(stats.st_mode):
+    if not (stat.S_ISREG(stats.st_mode) or stat.S_ISFIFO(stats.st_mode)):
         return
     who = _foreign_writer(stats, path if fd is None else fd, group)
     if who is not None:
