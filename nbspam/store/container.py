@@ -226,6 +226,19 @@ def read(path: str | os.PathLike[str]) -> Container:
         f.close()
 
 
+def file_bytes(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of the model file at ``path``, opened once and checked as `read` opens it
+    (a regular file others may not write, `_open`), not parsed: what is sent to the
+    workers of a cluster, which read it as a model file."""
+    f = _open(path)
+    try:
+        return f.readall()
+    except OSError as exc:
+        raise ModelFileError(f"cannot read model file {path}: {exc.strerror or exc}") from None
+    finally:
+        f.close()
+
+
 def open_paged(path: str | os.PathLike[str]) -> Container | None:
     """The container at ``path`` with its header checked as by `read` (the header's own
     checksum included) and its blobs left unread: its `Container.pages` reads them a page
