@@ -389,3 +389,33 @@ def test_a_fifo_others_may_write_is_no_way_around(tmp_path):
         assert read_settings_file(f"/dev/fd/{read}", "config file") == "ngrams: 1\n"
     finally:
         os.close(read)
+
+
+# -- what the checks cost -----------------------------------------------------------------------
+
+
+def test_a_server_does_not_list_every_user_of_the_host_for_each_message(
+    sample_model, tmp_path, own_group, monkeypatch
+):
+    """Whether a group is its owner's private one lists every user of the host (LDAP's
+    too, where it enumerates): it is looked up once a while, not for each message a server
+    scores with layers in a folder its owner's group may write (0770 nbspam:nbspam)."""
+    import pwd
+
+    from nbspam.serve import scoring
+    from nbspam.serve.models import Models
+
+    folder = tmp_path / "users"
+    folder.mkdir()
+    folder.chmod(0o770)
+    listed, everyone = [], pwd.getpwall
+    monkeypatch.setattr(pwd, "getpwall", lambda: listed.append(1) or everyone())
+    models = Models(str(sample_model), str(folder / "%u.nbj"))
+    data = (SAMPLE / "new" / "001.eml").read_bytes()
+    for _ in range(50):
+        scoring.score(models, "alice", data)
+    assert len(listed) <= 1
+    before = len(listed)
+    monkeypatch.setattr(trust, "PRIVATE_FOR", 0.0)  # past the time a look-up is kept
+    scoring.score(models, "alice", data)
+    assert len(listed) == before + 1

@@ -264,10 +264,35 @@ def _folders_of(
     return out
 
 
+PRIVATE_FOR = 60.0
+"""Seconds an answer of `private_group` is kept: it lists every user of the host."""
+_PRIVATE: dict[tuple[int, int], tuple[float, bool]] = {}  # (gid, uid): (when, answer)
+
+
 def private_group(gid: int, uid: int) -> bool:
     """Whether the group ``gid`` is the private group of the user ``uid``: that user's
     primary group, of which no other user is a member (supplementary or primary). Where
-    the group or the user is unknown, False."""
+    the group or the user is unknown, False.
+
+    The answer lists every user of the host (pwd.getpwall: all of /etc/passwd, and of
+    LDAP where it enumerates), some 4 µs a user, so it is kept `PRIVATE_FOR` seconds: a
+    server that scores each message with a layer from a folder its owner's group may
+    write (0770 nbspam:nbspam) looked the host's users up for every message. A member
+    added to the group is seen within that time."""
+    import time
+
+    now = time.monotonic()
+    kept = _PRIVATE.get((gid, uid))
+    if kept is not None and now - kept[0] < PRIVATE_FOR:
+        return kept[1]
+    answer = _private_group(gid, uid)
+    if len(_PRIVATE) >= 4096:  # the pairs a long-running server meets: bounded all the same
+        _PRIVATE.clear()
+    _PRIVATE[(gid, uid)] = (now, answer)
+    return answer
+
+
+def _private_group(gid: int, uid: int) -> bool:
     import grp
     import pwd
 
