@@ -180,6 +180,42 @@ def test_an_output_that_is_a_planted_link_is_refused(
     assert (mail / "new" / "1.eml").is_file()
 
 
+#: Files kept beside a model given elsewhere with --state: written as the outputs are.
+STATES = {
+    "sync --state": (["sync", "-m", "{model}", "ham={mail}", "--state"], "sync state"),
+    "filter --state": (["filter", "-j", "1", "-m", "{model}", "{mail}", "--state"], "state file"),
+}
+
+
+@pytest.mark.parametrize("output", [*OUTPUTS, *STATES])
+def test_an_output_is_not_written_through_a_folder_link_of_another_user(
+    output, sample_model, mail, tmp_path
+):
+    """A user's folder that root writes a report, a dump or a state into: she made a
+    folder on its way a link to /etc, for root to make a file of its name there."""
+    if os.geteuid() != 0:
+        pytest.skip("a link of another user needs root to make")
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    link = tmp_path / "alice" / "reports"
+    link.parent.mkdir()
+    link.symlink_to(etc)
+    os.lchown(link, 4242, 4242)
+    out = link / "out.svg"
+    if output in STATES:
+        args, what = STATES[output]
+        args = [str(a).format(model=sample_model, mail=mail) for a in args] + [str(out)]
+    else:
+        args, what = output_args(output, out, sample_model, mail), OUTPUTS[output][1]
+    result = cli_run(*args)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: {what} {out}: {link} is a symbolic link of another user (uid 4242): "
+        "refusing to follow it; remove it\n",
+    )
+    assert os.listdir(etc) == [] and (mail / "new" / "1.eml").is_file()
+
+
 @pytest.mark.parametrize("output", OUTPUTS)
 def test_an_output_that_is_a_planted_fifo_is_refused_without_waiting(
     output, sample_model, mail, tmp_path

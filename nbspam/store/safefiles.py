@@ -169,9 +169,12 @@ def check_regular(fd: int, path: str | os.PathLike[str], what: str, *, writing: 
 
 def check_side_path(path: str | os.PathLike[str], what: str) -> Path:
     """``path`` itself, after refusing a symbolic link or an existing file that is not a
-    regular file there: where a file beside a model is written (replaced by a rename)."""
+    regular file there, and a symbolic link of another user on its way (`foreign_link`: a
+    user's folder that root writes a report or a state into, made a link to /etc): where a
+    file beside a model, or an output, is written (replaced by a rename)."""
     from pathlib import Path  # not at import: scoring one message never writes
 
+    check_link_owners(path, what)
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
