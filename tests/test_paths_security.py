@@ -602,3 +602,63 @@ def test_a_folder_above_the_message_swapped_for_a_link_takes_no_file_out_of_its_
     assert (system / "etc" / spam.name).read_bytes() == SECRET
     assert list((junk / "new").iterdir()) == []
     assert (tmp_path / "inbox.found" / "etc" / spam.name).read_bytes() == spam.read_bytes()
+
+
+SWAPPED = "its folder is not the one it was listed in: another was put in its place"
+
+
+def test_sync_learns_no_file_of_a_folder_swapped_in_after_the_listing(
+    sample_model, tmp_path, monkeypatch
+):
+    """sync lists every folder, then reads the files it found: whoever owns a folder root's
+    sync learns from could, in between, make it a link to a folder of root's whose files
+    have the names she chose, and root's files were learned (their words in a model she
+    may read). A file is read only from the very folder it was listed in."""
+    import nbspam.service.sync as sync
+
+    junk, system = tmp_path / "Junk", tmp_path / "system"
+    for part in ("cur", "new", "tmp"):
+        (junk / part).mkdir(parents=True)
+        (system / part).mkdir(parents=True)
+    (junk / "cur" / "secret").write_bytes((SAMPLE / "train" / "spam" / "001.eml").read_bytes())
+    (system / "cur" / "secret").write_bytes(SECRET)
+    listed = sync.folder_files
+
+    def listed_then_swapped(*args, **kwargs):
+        yield from listed(*args, **kwargs)
+        (junk / "cur").rename(junk / "cur.found")
+        (junk / "cur").symlink_to(system / "cur")
+
+    monkeypatch.setattr(sync, "folder_files", listed_then_swapped)
+    result = cli_run("sync", "-m", sample_model, f"spam={junk}")
+    assert result.exit_code == 3, result.output
+    assert result.stderr.splitlines()[0] == f"{junk / 'cur' / 'secret'}: {SWAPPED}"
+    assert "zqxsecretword" not in vocabulary(sample_model)
+
+
+def test_filter_reads_no_file_of_a_folder_swapped_in_after_the_listing(
+    sample_model, tmp_path, monkeypatch
+):
+    """As sync: the file filter scores (and autolearn learns) is the one it listed."""
+    import nbspam.mail.messages as messages
+
+    inbox, system = tmp_path / "inbox", tmp_path / "system"
+    for part in ("cur", "new", "tmp"):
+        (inbox / part).mkdir(parents=True)
+        (system / part).mkdir(parents=True)
+    (inbox / "new" / "secret").write_bytes((SAMPLE / "train" / "ham" / "001.eml").read_bytes())
+    (system / "new" / "secret").write_bytes(SECRET)
+    listed = messages.listed_files
+
+    def swapped_once_listed(*args, **kwargs):
+        for found in listed(*args, **kwargs):
+            (inbox / "new").rename(inbox / "new.found")
+            (inbox / "new").symlink_to(system / "new")
+            yield found
+
+    monkeypatch.setattr(messages, "listed_files", swapped_once_listed)
+    report = tmp_path / "report.jsonl"
+    result = cli_run("filter", "-m", sample_model, inbox, "--report", report)
+    assert result.exit_code == 3, result.output
+    assert result.stderr.splitlines()[0] == f"{inbox / 'new' / 'secret'}: {SWAPPED}"
+    assert '"action": "error"' in report.read_text()
