@@ -217,6 +217,35 @@ def test_an_output_is_not_written_through_a_folder_link_of_another_user(
 
 
 @pytest.mark.parametrize("output", OUTPUTS)
+def test_an_output_another_user_made_first_in_a_folder_anyone_may_write_is_refused(
+    output, sample_model, mail, tmp_path
+):
+    """Root's ``dump -o /tmp/dump.txt``: a neighbour made the name first (hers, 0666), and
+    the dump, the words of everybody's mail, replaced it keeping her as its owner, or the
+    report's lines were appended to her file."""
+    if os.geteuid() != 0:
+        pytest.skip("a file of another user needs root to make")
+    public = tmp_path / "tmp"
+    public.mkdir()
+    public.chmod(0o1777)
+    out = public / "out.svg"
+    out.write_bytes(b"")
+    out.chmod(0o666)
+    os.chown(out, 4242, 4242)
+    result = cli_run(*output_args(output, out, sample_model, mail))
+    what = OUTPUTS[output][1]
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: {what} {out}: {out} belongs to 4242, in {public}, which anyone may write: "
+        "anyone could have put it there; remove it\n",
+    )
+    assert out.read_bytes() == b"" and out.stat().st_uid == 4242
+    out.unlink()  # a name of its own there: written, and root's
+    assert cli_run(*output_args(output, out, sample_model, mail)).exit_code == 0
+    assert out.stat().st_uid == 0 and stat.S_IMODE(out.stat().st_mode) & 0o007 == 0
+
+
+@pytest.mark.parametrize("output", OUTPUTS)
 def test_an_output_that_is_a_planted_fifo_is_refused_without_waiting(
     output, sample_model, mail, tmp_path
 ):

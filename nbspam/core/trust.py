@@ -97,17 +97,29 @@ def check_file(
     )
 
 
+def check_made(path: str | os.PathLike[str], what: str) -> None:
+    """Refuse (`UnsafeFileError`) writing the file at ``path``, which may not exist yet,
+    where a name on its way (the file itself among them) lies in a folder anyone may write
+    and belongs to another than root, the user running nbspam or that folder's owner: an
+    output replaced there keeps the owner and mode of the file it replaces, and one
+    appended to is theirs, so root's ``dump -o /tmp/dump.txt`` went to whoever made the
+    name first."""
+    steps = walk(path)[0]
+    _check_made(steps, dict(_folders_of(steps)), None, path, what, whole=True)
+
+
 def _check_made(
     steps: list[tuple[str, str, os.stat_result]],
     folders: dict[str, os.stat_result],
-    stats: os.stat_result,
+    stats: os.stat_result | None,
     path: str | os.PathLike[str],
     what: str,
     *,
     whole: bool,
 ) -> None:
-    """Refuse the file at ``path`` (its `os.stat` ``stats``, its way ``steps`` through
-    ``folders``) where a name on its way lies in a folder anyone may write (with the sticky
+    """Refuse the file at ``path`` (its `os.stat` ``stats``, None: its `os.lstat` on the
+    way; its way ``steps`` through ``folders``) where a name on its way lies in a folder
+    anyone may write (with the sticky
     bit, as /tmp) and belongs to another than root, the user running nbspam or the folder's
     owner: anyone could have made it there before the one who gave the path (a folder, a
     symbolic link, and, where ``whole``, the file itself: a file of given owners is judged
@@ -117,7 +129,7 @@ def _check_made(
         holder = folders.get(folder)
         if holder is None or not holder.st_mode & stat.S_IWOTH or (last and not whole):
             continue
-        owner = stats.st_uid if last else found.st_uid
+        owner = stats.st_uid if last and stats is not None else found.st_uid
         if owner not in (0, os.geteuid(), holder.st_uid):
             raise UnsafeFileError(
                 f"{what} {path}: {os.path.join(folder, name)} belongs to {user_name(owner)}, "

@@ -37,7 +37,7 @@ import os
 import stat
 from collections.abc import Iterable
 
-from ..core.trust import check_file, user_name, walk
+from ..core.trust import check_file, check_made, user_name, walk
 from ..errors import UnsafeFileError, os_reason
 
 TYPE_CHECKING = False
@@ -169,12 +169,14 @@ def check_regular(fd: int, path: str | os.PathLike[str], what: str, *, writing: 
 
 def check_side_path(path: str | os.PathLike[str], what: str) -> Path:
     """``path`` itself, after refusing a symbolic link or an existing file that is not a
-    regular file there, and a symbolic link of another user on its way (`foreign_link`: a
-    user's folder that root writes a report or a state into, made a link to /etc): where a
+    regular file there, a symbolic link of another user on its way (`foreign_link`: a
+    user's folder that root writes a report or a state into, made a link to /etc), and a
+    name another user made first in a folder anyone may write (`trust.check_made`): where a
     file beside a model, or an output, is written (replaced by a rename)."""
     from pathlib import Path  # not at import: scoring one message never writes
 
     check_link_owners(path, what)
+    check_made(path, what)
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
