@@ -245,6 +245,30 @@ def test_an_output_another_user_made_first_in_a_folder_anyone_may_write_is_refus
     assert out.stat().st_uid == 0 and stat.S_IMODE(out.stat().st_mode) & 0o007 == 0
 
 
+def test_a_model_is_not_written_over_a_name_another_user_made_first(sample_model, tmp_path):
+    """Root's ``train -o /tmp/spam.nbm`` over a neighbour's empty 0666 file: the model kept
+    her as its owner, 0666, and so did its lock."""
+    if os.geteuid() != 0:
+        pytest.skip("a file of another user needs root to make")
+    public = tmp_path / "tmp"
+    public.mkdir()
+    public.chmod(0o1777)
+    out = public / "spam.nbm"
+    out.write_bytes(b"")
+    out.chmod(0o666)
+    os.chown(out, 4242, 4242)
+    error = (
+        f"Error: model file {out}: {out} belongs to 4242, in {public}, which anyone may write: "
+        "anyone could have put it there; remove it\n"
+    )
+    result = cli_run("train", SAMPLE / "train", "-o", out)
+    assert (result.exit_code, result.stderr) == (1, error)
+    shutil.copyfile(sample_model, out)  # a model of hers there: learn does not replace it
+    result = cli_run("learn", "-m", out, "-l", "ham", MESSAGE)
+    assert result.exit_code == 1 and "belongs to 4242" in result.stderr
+    assert os.listdir(public) == ["spam.nbm"] and out.stat().st_uid == 4242
+
+
 @pytest.mark.parametrize("output", OUTPUTS)
 def test_an_output_that_is_a_planted_fifo_is_refused_without_waiting(
     output, sample_model, mail, tmp_path

@@ -779,11 +779,12 @@ def _input_bytes(
 def _check_output(path: str) -> None:
     """Refuse a model file that could not be written, before the work that makes it: a
     device, FIFO or folder at the path (or behind its links), a link of another user there
-    (`safefiles.check_link_owners`), or a folder not writable."""
+    or a name another user made first in a folder anyone may write
+    (`safefiles.check_model_path`), or a folder not writable."""
     from ..store.container import target
-    from ..store.safefiles import check_link_owners
+    from ..store.safefiles import check_model_path
 
-    check_link_owners(path)
+    check_model_path(path)
     check_writable(str(target(path)), "-o")
 
 

@@ -35,7 +35,7 @@ from ..core.trust import ANY_GROUP, check_file
 from ..errors import ModelFileError, NbspamError, os_reason
 from .safefiles import (
     apply_permissions,
-    check_link_owners,
+    check_model_path,
     check_side_path,
     create_temporary,
     file_kind,
@@ -648,12 +648,13 @@ def write_file(
     failure leaves the old one; ``what`` names the file in the one-line ``error``.
 
     The new file keeps the mode and group of the file it replaces (`safefiles`); a link of
-    another user at ``path`` is refused (`check_link_owners`). A file kept ``beside`` a
+    another user at ``path``, or a name another user made first in a folder anyone may
+    write, is refused (`check_model_path`). A file kept ``beside`` a
     model (a sync state) is written at ``path`` itself, never through a link, with the
     model's mode and group.
     """
     if beside is None:
-        check_link_owners(path)
+        check_model_path(path)
         real = target(path)
         permissions = permissions_of(real)
     else:

@@ -198,6 +198,15 @@ def check_link_owners(path: str | os.PathLike[str], what: str = "model file") ->
         raise UnsafeFileError(f"{what} {path}: {found}")
 
 
+def check_model_path(path: str | os.PathLike[str]) -> None:
+    """Refuse (`UnsafeFileError`) writing a model at ``path`` where a symbolic link of
+    another user lies on its way (`check_link_owners`), or a name another user made first
+    in a folder anyone may write (`trust.check_made`: a model replacing her /tmp/spam.nbm
+    kept her as its owner, with her mode, and so did its lock)."""
+    check_link_owners(path)
+    check_made(path, "model file")
+
+
 def foreign_link(path: str | os.PathLike[str]) -> str | None:
     """What is wrong with ``path``, where its way passes a symbolic link that belongs neither
     to the user running nbspam nor to root: at its name, at a name such a link leads to, or
