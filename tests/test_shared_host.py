@@ -698,3 +698,34 @@ def test_no_user_steers_another_users_layer(shared, sample_model_path):
         1,
         f"Error: layer {folder}/carol.nbj: owned by {ALICE}, not by root or 4703: chown it if it is one of yours, else remove it\n",
     )
+
+
+def test_root_learns_into_a_layer_its_user_made_in_a_folder_all_may_write(
+    shared, sample_model_path, monkeypatch
+):
+    """docs/learning.md's layers folder, 1777: bob's own runs (the Dovecot wrapper) made
+    his layer and its lock, and a TELL of root's server for bob learns into them."""
+    import pwd
+
+    model = shared / "spam.nbm"
+    shutil.copyfile(sample_model_path, model)
+    model.chmod(0o644)
+    folder = shared / "users"
+    folder.mkdir()
+    folder.chmod(0o1777)
+    template = str(folder / "%u.nbj")
+    warm = shared.parent / "warm"  # the commands' lazy imports, made here (as above)
+    warm.mkdir()
+    import grp  # noqa: F401
+
+    args = ["--user-models", str(warm / "%u.nbj"), "--user", "x"]
+    assert cli_run("learn", "-m", model, *args, "-l", "ham", MESSAGE).exit_code == 0
+    bob = ["--user-models", template, "--user", "bob"]
+    assert as_user(BOB, 0o022, "learn", "-m", model, *bob, "-l", "ham", MESSAGE)[0] == 0
+    assert {p.stat().st_uid for p in folder.iterdir()} == {BOB}  # bob.nbj and its lock
+    user = pwd.struct_passwd(("bob", "x", BOB, GROUP, "", "/home/bob", "/bin/sh"))
+    found = pwd.getpwnam
+    monkeypatch.setattr(pwd, "getpwnam", lambda name: user if name == "bob" else found(name))
+    result = cli_run("learn", "-m", model, *bob, "-l", "spam", MESSAGE)
+    assert result.exit_code == 0, result.stderr
+    assert "(1 moved from another label, 0 already known)" in result.stderr

@@ -804,9 +804,9 @@ def check_output_file(path: str, option: str, what: str) -> None:
     """Refuse an output that is not a model (`container.write_output`: a scores file, a
     plot, a dump) before the work that makes it: a symbolic link, FIFO, device or folder at
     the path (a neighbour's trap: it is never written through), or a folder not writable."""
-    from ..store.safefiles import check_side_path
+    from ..store.safefiles import check_output_path
 
-    check_side_path(path, what)
+    check_output_path(path, what)
     check_writable(path, option)
 
 

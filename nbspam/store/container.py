@@ -36,6 +36,7 @@ from ..errors import ModelFileError, NbspamError, os_reason
 from .safefiles import (
     apply_permissions,
     check_model_path,
+    check_output_path,
     check_side_path,
     create_temporary,
     file_kind,
@@ -642,6 +643,7 @@ def write_file(
     what: str = "model file",
     beside: str | os.PathLike[str] | None = None,
     error: type[NbspamError] = ModelFileError,
+    output: bool = False,
 ) -> None:
     """Write ``parts`` to ``path`` atomically: a temporary file beside its `target`,
     flushed to disk, then renamed over it, so a reader sees the old file or the new and a
@@ -651,14 +653,15 @@ def write_file(
     another user at ``path``, or a name another user made first in a folder anyone may
     write, is refused (`check_model_path`). A file kept ``beside`` a
     model (a sync state) is written at ``path`` itself, never through a link, with the
-    model's mode and group.
+    model's mode and group; an ``output`` as well, refused where another user made its name
+    first in a folder anyone may write (`check_output_path`).
     """
     if beside is None:
         check_model_path(path)
         real = target(path)
         permissions = permissions_of(real)
     else:
-        real = check_side_path(path, what)
+        real = (check_output_path if output else check_side_path)(path, what)
         permissions = permissions_of(beside)
     folder = real.parent
     try:
@@ -693,13 +696,13 @@ def write_output(
 ) -> None:
     """Write ``parts`` to ``path``, an output of a command that is not a model (a scores
     file, a plot, a dump), as `write_file` writes a file beside a model: at ``path`` itself,
-    refusing a symbolic link or anything but a regular file there (`check_side_path`: a
-    neighbour who may write the folder could have planted a link to a file of root's),
-    replaced by a rename (a hard link planted there keeps its contents) and never left
+    refusing a symbolic link or anything but a regular file there (`check_output_path`: a
+    neighbour who may write the folder could have planted a link to a file of root's, or
+    made the name first in a folder anyone may write), replaced by a rename (a hard link planted there keeps its contents) and never left
     half-written. It keeps the mode and group of the file it replaces (and its owner, when
     root replaces it); a new file gets `safefiles.default_mode`. A failure is one line,
     ``error`` ("cannot write WHAT PATH: reason")."""
-    write_file(path, parts, what=what, beside=path, error=error)
+    write_file(path, parts, what=what, beside=path, error=error, output=True)
 
 
 def fsync_folder(folder: str | os.PathLike[str]) -> None:

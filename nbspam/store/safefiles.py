@@ -169,14 +169,12 @@ def check_regular(fd: int, path: str | os.PathLike[str], what: str, *, writing: 
 
 def check_side_path(path: str | os.PathLike[str], what: str) -> Path:
     """``path`` itself, after refusing a symbolic link or an existing file that is not a
-    regular file there, a symbolic link of another user on its way (`foreign_link`: a
-    user's folder that root writes a report or a state into, made a link to /etc), and a
-    name another user made first in a folder anyone may write (`trust.check_made`): where a
+    regular file there, and a symbolic link of another user on its way (`foreign_link`: a
+    user's folder that root writes a report or a state into, made a link to /etc): where a
     file beside a model, or an output, is written (replaced by a rename)."""
     from pathlib import Path  # not at import: scoring one message never writes
 
     check_link_owners(path, what)
-    check_made(path, what)
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
@@ -196,6 +194,17 @@ def check_link_owners(path: str | os.PathLike[str], what: str = "model file") ->
     found = foreign_link(path)
     if found is not None:
         raise UnsafeFileError(f"{what} {path}: {found}")
+
+
+def check_output_path(path: str | os.PathLike[str], what: str) -> Path:
+    """`check_side_path` of an output that is no model (a scores file, a plot, a dump, a
+    report), refusing as well a name another user made first in a folder anyone may write
+    (`trust.check_made`): the output replacing her /tmp/dump.txt kept her as its owner,
+    with her mode, and a report was appended to her file. (A file beside a model is judged
+    by who may write the model instead: a layer in /var/lib/nbspam/users, 1777, is its
+    user's.)"""
+    check_made(path, what)
+    return check_side_path(path, what)
 
 
 def check_model_path(path: str | os.PathLike[str]) -> None:
