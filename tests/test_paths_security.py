@@ -509,6 +509,42 @@ def test_a_copy_across_file_systems_is_never_set_user_id(tmp_path, monkeypatch):
     assert moved.read_bytes() == SECRET and not source.exists()
 
 
+def test_a_copy_across_file_systems_belongs_to_the_messages_owner(tmp_path, monkeypatch):
+    """Root's filter sorts alice's mail (0600, hers, as every Maildir file is): within a
+    file system the moved message is the same file, hers; across file systems the copy was
+    root's, 0600, and alice could no longer read her own Junk. The copy is the owner's and
+    group's, as ``mv`` makes it, and still never set-user-ID."""
+    import errno
+
+    from nbspam.service.mailstore import move_message, open_destination
+
+    if os.geteuid() != 0:
+        pytest.skip("giving a file to another user needs root")
+    inbox = tmp_path / "Maildir"
+    for part in ("cur", "new", "tmp"):
+        (inbox / part).mkdir(parents=True)
+    junk = open_destination(str(tmp_path / "Junk"), create=True)
+    real_link = os.link
+
+    def across(src, dst, *args, **kwargs):
+        if called_path(src, kwargs.get("src_dir_fd")).startswith(str(inbox.resolve())):
+            raise OSError(errno.EXDEV, "Invalid cross-device link", src, None, dst)
+        return real_link(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "link", across)
+    for name, mode, copied in (("1.host", 0o600, 0o600), ("2.host", 0o6755, 0o755)):
+        source = inbox / "new" / name
+        source.write_bytes(SECRET)
+        os.chown(source, 4701, 4700)
+        source.chmod(mode)
+        moved = os.stat(move_message(str(source), "new", junk, bytes(16)))
+        assert (moved.st_uid, moved.st_gid, oct(moved.st_mode & 0o7777)) == (
+            4701,
+            4700,
+            oct(copied),
+        )
+
+
 def test_filter_moves_nothing_through_a_link_in_place_of_a_destinations_folder(
     sample_model, tmp_path
 ):
