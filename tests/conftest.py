@@ -23,6 +23,16 @@ def default_model_folder(tmp_path, monkeypatch):
     monkeypatch.setenv("NBSPAM_DIR", str(tmp_path / "nbspam-home"))
 
 
+@pytest.fixture(autouse=True)
+def no_kept_groups():
+    """Each test asks afresh whether a group is its owner's private one: tests give files
+    to made-up users and groups, and some make up the host's users (`trust.private_group`
+    keeps its answers a while)."""
+    from nbspam.core import trust
+
+    trust._PRIVATE.clear()
+
+
 @pytest.fixture(scope="session")
 def sample_models(tmp_path_factory):
     """``train(*options)``: the path of the model `nbspam train sample_data/train -o PATH

@@ -777,6 +777,19 @@ def test_predict_on_a_local_cluster_prints_what_local_predict_prints(sample_mode
     assert (result.exit_code, result.stdout, result.stderr) == (0, local.stdout, local.stderr)
 
 
+def test_predict_on_a_local_cluster_scores_with_what_the_model_learned(sample_model):
+    """The workers score with the model as every reader has it: its file and its journal
+    (what `learn` taught since), not with the file alone."""
+    message = SAMPLE / "new" / "001.eml"
+    learned = cli_run("learn", "-m", sample_model, "-l", "ham", message)
+    assert learned.exit_code == 0 and Path(f"{sample_model}.journal").exists()
+    local = cli_run("predict", "-m", sample_model, "-f", "jsonl", message)
+    result = cli_run(
+        "predict", "-m", sample_model, "-f", "jsonl", message, "--engine", "dask", "-j", "1"
+    )
+    assert (result.exit_code, result.stdout) == (0, local.stdout)
+
+
 def test_predict_keeps_the_input_order_with_few_partitions_ahead(client, sample_model_path):
     from nbspam.service import cluster
     from nbspam.service.array_scoring import load_scorer

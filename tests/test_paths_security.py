@@ -509,6 +509,42 @@ def test_a_copy_across_file_systems_is_never_set_user_id(tmp_path, monkeypatch):
     assert moved.read_bytes() == SECRET and not source.exists()
 
 
+def test_a_copy_across_file_systems_belongs_to_the_messages_owner(tmp_path, monkeypatch):
+    """Root's filter sorts alice's mail (0600, hers, as every Maildir file is): within a
+    file system the moved message is the same file, hers; across file systems the copy was
+    root's, 0600, and alice could no longer read her own Junk. The copy is the owner's and
+    group's, as ``mv`` makes it, and still never set-user-ID."""
+    import errno
+
+    from nbspam.service.mailstore import move_message, open_destination
+
+    if os.geteuid() != 0:
+        pytest.skip("giving a file to another user needs root")
+    inbox = tmp_path / "Maildir"
+    for part in ("cur", "new", "tmp"):
+        (inbox / part).mkdir(parents=True)
+    junk = open_destination(str(tmp_path / "Junk"), create=True)
+    real_link = os.link
+
+    def across(src, dst, *args, **kwargs):
+        if called_path(src, kwargs.get("src_dir_fd")).startswith(str(inbox.resolve())):
+            raise OSError(errno.EXDEV, "Invalid cross-device link", src, None, dst)
+        return real_link(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "link", across)
+    for name, mode, copied in (("1.host", 0o600, 0o600), ("2.host", 0o6755, 0o755)):
+        source = inbox / "new" / name
+        source.write_bytes(SECRET)
+        os.chown(source, 4701, 4700)
+        source.chmod(mode)
+        moved = os.stat(move_message(str(source), "new", junk, bytes(16)))
+        assert (moved.st_uid, moved.st_gid, oct(moved.st_mode & 0o7777)) == (
+            4701,
+            4700,
+            oct(copied),
+        )
+
+
 def test_filter_moves_nothing_through_a_link_in_place_of_a_destinations_folder(
     sample_model, tmp_path
 ):
@@ -602,3 +638,63 @@ def test_a_folder_above_the_message_swapped_for_a_link_takes_no_file_out_of_its_
     assert (system / "etc" / spam.name).read_bytes() == SECRET
     assert list((junk / "new").iterdir()) == []
     assert (tmp_path / "inbox.found" / "etc" / spam.name).read_bytes() == spam.read_bytes()
+
+
+SWAPPED = "its folder is not the one it was listed in: another was put in its place"
+
+
+def test_sync_learns_no_file_of_a_folder_swapped_in_after_the_listing(
+    sample_model, tmp_path, monkeypatch
+):
+    """sync lists every folder, then reads the files it found: whoever owns a folder root's
+    sync learns from could, in between, make it a link to a folder of root's whose files
+    have the names she chose, and root's files were learned (their words in a model she
+    may read). A file is read only from the very folder it was listed in."""
+    import nbspam.service.sync as sync
+
+    junk, system = tmp_path / "Junk", tmp_path / "system"
+    for part in ("cur", "new", "tmp"):
+        (junk / part).mkdir(parents=True)
+        (system / part).mkdir(parents=True)
+    (junk / "cur" / "secret").write_bytes((SAMPLE / "train" / "spam" / "001.eml").read_bytes())
+    (system / "cur" / "secret").write_bytes(SECRET)
+    listed = sync.folder_files
+
+    def listed_then_swapped(*args, **kwargs):
+        yield from listed(*args, **kwargs)
+        (junk / "cur").rename(junk / "cur.found")
+        (junk / "cur").symlink_to(system / "cur")
+
+    monkeypatch.setattr(sync, "folder_files", listed_then_swapped)
+    result = cli_run("sync", "-m", sample_model, f"spam={junk}")
+    assert result.exit_code == 3, result.output
+    assert result.stderr.splitlines()[0] == f"{junk / 'cur' / 'secret'}: {SWAPPED}"
+    assert "zqxsecretword" not in vocabulary(sample_model)
+
+
+def test_filter_reads_no_file_of_a_folder_swapped_in_after_the_listing(
+    sample_model, tmp_path, monkeypatch
+):
+    """As sync: the file filter scores (and autolearn learns) is the one it listed."""
+    import nbspam.mail.messages as messages
+
+    inbox, system = tmp_path / "inbox", tmp_path / "system"
+    for part in ("cur", "new", "tmp"):
+        (inbox / part).mkdir(parents=True)
+        (system / part).mkdir(parents=True)
+    (inbox / "new" / "secret").write_bytes((SAMPLE / "train" / "ham" / "001.eml").read_bytes())
+    (system / "new" / "secret").write_bytes(SECRET)
+    listed = messages.listed_files
+
+    def swapped_once_listed(*args, **kwargs):
+        for found in listed(*args, **kwargs):
+            (inbox / "new").rename(inbox / "new.found")
+            (inbox / "new").symlink_to(system / "new")
+            yield found
+
+    monkeypatch.setattr(messages, "listed_files", swapped_once_listed)
+    report = tmp_path / "report.jsonl"
+    result = cli_run("filter", "-m", sample_model, inbox, "--report", report)
+    assert result.exit_code == 3, result.output
+    assert result.stderr.splitlines()[0] == f"{inbox / 'new' / 'secret'}: {SWAPPED}"
+    assert '"action": "error"' in report.read_text()

@@ -180,6 +180,95 @@ def test_an_output_that_is_a_planted_link_is_refused(
     assert (mail / "new" / "1.eml").is_file()
 
 
+#: Files kept beside a model given elsewhere with --state: written as the outputs are.
+STATES = {
+    "sync --state": (["sync", "-m", "{model}", "ham={mail}", "--state"], "sync state"),
+    "filter --state": (["filter", "-j", "1", "-m", "{model}", "{mail}", "--state"], "state file"),
+}
+
+
+@pytest.mark.parametrize("output", [*OUTPUTS, *STATES])
+def test_an_output_is_not_written_through_a_folder_link_of_another_user(
+    output, sample_model, mail, tmp_path
+):
+    """A user's folder that root writes a report, a dump or a state into: she made a
+    folder on its way a link to /etc, for root to make a file of its name there."""
+    if os.geteuid() != 0:
+        pytest.skip("a link of another user needs root to make")
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    link = tmp_path / "alice" / "reports"
+    link.parent.mkdir()
+    link.symlink_to(etc)
+    os.lchown(link, 4242, 4242)
+    out = link / "out.svg"
+    if output in STATES:
+        args, what = STATES[output]
+        args = [str(a).format(model=sample_model, mail=mail) for a in args] + [str(out)]
+    else:
+        args, what = output_args(output, out, sample_model, mail), OUTPUTS[output][1]
+    result = cli_run(*args)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: {what} {out}: {link} is a symbolic link of another user (uid 4242): "
+        "refusing to follow it; remove it\n",
+    )
+    assert os.listdir(etc) == [] and (mail / "new" / "1.eml").is_file()
+
+
+@pytest.mark.parametrize("output", OUTPUTS)
+def test_an_output_another_user_made_first_in_a_folder_anyone_may_write_is_refused(
+    output, sample_model, mail, tmp_path
+):
+    """Root's ``dump -o /tmp/dump.txt``: a neighbour made the name first (hers, 0666), and
+    the dump, the words of everybody's mail, replaced it keeping her as its owner, or the
+    report's lines were appended to her file."""
+    if os.geteuid() != 0:
+        pytest.skip("a file of another user needs root to make")
+    public = tmp_path / "tmp"
+    public.mkdir()
+    public.chmod(0o1777)
+    out = public / "out.svg"
+    out.write_bytes(b"")
+    out.chmod(0o666)
+    os.chown(out, 4242, 4242)
+    result = cli_run(*output_args(output, out, sample_model, mail))
+    what = OUTPUTS[output][1]
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"Error: {what} {out}: {out} belongs to 4242, in {public}, which anyone may write: "
+        "anyone could have put it there; remove it\n",
+    )
+    assert out.read_bytes() == b"" and out.stat().st_uid == 4242
+    out.unlink()  # a name of its own there: written, and root's
+    assert cli_run(*output_args(output, out, sample_model, mail)).exit_code == 0
+    assert out.stat().st_uid == 0 and stat.S_IMODE(out.stat().st_mode) & 0o007 == 0
+
+
+def test_a_model_is_not_written_over_a_name_another_user_made_first(sample_model, tmp_path):
+    """Root's ``train -o /tmp/spam.nbm`` over a neighbour's empty 0666 file: the model kept
+    her as its owner, 0666, and so did its lock."""
+    if os.geteuid() != 0:
+        pytest.skip("a file of another user needs root to make")
+    public = tmp_path / "tmp"
+    public.mkdir()
+    public.chmod(0o1777)
+    out = public / "spam.nbm"
+    out.write_bytes(b"")
+    out.chmod(0o666)
+    os.chown(out, 4242, 4242)
+    error = (
+        f"Error: model file {out}: {out} belongs to 4242, in {public}, which anyone may write: "
+        "anyone could have put it there; remove it\n"
+    )
+    result = cli_run("train", SAMPLE / "train", "-o", out)
+    assert (result.exit_code, result.stderr) == (1, error)
+    shutil.copyfile(sample_model, out)  # a model of hers there: learn does not replace it
+    result = cli_run("learn", "-m", out, "-l", "ham", MESSAGE)
+    assert result.exit_code == 1 and "belongs to 4242" in result.stderr
+    assert os.listdir(public) == ["spam.nbm"] and out.stat().st_uid == 4242
+
+
 @pytest.mark.parametrize("output", OUTPUTS)
 def test_an_output_that_is_a_planted_fifo_is_refused_without_waiting(
     output, sample_model, mail, tmp_path
@@ -609,3 +698,34 @@ def test_no_user_steers_another_users_layer(shared, sample_model_path):
         1,
         f"Error: layer {folder}/carol.nbj: owned by {ALICE}, not by root or 4703: chown it if it is one of yours, else remove it\n",
     )
+
+
+def test_root_learns_into_a_layer_its_user_made_in_a_folder_all_may_write(
+    shared, sample_model_path, monkeypatch
+):
+    """docs/learning.md's layers folder, 1777: bob's own runs (the Dovecot wrapper) made
+    his layer and its lock, and a TELL of root's server for bob learns into them."""
+    import pwd
+
+    model = shared / "spam.nbm"
+    shutil.copyfile(sample_model_path, model)
+    model.chmod(0o644)
+    folder = shared / "users"
+    folder.mkdir()
+    folder.chmod(0o1777)
+    template = str(folder / "%u.nbj")
+    warm = shared.parent / "warm"  # the commands' lazy imports, made here (as above)
+    warm.mkdir()
+    import grp  # noqa: F401
+
+    args = ["--user-models", str(warm / "%u.nbj"), "--user", "x"]
+    assert cli_run("learn", "-m", model, *args, "-l", "ham", MESSAGE).exit_code == 0
+    bob = ["--user-models", template, "--user", "bob"]
+    assert as_user(BOB, 0o022, "learn", "-m", model, *bob, "-l", "ham", MESSAGE)[0] == 0
+    assert {p.stat().st_uid for p in folder.iterdir()} == {BOB}  # bob.nbj and its lock
+    user = pwd.struct_passwd(("bob", "x", BOB, GROUP, "", "/home/bob", "/bin/sh"))
+    found = pwd.getpwnam
+    monkeypatch.setattr(pwd, "getpwnam", lambda name: user if name == "bob" else found(name))
+    result = cli_run("learn", "-m", model, *bob, "-l", "spam", MESSAGE)
+    assert result.exit_code == 0, result.stderr
+    assert "(1 moved from another label, 0 already known)" in result.stderr

@@ -779,11 +779,12 @@ def _input_bytes(
 def _check_output(path: str) -> None:
     """Refuse a model file that could not be written, before the work that makes it: a
     device, FIFO or folder at the path (or behind its links), a link of another user there
-    (`safefiles.check_link_owners`), or a folder not writable."""
+    or a name another user made first in a folder anyone may write
+    (`safefiles.check_model_path`), or a folder not writable."""
     from ..store.container import target
-    from ..store.safefiles import check_link_owners
+    from ..store.safefiles import check_model_path
 
-    check_link_owners(path)
+    check_model_path(path)
     check_writable(str(target(path)), "-o")
 
 
@@ -803,9 +804,9 @@ def check_output_file(path: str, option: str, what: str) -> None:
     """Refuse an output that is not a model (`container.write_output`: a scores file, a
     plot, a dump) before the work that makes it: a symbolic link, FIFO, device or folder at
     the path (a neighbour's trap: it is never written through), or a folder not writable."""
-    from ..store.safefiles import check_side_path
+    from ..store.safefiles import check_output_path
 
-    check_side_path(path, what)
+    check_output_path(path, what)
     check_writable(path, option)
 
 

@@ -238,7 +238,7 @@ def read_settings_file(path: str | os.PathLike[str], what: str) -> str:
     from .trust import check_file
 
     with open(path, "rb") as f:
-        check_file(os.fstat(f.fileno()), path, what)
+        check_file(os.fstat(f.fileno()), path, what, fd=f.fileno())
         return f.read().decode("utf-8")
 
 

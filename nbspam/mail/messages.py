@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 LINK_AGAIN = "a symbolic link loop or a second link to it"
 LINK_OUT = "a symbolic link out of the folder, not followed (--follow-links follows it)"
 LINK_SWAPPED = "a symbolic link where a file was, not followed"
+FOLDER_SWAPPED = "its folder is not the one it was listed in: another was put in its place"
 NOT_REGULAR = "not a regular file (a FIFO or a device)"
 # Never entered through a link, whatever the options: their files never end or never hold mail.
 SYSTEM_FOLDERS = ("/proc", "/sys", "/dev")
@@ -168,6 +169,44 @@ def _read_path(
         yield from read_file(path, problems, target)
 
 
+class Listed(str):
+    """The path of a file `listed_files` found, as a `str`, that knows the (device, inode)
+    of the folder it was found in (``folder``, None if unknown): `open_listed` opens it by
+    its name in that very folder. Whoever owns a folder that root's sync or filter reads
+    could otherwise, between the listing and the reading, make it (or a folder above it) a
+    link to a folder of root's holding files of the names she chose, and root's files were
+    read, scored and learned. Sent to another process (a worker, on this host or not) it
+    is a plain path again: a (device, inode) is of this host."""
+
+    folder: tuple[int, int] | None
+
+    def __new__(cls, path: str, folder: tuple[int, int] | None) -> Listed:
+        self = super().__new__(cls, path)
+        self.folder = folder
+        return self
+
+    def __reduce__(self) -> tuple:
+        return str, (str(self),)
+
+
+def open_listed(path: str) -> int:
+    """`open_regular` of ``path``; a `Listed` path by its name in the folder it was found
+    in, opened by its path and checked to be that folder (`FOLDER_SWAPPED` otherwise, as
+    an OSError): a folder on the way swapped since for a link leads to another folder."""
+    folder = getattr(path, "folder", None)
+    if folder is None:
+        return open_regular(path)
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+    parent = os.open(os.path.dirname(path) or ".", flags)
+    try:
+        info = os.fstat(parent)
+        if (info.st_dev, info.st_ino) != folder:
+            raise OSError(errno.ESTALE, FOLDER_SWAPPED, path)
+        return open_regular(os.path.basename(path), parent)
+    finally:
+        os.close(parent)
+
+
 def open_regular(path: str, dir_fd: int | None = None) -> int:
     """A descriptor of the regular file at ``path`` (a name in the open folder ``dir_fd``,
     if given), open for reading.
@@ -209,7 +248,7 @@ def read_file(path: str, problems: Problems, target: str | None = None) -> Itera
     mbox = path.lower().endswith(".mbox")
     try:
         if mbox:
-            os.close(open_regular(target))
+            os.close(open_listed(target))
         else:
             data = read_bytes(target)
     except OSError as exc:
@@ -224,7 +263,7 @@ def read_file(path: str, problems: Problems, target: str | None = None) -> Itera
             return
         del data  # an mbox after all: not kept while its messages are read
     try:
-        with os.fdopen(open_regular(target), "rb") as f:
+        with os.fdopen(open_listed(target), "rb") as f:
             for number, (data, size) in enumerate(mbox_messages(f), start=1):
                 message = checked_message(f"{path}#{number}", data, problems, size)
                 if message is not None:
@@ -337,7 +376,8 @@ def listed_files(
             if is_folder:
                 yield from walk(target, part, path, None if is_link else fd)
             elif is_file:
-                yield target, part, _folder_key(os.path.dirname(target)) if is_link else key
+                found = _folder_key(os.path.dirname(target)) if is_link else key
+                yield Listed(target, found), part, found
             elif not os.path.exists(path):  # a dangling link
                 problems.skip(path, "no such file or directory")
             else:
@@ -586,13 +626,14 @@ def read_bytes(path: str, dir_fd: int | None = None) -> bytes:
     which also makes a buffer and asks for the terminal mode.
 
     Only a regular file is read, opened by `open_regular` (never a FIFO, a device or a link
-    at ``path``; ``path`` is a name in the open folder ``dir_fd``, if given). It is read at
+    at ``path``; ``path`` is a name in the open folder ``dir_fd``, if given; a `Listed`
+    path only in the folder it was found in, `open_listed`). It is read at
     once into a buffer of its size + 1 (capped); when that read gives exactly its size, it
     has reached the file's end. A file that grew or shrank is read on until a read gives
     nothing or the cap is passed.
     """
     limit = MAX_MESSAGE_BYTES + 1
-    fd = open_regular(path, dir_fd)
+    fd = open_regular(path, dir_fd) if dir_fd is not None else open_listed(path)
     try:
         info = os.fstat(fd)
         parts = [os.read(fd, min(info.st_size + 1, limit))]

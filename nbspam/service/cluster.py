@@ -1006,29 +1006,34 @@ def count_chunks(
 _SCORERS: dict[str, Any] = {}  # in a worker: the scorer of each model file it was sent
 
 
-def _scorer(model: bytes, key: str) -> Any:
+def _scorer(model: bytes, journal: bytes | None, key: str) -> Any:
     """In a worker: the scorer (`array_scoring.load_scorer`) of the model file whose bytes are
-    ``model``, made once per worker process."""
+    ``model`` with the journal whose bytes are ``journal`` (None: none), made once per
+    worker process."""
     scorer = _SCORERS.get(key)
     if scorer is None:
         import os
+        import shutil
         import tempfile
 
         from .array_scoring import load_scorer
 
-        fd, path = tempfile.mkstemp(suffix=".nbm")
+        folder = tempfile.mkdtemp(prefix="nbspam-model-")
+        path = os.path.join(folder, "model.nbm")
         try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(model)
+            for name, data in ((path, model), (f"{path}.journal", journal)):
+                if data is not None:
+                    with open(name, "xb") as f:
+                        f.write(data)
             scorer = _SCORERS[key] = load_scorer(path)  # read whole into memory
         finally:
-            os.unlink(path)
+            shutil.rmtree(folder, ignore_errors=True)
     return scorer
 
 
-def score_part(model: bytes, key: str, messages: list[Message]) -> list[Any]:
+def score_part(model: bytes, journal: bytes | None, key: str, messages: list[Message]) -> list[Any]:
     """In a worker: the predictions of a partition of messages, as `predict` gives them."""
-    return list(_scorer(model, key).predict_messages(messages))
+    return list(_scorer(model, journal, key).predict_messages(messages))
 
 
 def predict(
@@ -1039,22 +1044,26 @@ def predict(
     ahead: int | None = None,
 ) -> Iterator[Any]:
     """The predictions `array_scoring.load_scorer(model_path).predict_messages` gives, in input
-    order, scored by the workers of a Dask cluster (``client``): the model file's bytes are
-    sent to every worker once, then partitions of `array_scoring.SCORE_CHUNK` messages, at most
-    ``ahead`` (four per worker) at a time, so that memory stays bounded."""
+    order, scored by the workers of a Dask cluster (``client``): the bytes of the model file
+    and of its journal (read once, as every reader checks them: `container.file_bytes`,
+    `journal.file_bytes`) are sent to every worker once, then partitions of
+    `array_scoring.SCORE_CHUNK` messages, at most ``ahead`` (four per worker) at a time, so
+    that memory stays bounded."""
 
+    from ..store import container, journal
     from .array_scoring import SCORE_CHUNK
 
-    with open(model_path, "rb") as f:
-        data = f.read()
+    data, learned = container.file_bytes(model_path), journal.file_bytes(model_path)
     key = uuid.uuid4().hex
     try:
         model = client.scatter(data, broadcast=True, hash=False)
+        if learned is not None:
+            learned = client.scatter(learned, broadcast=True, hash=False)
         if ahead is None:
             ahead = 4 * max(1, len(client.scheduler_info()["workers"]))
         pending: deque[Any] = deque()
         for part in chunks(messages, SCORE_CHUNK):
-            pending.append(client.submit(score_part, model, key, part, key=_key("score")))
+            pending.append(client.submit(score_part, model, learned, key, part, key=_key("score")))
             if len(pending) >= ahead:
                 yield from _result(client, pending.popleft())
         while pending:

@@ -601,16 +601,23 @@ def report_writer(path: str | None, *, stdout: Callable[[str], None]) -> Iterato
     The file is opened as a state file is (`safefiles.open_side_file`): never through a
     symbolic link, and refused if it is a FIFO, a device or a file with other hard links,
     where a neighbour who may write its folder would have had root append lines (holding
-    names of their choosing) to a file of root's; a new one gets the mode of a new model."""
+    names of their choosing) to a file of root's, or where a symbolic link of another user
+    lies on its way (`safefiles.check_link_owners`: a folder of theirs made a link to
+    /etc), or where another user made the name first in a folder anyone may write
+    (`trust.check_made`: root's lines went into her file); a new one gets the mode of a
+    new model."""
     if path is None:
         yield None
         return
     from ..core.jsonl import json_line
-    from ..store.safefiles import open_side_file
+    from ..core.trust import check_made
+    from ..store.safefiles import check_link_owners, open_side_file
 
     if path == "-":
         yield lambda record: stdout(json_line(record))
         return
+    check_link_owners(path, "report")
+    check_made(path, "report")
     try:
         fd = open_side_file(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, what="report")
     except OSError as exc:

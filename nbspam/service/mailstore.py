@@ -522,15 +522,19 @@ def _durable_copy(here: _Folder, name: str, tmp: _Folder) -> str:
     may have put a link or a FIFO in its place since it was read, and a copy through the
     link took a file of root's (or /dev/zero, without end) into the destination, and a
     FIFO hung the run. The permissions and times copied are those of the file opened, but
-    never its set-user-ID, set-group-ID or sticky bits: the copy is the running user's (a
-    job of root's), and the file's owner, who chose its bytes and its mode, got a program
-    of theirs that ran as root."""
+    never its set-user-ID, set-group-ID or sticky bits: the file's owner chose its bytes
+    and its mode, and got a program of theirs that ran as root. Where this process may (a
+    job of root's), the copy gets the file's owner and group, as a move within a file
+    system keeps them (the same file) and as ``mv`` does: a copy of root's, 0600, was a
+    message its owner could no longer read."""
     fd, copy = _new_file(tmp)
     try:
         with os.fdopen(fd, "wb") as out, os.fdopen(open_regular(name, here.fd), "rb") as src:
             shutil.copyfileobj(src, out)
             out.flush()
             made = os.fstat(src.fileno())
+            if os.geteuid() == 0:  # before the mode: a chown clears set-ID bits anyway
+                os.fchown(out.fileno(), made.st_uid, made.st_gid)
             os.chmod(out.fileno(), stat.S_IMODE(made.st_mode) & 0o777)
             # Maildir readers take the arrival time from mtime
             os.utime(out.fileno(), ns=(made.st_atime_ns, made.st_mtime_ns))

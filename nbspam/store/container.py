@@ -35,7 +35,8 @@ from ..core.trust import ANY_GROUP, check_file
 from ..errors import ModelFileError, NbspamError, os_reason
 from .safefiles import (
     apply_permissions,
-    check_link_owners,
+    check_model_path,
+    check_output_path,
     check_side_path,
     create_temporary,
     file_kind,
@@ -226,6 +227,19 @@ def read(path: str | os.PathLike[str]) -> Container:
         f.close()
 
 
+def file_bytes(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of the model file at ``path``, opened once and checked as `read` opens it
+    (a regular file others may not write, `_open`), not parsed: what is sent to the
+    workers of a cluster, which read it as a model file."""
+    f = _open(path)
+    try:
+        return f.readall()
+    except OSError as exc:
+        raise ModelFileError(f"cannot read model file {path}: {exc.strerror or exc}") from None
+    finally:
+        f.close()
+
+
 def open_paged(path: str | os.PathLike[str]) -> Container | None:
     """The container at ``path`` with its header checked as by `read` (the header's own
     checksum included) and its blobs left unread: its `Container.pages` reads them a page
@@ -348,19 +362,20 @@ def _open(path: str | os.PathLike[str]) -> Any:
         kind = file_kind(stats.st_mode)
         raise ModelFileError(f"cannot read model file {path}: {kind}, not a regular file")
     try:
-        _check_writers(stats, path)
+        _check_writers(stats, path, fd)
     except BaseException:
         os.close(fd)
         raise
     return os.fdopen(fd, "rb", buffering=0)
 
 
-def _check_writers(stats: os.stat_result, path: str | os.PathLike[str]) -> None:
-    """Refuse the model file at ``path`` (its `os.stat` ``stats``) where others may write it
-    or, through a folder they may write without the sticky bit, replace it (`trust`): it
-    decides how every user of it is scored. Any group may write it (a shared model's), and
-    it may belong to anyone (the member who last replaced it)."""
-    check_file(stats, path, "model file", group=ANY_GROUP)
+def _check_writers(stats: os.stat_result, path: str | os.PathLike[str], fd: int) -> None:
+    """Refuse the model file at ``path`` (open as ``fd``, its `os.stat` ``stats``) where
+    others may write it (by its mode or its ACL) or, through a folder they may write
+    without the sticky bit, replace it (`trust`): it decides how every user of it is
+    scored. Any group may write it (a shared model's), and it may belong to anyone (the
+    member who last replaced it)."""
+    check_file(stats, path, "model file", group=ANY_GROUP, fd=fd)
 
 
 def _page_count(blobs: int) -> int:
@@ -490,7 +505,7 @@ def open_mapped(path: str | os.PathLike[str]) -> Container:
         size = stats.st_size
         if not stat.S_ISREG(stats.st_mode):
             raise ModelFileError(f"cannot read model file {path}: not a regular file")
-        _check_writers(stats, path)
+        _check_writers(stats, path, fd)
         prefix = os.pread(fd, _PREFIX.size, 0)
         if len(prefix) < _PREFIX.size or not prefix.startswith(MAGIC):
             raise not_a_model(path, prefix)
@@ -628,22 +643,25 @@ def write_file(
     what: str = "model file",
     beside: str | os.PathLike[str] | None = None,
     error: type[NbspamError] = ModelFileError,
+    output: bool = False,
 ) -> None:
     """Write ``parts`` to ``path`` atomically: a temporary file beside its `target`,
     flushed to disk, then renamed over it, so a reader sees the old file or the new and a
     failure leaves the old one; ``what`` names the file in the one-line ``error``.
 
     The new file keeps the mode and group of the file it replaces (`safefiles`); a link of
-    another user at ``path`` is refused (`check_link_owners`). A file kept ``beside`` a
+    another user at ``path``, or a name another user made first in a folder anyone may
+    write, is refused (`check_model_path`). A file kept ``beside`` a
     model (a sync state) is written at ``path`` itself, never through a link, with the
-    model's mode and group.
+    model's mode and group; an ``output`` as well, refused where another user made its name
+    first in a folder anyone may write (`check_output_path`).
     """
     if beside is None:
-        check_link_owners(path)
+        check_model_path(path)
         real = target(path)
         permissions = permissions_of(real)
     else:
-        real = check_side_path(path, what)
+        real = (check_output_path if output else check_side_path)(path, what)
         permissions = permissions_of(beside)
     folder = real.parent
     try:
@@ -678,13 +696,13 @@ def write_output(
 ) -> None:
     """Write ``parts`` to ``path``, an output of a command that is not a model (a scores
     file, a plot, a dump), as `write_file` writes a file beside a model: at ``path`` itself,
-    refusing a symbolic link or anything but a regular file there (`check_side_path`: a
-    neighbour who may write the folder could have planted a link to a file of root's),
-    replaced by a rename (a hard link planted there keeps its contents) and never left
+    refusing a symbolic link or anything but a regular file there (`check_output_path`: a
+    neighbour who may write the folder could have planted a link to a file of root's, or
+    made the name first in a folder anyone may write), replaced by a rename (a hard link planted there keeps its contents) and never left
     half-written. It keeps the mode and group of the file it replaces (and its owner, when
     root replaces it); a new file gets `safefiles.default_mode`. A failure is one line,
     ``error`` ("cannot write WHAT PATH: reason")."""
-    write_file(path, parts, what=what, beside=path, error=error)
+    write_file(path, parts, what=what, beside=path, error=error, output=True)
 
 
 def fsync_folder(folder: str | os.PathLike[str]) -> None:

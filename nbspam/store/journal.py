@@ -254,6 +254,23 @@ def read(
         os.close(fd)
 
 
+def file_bytes(model_path: str | os.PathLike[str]) -> bytes | None:
+    """The bytes of the journal of the model at ``model_path`` as `pending` reads it (refused
+    where others than those who may write the model may write it), not parsed; None where
+    there is none: what is sent, with the model file's, to the workers of a cluster."""
+    path = journal_path(model_path)
+    try:
+        fd = open_side_file(path, os.O_RDONLY, what="journal", writers=model_writers(model_path))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ModelFileError(f"cannot read journal {path}: {os_reason(exc)}") from None
+    try:
+        return _read_all(fd, path)
+    finally:
+        os.close(fd)
+
+
 def _read_all(fd: int, path: str | os.PathLike[str]) -> bytes:
     size = os.fstat(fd).st_size
     if size > MAX_JOURNAL:

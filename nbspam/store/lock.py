@@ -22,7 +22,7 @@ from contextlib import contextmanager
 
 from ..errors import LockError, os_reason
 from .container import target
-from .safefiles import check_link_owners, check_side_path, open_side_file
+from .safefiles import check_model_path, check_side_path, open_side_file
 
 DEFAULT_TIMEOUT = 60.0
 
@@ -38,13 +38,14 @@ def model_lock(
 
     The lock is beside the model's `container.target` (through symbolic links), so that two
     writers reaching one file by different links exclude each other; a target that is not a
-    regular file, or a link of another user on the way (`safefiles.check_link_owners`), is
+    regular file, or a link of another user on the way or a name another user made first in
+    a folder anyone may write (`safefiles.check_model_path`), is
     refused before any lock file is made beside it. The lock of a file kept
     ``beside`` a model (`filter`'s state) is beside that file itself, which may not be a
     link, and takes the model's permissions.
     """
     if beside is None:
-        check_link_owners(path)
+        check_model_path(path)
         real = target(path)
         like = real
     else:

@@ -37,7 +37,7 @@ import os
 import stat
 from collections.abc import Iterable
 
-from ..core.trust import check_file
+from ..core.trust import check_file, check_made, user_name, walk
 from ..errors import UnsafeFileError, os_reason
 
 TYPE_CHECKING = False
@@ -145,7 +145,7 @@ def open_side_file(
     try:
         check_regular(fd, path, what, writing=flags & (os.O_WRONLY | os.O_RDWR) != 0)
         if writers is not None:
-            check_file(os.fstat(fd), path, what, owners=writers[0], group=writers[1])
+            check_file(os.fstat(fd), path, what, owners=writers[0], group=writers[1], fd=fd)
     except BaseException:
         os.close(fd)
         raise
@@ -169,9 +169,12 @@ def check_regular(fd: int, path: str | os.PathLike[str], what: str, *, writing: 
 
 def check_side_path(path: str | os.PathLike[str], what: str) -> Path:
     """``path`` itself, after refusing a symbolic link or an existing file that is not a
-    regular file there: where a file beside a model is written (replaced by a rename)."""
+    regular file there, and a symbolic link of another user on its way (`foreign_link`: a
+    user's folder that root writes a report or a state into, made a link to /etc): where a
+    file beside a model, or an output, is written (replaced by a rename)."""
     from pathlib import Path  # not at import: scoring one message never writes
 
+    check_link_owners(path, what)
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
@@ -193,6 +196,26 @@ def check_link_owners(path: str | os.PathLike[str], what: str = "model file") ->
         raise UnsafeFileError(f"{what} {path}: {found}")
 
 
+def check_output_path(path: str | os.PathLike[str], what: str) -> Path:
+    """`check_side_path` of an output that is no model (a scores file, a plot, a dump, a
+    report), refusing as well a name another user made first in a folder anyone may write
+    (`trust.check_made`): the output replacing her /tmp/dump.txt kept her as its owner,
+    with her mode, and a report was appended to her file. (A file beside a model is judged
+    by who may write the model instead: a layer in /var/lib/nbspam/users, 1777, is its
+    user's.)"""
+    check_made(path, what)
+    return check_side_path(path, what)
+
+
+def check_model_path(path: str | os.PathLike[str]) -> None:
+    """Refuse (`UnsafeFileError`) writing a model at ``path`` where a symbolic link of
+    another user lies on its way (`check_link_owners`), or a name another user made first
+    in a folder anyone may write (`trust.check_made`: a model replacing her /tmp/spam.nbm
+    kept her as its owner, with her mode, and so did its lock)."""
+    check_link_owners(path)
+    check_made(path, "model file")
+
+
 def foreign_link(path: str | os.PathLike[str]) -> str | None:
     """What is wrong with ``path``, where its way passes a symbolic link that belongs neither
     to the user running nbspam nor to root: at its name, at a name such a link leads to, or
@@ -202,43 +225,19 @@ def foreign_link(path: str | os.PathLike[str]) -> str | None:
     ``Maildir/.Junk -> /etc/profile.d``, for a run of root's to replace, or move mail into,
     what it names.
 
-    The path is walked a name at a time as the kernel walks it (a link's target in place of
-    the link, ``..`` from where a link led); a name that does not exist ends the walk: what
-    is made there is made by the caller, who refuses what it must.
+    The path is walked a name at a time as the system walks it (`trust.walk`: a link's
+    target in place of the link, ``..`` from where a link led); a name that does not
+    exist ends the walk: what is made there is made by the caller, who refuses what it
+    must.
     """
-    parts = os.path.abspath(path).split(os.sep)[::-1]  # the names still to walk, next last
-    walked, links = os.sep, 0
-    while parts:
-        name = parts.pop()
-        if name in ("", "."):
-            continue
-        if name == "..":
-            walked = os.path.dirname(walked)
-            continue
-        here = os.path.join(walked, name)
-        try:
-            stats = os.lstat(here)
-        except OSError:
-            return None  # missing, the end of a dangling link: the caller says why not
-        if not stat.S_ISLNK(stats.st_mode):
-            walked = here
-            continue
-        if stats.st_uid not in (0, os.geteuid()):
-            from ..core.trust import user_name
-
-            name = user_name(stats.st_uid)
-            owner = f"uid {name}" if name == str(stats.st_uid) else name
+    for folder, name, found in walk(path)[0]:
+        if stat.S_ISLNK(found.st_mode) and found.st_uid not in (0, os.geteuid()):
+            owner = user_name(found.st_uid)
+            owner = f"uid {owner}" if owner == str(found.st_uid) else owner
             return (
-                f"{here} is a symbolic link of another user ({owner}): "
-                "refusing to follow it; remove it"
+                f"{os.path.join(folder, name)} is a symbolic link of another user "
+                f"({owner}): refusing to follow it; remove it"
             )
-        links += 1
-        if links > 40:  # the kernel's limit: the caller's own open says ELOOP
-            return None
-        target = os.readlink(here)
-        if os.path.isabs(target):
-            walked = os.sep
-        parts.extend(target.split(os.sep)[::-1])
     return None
 
 
