@@ -900,6 +900,54 @@ def test_a_milter_recipient_is_the_user_postfix_delivers_it_to(address, delimite
     assert mailbox(address, delimiter) == user
 
 
+@pytest.mark.parametrize(
+    ("mailer", "user"),
+    [
+        (None, "alice"),  # the MTA sends no {rcpt_mailer}: a local recipient
+        ("local", "alice"),
+        ("virtual", "alice"),
+        ("lmtp", "alice"),  # delivered to Dovecot here
+        ("smtp", None),  # sent on to alice@elsewhere: no user of this host's
+        ("esmtp", None),  # Sendmail's name
+        ("relay", None),
+        ("error", None),
+    ],
+)
+def test_a_recipient_the_mta_sends_elsewhere_is_no_local_user(mailer, user):
+    # mail from a local sender to alice@elsewhere.example was scored with local alice's
+    # layer, and its X-Nbspam-Status told whoever reads it there what alice taught her layer
+    from nbspam.serve import milter, scoring
+
+    session = milter._Session(scoring.Service(models=None), _SentPackets(), {})
+
+    async def recipients() -> None:
+        await session.step(b"M", b"<bob@example.org>\0")
+        if mailer is not None:
+            await session.step(b"D", b"R{rcpt_mailer}\0" + mailer.encode() + b"\0")
+        await session.step(b"R", b"<alice@elsewhere.example>\0")
+
+    asyncio.run(recipients())
+    assert session.message.user() == user
+
+
+def test_one_recipient_sent_elsewhere_leaves_the_message_to_the_site_model():
+    from nbspam.serve import milter, scoring
+
+    session = milter._Session(scoring.Service(models=None), _SentPackets(), {})
+
+    async def recipients() -> None:
+        await session.step(b"M", b"<bob@example.org>\0")
+        await session.step(b"D", b"R{rcpt_mailer}\0local\0")
+        await session.step(b"R", b"<alice@example.org>\0")
+        await session.step(b"D", b"R{rcpt_mailer}\0smtp\0")
+        await session.step(b"R", b"<alice@elsewhere.example>\0")
+        await session.step(b"R", b"<alice@example.org>\0")  # its macro is the one before's
+
+    asyncio.run(recipients())
+    assert session.message.user() is None
+    assert session.rcpt_mailer is None
+
+
 def test_recipients_of_one_user_in_any_case_or_extension_pick_that_users_layer():
     # ALICE@ and alice+lists@ scored with the site model alone before: two local parts
     from nbspam.serve.milter import Message

@@ -193,6 +193,16 @@ def test_postfix_delivers_with_nbspams_header_and_rejects_spam_when_told(
         maillog = (root / "maillog").read_text()
         assert "user=alice ham" in log, maillog
         assert "user=alice ham" in log and "user=alice spam" in log
+        # a recipient Postfix sends on by smtp ({rcpt_mailer} smtp) is no local user: a
+        # local alice's layer would tell the world what she taught it
+        with smtplib.SMTP("127.0.0.1", smtp, timeout=30) as client, _maillog_on_error(root):
+            client.sendmail("bob@sender.test", ["alice@elsewhere.test"], ham.read_bytes())
+        deadline = time.monotonic() + 20
+        while log.count(" ham log_odds=") < 2:
+            assert time.monotonic() < deadline, log
+            time.sleep(0.1)
+            log = (tmp_path / "serve.log").read_text()
+        assert log.count("user=alice ham") == 1 and "user=- ham" in log, log
     finally:
         server.terminate()
         server.wait(timeout=20)

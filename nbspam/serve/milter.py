@@ -102,11 +102,13 @@ class Message:
             self.status_headers += 1
         self.add(name + b": " + value + b"\r\n")
 
-    def recipient(self, address: str) -> None:
+    def recipient(self, address: str, mailer: str | None = None) -> None:
         """Note a recipient's mailbox. Only whether they all share one matters (`user`), so
-        two are kept at most: a client may send recipients without end."""
+        two are kept at most: a client may send recipients without end. A recipient the MTA
+        sends on (``mailer``, its ``{rcpt_mailer}``: `leaves`) is no user of this host's:
+        the message then gets the site model alone."""
         if len(self.users) < 2:
-            self.users.add(mailbox(address, self.delimiter))
+            self.users.add("" if leaves(mailer) else mailbox(address, self.delimiter))
 
     def user(self) -> str | None:
         """The mailbox shared by every recipient, if it is a valid user name."""
@@ -116,6 +118,20 @@ class Message:
             return check_user(next(iter(self.users)))
         except ServeError:
             return None
+
+
+def leaves(mailer: str | None) -> bool:
+    """Whether the MTA's delivery agent ``mailer`` (the macro ``{rcpt_mailer}``, which
+    Postfix and Sendmail send with each recipient by default: local, virtual, lmtp, smtp,
+    relay, esmtp) sends the message off this host, or nowhere (error, discard). Such a
+    recipient's local part names no user here: mail from a local sender to
+    ``alice@elsewhere.example``, scored with local alice's layer, would carry in its
+    X-Nbspam-Status what alice taught her layer to anyone outside. Where the MTA sends no
+    such macro (None), every recipient is taken for a local one."""
+    if mailer is None:
+        return False
+    mailer = mailer.lower()
+    return "smtp" in mailer and mailer != "lmtp" or mailer in ("relay", "error", "discard")
 
 
 def mailbox(address: str, delimiter: str = "") -> str:
@@ -192,7 +208,8 @@ class _Session:
         self.delimiter = delimiter
         self.no_reply = 0
         self.can = 0  # the actions the MTA allows
-        self.queue_id: str | None = None  # the MTA's macro "i", the one macro used
+        self.queue_id: str | None = None  # the MTA's macro "i"
+        self.rcpt_mailer: str | None = None  # the next recipient's delivery agent (`leaves`)
         self.message: Message | None = None
 
     def send(self, command: bytes, data: bytes = b"") -> None:
@@ -206,11 +223,13 @@ class _Session:
                 return False
             self._negotiate(data)
             return True
-        if command == b"D":  # only "i" is kept: a client may send macros of new names without end
-            fields = _strings(data[1:])
+        if command == b"D":  # "i" and a recipient's "rcpt_mailer" are kept, no other macro:
+            fields = _strings(data[1:])  # a client may send macros of new names without end
             for name, value in zip(fields[::2], fields[1::2]):
                 if name.strip(b"{}") == b"i":
                     self.queue_id = _queue_id(value.decode("latin-1"))
+                elif data[:1] == b"R" and name.strip(b"{}") == b"rcpt_mailer":
+                    self.rcpt_mailer = value[:64].decode("latin-1")
             return True
         if command == b"Q":
             return False
@@ -223,7 +242,9 @@ class _Session:
             self.message = Message(self.service.max_size, self.delimiter)
         if command == b"R":
             first = _strings(data)[:1]
-            self.message.recipient(first[0].decode("utf-8", "replace") if first else "")
+            address = first[0].decode("utf-8", "replace") if first else ""
+            self.message.recipient(address, self.rcpt_mailer)
+            self.rcpt_mailer = None  # each recipient's macros come before it
         elif command == b"L":
             fields = _strings(data)
             if len(fields) >= 2:
