@@ -257,7 +257,8 @@ def read_file(path: str, problems: Problems, target: str | None = None) -> Itera
     if not mbox:
         longer = len(data) > MAX_MESSAGE_BYTES
         if not (data.startswith(b"From ") and (longer or SEPARATOR.search(data))):
-            message = checked_message(path, data, problems, _size(target) if longer else None)
+            # the id a plain str: a `Listed` path carries a dict, some 300 bytes a message held
+            message = checked_message(str(path), data, problems, _size(target) if longer else None)
             if message is not None:
                 yield message
             return
