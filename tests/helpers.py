@@ -83,3 +83,18 @@ def missing(reason: str) -> None:
     if os.environ.get("CI"):
         pytest.fail(f"CI must not skip this test: {reason}", pytrace=False)
     pytest.skip(reason, allow_module_level=True)
+
+
+NEIGHBOUR = 4321
+"""A user with no name on the host: a neighbour who may write a shared folder, or a user
+whose mail a job of root's handles."""
+
+
+def neighbours(path: Path) -> Path:
+    """``path`` (a link, or a file) given to the user `NEIGHBOUR`, as if they had made it;
+    the test is skipped where that needs root."""
+    try:
+        os.lchown(path, NEIGHBOUR, NEIGHBOUR)
+    except PermissionError:
+        pytest.skip("giving a file to another user needs root")
+    return path

@@ -19,7 +19,7 @@ import pytest
 
 from nbspam.cli import fast_start
 from nbspam.store.container import MAGIC, PAGE, PAGES
-from tests.helpers import cli_run, nbspam_process
+from tests.helpers import NEIGHBOUR, cli_run, nbspam_process, neighbours
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 MESSAGE = (SAMPLE / "train" / "spam" / "001.eml").read_bytes()
@@ -406,18 +406,6 @@ def test_writing_through_a_symbolic_link_updates_its_target(tmp_path):
     ]
 
 
-MALLORY = 4321  # a neighbour who may write the folder of a shared model
-
-
-def mallorys(link: Path) -> Path:
-    """``link`` given to the user MALLORY, as if they had planted it."""
-    try:
-        os.lchown(link, MALLORY, MALLORY)
-    except PermissionError:
-        pytest.skip("giving a link to another user needs root")
-    return link
-
-
 @pytest.mark.parametrize("command", ["train", "restore", "learn"])
 @pytest.mark.parametrize("way", ["link", "link to a link", "folder"])
 def test_a_model_behind_a_link_of_another_user_is_not_written(
@@ -438,7 +426,7 @@ def test_a_model_behind_a_link_of_another_user_is_not_written(
         model = shared / "spam.nbm"
         if way == "link to a link":  # a link of one's own to a name where the neighbour put theirs
             model.symlink_to(planted)
-    mallorys(planted)
+    neighbours(planted)
     dump = tmp_path / "spam.dump"
     assert cli_run("dump", "-m", sample_model, "-o", dump).exit_code == 0
     args = {
@@ -449,7 +437,7 @@ def test_a_model_behind_a_link_of_another_user_is_not_written(
     result = cli_run(*args)
     assert (result.exit_code, result.stderr) == (
         1,
-        f"Error: model file {model}: {planted} is a symbolic link of another user (uid {MALLORY}): "
+        f"Error: model file {model}: {planted} is a symbolic link of another user (uid {NEIGHBOUR}): "
         "refusing to follow it; remove it\n",
     )
     assert victim.read_text() == "root:x:0:0\n"

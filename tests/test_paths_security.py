@@ -19,7 +19,16 @@ from click.testing import CliRunner
 
 from nbspam.cli.commands import cli
 from nbspam.store.modelfile import load_model
-from tests.helpers import ENV, ROOT, SAMPLE, called_path, cli_run, nbspam_process
+from tests.helpers import (
+    ENV,
+    NEIGHBOUR,
+    ROOT,
+    SAMPLE,
+    called_path,
+    cli_run,
+    nbspam_process,
+    neighbours,
+)
 
 LINK_OUT = "a symbolic link out of the folder, not followed (--follow-links follows it)"
 SECRET = b"Subject: root only\n\nzqxsecretword zqxsecretword password\n"
@@ -332,18 +341,6 @@ def test_a_destination_whose_new_is_a_dangling_link_is_refused(sample_model, tmp
     assert [p.name for p in (inbox / "new").iterdir()] == [spam.name]
 
 
-NEIGHBOUR = 4321  # a user whose mail a job of root's filters
-
-
-def neighbours(link: Path) -> Path:
-    """``link`` given to the user NEIGHBOUR, as if they had made it."""
-    try:
-        os.lchown(link, NEIGHBOUR, NEIGHBOUR)
-    except PermissionError:
-        pytest.skip("giving a link to another user needs root")
-    return link
-
-
 def test_filter_moves_nothing_into_a_destination_behind_a_neighbours_link(sample_model, tmp_path):
     """A user replaced her Junk with a link to a folder of root's (/etc/profile.d): a job of
     root's moved her spam there under names of her choosing (evil.sh), where every login
@@ -480,20 +477,11 @@ def test_a_move_across_file_systems_reads_no_link_or_fifo_put_in_the_messages_pl
     assert os.path.lexists(source) and secret.read_bytes() == SECRET
 
 
-def test_a_copy_across_file_systems_is_never_set_user_id(tmp_path, monkeypatch):
-    """A move across file systems copies the message, as the user running filter (root's
-    job), with the message's mode: a message its owner made set-user-ID (and, once it was
-    read, a program) became a set-user-ID program of root's in their Junk."""
+def _across_file_systems(monkeypatch, inbox: Path) -> None:
+    """Make every link out of ``inbox`` fail as one to another file system does (EXDEV),
+    so that a move copies."""
     import errno
 
-    from nbspam.service.mailstore import move_message, open_destination
-
-    inbox = tmp_path / "Maildir"
-    for part in ("cur", "new", "tmp"):
-        (inbox / part).mkdir(parents=True)
-    source = inbox / "new" / "1700000000.M1P1.host"
-    source.write_bytes(SECRET)
-    source.chmod(0o6755)
     real_link = os.link
 
     def across(src, dst, *args, **kwargs):
@@ -502,6 +490,21 @@ def test_a_copy_across_file_systems_is_never_set_user_id(tmp_path, monkeypatch):
         return real_link(src, dst, *args, **kwargs)
 
     monkeypatch.setattr(os, "link", across)
+
+
+def test_a_copy_across_file_systems_is_never_set_user_id(tmp_path, monkeypatch):
+    """A move across file systems copies the message, as the user running filter (root's
+    job), with the message's mode: a message its owner made set-user-ID (and, once it was
+    read, a program) became a set-user-ID program of root's in their Junk."""
+    from nbspam.service.mailstore import move_message, open_destination
+
+    inbox = tmp_path / "Maildir"
+    for part in ("cur", "new", "tmp"):
+        (inbox / part).mkdir(parents=True)
+    source = inbox / "new" / "1700000000.M1P1.host"
+    source.write_bytes(SECRET)
+    source.chmod(0o6755)
+    _across_file_systems(monkeypatch, inbox)
     junk = open_destination(str(tmp_path / "Junk"), create=True)
     moved = Path(move_message(str(source), "new", junk, b"\0" * 16))
     assert moved == tmp_path / "Junk" / "new" / source.name
@@ -514,8 +517,6 @@ def test_a_copy_across_file_systems_belongs_to_the_messages_owner(tmp_path, monk
     file system the moved message is the same file, hers; across file systems the copy was
     root's, 0600, and alice could no longer read her own Junk. The copy is the owner's and
     group's, as ``mv`` makes it, and still never set-user-ID."""
-    import errno
-
     from nbspam.service.mailstore import move_message, open_destination
 
     if os.geteuid() != 0:
@@ -524,14 +525,7 @@ def test_a_copy_across_file_systems_belongs_to_the_messages_owner(tmp_path, monk
     for part in ("cur", "new", "tmp"):
         (inbox / part).mkdir(parents=True)
     junk = open_destination(str(tmp_path / "Junk"), create=True)
-    real_link = os.link
-
-    def across(src, dst, *args, **kwargs):
-        if called_path(src, kwargs.get("src_dir_fd")).startswith(str(inbox.resolve())):
-            raise OSError(errno.EXDEV, "Invalid cross-device link", src, None, dst)
-        return real_link(src, dst, *args, **kwargs)
-
-    monkeypatch.setattr(os, "link", across)
+    _across_file_systems(monkeypatch, inbox)
     for name, mode, copied in (("1.host", 0o600, 0o600), ("2.host", 0o6755, 0o755)):
         source = inbox / "new" / name
         source.write_bytes(SECRET)
@@ -643,6 +637,20 @@ def test_a_folder_above_the_message_swapped_for_a_link_takes_no_file_out_of_its_
 SWAPPED = "its folder is not the one it was listed in: another was put in its place"
 
 
+def _a_secret_of_roots_named_as_hers(
+    tmp_path: Path, name: str, part: str, label: str
+) -> tuple[Path, Path]:
+    """(her Maildir ``name``, root's Maildir): in the ``part`` folder of each a file named
+    "secret", hers a sample message of ``label``, root's the `SECRET` words."""
+    hers, roots = tmp_path / name, tmp_path / "system"
+    for folder in ("cur", "new", "tmp"):
+        (hers / folder).mkdir(parents=True)
+        (roots / folder).mkdir(parents=True)
+    (hers / part / "secret").write_bytes((SAMPLE / "train" / label / "001.eml").read_bytes())
+    (roots / part / "secret").write_bytes(SECRET)
+    return hers, roots
+
+
 def test_sync_learns_no_file_of_a_folder_swapped_in_after_the_listing(
     sample_model, tmp_path, monkeypatch
 ):
@@ -652,12 +660,7 @@ def test_sync_learns_no_file_of_a_folder_swapped_in_after_the_listing(
     may read). A file is read only from the very folder it was listed in."""
     import nbspam.service.sync as sync
 
-    junk, system = tmp_path / "Junk", tmp_path / "system"
-    for part in ("cur", "new", "tmp"):
-        (junk / part).mkdir(parents=True)
-        (system / part).mkdir(parents=True)
-    (junk / "cur" / "secret").write_bytes((SAMPLE / "train" / "spam" / "001.eml").read_bytes())
-    (system / "cur" / "secret").write_bytes(SECRET)
+    junk, system = _a_secret_of_roots_named_as_hers(tmp_path, "Junk", "cur", "spam")
     listed = sync.folder_files
 
     def listed_then_swapped(*args, **kwargs):
@@ -678,12 +681,7 @@ def test_filter_reads_no_file_of_a_folder_swapped_in_after_the_listing(
     """As sync: the file filter scores (and autolearn learns) is the one it listed."""
     import nbspam.mail.messages as messages
 
-    inbox, system = tmp_path / "inbox", tmp_path / "system"
-    for part in ("cur", "new", "tmp"):
-        (inbox / part).mkdir(parents=True)
-        (system / part).mkdir(parents=True)
-    (inbox / "new" / "secret").write_bytes((SAMPLE / "train" / "ham" / "001.eml").read_bytes())
-    (system / "new" / "secret").write_bytes(SECRET)
+    inbox, system = _a_secret_of_roots_named_as_hers(tmp_path, "inbox", "new", "ham")
     listed = messages.listed_files
 
     def swapped_once_listed(*args, **kwargs):

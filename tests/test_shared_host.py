@@ -216,6 +216,21 @@ def test_an_output_is_not_written_through_a_folder_link_of_another_user(
     assert os.listdir(etc) == [] and (mail / "new" / "1.eml").is_file()
 
 
+def _planted_in_a_public_folder(tmp_path: Path, name: str) -> tuple[Path, Path]:
+    """(folder, file): a folder anyone may write (1777, as /tmp), and in it an empty file
+    ``name`` of the user 4242, mode 0666, made first, as a neighbour would."""
+    if os.geteuid() != 0:
+        pytest.skip("a file of another user needs root to make")
+    public = tmp_path / "tmp"
+    public.mkdir()
+    public.chmod(0o1777)
+    out = public / name
+    out.write_bytes(b"")
+    out.chmod(0o666)
+    os.chown(out, 4242, 4242)
+    return public, out
+
+
 @pytest.mark.parametrize("output", OUTPUTS)
 def test_an_output_another_user_made_first_in_a_folder_anyone_may_write_is_refused(
     output, sample_model, mail, tmp_path
@@ -223,15 +238,7 @@ def test_an_output_another_user_made_first_in_a_folder_anyone_may_write_is_refus
     """Root's ``dump -o /tmp/dump.txt``: a neighbour made the name first (hers, 0666), and
     the dump, the words of everybody's mail, replaced it keeping her as its owner, or the
     report's lines were appended to her file."""
-    if os.geteuid() != 0:
-        pytest.skip("a file of another user needs root to make")
-    public = tmp_path / "tmp"
-    public.mkdir()
-    public.chmod(0o1777)
-    out = public / "out.svg"
-    out.write_bytes(b"")
-    out.chmod(0o666)
-    os.chown(out, 4242, 4242)
+    public, out = _planted_in_a_public_folder(tmp_path, "out.svg")
     result = cli_run(*output_args(output, out, sample_model, mail))
     what = OUTPUTS[output][1]
     assert (result.exit_code, result.stderr) == (
@@ -248,15 +255,7 @@ def test_an_output_another_user_made_first_in_a_folder_anyone_may_write_is_refus
 def test_a_model_is_not_written_over_a_name_another_user_made_first(sample_model, tmp_path):
     """Root's ``train -o /tmp/spam.nbm`` over a neighbour's empty 0666 file: the model kept
     her as its owner, 0666, and so did its lock."""
-    if os.geteuid() != 0:
-        pytest.skip("a file of another user needs root to make")
-    public = tmp_path / "tmp"
-    public.mkdir()
-    public.chmod(0o1777)
-    out = public / "spam.nbm"
-    out.write_bytes(b"")
-    out.chmod(0o666)
-    os.chown(out, 4242, 4242)
+    public, out = _planted_in_a_public_folder(tmp_path, "spam.nbm")
     error = (
         f"Error: model file {out}: {out} belongs to 4242, in {public}, which anyone may write: "
         "anyone could have put it there; remove it\n"
@@ -655,22 +654,30 @@ def test_a_filter_state_others_may_write_is_refused(sample_model, mail):
     )
 
 
-def test_no_user_steers_another_users_layer(shared, sample_model_path):
-    model = shared / "spam.nbm"
-    shutil.copyfile(sample_model_path, model)
-    model.chmod(0o644)  # read by all, written by root
-    folder = shared / "users"  # each mail user writes a layer here (the Dovecot wrapper)
-    folder.mkdir()
-    os.chown(folder, 0, GROUP)
-    folder.chmod(0o2775)
-    template = str(folder / "%u.nbj")
-    warm = shared.parent / "warm"  # the commands' lazy imports, made here (as above)
-    warm.mkdir()
+def _site_model_and_layers(shared: Path, sample_model_path: Path, mode: int):
+    """(model, folder, template): the site model in ``shared``, read by all and written by
+    root, and a folder of users' layers (mode ``mode``); the commands' lazy imports made
+    here, by a learn and a predict of root's elsewhere, before any run as another user."""
     import grp  # noqa: F401 - the check's look-up of a group, made here too
 
+    model = shared / "spam.nbm"
+    shutil.copyfile(sample_model_path, model)
+    model.chmod(0o644)
+    folder = shared / "users"
+    folder.mkdir()
+    folder.chmod(mode)
+    warm = shared.parent / "warm"
+    warm.mkdir()
     args = ["--user-models", str(warm / "%u.nbj"), "--user", "x"]
     assert cli_run("learn", "-m", model, *args, "-l", "ham", MESSAGE).exit_code == 0
     assert cli_run("predict", "-m", model, *args, MESSAGE).exit_code == 0
+    return model, folder, str(folder / "%u.nbj")
+
+
+def test_no_user_steers_another_users_layer(shared, sample_model_path):
+    model, folder, template = _site_model_and_layers(shared, sample_model_path, 0o2775)
+    os.chown(folder, 0, GROUP)
+    folder.chmod(0o2775)  # each mail user writes a layer here (the Dovecot wrapper)
 
     def as_(uid: int, user: str, *command) -> tuple[int, str]:
         return as_user(uid, 0o002, command[0], "-m", model, "--user-models", template,
@@ -707,19 +714,7 @@ def test_root_learns_into_a_layer_its_user_made_in_a_folder_all_may_write(
     his layer and its lock, and a TELL of root's server for bob learns into them."""
     import pwd
 
-    model = shared / "spam.nbm"
-    shutil.copyfile(sample_model_path, model)
-    model.chmod(0o644)
-    folder = shared / "users"
-    folder.mkdir()
-    folder.chmod(0o1777)
-    template = str(folder / "%u.nbj")
-    warm = shared.parent / "warm"  # the commands' lazy imports, made here (as above)
-    warm.mkdir()
-    import grp  # noqa: F401
-
-    args = ["--user-models", str(warm / "%u.nbj"), "--user", "x"]
-    assert cli_run("learn", "-m", model, *args, "-l", "ham", MESSAGE).exit_code == 0
+    model, folder, template = _site_model_and_layers(shared, sample_model_path, 0o1777)
     bob = ["--user-models", template, "--user", "bob"]
     assert as_user(BOB, 0o022, "learn", "-m", model, *bob, "-l", "ham", MESSAGE)[0] == 0
     assert {p.stat().st_uid for p in folder.iterdir()} == {BOB}  # bob.nbj and its lock
