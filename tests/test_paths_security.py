@@ -7,6 +7,7 @@ as root or as another user, checked on the command's real output, exit status an
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -696,3 +697,28 @@ def test_filter_reads_no_file_of_a_folder_swapped_in_after_the_listing(
     assert result.exit_code == 3, result.output
     assert result.stderr.splitlines()[0] == f"{inbox / 'new' / 'secret'}: {SWAPPED}"
     assert '"action": "error"' in report.read_text()
+
+
+def test_a_file_name_prints_no_control_character_on_a_text_line(sample_model_path, tmp_path):
+    """A user's file name is printed in root's text lines and on stderr: one holding ESC
+    retitled the terminal or rewrote what was printed before it, one holding a line feed
+    printed a line of its own. They are written as \\xNN; JSON Lines escape them as JSON."""
+    folder = tmp_path / "mail"
+    folder.mkdir()
+    name = "a\x1b]0;owned\x07\nham: forged"
+    (folder / name).write_bytes((SAMPLE / "new" / "002.eml").read_bytes())
+    (folder / "b\x1b[2J").write_bytes(b"")  # empty: skipped, said on stderr
+    shown = f"{folder}/a\\x1b]0;owned\\x07\\x0aham: forged"
+    result = nbspam_process("predict", "-m", sample_model_path, folder)
+    assert result.returncode == 3
+    [line] = result.stdout.decode().splitlines()
+    assert line.startswith(f"{shown}: spam (log-odds +")
+    skipped = f"{folder}/b\\x1b[2J: empty, not a message"
+    assert result.stderr.decode().splitlines()[0] == skipped
+    jsonl = nbspam_process("predict", "-m", sample_model_path, folder, "-f", "jsonl")
+    assert json.loads(jsonl.stdout.decode())["path"] == str(folder / name)
+    missing = nbspam_process("explain", "-m", sample_model_path, folder / "c\x1b[1m")
+    assert missing.stderr.decode().splitlines()[0].startswith(f"{folder}/c\\x1b[1m: ")
+    error = nbspam_process("train", folder, "-o", tmp_path / "x\x1b[1m" / "m.nbm")
+    assert error.returncode == 1 and "\x1b" not in error.stderr.decode()
+    assert "x\\x1b[1m" in error.stderr.decode()

@@ -13,6 +13,7 @@ import sys
 
 from ..errors import EXIT_INTERRUPTED, NbspamError
 from .output import output_error, quiet_stdout
+from .printable import printable
 
 OUT_OF_MEMORY = (
     "out of memory: the system refused this process more (its ulimit -v, or the machine)"
@@ -48,5 +49,5 @@ def failure(error: BaseException, *, failed: int = 1, stdout: bool = False) -> i
         status = failed
     else:
         return None
-    print(f"Error: {line}", file=sys.stderr)
+    print(f"Error: {printable(line)}", file=sys.stderr)
     return status

@@ -27,6 +27,7 @@ from ..core.settings import (
 from ..errors import EXIT_SKIPPED, NbspamError
 from .boundary import failure
 from .output import output_error
+from .printable import printable
 
 EXIT_STATUS_HELP = """\b
 Exit status: 0 success; 1 an error in the input or the model (one line
@@ -134,7 +135,7 @@ class Reporter:
         if text.startswith("note: ") and quiet():
             return
         self.meter.clear()
-        click.echo(text, err=True)
+        click.echo(printable(text), err=True)
 
     def read(
         self, messages: Iterable[Any], total: int | Callable[[], int | None] | None

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from ..core.jsonl import json_line
 from ..models.decision import Prediction, Predictions
+from .printable import printable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -82,12 +83,12 @@ def _prediction_line(p: Prediction, labels: Sequence[str], fmt: Format) -> str:
         cells += [_number(p.calibrated), *map(repr, p.probabilities)]
         return "\t".join(cells)
     if p.log_odds is None:
-        return f"{p.id}: {p.label} (probability {prob:.4f})"
+        return f"{printable(p.id)}: {p.label} (probability {prob:.4f})"
     calibrated = ""
     if p.calibrated is not None:
         calibrated = f", calibrated P({_positive(p, labels)}) {p.calibrated:.4f}"
     return (
-        f"{p.id}: {p.verdict} (log-odds {p.log_odds:+.3f}, probability of "
+        f"{printable(p.id)}: {p.verdict} (log-odds {p.log_odds:+.3f}, probability of "
         f"{p.label} {prob:.4f}{calibrated})"
     )
 
@@ -103,7 +104,7 @@ def _block_text(block: Predictions, labels: Sequence[str], fmt: Format) -> str:
     ]
     if fmt == "jsonl" and not all(all(map(math.isfinite, v)) for v in values):
         return "\n".join(_prediction_line(p, labels, fmt) for p in block)
-    escape = {"jsonl": json_line, "tsv": tsv_cell, "text": str}[fmt]
+    escape = {"jsonl": json_line, "tsv": tsv_cell, "text": printable}[fmt]
     path = getattr(block.ids, "path", None)
     if path is not None:  # PATH#LINE: the path escaped once, the line a number
         if fmt == "jsonl":

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from ..core.jsonl import json_line
 from ..models.decision import cutoff_text
 from .prediction_lines import tsv_cell
+from .printable import printable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # explain needs numpy; render's other outputs need not
@@ -106,7 +107,7 @@ def message_explanation(
         return
     from ..service.explanation_text import explanation_lines
 
-    yield from explanation_lines(e, top)
+    yield from map(printable, explanation_lines(e, top))
 
 
 def fpr_text(estimate: dict[str, Any], negative: str) -> str:
@@ -187,7 +188,7 @@ def fisher_explanation(e: FisherExplanation, fmt: Format, top: int | None) -> It
         return
     from ..service.explanation_text import explanation_lines
 
-    yield from explanation_lines(e, top)
+    yield from map(printable, explanation_lines(e, top))
 
 
 def _event_model_settings(cfg: dict[str, Any]) -> str:
@@ -888,7 +889,7 @@ def row_explanation(e: dict[str, Any], fmt: Format, top: int | None) -> Iterator
         for n, v in shown:
             yield "\t".join([tsv_cell(e["path"]), tsv_cell(n), repr(v)])
         return
-    yield f"{e['path']}: log-odds {e['log_odds']:+.4f}"
+    yield f"{printable(e['path'])}: log-odds {e['log_odds']:+.4f}"
     yield f"  {e['bias']:>+12.4f}  (bias: the prior)"
     for n, v in shown:
         yield f"  {v:>+12.4f}  {n}"
