@@ -131,7 +131,7 @@ def leaves(mailer: str | None) -> bool:
     if mailer is None:
         return False
     mailer = mailer.lower()
-    return "smtp" in mailer and mailer != "lmtp" or mailer in ("relay", "error", "discard")
+    return "smtp" in mailer or mailer in ("relay", "error", "discard")  # not lmtp: no "smtp"
 
 
 def mailbox(address: str, delimiter: str = "") -> str:
